@@ -1,0 +1,31 @@
+# Makefile — entry points for building, linting and testing sluice against the
+# local service stack (infra/local). `make test` / `make demo` start the stack first
+# (idempotent) and export its URLs (see `infra/local/services.sh env`).
+SHELL := /bin/bash
+SERVICES := infra/local/services.sh
+LOCKED := $(if $(wildcard Cargo.lock),--locked,)
+
+.PHONY: build prereqs services services-down test lint demo
+
+build: prereqs
+	cargo build $(LOCKED)
+
+prereqs:
+	@infra/local/prereqs.sh
+
+services: prereqs
+	$(SERVICES) up
+
+services-down:
+	$(SERVICES) down
+
+test: services
+	eval "$$($(SERVICES) env)" && cargo test $(LOCKED) --all-targets
+
+lint: prereqs
+	@cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 \
+	  || rustup component add rustfmt clippy
+	cargo fmt --check && cargo clippy $(LOCKED) --all-targets -- -D warnings
+
+demo: services
+	eval "$$($(SERVICES) env)" && infra/demo/demo.sh

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# infra/local/services.sh {up|down|status|env}
+# up:   starts PostgreSQL, MariaDB and moto (each idempotent); names every one that
+#       failed and exits non-zero if any did.
+# down: stops all three (data dirs in $SLUICE_STACK_DIR survive; moto state does not).
+# env:  prints `export` lines for the tests: SLUICE_TEST_PG_URL, SLUICE_TEST_MYSQL_URL,
+#       SLUICE_TEST_AWS_ENDPOINT and dummy AWS credentials/region.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=infra/local/env.sh
+. "$here/env.sh"
+services=(postgres mariadb moto)
+
+each() { # each ACTION: run ACTION for every service, collect failures
+  local s failed=()
+  for s in "${services[@]}"; do
+    "$here/$s.sh" "$1" || failed+=("$s")
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "services.sh $1: NOT OK: ${failed[*]} (logs under $SLUICE_STACK_DIR)" >&2
+    return 1
+  fi
+}
+
+case "${1:-}" in
+  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, mariadb :$SLUICE_MARIADB_PORT, moto :$SLUICE_MOTO_PORT" >&2 ;;
+  down) each stop ;;
+  status) each status ;;
+  env)
+    printf 'export %s=%q\n' \
+      SLUICE_TEST_PG_URL "$("$here/postgres.sh" url)" \
+      SLUICE_TEST_MYSQL_URL "$("$here/mariadb.sh" url)" \
+      SLUICE_TEST_AWS_ENDPOINT "$("$here/moto.sh" url)" \
+      AWS_ACCESS_KEY_ID testing \
+      AWS_SECRET_ACCESS_KEY testing \
+      AWS_REGION us-east-1 ;;
+  *) echo "usage: $0 {up|down|status|env}" >&2; exit 2 ;;
+esac

@@ -1,0 +1,173 @@
+//! The engine-neutral change model: column types, cell values, table schemas, and the
+//! change events that flow from a source through the framer to the part writers.
+//!
+//! Guarantees: a [`Value`] is always one of the representable cells of its column's
+//! [`ColumnType`] (sources convert or fail, they never substitute NULL for a value they
+//! could not read); images are positional over [`TableSchema::columns`], whose names are
+//! the source's column names, so consumers map values by name; a column whose value the
+//! source did not log is listed in [`ChangeEvent::unlogged`] and holds [`Value::Null`]
+//! only as a placeholder that the writer never presents as data.
+
+use std::sync::Arc;
+
+/// The logical type of a captured column; the part writer maps each to one Arrow type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    Boolean,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+    Float32,
+    Float64,
+    /// Exact decimal: `Decimal128` up to precision 38, `Decimal256` up to 76.
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
+    /// UTF-8 text.
+    Utf8,
+    /// JSON document, kept as its UTF-8 text (Arrow JSON extension type).
+    Json,
+    /// UUID in its canonical lower-case hyphenated text form.
+    Uuid,
+    Binary,
+    /// Days since 1970-01-01.
+    Date,
+    /// Microseconds since midnight.
+    Time,
+    /// Wall-clock timestamp without zone, microseconds since 1970-01-01 00:00:00.
+    Timestamp,
+    /// Instant, microseconds since 1970-01-01 00:00:00 UTC.
+    TimestampTz,
+    /// One-dimensional list of the element type.
+    List(Box<ColumnType>),
+}
+
+/// One cell. Integers of every width travel as `Int`/`UInt` and are narrowed (checked)
+/// by the writer to the column's width.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Boolean(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    /// Unscaled decimal; the scale is the column's.
+    Decimal(i128),
+    /// Unscaled decimal wider than 38 digits, as little-endian two's complement.
+    Decimal256([u8; 32]),
+    Text(String),
+    Bytes(Vec<u8>),
+    /// Days since 1970-01-01.
+    Date(i32),
+    /// Microseconds since midnight.
+    Time(i64),
+    /// Microseconds since the Unix epoch (naive or UTC per the column type).
+    Timestamp(i64),
+    List(Vec<Value>),
+}
+
+/// A captured column.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Column {
+    pub name: String,
+    pub ty: ColumnType,
+    pub nullable: bool,
+    /// Part of the key that identifies a row (primary key or replica identity).
+    pub key: bool,
+    /// The source's own type name, for messages and the manifest (`numeric(12,2)`).
+    pub source_type: String,
+}
+
+/// A captured table's shape as the source describes it at one point in the log.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TableSchema {
+    /// The table name exactly as the config names it (also its output directory).
+    pub name: String,
+    pub columns: Vec<Column>,
+}
+
+impl TableSchema {
+    /// Index of a column by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// Indexes of the key columns, in column order.
+    pub fn key_indexes(&self) -> Vec<usize> {
+        (0..self.columns.len())
+            .filter(|&i| self.columns[i].key)
+            .collect()
+    }
+
+    /// True when both schemas have the same column names and types in the same order.
+    pub fn same_shape(&self, other: &TableSchema) -> bool {
+        self.columns.len() == other.columns.len()
+            && self
+                .columns
+                .iter()
+                .zip(&other.columns)
+                .all(|(a, b)| a.name == b.name && a.ty == b.ty)
+    }
+}
+
+/// The kind of a change row (`__op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Insert,
+    Update,
+    Delete,
+    /// A baseline row (written under `snapshot/`).
+    Snapshot,
+}
+
+impl Op {
+    /// The `__op` text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Insert => "insert",
+            Op::Update => "update",
+            Op::Delete => "delete",
+            Op::Snapshot => "snapshot",
+        }
+    }
+}
+
+/// A row change as a source decodes it, before framing gives it a position and ordinal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowChange {
+    pub table: Arc<TableSchema>,
+    pub op: Op,
+    /// The old image (deletes, and updates where the engine logs it); under a key-only
+    /// identity the non-key cells are `Null` and listed in `before_unlogged`.
+    pub before: Option<Vec<Value>>,
+    /// The new image (inserts and updates).
+    pub after: Option<Vec<Value>>,
+    /// Columns of `before` that the source did not log.
+    pub before_unlogged: Vec<usize>,
+    /// Columns of `after` that the source did not log (e.g. unchanged TOAST values).
+    pub after_unlogged: Vec<usize>,
+}
+
+/// A framed change: one output row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeEvent {
+    pub table: Arc<TableSchema>,
+    pub op: Op,
+    /// The transaction's commit position in its sortable text form (`__pos`).
+    pub pos: Arc<str>,
+    /// Ordinal within the transaction (`__seq`), from 0.
+    pub seq: u64,
+    /// Commit time, microseconds since the Unix epoch, UTC (`__ts`).
+    pub commit_ts: Option<i64>,
+    /// The image written: the new row for insert/update, the old row (or key) for delete.
+    pub image: Vec<Value>,
+    /// Columns of `image` that were not logged by the source (`__unlogged`).
+    pub unlogged: Vec<usize>,
+}

@@ -1,0 +1,149 @@
+//! The command line: `sluice drain | state show | validate`.
+//!
+//! Guarantees: stdout carries exactly one JSON document per command (the run summary for
+//! `drain`, also on failure as `status: "failed"` with the error's code and hint); logs
+//! and human messages go to stderr; the exit code is the error class's (0 done or
+//! skipped, 1 config, 3 transient, 5 refusal; 2 is clap's usage error).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::drain::{self, DrainOptions};
+use crate::error::{Code, Error, Result};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "Drain a database change log into typed Parquet parts"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drain the change log from the checkpoint up to its end as of now.
+    Drain {
+        /// Config file (YAML or JSON); default: the SLUICE_CONFIG environment variable.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Stop at the first transaction boundary after this long (e.g. `10m`, `90s`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        max_duration: Option<Duration>,
+    },
+    /// Inspect the job's stored state.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
+    /// Parse and check a config without connecting anywhere.
+    Validate {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StateCommand {
+    /// Print the job's lease, checkpoint and records as JSON.
+    Show {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 3;
+        }
+    };
+    runtime.block_on(run(cli.command))
+}
+
+async fn run(command: Command) -> i32 {
+    match command {
+        Command::Drain {
+            config,
+            max_duration,
+        } => {
+            let config = match Config::load(config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => return fail(None, &e),
+            };
+            match drain::drain(&config, DrainOptions::with_max_duration(max_duration)).await {
+                Ok(summary) => {
+                    println!("{}", summary.to_line());
+                    0
+                }
+                Err(e) => fail(Some(&config.job), &e),
+            }
+        }
+        Command::State {
+            command: StateCommand::Show { config },
+        } => report(show_state(config).await),
+        Command::Validate { config } => report(Config::load(config.as_deref()).map(
+            |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables }),
+        )),
+    }
+}
+
+async fn show_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
+    let config = Config::load(config.as_deref())?;
+    let store = crate::state::open(&config).await?;
+    store.show(&config.job).await
+}
+
+fn report(result: Result<serde_json::Value>) -> i32 {
+    match result {
+        Ok(value) => {
+            println!("{value}");
+            0
+        }
+        Err(e) => fail(None, &e),
+    }
+}
+
+/// Prints the error (stderr for people, stdout as the one JSON line) and returns its exit code.
+fn fail(job: Option<&str>, e: &Error) -> i32 {
+    eprintln!("error: {}", e.chain());
+    if let Some(hint) = e.hint_text() {
+        eprintln!("hint: {hint}");
+    }
+    let line = serde_json::json!({ "status": "failed", "job": job, "error": e.to_json() });
+    println!("{line}");
+    if e.code() == Code::Internal {
+        eprintln!("this is a bug in sluice; please report it with the log above");
+    }
+    e.class().exit_code()
+}
+
+/// Logs to stderr: human-readable text, or JSON lines with `SLUICE_LOG_FORMAT=json`.
+/// The level filter comes from `SLUICE_LOG` (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("SLUICE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().init();
+    } else {
+        builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
+}

@@ -1,0 +1,215 @@
+//! A local directory as the destination (CLI, tests, mounted volumes).
+//!
+//! Durability: a part is copied to a hidden temporary name in its final directory,
+//! fsynced, then published with `link(2)`, which fails if the key exists — so a part is
+//! never overwritten and a crash leaves at most a `.tmp-…` file that no reader globs as a
+//! part. Markers are replaced atomically with `rename(2)`. Directories are fsynced after
+//! each publish.
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+
+use super::Destination;
+use crate::error::{Code, Error, Result};
+
+/// A directory on a local file system.
+#[derive(Debug)]
+pub struct LocalDestination {
+    root: PathBuf,
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl LocalDestination {
+    /// A destination rooted at `root` (created when missing).
+    pub fn new(root: &Path) -> Result<Self> {
+        fs::create_dir_all(root).map_err(|e| unavailable(root, e))?;
+        Ok(LocalDestination {
+            root: root.to_path_buf(),
+        })
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf> {
+        if key.is_empty()
+            || key
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+        {
+            return Err(Error::new(
+                Code::Internal,
+                format!("invalid destination key {key:?}"),
+            ));
+        }
+        Ok(self.root.join(key))
+    }
+
+    fn tmp_path(dest: &Path) -> PathBuf {
+        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("part");
+        dest.with_file_name(format!(".tmp-{}-{n}-{name}", std::process::id()))
+    }
+}
+
+fn unavailable(path: &Path, e: std::io::Error) -> Error {
+    let code = match e.kind() {
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => Code::DestinationDenied,
+        _ => Code::DestinationUnavailable,
+    };
+    Error::new(code, format!("local destination {}: {e}", path.display()))
+        .hint("check that destination.path exists, is writable and has free space")
+        .source(e)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| unavailable(dir, e))
+}
+
+fn write_synced(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<()> {
+    let mut file = File::create(path).map_err(|e| unavailable(path, e))?;
+    fill(&mut file).and_then(|_| file.sync_all()).map_err(|e| {
+        let _ = fs::remove_file(path);
+        unavailable(path, e)
+    })
+}
+
+#[async_trait]
+impl Destination for LocalDestination {
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+
+    async fn put_part(&self, key: &str, local: &Path) -> Result<()> {
+        let dest = self.path_of(key)?;
+        let dir = dest.parent().unwrap_or(&self.root).to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| unavailable(&dir, e))?;
+        if dest.exists() {
+            return Err(exists(key));
+        }
+        let tmp = Self::tmp_path(&dest);
+        write_synced(&tmp, |f| {
+            let mut src = File::open(local)?;
+            std::io::copy(&mut src, f).map(|_| ())
+        })?;
+        let linked = fs::hard_link(&tmp, &dest);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => sync_dir(&dir),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(exists(key)),
+            Err(e) => Err(unavailable(&dest, e)),
+        }
+    }
+
+    async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
+        let dest = self.path_of(key)?;
+        let dir = dest.parent().unwrap_or(&self.root).to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| unavailable(&dir, e))?;
+        let tmp = Self::tmp_path(&dest);
+        write_synced(&tmp, |f| f.write_all(body))?;
+        fs::rename(&tmp, &dest).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            unavailable(&dest, e)
+        })?;
+        sync_dir(&dir)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path_of(key)?;
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(unavailable(&path, e)),
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut keys = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(unavailable(&dir, e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| unavailable(&dir, e))?;
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if let Ok(rel) = path.strip_prefix(&self.root) {
+                    let key = rel.to_string_lossy().replace('\\', "/");
+                    let hidden = key
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|n| n.starts_with(".tmp-"));
+                    if key.starts_with(prefix) && !hidden {
+                        keys.push(key);
+                    }
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+fn exists(key: &str) -> Error {
+    Error::new(Code::DestinationExists, format!("part {key} already exists; parts are never overwritten"))
+        .hint("two writers are producing the same run id — check that only one job uses this destination prefix")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn parts_are_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = LocalDestination::new(&dir.path().join("out")).unwrap();
+        let src = dir.path().join("src");
+        fs::write(&src, b"one").unwrap();
+        rt().block_on(async {
+            dest.put_part("t/a.parquet", &src).await.unwrap();
+            fs::write(&src, b"two").unwrap();
+            let err = dest.put_part("t/a.parquet", &src).await.unwrap_err();
+            assert_eq!(err.code(), Code::DestinationExists);
+            assert_eq!(dest.get("t/a.parquet").await.unwrap().unwrap(), b"one");
+            assert_eq!(
+                dest.list("t/").await.unwrap(),
+                vec!["t/a.parquet".to_string()]
+            );
+        });
+    }
+
+    #[test]
+    fn markers_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = LocalDestination::new(dir.path()).unwrap();
+        rt().block_on(async {
+            dest.put_marker("t/_SUCCESS", b"1").await.unwrap();
+            dest.put_marker("t/_SUCCESS", b"2").await.unwrap();
+            assert_eq!(dest.get("t/_SUCCESS").await.unwrap().unwrap(), b"2");
+            assert_eq!(dest.get("t/missing").await.unwrap(), None);
+        });
+    }
+
+    #[test]
+    fn keys_cannot_escape_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = LocalDestination::new(dir.path()).unwrap();
+        for key in ["../x", "a//b", "", "a/./b"] {
+            assert!(dest.path_of(key).is_err(), "{key}");
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Where parts, manifests and markers are stored.
+//!
+//! Contract for every backend: [`Destination::put_part`] returns only once the object is
+//! durable and **never overwrites** an existing key (a second write of the same key is
+//! `SLUICE_DESTINATION_EXISTS`, and the first object is left as it was); a failed or
+//! partial upload leaves no object that could be mistaken for a complete one.
+//! [`Destination::put_marker`] writes small documents (`manifest.json`, `_SUCCESS`) that a
+//! later clean run replaces.
+
+pub mod local;
+
+use std::path::Path;
+
+use async_trait::async_trait;
+
+use crate::config::{Config, DestinationConfig};
+use crate::error::Result;
+
+/// Object storage for one job's output. Keys are `/`-separated and relative to the
+/// destination's root (bucket prefix or directory).
+#[async_trait]
+pub trait Destination: Send + Sync {
+    /// A human-readable, secret-free description (`file:///out`, `s3://bucket/prefix`).
+    fn describe(&self) -> String;
+
+    /// Stores the local file at `key`; durable on return; never overwrites.
+    async fn put_part(&self, key: &str, local: &Path) -> Result<()>;
+
+    /// Stores a small document at `key`, replacing any previous one; durable on return.
+    async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()>;
+
+    /// Reads a document, `None` when absent.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Keys under `prefix`, sorted.
+    async fn list(&self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// Builds the destination the config names.
+pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
+    match &config.destination {
+        DestinationConfig::Local { path } => Ok(Box::new(local::LocalDestination::new(path)?)),
+    }
+}

@@ -1,0 +1,57 @@
+//! The run summary: exactly one JSON object per drain, on its own line on stdout (and the
+//! Lambda response). Its fields are a public contract (DESIGN.md "Run summary").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Everything up to the read bound is durable and checkpointed.
+    Drained,
+    /// Stopped early (deadline) at a transaction boundary; more is pending.
+    Partial,
+    /// Another run holds the lease; nothing was done.
+    Skipped,
+}
+
+/// Per-table counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TableCounts {
+    pub rows: u64,
+    pub parts: u64,
+}
+
+/// The one-line result of a drain.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub status: RunStatus,
+    pub job: String,
+    pub run_id: String,
+    pub rows: u64,
+    pub parts: u64,
+    pub bytes: u64,
+    /// Position the run started from (tagged text), `null` when skipped.
+    pub from: Option<String>,
+    /// Position the checkpoint reached (tagged text).
+    pub to: Option<String>,
+    pub duration_ms: u64,
+    /// Seconds between the newest commit read and the end of the run; 0 when drained
+    /// with nothing to read.
+    pub lag_seconds: Option<f64>,
+    pub tables: BTreeMap<String, TableCounts>,
+    /// For `skipped`: who holds the lease, and until when (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_holder: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at_ms: Option<i64>,
+}
+
+impl RunSummary {
+    /// The single stdout line.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}

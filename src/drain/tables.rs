@@ -1,0 +1,106 @@
+//! Routes framed changes to their table's part writer and remembers what each table
+//! wrote in this run (for its manifest and the summary).
+//!
+//! Guarantee: a change for a table the job does not capture is a protocol error, never
+//! silently dropped; each table's parts go under its own directory, named exactly as the
+//! config names the table.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::change::{ChangeEvent, TableSchema};
+use crate::error::{Code, Error, Result};
+use crate::sink::{FinishedPart, ManifestPart, PartSettings, PartWriter};
+
+/// One captured table's output within a run.
+pub struct TableOutput {
+    pub writer: PartWriter,
+    /// Parts of this run that are durable, in order.
+    pub parts: Vec<ManifestPart>,
+    /// The latest schema seen (from the source at open, then from the changes).
+    pub schema: Option<Arc<TableSchema>>,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// All captured tables of a run.
+pub struct Router {
+    pub tables: BTreeMap<String, TableOutput>,
+}
+
+impl Router {
+    /// Writers for `tables`, naming parts `<table>/cdc-<run_id>-<nnnnnn>.parquet`.
+    pub fn new(
+        tables: &[String],
+        schemas: &[Arc<TableSchema>],
+        run_id: &str,
+        settings: &PartSettings,
+    ) -> Result<Self> {
+        let tables = tables
+            .iter()
+            .map(|name| {
+                let output = TableOutput {
+                    writer: PartWriter::new(
+                        name,
+                        format!("{name}/cdc-{run_id}-"),
+                        1,
+                        settings.clone(),
+                    )?,
+                    parts: Vec::new(),
+                    schema: schemas.iter().find(|s| &s.name == name).cloned(),
+                    rows: 0,
+                    bytes: 0,
+                };
+                Ok((name.clone(), output))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Router { tables })
+    }
+
+    /// Appends one change to its table; returns a part the append closed (schema change).
+    pub fn append(&mut self, event: &ChangeEvent) -> Result<Option<FinishedPart>> {
+        let output = self.tables.get_mut(&event.table.name).ok_or_else(|| {
+            Error::new(
+                Code::SourceProtocol,
+                format!(
+                    "the source sent a change for table {:?}, which this job does not capture",
+                    event.table.name
+                ),
+            )
+            .hint("the publication or filter covers more tables than source.tables; align them")
+        })?;
+        if !output
+            .schema
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &event.table))
+        {
+            output.schema = Some(event.table.clone());
+        }
+        output.writer.append(event)
+    }
+
+    /// True when any table's open part has reached its rollover size.
+    pub fn any_should_roll(&self) -> bool {
+        self.tables.values().any(|t| t.writer.should_roll())
+    }
+
+    /// Closes every open part (at a transaction boundary).
+    pub fn finish_all(&mut self) -> Result<Vec<FinishedPart>> {
+        let mut parts = Vec::new();
+        for output in self.tables.values_mut() {
+            if let Some(part) = output.writer.finish()? {
+                parts.push(part);
+            }
+        }
+        Ok(parts)
+    }
+
+    /// Records a durable part in its table's run totals.
+    pub fn record_durable(&mut self, table: &str, part: ManifestPart) {
+        if let Some(output) = self.tables.get_mut(table) {
+            output.rows += part.rows;
+            output.bytes += part.bytes;
+            output.parts.push(part);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The one error type of sluice.
+//!
+//! Every failure carries a stable [`Code`] (printed as `SLUICE_…`, safe to match on in
+//! scripts and alarms), a [`Class`] that decides what the caller does next (retry, fix the
+//! config, or take an operator action), a message that names the object at fault, and a
+//! hint that names the exact setting, grant or recovery step. Source chains are kept as
+//! `#[source]`, never flattened into the message.
+
+use std::fmt;
+
+/// What the caller should do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Fix the configuration file or environment; retrying changes nothing.
+    Config,
+    /// A passing condition (network, throttling, a server restart): retry later, nothing moved.
+    Transient,
+    /// The run refused to continue to protect the data; an operator must act (the hint says how).
+    Refusal,
+}
+
+impl Class {
+    /// Process exit code for this class (DESIGN.md "Exit codes"; 2 is clap's).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Class::Config => 1,
+            Class::Transient => 3,
+            Class::Refusal => 5,
+        }
+    }
+}
+
+macro_rules! codes {
+    ($($variant:ident => $text:literal, $class:ident;)*) => {
+        /// Stable error codes. The text form is a public contract: never rename one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code { $($variant,)* }
+
+        impl Code {
+            /// The stable `SLUICE_…` text.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $text,)* }
+            }
+            /// The class every error with this code has.
+            pub fn class(self) -> Class {
+                match self { $(Code::$variant => Class::$class,)* }
+            }
+            /// Every code, for documentation and tests.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+        }
+    };
+}
+
+codes! {
+    ConfigInvalid => "SLUICE_CONFIG_INVALID", Config;
+    ConfigSecret => "SLUICE_CONFIG_SECRET", Config;
+    ConfigTlsRequired => "SLUICE_CONFIG_TLS_REQUIRED", Config;
+    ConfigUnsupportedSource => "SLUICE_CONFIG_UNSUPPORTED_SOURCE", Config;
+    SourceConnect => "SLUICE_SOURCE_CONNECT", Transient;
+    SourceQuery => "SLUICE_SOURCE_QUERY", Transient;
+    SourceAuth => "SLUICE_SOURCE_AUTH", Refusal;
+    SourcePrerequisite => "SLUICE_SOURCE_PREREQUISITE", Refusal;
+    SourceLogGap => "SLUICE_SOURCE_LOG_GAP", Refusal;
+    SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;
+    SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
+    SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
+    SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
+    SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
+    SourceProtocol => "SLUICE_SOURCE_PROTOCOL", Refusal;
+    ValueUnrepresentable => "SLUICE_VALUE_UNREPRESENTABLE", Refusal;
+    OutputChecksum => "SLUICE_OUTPUT_CHECKSUM", Refusal;
+    OutputWrite => "SLUICE_OUTPUT_WRITE", Transient;
+    SpillFull => "SLUICE_SPILL_FULL", Transient;
+    DestinationUnavailable => "SLUICE_DESTINATION_UNAVAILABLE", Transient;
+    DestinationExists => "SLUICE_DESTINATION_EXISTS", Refusal;
+    DestinationDenied => "SLUICE_DESTINATION_DENIED", Refusal;
+    StateUnavailable => "SLUICE_STATE_UNAVAILABLE", Transient;
+    StateFenced => "SLUICE_STATE_FENCED", Transient;
+    StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
+    StateConflict => "SLUICE_STATE_CONFLICT", Refusal;
+    FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
+    Internal => "SLUICE_INTERNAL", Refusal;
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A sluice error: code, message, operator hint, and the underlying cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct Error {
+    code: Code,
+    message: String,
+    hint: Option<String>,
+    #[source]
+    source: Option<BoxedSource>,
+}
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error with a code and a message that names the object at fault.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            hint: None,
+            source: None,
+        }
+    }
+
+    /// Adds the operator hint: the exact setting, grant or recovery step.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Keeps the underlying cause in the source chain.
+    pub fn source(mut self, source: impl Into<BoxedSource>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// What the caller should do next.
+    pub fn class(&self) -> Class {
+        self.code.class()
+    }
+
+    /// The message without code or hint.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The operator hint, when there is one.
+    pub fn hint_text(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
+    /// The message followed by every cause in the chain, `: `-separated, for one log line.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(err) = cause {
+            text.push_str(": ");
+            text.push_str(&err.to_string());
+            cause = err.source();
+        }
+        text
+    }
+
+    /// The error as a JSON object (`code`, `class`, `message`, `hint`, `cause`), for
+    /// machine-readable output; every URL in it has already been redacted by its producer.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": self.code.as_str(),
+            "class": self.class(),
+            "message": self.chain(),
+            "hint": self.hint,
+        })
+    }
+}
+
+/// Shorthand for building an [`Error`] with `format!` arguments.
+#[macro_export]
+macro_rules! err {
+    ($code:ident, $($arg:tt)*) => {
+        $crate::error::Error::new($crate::error::Code::$code, format!($($arg)*))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_prefixed() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            assert!(code.as_str().starts_with("SLUICE_"), "{code}");
+            assert!(seen.insert(code.as_str()), "duplicate {code}");
+        }
+    }
+
+    #[test]
+    fn chain_keeps_the_cause() {
+        let io = std::io::Error::other("disk on fire");
+        let e = Error::new(Code::OutputWrite, "writing part").source(io);
+        assert_eq!(e.chain(), "SLUICE_OUTPUT_WRITE: writing part: disk on fire");
+        assert_eq!(e.class().exit_code(), 3);
+    }
+
+    #[test]
+    fn exit_codes_follow_the_design() {
+        assert_eq!(Code::ConfigInvalid.class().exit_code(), 1);
+        assert_eq!(Code::SourceLogGap.class().exit_code(), 5);
+        assert_eq!(Code::StateUnavailable.class().exit_code(), 3);
+    }
+}

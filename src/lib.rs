@@ -1,0 +1,19 @@
+//! sluice: change data capture as a scheduled function.
+//!
+//! Each run drains a database's change log from its checkpoint up to the log's end as of
+//! the run's start, writes typed Parquet parts with manifests, advances the checkpoint
+//! under a fenced single-writer lease, and exits. See `DESIGN.md` for the contract.
+
+pub mod change;
+pub mod cli;
+pub mod config;
+pub mod destination;
+pub mod drain;
+pub mod error;
+pub mod framer;
+pub mod position;
+pub mod redact;
+pub mod run_id;
+pub mod sink;
+pub mod source;
+pub mod state;

@@ -1,0 +1,253 @@
+//! The per-table `manifest.json` of a clean run: which parts it wrote, their rows, bytes
+//! and checksums, the position range, and the table schema.
+//!
+//! Guarantees: the document is a public contract (DESIGN.md "Output layout"), versioned by
+//! `format_version` (currently 1); `rows` and `bytes` are the sums over `parts`, which are
+//! listed in the order they were written; column types use the stable sluice type names of
+//! [`type_name`] (`int32`, `decimal(12,2)`, `timestamp_tz`, `list<utf8>`). The same column
+//! list, as JSON, is each part's `sluice.schema` metadata ([`schema_json`]).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::change::TableSchema;
+use crate::error::{Code, Error, Result};
+use crate::sink::arrow_schema::type_name;
+
+/// How the run that wrote the manifest ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ManifestStatus {
+    /// The run reached its read bound.
+    Drained,
+    /// The run stopped early (deadline) at a transaction boundary; more is pending.
+    Partial,
+}
+
+/// One part in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestPart {
+    pub key: String,
+    pub rows: u64,
+    pub bytes: u64,
+    /// `fnv1a64:<16 hex>`.
+    pub checksum: String,
+    pub first_pos: String,
+    pub last_pos: String,
+}
+
+/// One column in a manifest (and in a part's `sluice.schema`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestColumn {
+    pub name: String,
+    /// Sluice type name ([`type_name`]).
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub source_type: String,
+    pub nullable: bool,
+    pub key: bool,
+}
+
+impl ManifestColumn {
+    /// The columns of `table`, in order.
+    pub fn of(table: &TableSchema) -> Vec<ManifestColumn> {
+        table
+            .columns
+            .iter()
+            .map(|c| ManifestColumn {
+                name: c.name.clone(),
+                ty: type_name(&c.ty),
+                source_type: c.source_type.clone(),
+                nullable: c.nullable,
+                key: c.key,
+            })
+            .collect()
+    }
+}
+
+/// `{"table": …, "columns": [{name, type, source_type, nullable, key}, …]}`: the
+/// `sluice.schema` key-value metadata of a part.
+pub fn schema_json(table: &TableSchema) -> String {
+    serde_json::json!({
+        "table": table.name,
+        "columns": ManifestColumn::of(table),
+    })
+    .to_string()
+}
+
+/// Who wrote the manifest and over what range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestRun {
+    pub job: String,
+    pub table: String,
+    pub run_id: String,
+    pub status: ManifestStatus,
+    /// Position text the run started from.
+    pub from: String,
+    /// Position text the run's checkpoint reached.
+    pub to: String,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub job: String,
+    pub table: String,
+    pub run_id: String,
+    pub status: ManifestStatus,
+    pub from: String,
+    pub to: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub parts: Vec<ManifestPart>,
+    pub schema: Vec<ManifestColumn>,
+    /// RFC 3339, UTC, milliseconds.
+    pub written_at: String,
+}
+
+impl Manifest {
+    /// The current `format_version`.
+    pub const FORMAT_VERSION: u32 = 1;
+
+    /// A manifest of `parts` (in write order) with `schema` (the last part's schema, or the
+    /// table's current one when the run wrote no part).
+    pub fn new(
+        run: ManifestRun,
+        parts: Vec<ManifestPart>,
+        schema: &TableSchema,
+        written_at: DateTime<Utc>,
+    ) -> Self {
+        Manifest {
+            format_version: Self::FORMAT_VERSION,
+            job: run.job,
+            table: run.table,
+            run_id: run.run_id,
+            status: run.status,
+            from: run.from,
+            to: run.to,
+            rows: parts.iter().map(|p| p.rows).sum(),
+            bytes: parts.iter().map(|p| p.bytes).sum(),
+            parts,
+            schema: ManifestColumn::of(schema),
+            written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        }
+    }
+
+    /// The document as pretty-printed JSON.
+    pub fn to_json_bytes(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::new(Code::Internal, "serializing manifest.json").source(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::{Column, ColumnType};
+
+    fn table() -> TableSchema {
+        TableSchema {
+            name: "public.orders".into(),
+            columns: vec![
+                Column {
+                    name: "id".into(),
+                    ty: ColumnType::Int64,
+                    nullable: false,
+                    key: true,
+                    source_type: "bigint".into(),
+                },
+                Column {
+                    name: "tags".into(),
+                    ty: ColumnType::List(Box::new(ColumnType::Utf8)),
+                    nullable: true,
+                    key: false,
+                    source_type: "text[]".into(),
+                },
+            ],
+        }
+    }
+
+    fn part(n: u32, rows: u64, bytes: u64) -> ManifestPart {
+        ManifestPart {
+            key: format!("public.orders/cdc-r1-{n:06}.parquet"),
+            rows,
+            bytes,
+            checksum: "fnv1a64:0123456789abcdef".into(),
+            first_pos: "00000000/00000010".into(),
+            last_pos: "00000000/00000020".into(),
+        }
+    }
+
+    fn manifest() -> Manifest {
+        let run = ManifestRun {
+            job: "orders".into(),
+            table: "public.orders".into(),
+            run_id: "r1".into(),
+            status: ManifestStatus::Drained,
+            from: "pg:00000000/00000001".into(),
+            to: "pg:00000000/00000020".into(),
+        };
+        let at = DateTime::parse_from_rfc3339("2024-05-01T12:00:00.5Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        Manifest::new(run, vec![part(1, 10, 1000), part(2, 5, 600)], &table(), at)
+    }
+
+    #[test]
+    fn totals_and_fields_follow_the_contract() {
+        let m = manifest();
+        assert_eq!((m.rows, m.bytes), (15, 1600));
+        let json: serde_json::Value = serde_json::from_slice(&m.to_json_bytes().unwrap()).unwrap();
+        assert_eq!(json["format_version"], 1);
+        assert_eq!(json["status"], "drained");
+        assert_eq!(json["written_at"], "2024-05-01T12:00:00.500Z");
+        assert_eq!(
+            json["parts"][1]["key"],
+            "public.orders/cdc-r1-000002.parquet"
+        );
+        assert_eq!(
+            json["schema"][1],
+            serde_json::json!({
+                "name": "tags", "type": "list<utf8>", "source_type": "text[]",
+                "nullable": true, "key": false
+            })
+        );
+        let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+        for key in [
+            "format_version",
+            "job",
+            "table",
+            "run_id",
+            "status",
+            "from",
+            "to",
+            "rows",
+            "bytes",
+            "parts",
+            "schema",
+            "written_at",
+        ] {
+            assert!(keys.iter().any(|k| k == key), "missing {key}");
+        }
+    }
+
+    #[test]
+    fn round_trips_and_is_pretty() {
+        let m = manifest();
+        let bytes = m.to_json_bytes().unwrap();
+        assert!(bytes.contains(&b'\n'));
+        let back: Manifest = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, m);
+        let partial = serde_json::to_string(&ManifestStatus::Partial).unwrap();
+        assert_eq!(partial, "\"partial\"");
+    }
+
+    #[test]
+    fn schema_json_names_the_table_and_columns() {
+        let json: serde_json::Value = serde_json::from_str(&schema_json(&table())).unwrap();
+        assert_eq!(json["table"], "public.orders");
+        assert_eq!(json["columns"][0]["type"], "int64");
+        assert_eq!(json["columns"][0]["key"], true);
+    }
+}

@@ -1,0 +1,30 @@
+//! Typed Parquet part writing: from framed [`ChangeEvent`](crate::change::ChangeEvent)s
+//! to checked, run-stamped Parquet files in a local spill directory.
+//!
+//! Guarantees (DESIGN.md invariants 5 and 6):
+//!
+//! * every source type maps to one real Arrow/Parquet type ([`arrow_schema`]); a value
+//!   that does not fit its column fails with `SLUICE_VALUE_UNREPRESENTABLE` naming table,
+//!   column and position — never a NULL, never a panic ([`batch`]);
+//! * before a batch reaches the Parquet writer, an FNV-1a checksum of the cells as they
+//!   were appended is compared with one read back out of the built Arrow columns
+//!   ([`checksum`]); the part carries the running sum, which anyone can recompute from
+//!   the file;
+//! * memory is bounded by configuration: at most one batch of `row_group_rows` rows (or
+//!   `row_group_bytes` bytes) plus the writer's current row group; everything else is on
+//!   local disk ([`part`]);
+//! * a schema change rolls to a new part, a column type change is a refusal
+//!   (`SLUICE_SOURCE_SCHEMA_CHANGE`); the manifest ([`manifest`]) lists every part with
+//!   its rows, bytes, checksum and position range.
+
+pub mod arrow_schema;
+pub mod batch;
+pub mod checksum;
+pub mod manifest;
+pub mod part;
+
+pub use self::arrow_schema::{arrow_field, arrow_type, change_schema};
+pub use self::batch::{CheckedBatch, RowBatchBuilder};
+pub use self::checksum::{CellHasher, checksum_text, hash_batch, hash_batch_from};
+pub use self::manifest::{Manifest, ManifestColumn, ManifestPart, ManifestRun, ManifestStatus};
+pub use self::part::{FinishedPart, PartSettings, PartWriter};

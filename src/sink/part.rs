@@ -1,0 +1,489 @@
+//! [`PartWriter`]: one table's change rows into run-stamped Parquet parts, built in a local
+//! spill directory.
+//!
+//! Guarantees:
+//!
+//! * memory is bounded by configuration, not by data (DESIGN.md invariant 5): at most one
+//!   in-memory batch of `row_group_rows` rows or `row_group_bytes` bytes, whichever comes
+//!   first, plus the Parquet writer's current row group. Every full batch is verified
+//!   ([`crate::sink::batch`]) and written out as its own row group at once, so a 1M-row
+//!   transaction sits on local disk, not in the heap;
+//! * a part is written with zstd at the configured level, page statistics, `created_by`
+//!   `sluice <version>`, and the sluice table schema as JSON under the `sluice.schema`
+//!   key; its spill file has a name no other writer (thread or process) uses and is
+//!   fsynced before [`PartWriter::finish`] returns it;
+//! * a part holds one table schema: an event with a different schema (columns reordered,
+//!   added or dropped, another nullability or source type) finishes the open part and
+//!   starts the next; a column whose type changed is refused with
+//!   `SLUICE_SOURCE_SCHEMA_CHANGE`, because one column cannot hold both types;
+//! * part numbers count finished parts only (no gaps), from `first_number`, six digits;
+//! * I/O failures are `SLUICE_OUTPUT_WRITE`, a full spill volume `SLUICE_SPILL_FULL`;
+//!   after an error in [`PartWriter::finish`] the writer holds no open part. An unfinished
+//!   part's spill file is removed when the writer is dropped; a [`FinishedPart`]'s file
+//!   belongs to the caller ([`FinishedPart::discard`] removes it).
+//!
+//! Rolling at a size threshold happens only where the caller says: [`PartWriter::should_roll`]
+//! reports it, and the caller calls [`PartWriter::finish`] at a transaction boundary.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+use crate::change::{ChangeEvent, TableSchema};
+use crate::error::{Code, Error, Result};
+use crate::sink::arrow_schema::type_name;
+use crate::sink::batch::RowBatchBuilder;
+use crate::sink::checksum::{FNV_OFFSET_BASIS, checksum_text};
+use crate::sink::manifest::{ManifestPart, schema_json};
+
+/// Key-value metadata key holding the sluice table schema as JSON.
+pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
+
+/// The `created_by` of every part.
+pub fn created_by() -> String {
+    format!("sluice {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How parts are cut and written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartSettings {
+    /// A part should be finished (at the next transaction boundary) at this many rows.
+    pub rollover_rows: u64,
+    /// A part should be finished (at the next transaction boundary) at this many bytes.
+    pub rollover_bytes: u64,
+    /// Rows per in-memory batch and per Parquet row group (the writer's
+    /// `max_row_group_row_count`).
+    pub row_group_rows: usize,
+    /// A batch is also written out once it holds about this many bytes of cells, so wide
+    /// rows cannot grow the heap past it.
+    pub row_group_bytes: usize,
+    /// zstd level, 1..=22.
+    pub zstd_level: i32,
+    /// Local directory for parts being built (`/tmp` on Lambda).
+    pub spill_dir: PathBuf,
+}
+
+impl PartSettings {
+    /// Defaults sized for a Lambda function with 1–2 GiB of memory and the default
+    /// 512 MiB of ephemeral storage.
+    pub fn new(spill_dir: impl Into<PathBuf>) -> Self {
+        PartSettings {
+            rollover_rows: 5_000_000,
+            rollover_bytes: 128 * 1024 * 1024,
+            row_group_rows: 65_536,
+            row_group_bytes: 64 * 1024 * 1024,
+            zstd_level: 3,
+            spill_dir: spill_dir.into(),
+        }
+    }
+
+    fn compression(&self) -> Result<Compression> {
+        let level = ZstdLevel::try_new(self.zstd_level).map_err(|e| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!("zstd level {} is not supported", self.zstd_level),
+            )
+            .source(e)
+            .hint("set output.zstd_level to a value in 1..=22 (3 is a good default)")
+        })?;
+        if self.row_group_rows == 0 || self.row_group_bytes == 0 {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                "row groups of zero rows or zero bytes cannot hold data",
+            )
+            .hint("set output.row_group_rows and output.row_group_bytes to at least 1 (defaults: 65536 rows, 64 MiB)"));
+        }
+        Ok(Compression::ZSTD(level))
+    }
+}
+
+/// A finished part: a complete, fsynced Parquet file in the spill directory, owned by the
+/// caller. Dropping it leaves the file; [`FinishedPart::discard`] removes it.
+#[derive(Debug)]
+pub struct FinishedPart {
+    /// Object key below the job's prefix, e.g. `public.orders/cdc-<run_id>-000001.parquet`.
+    pub key: String,
+    pub local_path: PathBuf,
+    pub rows: u64,
+    /// File size.
+    pub bytes: u64,
+    /// `fnv1a64:<16 hex>`: the cell checksum of every row of the part, in order
+    /// (recomputable from the file with [`crate::sink::checksum::hash_batch_from`]).
+    pub checksum: String,
+    /// `__pos` of the first and the last row.
+    pub first_pos: String,
+    pub last_pos: String,
+    pub schema: Arc<TableSchema>,
+}
+
+impl FinishedPart {
+    /// Removes the local file (after upload, or to abandon the part).
+    pub fn discard(self) -> Result<()> {
+        match fs::remove_file(&self.local_path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::new(
+                Code::OutputWrite,
+                format!("removing spill file {}", self.local_path.display()),
+            )
+            .source(e)),
+        }
+    }
+
+    /// The part's entry in the table's manifest.
+    pub fn manifest_entry(&self) -> ManifestPart {
+        ManifestPart {
+            key: self.key.clone(),
+            rows: self.rows,
+            bytes: self.bytes,
+            checksum: self.checksum.clone(),
+            first_pos: self.first_pos.clone(),
+            last_pos: self.last_pos.clone(),
+        }
+    }
+}
+
+/// Writes one table's change rows into numbered parts.
+#[derive(Debug)]
+pub struct PartWriter {
+    table: String,
+    key_prefix: String,
+    next_number: u32,
+    settings: PartSettings,
+    compression: Compression,
+    open: Option<OpenPart>,
+}
+
+impl PartWriter {
+    /// A writer for `table` whose parts are keyed `<key_prefix><nnnnnn>.parquet`, numbered
+    /// from `first_number`. Fails (`SLUICE_CONFIG_INVALID`) on unusable settings.
+    pub fn new(
+        table: &str,
+        key_prefix: String,
+        first_number: u32,
+        settings: PartSettings,
+    ) -> Result<Self> {
+        let compression = settings.compression()?;
+        Ok(PartWriter {
+            table: table.to_owned(),
+            key_prefix,
+            next_number: first_number,
+            settings,
+            compression,
+            open: None,
+        })
+    }
+
+    /// Appends one event. When its schema differs from the open part's, the open part is
+    /// finished and returned (upload it), and the event starts the next part. On error
+    /// nothing was appended and the open part is as it was.
+    pub fn append(&mut self, ev: &ChangeEvent) -> Result<Option<FinishedPart>> {
+        if ev.table.name != self.table {
+            return Err(Error::new(
+                Code::Internal,
+                format!(
+                    "a change of table {} was routed to the part writer of {}",
+                    ev.table.name, self.table
+                ),
+            ));
+        }
+        let schema_changed = self
+            .open
+            .as_ref()
+            .is_some_and(|open| !Arc::ptr_eq(&open.schema, &ev.table) && *open.schema != *ev.table);
+        if schema_changed || self.open.is_none() {
+            if let Some(open) = &self.open {
+                refuse_type_changes(&open.schema, &ev.table)?;
+            }
+            // Open and fill the next part first, so a failure leaves the open part intact.
+            let mut next = self.open_part(ev.table.clone())?;
+            next.append(ev, &self.settings)?;
+            let finished = self.finish()?;
+            self.open = Some(next);
+            return Ok(finished);
+        }
+        let Some(open) = self.open.as_mut() else {
+            return Err(Error::new(Code::Internal, "part writer lost its open part"));
+        };
+        open.append(ev, &self.settings)?;
+        Ok(None)
+    }
+
+    /// Rows in the open part.
+    pub fn rows_in_part(&self) -> u64 {
+        self.open.as_ref().map_or(0, |open| open.rows)
+    }
+
+    /// Bytes of the open part: written so far, plus estimates of the current row group and
+    /// the in-memory batch (an upper bound; the finished file is usually smaller).
+    pub fn bytes_in_part(&self) -> u64 {
+        self.open.as_ref().map_or(0, |open| {
+            (open.writer.bytes_written()
+                + open.writer.in_progress_size()
+                + open.builder.approx_bytes()) as u64
+        })
+    }
+
+    /// True when the open part reached `rollover_rows` or `rollover_bytes`: finish it at
+    /// the next transaction boundary.
+    pub fn should_roll(&self) -> bool {
+        self.open.is_some()
+            && (self.rows_in_part() >= self.settings.rollover_rows
+                || self.bytes_in_part() >= self.settings.rollover_bytes)
+    }
+
+    /// The schema of the open part, if any.
+    pub fn schema(&self) -> Option<&Arc<TableSchema>> {
+        self.open.as_ref().map(|open| &open.schema)
+    }
+
+    /// Finishes the open part: writes the last batch and the footer, fsyncs the file, and
+    /// returns it. `None` when no part is open or it has no rows.
+    pub fn finish(&mut self) -> Result<Option<FinishedPart>> {
+        let Some(mut open) = self.open.take() else {
+            return Ok(None);
+        };
+        if open.rows == 0 {
+            return Ok(None);
+        }
+        if !open.builder.is_empty() {
+            open.flush_batch(&self.settings.spill_dir)?;
+        }
+        let spill_dir = &self.settings.spill_dir;
+        let path = open.spill.path.clone();
+        open.writer.finish().map_err(|e| {
+            parquet_error(e, format!("finishing part {}", path.display()), spill_dir)
+        })?;
+        open.writer
+            .inner()
+            .sync_all()
+            .map_err(|e| io_error(e, format!("fsyncing part {}", path.display()), spill_dir))?;
+        let number = self.next_number;
+        self.next_number = number.checked_add(1).ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("table {}: part numbers exhausted", self.table),
+            )
+        })?;
+        open.spill.keep = true;
+        Ok(Some(FinishedPart {
+            key: format!("{}{number:06}.parquet", self.key_prefix),
+            local_path: path,
+            rows: open.rows,
+            bytes: open.writer.bytes_written() as u64,
+            checksum: checksum_text(open.checksum),
+            first_pos: open.first_pos.as_deref().unwrap_or_default().to_owned(),
+            last_pos: open.last_pos.as_deref().unwrap_or_default().to_owned(),
+            schema: open.schema.clone(),
+        }))
+    }
+
+    fn open_part(&self, schema: Arc<TableSchema>) -> Result<OpenPart> {
+        let dir = &self.settings.spill_dir;
+        fs::create_dir_all(dir).map_err(|e| {
+            io_error(
+                e,
+                format!("creating spill directory {}", dir.display()),
+                dir,
+            )
+        })?;
+        let builder = RowBatchBuilder::new(schema.clone())?;
+        let (spill, file) = SpillFile::create(dir, &self.table)?;
+        let props = WriterProperties::builder()
+            .set_compression(self.compression)
+            .set_max_row_group_row_count(Some(self.settings.row_group_rows))
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_created_by(created_by())
+            .set_key_value_metadata(Some(vec![KeyValue::new(
+                SCHEMA_METADATA_KEY.to_owned(),
+                schema_json(&schema),
+            )]))
+            .build();
+        let writer =
+            ArrowWriter::try_new(file, builder.schema().clone(), Some(props)).map_err(|e| {
+                parquet_error(e, format!("starting part {}", spill.path.display()), dir)
+            })?;
+        Ok(OpenPart {
+            schema,
+            builder,
+            writer,
+            spill,
+            rows: 0,
+            checksum: FNV_OFFSET_BASIS,
+            first_pos: None,
+            last_pos: None,
+        })
+    }
+}
+
+/// The part being built.
+struct OpenPart {
+    schema: Arc<TableSchema>,
+    builder: RowBatchBuilder,
+    writer: ArrowWriter<File>,
+    spill: SpillFile,
+    rows: u64,
+    /// Running checksum of the rows already written out.
+    checksum: u64,
+    first_pos: Option<Arc<str>>,
+    last_pos: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for OpenPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenPart")
+            .field("table", &self.schema.name)
+            .field("path", &self.spill.path)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenPart {
+    fn append(&mut self, ev: &ChangeEvent, settings: &PartSettings) -> Result<()> {
+        self.builder.append(ev)?;
+        self.rows += 1;
+        if self.first_pos.is_none() {
+            self.first_pos = Some(ev.pos.clone());
+        }
+        self.last_pos = Some(ev.pos.clone());
+        if self.builder.len() >= settings.row_group_rows
+            || self.builder.approx_bytes() >= settings.row_group_bytes
+        {
+            self.flush_batch(&settings.spill_dir)?;
+        }
+        Ok(())
+    }
+
+    /// Verifies the in-memory batch and writes it out as one row group.
+    fn flush_batch(&mut self, spill_dir: &Path) -> Result<()> {
+        let checked = self.builder.finish()?;
+        let what = || format!("writing a row group to {}", self.spill.path.display());
+        self.writer
+            .write(&checked.batch)
+            .and_then(|()| self.writer.flush())
+            .map_err(|e| parquet_error(e, what(), spill_dir))?;
+        self.checksum = checked.checksum;
+        Ok(())
+    }
+}
+
+/// A spill file that is removed on drop unless it was handed over.
+#[derive(Debug)]
+struct SpillFile {
+    path: PathBuf,
+    keep: bool,
+}
+
+static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl SpillFile {
+    /// Creates `sluice-<pid>-<counter>-<table>.parquet.partial` (`create_new`: an existing
+    /// file is never reused) and returns it with its open handle.
+    fn create(dir: &Path, table: &str) -> Result<(Self, File)> {
+        let safe: String = table
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        // A leftover from a crashed process with the same pid (Lambda reuses /tmp) is
+        // skipped, never reused.
+        let mut attempts = 0;
+        loop {
+            let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = dir.join(format!(
+                "sluice-{}-{n:06}-{safe}.parquet.partial",
+                std::process::id()
+            ));
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => return Ok((SpillFile { path, keep: false }, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 1000 => {
+                    attempts += 1;
+                }
+                Err(e) => {
+                    return Err(io_error(
+                        e,
+                        format!("creating spill file {}", path.display()),
+                        dir,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Refuses a schema in which a column kept its name but changed its type.
+fn refuse_type_changes(old: &TableSchema, new: &TableSchema) -> Result<()> {
+    for column in &new.columns {
+        if let Some(before) = old.columns.iter().find(|c| c.name == column.name)
+            && before.ty != column.ty
+        {
+            return Err(Error::new(
+                Code::SourceSchemaChange,
+                format!(
+                    "table {}: column {} changed type from {} ({}) to {} ({})",
+                    new.name,
+                    column.name,
+                    type_name(&before.ty),
+                    before.source_type,
+                    type_name(&column.ty),
+                    column.source_type
+                ),
+            )
+            .hint(format!(
+                "one output column cannot hold both types; nothing after the last checkpoint was written. Re-baseline table {} (`sluice baseline`) so the snapshot and the changes after it carry the new type",
+                new.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn io_error(err: io::Error, what: String, spill_dir: &Path) -> Error {
+    if err.kind() == io::ErrorKind::StorageFull {
+        return spill_full(what, spill_dir).source(err);
+    }
+    Error::new(Code::OutputWrite, what).source(err)
+}
+
+fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
+    if let ParquetError::External(inner) = &err
+        && let Some(io) = inner.downcast_ref::<io::Error>()
+        && io.kind() == io::ErrorKind::StorageFull
+    {
+        return spill_full(what, spill_dir).source(err);
+    }
+    Error::new(Code::OutputWrite, what).source(err)
+}
+
+fn spill_full(what: String, spill_dir: &Path) -> Error {
+    Error::new(
+        Code::SpillFull,
+        format!("{what}: the spill directory {} is full", spill_dir.display()),
+    )
+    .hint("point output.spill_dir at a larger volume, raise the Lambda function's ephemeral storage (up to 10240 MB; /tmp), or lower output.rollover_bytes so parts are uploaded sooner")
+}
+
+#[cfg(test)]
+mod tests;

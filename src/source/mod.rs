@@ -1,0 +1,88 @@
+//! The pull-based change-stream contract every engine implements, and the factory that
+//! opens the engine a config names.
+//!
+//! Contract (all engines): a stream is opened at the stored checkpoint with a read bound
+//! fixed at open (the end of the log *as of the start of the run*); `next` yields
+//! `Begin`, `Change`… and `Commit` events of committed transactions in commit order and
+//! returns `None` once the bound is reached; `ack` is called only after everything up to
+//! that position is durable in the destination **and** recorded in the checkpoint, and
+//! lets the source release the log it retains. Opening refuses — never re-anchors — when
+//! the log can no longer supply the changes after the checkpoint.
+
+pub mod postgres;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::change::{RowChange, TableSchema};
+use crate::config::Config;
+use crate::error::Result;
+use crate::position::Position;
+
+/// One item of a change stream.
+#[derive(Debug)]
+pub enum SourceEvent {
+    /// A transaction starts; all its changes share this commit position.
+    Begin {
+        commit: Position,
+        /// Commit time, µs since the Unix epoch (UTC), where the engine records it.
+        commit_ts: Option<i64>,
+    },
+    /// One row change of the open transaction.
+    Change(RowChange),
+    /// The open transaction is complete; `resume` is where a checkpoint may move to.
+    Commit { resume: Position },
+    /// The stream can continue only after everything read so far is durable,
+    /// checkpointed and acked (PostgreSQL: the next page starts at the slot's position).
+    Barrier,
+}
+
+/// Where the stream starts and what it is reading from.
+#[derive(Debug, Clone)]
+pub struct StreamInfo {
+    /// Identity of the source (server + database + stream resources) stored with the
+    /// checkpoint and compared on every open.
+    pub source_identity: String,
+    /// The position the stream resumes from.
+    pub start: Position,
+    /// The read bound fixed at open.
+    pub bound: Position,
+    /// The captured tables as the source described them at open.
+    pub tables: Vec<Arc<TableSchema>>,
+}
+
+/// A change stream opened at a checkpoint with a fixed read bound.
+#[async_trait]
+pub trait ChangeStream: Send {
+    /// Start, bound and identity, fixed at open.
+    fn info(&self) -> &StreamInfo;
+
+    /// The next event, or `None` once the read bound is reached.
+    async fn next(&mut self) -> Result<Option<SourceEvent>>;
+
+    /// The position a checkpoint may move to after `next` returned `None`: at least the
+    /// bound, so an idle run still releases the log other tables' writes produced.
+    fn end_position(&self) -> Position;
+
+    /// Lets the source discard its log up to `upto`. Called only after `upto` is durable
+    /// and checkpointed; must be idempotent.
+    async fn ack(&mut self, upto: &Position) -> Result<()>;
+
+    /// Seconds between the newest commit read and now, where the engine can tell.
+    fn lag_seconds(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The checkpoint a stream is opened at, as loaded from state.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub position: Position,
+    pub source_identity: String,
+}
+
+/// Opens the change stream the config names.
+pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
+    postgres::open(config, resume).await
+}

@@ -1,0 +1,180 @@
+//! Reading the captured tables' definitions from the PostgreSQL catalog at open.
+//!
+//! Guarantees: every configured table exists, every column has a supported type (an
+//! unsupported one fails the open naming the column), and the table can publish updates
+//! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
+//! publishing a table without one would make the application's own UPDATEs fail.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio_postgres::Client;
+
+use super::connect::query_error;
+use super::types::column_type;
+use crate::change::{Column, TableSchema};
+use crate::error::{Code, Error, Result};
+
+/// A captured table as the catalog describes it.
+#[derive(Debug, Clone)]
+pub struct CapturedTable {
+    /// Name as configured (the output directory).
+    pub config_name: String,
+    pub schema: String,
+    pub table: String,
+    /// Names of the key columns (primary key, or the replica-identity index).
+    pub key: Vec<String>,
+    /// Source type name per column (`numeric(12,2)`).
+    pub type_names: HashMap<String, String>,
+    /// The table as of the open.
+    pub shape: Arc<TableSchema>,
+}
+
+impl CapturedTable {
+    /// `"schema"."table"`, quoted for SQL.
+    pub fn quoted(&self) -> String {
+        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.table))
+    }
+}
+
+/// Quotes an identifier for PostgreSQL.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Splits `schema.table` (a bare name means `public`).
+pub fn split_name(config_name: &str) -> (String, String) {
+    match config_name.split_once('.') {
+        Some((schema, table)) => (schema.to_owned(), table.to_owned()),
+        None => ("public".to_owned(), config_name.to_owned()),
+    }
+}
+
+/// Resolves every configured table.
+pub async fn resolve(client: &Client, tables: &[String]) -> Result<Vec<CapturedTable>> {
+    let mut out = Vec::with_capacity(tables.len());
+    for name in tables {
+        out.push(resolve_one(client, name).await?);
+    }
+    Ok(out)
+}
+
+async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable> {
+    let (schema, table) = split_name(config_name);
+    let rel = client
+        .query_opt(
+            "SELECT c.oid::int8, c.relreplident::text, c.relkind::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+            &[&schema, &table],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_class", e))?
+        .ok_or_else(|| {
+            Error::new(
+                Code::SourcePrerequisite,
+                format!("table {config_name} does not exist"),
+            )
+            .hint("check source.tables (schema.table) and that the source user can see the table")
+        })?;
+    let oid: i64 = rel.get(0);
+    let replident: String = rel.get(1);
+    let relkind: String = rel.get(2);
+    if relkind != "r" && relkind != "p" {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!("{config_name} is not an ordinary table (relkind {relkind})"),
+        )
+        .hint("only tables can be captured; views and materialized views have no change log"));
+    }
+    let rows = client
+        .query(
+            "SELECT a.attname::text, a.atttypid::int8, a.atttypmod, format_type(a.atttypid, a.atttypmod), \
+                    a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false) \
+             FROM pg_attribute a \
+             LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
+                  AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            &[&oid, &replident],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_attribute", e))?;
+    let mut columns = Vec::with_capacity(rows.len());
+    let mut type_names = HashMap::new();
+    for row in &rows {
+        let name: String = row.get(0);
+        let type_oid: i64 = row.get(1);
+        let typmod: i32 = row.get(2);
+        let type_name: String = row.get(3);
+        let ty = column_type(type_oid as u32, typmod, &type_name).map_err(|e| {
+            Error::new(
+                Code::SourceUnsupportedType,
+                format!("{config_name}.{name} has type {type_name}, which sluice cannot capture: {e}"),
+            )
+            .hint("see the README's type table; exclude the table, or change the column to a supported type (e.g. text)")
+        })?;
+        type_names.insert(name.clone(), type_name.clone());
+        columns.push(Column {
+            name,
+            ty,
+            nullable: !row.get::<_, bool>(4),
+            key: row.get(5),
+            source_type: type_name,
+        });
+    }
+    let key: Vec<String> = columns
+        .iter()
+        .filter(|c| c.key)
+        .map(|c| c.name.clone())
+        .collect();
+    check_identity(config_name, &replident, &key)?;
+    Ok(CapturedTable {
+        config_name: config_name.to_owned(),
+        schema,
+        table,
+        key,
+        type_names,
+        shape: Arc::new(TableSchema {
+            name: config_name.to_owned(),
+            columns,
+        }),
+    })
+}
+
+/// The replica-identity rule, as a pure decision (also used by `doctor`).
+pub fn check_identity(config_name: &str, replident: &str, key: &[String]) -> Result<()> {
+    match replident {
+        "f" => Ok(()),
+        "n" => Err(Error::new(Code::SourcePrerequisite, format!("{config_name} has REPLICA IDENTITY NOTHING"))
+            .hint(format!("ALTER TABLE {config_name} REPLICA IDENTITY DEFAULT (with a primary key) or FULL; updates and deletes cannot be captured otherwise"))),
+        _ if key.is_empty() => Err(Error::new(Code::SourcePrerequisite, format!("{config_name} has no primary key or replica-identity index"))
+            .hint(format!("add a primary key, or run ALTER TABLE {config_name} REPLICA IDENTITY FULL; publishing it as is would make its UPDATEs and DELETEs fail"))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_with_public_default() {
+        assert_eq!(split_name("orders"), ("public".into(), "orders".into()));
+        assert_eq!(split_name("app.orders"), ("app".into(), "orders".into()));
+        assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn identity_rules() {
+        let key = vec!["id".to_string()];
+        assert!(check_identity("t", "d", &key).is_ok());
+        assert!(check_identity("t", "f", &[]).is_ok());
+        assert_eq!(
+            check_identity("t", "d", &[]).unwrap_err().code(),
+            Code::SourcePrerequisite
+        );
+        assert_eq!(
+            check_identity("t", "n", &key).unwrap_err().code(),
+            Code::SourcePrerequisite
+        );
+    }
+}

@@ -1,0 +1,305 @@
+//! The stream's server-side resources — publication and logical slot — and the decision
+//! of where a run may start.
+//!
+//! Guarantees: the publication is created before the slot (pgoutput reads the
+//! publication through the slot's historic snapshot, so a publication created later
+//! would be "missing" for the WAL in between); a checkpoint is never silently re-anchored:
+//! a vanished or invalidated slot, or a slot moved past the checkpoint by someone else, is
+//! `SLUICE_SOURCE_LOG_GAP`; a checkpoint from another server or database is
+//! `SLUICE_SOURCE_FOREIGN_CHECKPOINT`. [`decide_start`] is a pure function so `doctor`
+//! and the drain refuse by the same rule.
+
+use tokio_postgres::Client;
+
+use super::catalog::{CapturedTable, quote_ident};
+use super::connect::query_error;
+use crate::config::PostgresConfig;
+use crate::error::{Code, Error, Result};
+use crate::position::PgLsn;
+
+/// What `pg_replication_slots` says about our slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotInfo {
+    pub plugin: Option<String>,
+    pub database: Option<String>,
+    pub confirmed_flush: Option<PgLsn>,
+    /// `reserved`, `extended`, `unreserved` or `lost`.
+    pub wal_status: Option<String>,
+    pub active_pid: Option<i32>,
+}
+
+/// Where the run starts, and whether the slot must first catch up with the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartDecision {
+    /// Create the slot; start wherever it is created.
+    CreateSlot,
+    /// Start at the slot's position (first run on a pre-created slot, or normal resume).
+    AtSlot(PgLsn),
+    /// The checkpoint is ahead of the slot (a crash between checkpoint and ack): advance
+    /// the slot to the checkpoint, then start there.
+    CatchUp(PgLsn),
+}
+
+/// Decides where to start from the slot's state and the stored checkpoint.
+pub fn decide_start(
+    slot_name: &str,
+    slot: Option<&SlotInfo>,
+    checkpoint: Option<PgLsn>,
+    database: &str,
+) -> Result<StartDecision> {
+    let Some(slot) = slot else {
+        return match checkpoint {
+            None => Ok(StartDecision::CreateSlot),
+            Some(cp) => Err(log_gap(format!(
+                "replication slot {slot_name} does not exist, but the checkpoint is at {cp}: the changes after it are gone"
+            ))),
+        };
+    };
+    if slot.plugin.as_deref() != Some("pgoutput") {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "slot {slot_name} exists but is not a pgoutput logical slot (plugin {:?})",
+                slot.plugin
+            ),
+        )
+        .hint("choose another source.postgres.slot, or drop that slot if nothing uses it"));
+    }
+    if slot.database.as_deref() != Some(database) {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "slot {slot_name} belongs to database {:?}, not {database:?}",
+                slot.database
+            ),
+        )
+        .hint("slots are per database; use a slot name of this database"));
+    }
+    if slot.wal_status.as_deref() == Some("lost") {
+        return Err(log_gap(format!(
+            "replication slot {slot_name} was invalidated (wal_status lost, max_slot_wal_keep_size exceeded)"
+        )));
+    }
+    let Some(at) = slot.confirmed_flush else {
+        return Err(log_gap(format!(
+            "replication slot {slot_name} has no confirmed position"
+        )));
+    };
+    match checkpoint {
+        None => Ok(StartDecision::AtSlot(at)),
+        Some(cp) if at == cp => Ok(StartDecision::AtSlot(at)),
+        Some(cp) if at < cp => Ok(StartDecision::CatchUp(cp)),
+        Some(cp) => Err(log_gap(format!(
+            "replication slot {slot_name} is at {at}, past this job's checkpoint {cp}: another reader consumed changes this job never wrote"
+        ))),
+    }
+}
+
+fn log_gap(message: String) -> Error {
+    Error::new(Code::SourceLogGap, message).hint(
+        "the stream cannot continue without losing changes: re-baseline the table(s) — clear the job's state \
+         (`sluice state show` shows it), drop the slot if it still exists, and run a new baseline; \
+         make sure no other consumer uses this slot",
+    )
+}
+
+/// Reads our slot's row of `pg_replication_slots`.
+pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> {
+    let row = client
+        .query_opt(
+            "SELECT plugin::text, database::text, confirmed_flush_lsn::text, wal_status, active_pid \
+             FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_replication_slots", e))?;
+    Ok(row.map(|r| SlotInfo {
+        plugin: r.get(0),
+        database: r.get(1),
+        confirmed_flush: r.get::<_, Option<String>>(2).and_then(|t| t.parse().ok()),
+        wal_status: r.get(3),
+        active_pid: r.get(4),
+    }))
+}
+
+/// Creates the slot (the publication must exist already); returns its start position.
+pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> {
+    if !pg.create {
+        return Err(Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
+            .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION, or set source.postgres.create: true", pg.slot)));
+    }
+    let row = client
+        .query_one(
+            "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')",
+            &[&pg.slot],
+        )
+        .await
+        .map_err(|e| query_error(&format!("creating replication slot {}", pg.slot), e))?;
+    let text: String = row.get(0);
+    text.parse()
+        .map_err(|e| Error::new(Code::SourceProtocol, "slot creation returned a bad LSN").source(e))
+}
+
+/// Ensures the publication exists and covers every captured table for insert, update,
+/// delete and truncate.
+pub async fn ensure_publication(
+    client: &Client,
+    pg: &PostgresConfig,
+    tables: &[CapturedTable],
+) -> Result<()> {
+    let publication = client
+        .query_opt(
+            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_publication WHERE pubname = $1",
+            &[&pg.publication],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_publication", e))?;
+    let table_list = tables
+        .iter()
+        .map(CapturedTable::quoted)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some(row) = publication else {
+        let create = format!(
+            "CREATE PUBLICATION {} FOR TABLE {table_list}",
+            quote_ident(&pg.publication)
+        );
+        if !pg.create {
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("publication {} does not exist", pg.publication),
+            )
+            .hint(format!(
+                "run {create}; as the tables' owner, or set source.postgres.create: true"
+            )));
+        }
+        client
+            .batch_execute(&create)
+            .await
+            .map_err(|e| query_error(&format!("creating publication {}", pg.publication), e))?;
+        return Ok(());
+    };
+    let actions: [bool; 4] = [row.get(1), row.get(2), row.get(3), row.get(4)];
+    if actions.iter().any(|a| !a) {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "publication {} does not publish all of insert, update, delete, truncate",
+                pg.publication
+            ),
+        )
+        .hint(format!(
+            "ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate')",
+            quote_ident(&pg.publication)
+        )));
+    }
+    if row.get::<_, bool>(0) {
+        return Ok(());
+    }
+    let published = client
+        .query(
+            "SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1",
+            &[&pg.publication],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_publication_tables", e))?;
+    let missing: Vec<String> = tables
+        .iter()
+        .filter(|t| {
+            !published
+                .iter()
+                .any(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
+        })
+        .map(CapturedTable::quoted)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::SourcePrerequisite,
+        format!("publication {} does not include {}", pg.publication, missing.join(", ")),
+    )
+    .hint(format!(
+        "ALTER PUBLICATION {} ADD TABLE {}; then baseline the added table(s): changes before the ALTER are not in the stream",
+        quote_ident(&pg.publication),
+        missing.join(", ")
+    )))
+}
+
+/// Moves the slot forward to `upto` (never backward).
+pub async fn advance(client: &Client, slot: &str, upto: PgLsn) -> Result<()> {
+    client
+        .query_one(
+            "SELECT end_lsn::text FROM pg_replication_slot_advance($1, $2::text::pg_lsn)",
+            &[&slot, &upto.to_string()],
+        )
+        .await
+        .map_err(|e| query_error(&format!("advancing replication slot {slot}"), e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(at: u64) -> SlotInfo {
+        SlotInfo {
+            plugin: Some("pgoutput".into()),
+            database: Some("app".into()),
+            confirmed_flush: Some(PgLsn(at)),
+            wal_status: Some("reserved".into()),
+            active_pid: None,
+        }
+    }
+
+    #[test]
+    fn start_decisions() {
+        use StartDecision::*;
+        assert_eq!(decide_start("s", None, None, "app").unwrap(), CreateSlot);
+        assert_eq!(
+            decide_start("s", Some(&slot(5)), None, "app").unwrap(),
+            AtSlot(PgLsn(5))
+        );
+        assert_eq!(
+            decide_start("s", Some(&slot(5)), Some(PgLsn(5)), "app").unwrap(),
+            AtSlot(PgLsn(5))
+        );
+        assert_eq!(
+            decide_start("s", Some(&slot(5)), Some(PgLsn(9)), "app").unwrap(),
+            CatchUp(PgLsn(9))
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        let gap = |r: Result<StartDecision>| r.unwrap_err().code();
+        assert_eq!(
+            gap(decide_start("s", None, Some(PgLsn(1)), "app")),
+            Code::SourceLogGap
+        );
+        assert_eq!(
+            gap(decide_start("s", Some(&slot(9)), Some(PgLsn(5)), "app")),
+            Code::SourceLogGap
+        );
+        let lost = SlotInfo {
+            wal_status: Some("lost".into()),
+            ..slot(5)
+        };
+        assert_eq!(
+            gap(decide_start("s", Some(&lost), Some(PgLsn(5)), "app")),
+            Code::SourceLogGap
+        );
+        let other = SlotInfo {
+            plugin: Some("test_decoding".into()),
+            ..slot(5)
+        };
+        assert_eq!(
+            gap(decide_start("s", Some(&other), None, "app")),
+            Code::SourcePrerequisite
+        );
+        assert_eq!(
+            gap(decide_start("s", Some(&slot(5)), None, "other")),
+            Code::SourcePrerequisite
+        );
+    }
+}

@@ -1,0 +1,395 @@
+//! The PostgreSQL change stream: pages of `pg_logical_slot_peek_binary_changes` bounded
+//! by the run's read bound, decoded from pgoutput into source events.
+//!
+//! How a run reads: the bound is `pg_current_wal_flush_lsn()` at open. Each page is one
+//! peek call with `upto_lsn = bound` and `upto_nchanges = page_changes`; the server ends a
+//! call only at a transaction boundary. A peek always starts at the slot's confirmed
+//! position, so a full page ends with [`SourceEvent::Barrier`]: the drain makes
+//! everything durable, checkpoints and acks (advances the slot), and the next page then
+//! decodes only WAL it has not seen. A page shorter than `page_changes` means the bound was
+//! reached. Slot advances run on a second connection, so a part that rolls over mid-page
+//! is acked while the page is still streaming (the peek function has materialized its
+//! result and released the slot before the first row arrives).
+//!
+//! Why the flush LSN and not the insert/write LSN: the server decodes only flushed WAL,
+//! and a peek reads every record that starts before the bound (a commit record straddling
+//! the bound is read whole). Acking the bound after reaching it is therefore safe: no
+//! commit that starts before it can still be undecoded.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use tokio_postgres::{Client, RowStream};
+
+use super::catalog::CapturedTable;
+use super::connect::query_error;
+use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
+use super::slot;
+use super::types::{column_type, decode_binary};
+use crate::change::{Column, Op, RowChange, TableSchema, Value};
+use crate::error::{Code, Error, Result};
+use crate::position::{PgLsn, Position};
+use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+
+/// A decoded image: the cells, and the indexes of the cells the source did not log.
+type Image = (Vec<Value>, Vec<usize>);
+
+/// A relation as announced in the stream, with the decoders for its columns.
+struct KnownRelation {
+    schema: Arc<TableSchema>,
+    type_oids: Vec<u32>,
+}
+
+/// The open PostgreSQL stream.
+pub struct PgStream {
+    pub(super) info: StreamInfo,
+    pub(super) data: Client,
+    pub(super) control: Client,
+    pub(super) slot: String,
+    pub(super) publication: String,
+    pub(super) page_changes: u64,
+    pub(super) bound: PgLsn,
+    pub(super) tables: Vec<CapturedTable>,
+    /// The slot's confirmed position as far as this run knows.
+    pub(super) slot_at: PgLsn,
+    page: Option<Page>,
+    finished: bool,
+    relations: HashMap<u32, KnownRelation>,
+    current_commit: Option<PgLsn>,
+    last_end: Option<PgLsn>,
+}
+
+struct Page {
+    rows: Pin<Box<RowStream>>,
+    seen: u64,
+}
+
+impl PgStream {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        info: StreamInfo,
+        data: Client,
+        control: Client,
+        slot: String,
+        publication: String,
+        page_changes: u64,
+        bound: PgLsn,
+        tables: Vec<CapturedTable>,
+        slot_at: PgLsn,
+    ) -> Self {
+        PgStream {
+            info,
+            data,
+            control,
+            slot,
+            publication,
+            page_changes,
+            bound,
+            tables,
+            slot_at,
+            page: None,
+            finished: false,
+            relations: HashMap::new(),
+            current_commit: None,
+            last_end: None,
+        }
+    }
+
+    async fn open_page(&mut self) -> Result<()> {
+        if let Some(end) = self.last_end
+            && self.slot_at < end
+        {
+            return Err(Error::new(
+                Code::Internal,
+                format!("a new page was requested before the slot was advanced to {end}"),
+            ));
+        }
+        let statement = "SELECT data FROM pg_logical_slot_peek_binary_changes($1, $2::text::pg_lsn, $3::int4, \
+             'proto_version', '1', 'publication_names', $4, 'binary', 'true')";
+        let limit = i32::try_from(self.page_changes).unwrap_or(i32::MAX);
+        let bound = self.bound.to_string();
+        let publication = super::catalog::quote_ident(&self.publication);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&self.slot, &bound, &limit, &publication];
+        let rows = self
+            .data
+            .query_raw(statement, params)
+            .await
+            .map_err(|e| query_error(&format!("reading replication slot {}", self.slot), e))?;
+        self.page = Some(Page {
+            rows: Box::pin(rows),
+            seen: 0,
+        });
+        self.relations.clear();
+        Ok(())
+    }
+
+    /// Turns one pgoutput message into at most one source event.
+    fn translate(&mut self, message: PgMessage<'_>) -> Result<Option<SourceEvent>> {
+        let change = |table,
+                      op,
+                      before: Option<(Vec<Value>, Vec<usize>)>,
+                      after: Option<(Vec<Value>, Vec<usize>)>| {
+            let (before, before_unlogged) = before.map_or((None, vec![]), |(v, u)| (Some(v), u));
+            let (after, after_unlogged) = after.map_or((None, vec![]), |(v, u)| (Some(v), u));
+            Some(SourceEvent::Change(RowChange {
+                table,
+                op,
+                before,
+                after,
+                before_unlogged,
+                after_unlogged,
+            }))
+        };
+        Ok(match message {
+            PgMessage::Begin(begin) => {
+                self.current_commit = Some(begin.final_lsn);
+                Some(SourceEvent::Begin {
+                    commit: Position::Postgres(begin.final_lsn),
+                    commit_ts: Some(begin.commit_ts),
+                })
+            }
+            PgMessage::Commit(commit) => {
+                self.current_commit = None;
+                self.last_end = Some(commit.end_lsn);
+                Some(SourceEvent::Commit {
+                    resume: Position::Postgres(commit.end_lsn),
+                })
+            }
+            PgMessage::Relation(rel) => {
+                self.learn_relation(rel)?;
+                None
+            }
+            PgMessage::Insert(insert) => {
+                let (table, after) = self.image(insert.rel_oid, &insert.new, false)?;
+                change(table, Op::Insert, None, Some(after))
+            }
+            PgMessage::Update(update) => {
+                let (table, after) = self.image(update.rel_oid, &update.new, false)?;
+                let before = match &update.old {
+                    Some(old) => Some(self.old_image(update.rel_oid, old)?),
+                    None => None,
+                };
+                change(table, Op::Update, before, Some(after))
+            }
+            PgMessage::Delete(delete) => {
+                let before = self.old_image(delete.rel_oid, &delete.old)?;
+                let table = self.relation(delete.rel_oid)?.schema.clone();
+                change(table, Op::Delete, Some(before), None)
+            }
+            PgMessage::Truncate(truncate) => {
+                let names: Vec<String> = truncate
+                    .rel_oids
+                    .iter()
+                    .map(|oid| {
+                        self.relations
+                            .get(oid)
+                            .map_or_else(|| format!("relation {oid}"), |r| r.schema.name.clone())
+                    })
+                    .collect();
+                return Err(Error::new(
+                    Code::SourceTruncated,
+                    format!(
+                        "{} truncated at {}; a TRUNCATE cannot be represented as change rows",
+                        names.join(", "),
+                        self.current_commit.unwrap_or_default()
+                    ),
+                )
+                .hint("re-baseline the truncated table(s): clear the job's state and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+            }
+            PgMessage::Origin(_) | PgMessage::Type(_) | PgMessage::Message(_) => None,
+        })
+    }
+
+    fn relation(&self, oid: u32) -> Result<&KnownRelation> {
+        self.relations.get(&oid).ok_or_else(|| {
+            Error::new(
+                Code::SourceProtocol,
+                format!("a change for relation {oid} arrived before its Relation message"),
+            )
+        })
+    }
+
+    fn old_image(&self, oid: u32, old: &OldTuple<'_>) -> Result<Image> {
+        let key_only = matches!(old, OldTuple::Key(_));
+        Ok(self.image(oid, old.cells(), key_only)?.1)
+    }
+
+    /// Registers (or re-registers after DDL) a relation announced by the stream.
+    fn learn_relation(&mut self, rel: Relation) -> Result<()> {
+        let captured = self
+            .tables
+            .iter()
+            .find(|t| t.schema == rel.namespace && t.table == rel.name)
+            .ok_or_else(|| {
+                Error::new(
+                    Code::SourceProtocol,
+                    format!("the stream announced {}.{}, which this job does not capture", rel.namespace, rel.name),
+                )
+                .hint("the publication includes tables not in source.tables; use a publication per job")
+            })?;
+        let mut columns = Vec::with_capacity(rel.columns.len());
+        let mut type_oids = Vec::with_capacity(rel.columns.len());
+        for col in &rel.columns {
+            let type_name = captured
+                .type_names
+                .get(&col.name)
+                .cloned()
+                .unwrap_or_else(|| format!("oid {}", col.type_oid));
+            let ty = column_type(col.type_oid, col.type_modifier, &type_name).map_err(|_| {
+                Error::new(
+                    Code::SourceUnsupportedType,
+                    format!(
+                        "{}.{} has type {type_name}, which sluice cannot capture",
+                        captured.config_name, col.name
+                    ),
+                )
+                .hint("change the column to a supported type, or stop capturing the table")
+            })?;
+            let nullable = captured
+                .shape
+                .columns
+                .iter()
+                .find(|c| c.name == col.name)
+                .is_none_or(|c| c.nullable);
+            columns.push(Column {
+                key: captured.key.contains(&col.name),
+                name: col.name.clone(),
+                ty,
+                nullable,
+                source_type: type_name,
+            });
+            type_oids.push(col.type_oid);
+        }
+        let schema = TableSchema {
+            name: captured.config_name.clone(),
+            columns,
+        };
+        let schema = if schema == *captured.shape {
+            captured.shape.clone()
+        } else {
+            Arc::new(schema)
+        };
+        self.relations
+            .insert(rel.oid, KnownRelation { schema, type_oids });
+        Ok(())
+    }
+
+    /// Decodes a tuple into an image; returns the schema, the cells, and the columns that
+    /// were not logged (unchanged TOAST, or non-key cells of a key-only old tuple).
+    fn image(
+        &self,
+        oid: u32,
+        cells: &[Cell<'_>],
+        key_only: bool,
+    ) -> Result<(Arc<TableSchema>, Image)> {
+        let known = self.relation(oid)?;
+        let schema = &known.schema;
+        if cells.len() != schema.columns.len() {
+            return Err(Error::new(
+                Code::SourceProtocol,
+                format!(
+                    "{}: tuple has {} columns, relation has {}",
+                    schema.name,
+                    cells.len(),
+                    schema.columns.len()
+                ),
+            ));
+        }
+        let mut values = Vec::with_capacity(cells.len());
+        let mut unlogged = Vec::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let column = &schema.columns[i];
+            let value = match cell {
+                Cell::Null if key_only && !column.key => {
+                    unlogged.push(i);
+                    Value::Null
+                }
+                Cell::Null => Value::Null,
+                Cell::Unchanged => {
+                    unlogged.push(i);
+                    Value::Null
+                }
+                Cell::Binary(raw) => decode_binary(&column.ty, known.type_oids[i], raw).map_err(|e| {
+                    Error::new(
+                        e.code(),
+                        format!(
+                            "{}.{} ({}) at commit {}: {e}",
+                            schema.name,
+                            column.name,
+                            column.source_type,
+                            self.current_commit.unwrap_or_default()
+                        ),
+                    )
+                    .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline")
+                    .source(e)
+                })?,
+                Cell::Text(_) => {
+                    return Err(Error::new(
+                        Code::SourceProtocol,
+                        format!("{}.{}: the server sent a text value in binary mode", schema.name, column.name),
+                    ));
+                }
+            };
+            values.push(value);
+        }
+        Ok((schema.clone(), (values, unlogged)))
+    }
+}
+
+#[async_trait]
+impl ChangeStream for PgStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+
+    async fn next(&mut self) -> Result<Option<SourceEvent>> {
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            if self.page.is_none() {
+                self.open_page().await?;
+            }
+            let page = self.page.as_mut().expect("page was just opened");
+            match page.rows.next().await {
+                Some(row) => {
+                    page.seen += 1;
+                    let row = row.map_err(|e| {
+                        query_error(&format!("reading replication slot {}", self.slot), e)
+                    })?;
+                    let data: &[u8] = row.get(0);
+                    let message = pgoutput::decode(data)?;
+                    if let Some(event) = self.translate(message)? {
+                        return Ok(Some(event));
+                    }
+                }
+                None => {
+                    let full = page.seen >= self.page_changes;
+                    self.page = None;
+                    if full && self.last_end.is_some() {
+                        return Ok(Some(SourceEvent::Barrier));
+                    }
+                    self.finished = true;
+                }
+            }
+        }
+    }
+
+    fn end_position(&self) -> Position {
+        Position::Postgres(self.last_end.map_or(self.bound, |end| end.max(self.bound)))
+    }
+
+    async fn ack(&mut self, upto: &Position) -> Result<()> {
+        let Position::Postgres(upto) = *upto;
+        if upto <= self.slot_at {
+            return Ok(());
+        }
+        slot::advance(&self.control, &self.slot, upto).await?;
+        self.slot_at = upto;
+        Ok(())
+    }
+}

@@ -1,0 +1,317 @@
+//! The local state store: one JSON file per job in a directory, for the CLI and tests.
+//!
+//! Every operation takes an exclusive `flock` on `<job>.lock`, reads `<job>.json`,
+//! applies its conditions, and writes the new document to a temporary file that is
+//! fsynced and renamed over the old one (then the directory is fsynced). Readers
+//! therefore see either the old or the new document, never a torn one, and the
+//! lease / fencing conditions hold across processes exactly as in DynamoDB.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, StateStore, now_ms,
+};
+use crate::error::{Code, Error, Result};
+
+/// Run records kept per job (the oldest are dropped; DynamoDB uses a TTL instead).
+const RUNS_KEPT: usize = 50;
+
+/// The whole stored state of one job.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobDocument {
+    format_version: u32,
+    /// Highest fencing token ever granted; never decreases, survives release.
+    lease_token: u64,
+    lease_owner: Option<String>,
+    lease_expires_at_ms: Option<i64>,
+    checkpoint: Option<Checkpoint>,
+    #[serde(default)]
+    snapshots: BTreeMap<String, SnapshotRecord>,
+    #[serde(default)]
+    chunks: BTreeMap<String, ChunkRecord>,
+    #[serde(default)]
+    runs: BTreeMap<String, RunRecord>,
+}
+
+impl JobDocument {
+    /// Fails with `SLUICE_STATE_FENCED` unless `lease` is the current lease.
+    fn check_fence(&self, lease: &Lease) -> Result<()> {
+        let ours =
+            self.lease_token == lease.token && self.lease_owner.as_deref() == Some(&lease.owner);
+        if ours {
+            return Ok(());
+        }
+        Err(Error::new(
+            Code::StateFenced,
+            format!(
+                "job {}: lease token {} is no longer current (current token {}, holder {})",
+                lease.job,
+                lease.token,
+                self.lease_token,
+                self.lease_owner.as_deref().unwrap_or("none")
+            ),
+        )
+        .hint("another invocation took over this job after our lease expired; this run stopped before acknowledging anything, the next run resumes from the stored checkpoint"))
+    }
+
+    fn extend(&mut self, lease: &Lease, ttl: Duration) -> Lease {
+        let expires = now_ms() + ttl.as_millis() as i64;
+        self.lease_expires_at_ms = Some(expires);
+        Lease {
+            expires_at_ms: expires,
+            ..lease.clone()
+        }
+    }
+}
+
+/// A directory of per-job state files.
+#[derive(Debug)]
+pub struct LocalStateStore {
+    dir: PathBuf,
+}
+
+impl LocalStateStore {
+    /// A store in `dir` (created when missing).
+    pub fn new(dir: &Path) -> Result<Self> {
+        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        Ok(LocalStateStore {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn doc_path(&self, job: &str) -> PathBuf {
+        self.dir.join(format!("{job}.json"))
+    }
+
+    /// Runs `f` on the job's document under the job's exclusive lock; writes the
+    /// document back when `f` returns `Ok((true, _))`.
+    fn with_doc<T>(
+        &self,
+        job: &str,
+        f: impl FnOnce(&mut JobDocument) -> Result<(bool, T)>,
+    ) -> Result<T> {
+        let lock_path = self.dir.join(format!("{job}.lock"));
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io_error(&lock_path, e))?;
+        lock.lock_exclusive().map_err(|e| io_error(&lock_path, e))?;
+        let result = self.read_modify_write(job, f);
+        let _ = FileExt::unlock(&lock);
+        result
+    }
+
+    fn read_modify_write<T>(
+        &self,
+        job: &str,
+        f: impl FnOnce(&mut JobDocument) -> Result<(bool, T)>,
+    ) -> Result<T> {
+        let path = self.doc_path(job);
+        let mut doc = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<JobDocument>(&bytes).map_err(|e| {
+                Error::new(Code::StateCorrupt, format!("state file {} is not a valid sluice state document", path.display()))
+                    .hint("restore the file from a backup; to start the stream over, move it away and re-baseline")
+                    .source(e)
+            })?,
+            Err(e) if e.kind() == ErrorKind::NotFound => JobDocument {
+                format_version: 1,
+                ..JobDocument::default()
+            },
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        let (write, value) = f(&mut doc)?;
+        if write {
+            let tmp = self
+                .dir
+                .join(format!(".{job}.json.tmp-{}", std::process::id()));
+            let bytes = serde_json::to_vec_pretty(&doc)
+                .map_err(|e| Error::new(Code::Internal, "encoding state").source(e))?;
+            let written = File::create(&tmp).and_then(|mut file| {
+                file.write_all(&bytes)?;
+                file.sync_all()
+            });
+            written
+                .and_then(|_| fs::rename(&tmp, &path))
+                .and_then(|_| File::open(&self.dir)?.sync_all())
+                .map_err(|e| {
+                    let _ = fs::remove_file(&tmp);
+                    io_error(&path, e)
+                })?;
+        }
+        Ok(value)
+    }
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        Code::StateUnavailable,
+        format!("local state {}: {e}", path.display()),
+    )
+    .hint("check that state.path exists and is writable")
+    .source(e)
+}
+
+#[async_trait]
+impl StateStore for LocalStateStore {
+    fn describe(&self) -> String {
+        format!("file://{}", self.dir.display())
+    }
+
+    async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome> {
+        self.with_doc(job, |doc| {
+            let now = now_ms();
+            if let (Some(holder), Some(expires)) = (&doc.lease_owner, doc.lease_expires_at_ms)
+                && expires > now
+            {
+                return Ok((
+                    false,
+                    LeaseOutcome::Held {
+                        owner: holder.clone(),
+                        expires_at_ms: expires,
+                    },
+                ));
+            }
+            doc.lease_token += 1;
+            doc.lease_owner = Some(owner.to_owned());
+            let lease = Lease {
+                job: job.to_owned(),
+                owner: owner.to_owned(),
+                token: doc.lease_token,
+                expires_at_ms: 0,
+            };
+            let lease = doc.extend(&lease, ttl);
+            Ok((true, LeaseOutcome::Acquired(lease)))
+        })
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        self.with_doc(&lease.job, |doc| {
+            doc.check_fence(lease)?;
+            Ok((true, doc.extend(lease, ttl)))
+        })
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        self.with_doc(&lease.job, |doc| {
+            if doc.check_fence(lease).is_err() {
+                return Ok((false, ()));
+            }
+            doc.lease_owner = None;
+            doc.lease_expires_at_ms = None;
+            Ok((true, ()))
+        })
+    }
+
+    async fn load_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>> {
+        self.with_doc(job, |doc| Ok((false, doc.checkpoint.clone())))
+    }
+
+    async fn advance_checkpoint(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+        expected_version: u64,
+        position: &str,
+        source_identity: &str,
+        run_id: &str,
+    ) -> Result<(Checkpoint, Lease)> {
+        self.with_doc(&lease.job, |doc| {
+            doc.check_fence(lease)?;
+            let stored = doc.checkpoint.as_ref().map_or(0, |c| c.version);
+            if stored != expected_version {
+                return Err(Error::new(
+                    Code::StateFenced,
+                    format!("job {}: checkpoint version is {stored}, expected {expected_version}", lease.job),
+                )
+                .hint("the checkpoint was moved by another writer; this run stopped before acknowledging anything"));
+            }
+            let checkpoint = Checkpoint {
+                position: position.to_owned(),
+                source_identity: source_identity.to_owned(),
+                version: expected_version + 1,
+                run_id: run_id.to_owned(),
+                updated_at_ms: now_ms(),
+            };
+            doc.checkpoint = Some(checkpoint.clone());
+            let lease = doc.extend(lease, ttl);
+            Ok((true, (checkpoint, lease)))
+        })
+    }
+
+    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>> {
+        self.with_doc(job, |doc| Ok((false, doc.snapshots.get(table).cloned())))
+    }
+
+    async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()> {
+        self.with_doc(&lease.job, |doc| {
+            doc.check_fence(lease)?;
+            doc.snapshots.insert(record.table.clone(), record.clone());
+            Ok((true, ()))
+        })
+    }
+
+    async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>> {
+        self.with_doc(job, |doc| {
+            Ok((false, doc.chunks.get(&chunk_key(table, chunk)).cloned()))
+        })
+    }
+
+    async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()> {
+        self.with_doc(&lease.job, |doc| {
+            doc.check_fence(lease)?;
+            doc.chunks
+                .insert(chunk_key(&record.table, record.chunk), record.clone());
+            Ok((true, ()))
+        })
+    }
+
+    async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {
+        self.with_doc(job, |doc| {
+            doc.runs.insert(record.run_id.clone(), record.clone());
+            while doc.runs.len() > RUNS_KEPT {
+                doc.runs.pop_first();
+            }
+            Ok((true, ()))
+        })
+    }
+
+    async fn show(&self, job: &str) -> Result<serde_json::Value> {
+        self.with_doc(job, |doc| {
+            let value = serde_json::to_value(&*doc)
+                .map_err(|e| Error::new(Code::Internal, "encoding state").source(e))?;
+            Ok((false, value))
+        })
+    }
+}
+
+fn chunk_key(table: &str, chunk: u32) -> String {
+    format!("{table}#{chunk:06}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("j.json"), b"{not json").unwrap();
+        let store = LocalStateStore::new(dir.path()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let err = rt.block_on(store.load_checkpoint("j")).unwrap_err();
+        assert_eq!(err.code(), Code::StateCorrupt);
+    }
+}

@@ -1,0 +1,156 @@
+//! Durable stream state: the single-writer lease, the checkpoint, baseline flags and run
+//! records, behind one trait with interchangeable backends.
+//!
+//! Contract for every backend (one conformance suite in `tests/` runs against each):
+//! * the lease is granted only when there is none or it has expired, and every grant
+//!   carries a fencing token strictly greater than any token granted before for the job;
+//! * a checkpoint advance succeeds only while the caller's token is still the job's
+//!   current token **and** the stored checkpoint version is the one the caller read —
+//!   otherwise `SLUICE_STATE_FENCED` and nothing is written;
+//! * the lease and the checkpoint live in one record, so both conditions are checked in
+//!   one atomic write, and a successful advance also extends the lease.
+
+pub mod local;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, StateConfig};
+use crate::error::Result;
+
+/// A granted lease. Whoever holds the highest token is the only writer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub job: String,
+    pub owner: String,
+    pub token: u64,
+    /// Wall-clock expiry, ms since the Unix epoch.
+    pub expires_at_ms: i64,
+}
+
+/// The answer to a lease request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseOutcome {
+    Acquired(Lease),
+    /// Someone else holds an unexpired lease.
+    Held {
+        owner: String,
+        expires_at_ms: i64,
+    },
+}
+
+/// The stored checkpoint: where the next run resumes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Tagged position text (`pg:00000001/6A2B3C40`).
+    pub position: String,
+    /// Identity of the source the position belongs to.
+    pub source_identity: String,
+    /// Incremented by every advance; advances are conditional on it.
+    pub version: u64,
+    pub run_id: String,
+    pub updated_at_ms: i64,
+}
+
+/// Baseline progress of one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotStatus {
+    Anchored,
+    Running,
+    Done,
+}
+
+/// The `snapshot#<table>` record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRecord {
+    pub table: String,
+    pub status: SnapshotStatus,
+    /// Tagged anchor position.
+    pub anchor: String,
+    pub run_id: String,
+    pub updated_at_ms: i64,
+}
+
+/// The `chunk#<table>#<n>` record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub table: String,
+    pub chunk: u32,
+    pub rows: u64,
+    pub part_key: String,
+    pub updated_at_ms: i64,
+}
+
+/// The `run#<run_id>` record (kept for a limited time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: String,
+    /// The run summary as printed on stdout.
+    pub summary: serde_json::Value,
+    /// When the record may be dropped, s since the Unix epoch (DynamoDB TTL).
+    pub expires_at_s: i64,
+}
+
+/// Lease, checkpoint and progress records of jobs.
+#[async_trait]
+pub trait StateStore: Send + Sync {
+    /// A human-readable, secret-free description of the store.
+    fn describe(&self) -> String;
+
+    /// Grants the lease when it is free or expired, with a new, higher fencing token.
+    async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome>;
+
+    /// Extends our lease; `SLUICE_STATE_FENCED` when it is no longer ours.
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease>;
+
+    /// Gives the lease up if it is still ours; a lease already taken over is left alone.
+    async fn release_lease(&self, lease: &Lease) -> Result<()>;
+
+    /// The job's checkpoint, `None` before the first advance.
+    async fn load_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>>;
+
+    /// Moves the checkpoint to `position`, conditional on `lease` still holding the
+    /// current token and on the stored version being `expected_version` (0 = none yet).
+    /// Extends the lease by `ttl`. Returns the stored checkpoint and the renewed lease.
+    async fn advance_checkpoint(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+        expected_version: u64,
+        position: &str,
+        source_identity: &str,
+        run_id: &str,
+    ) -> Result<(Checkpoint, Lease)>;
+
+    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>>;
+
+    /// Writes a baseline record, fenced by the lease.
+    async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()>;
+
+    async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>>;
+
+    /// Records a finished baseline chunk, fenced by the lease.
+    async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()>;
+
+    /// Stores a run record.
+    async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()>;
+
+    /// Everything stored for the job, as JSON, for `sluice state show`.
+    async fn show(&self, job: &str) -> Result<serde_json::Value>;
+}
+
+/// Milliseconds since the Unix epoch, from the wall clock (leases are wall-clock based
+/// because they are shared between machines).
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Builds the state store the config names.
+pub async fn open(config: &Config) -> Result<Box<dyn StateStore>> {
+    match &config.state {
+        StateConfig::Local { path } => Ok(Box::new(local::LocalStateStore::new(path)?)),
+    }
+}

@@ -1,0 +1,370 @@
+//! Shared test support: service discovery (fail under `CI=true` when a service is missing,
+//! skip loudly otherwise), one private database per test, running the real `sluice`
+//! binary, and reading its parts back.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The URL of a required service from `var`, or `None` (with a loud note) when it is not
+/// configured outside CI. Under `CI=true` a missing service fails the test.
+pub fn service_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "{var} is not set but CI=true: the service this test needs is missing (run `make test`)"
+            )
+        }
+        _ => {
+            eprintln!("SKIPPED: {var} is not set; run `make test` to start the local stack");
+            None
+        }
+    }
+}
+
+/// Returns the PostgreSQL admin URL or skips the test.
+#[macro_export]
+macro_rules! pg_or_skip {
+    () => {
+        match support::service_url("SLUICE_TEST_PG_URL") {
+            Some(url) => url,
+            None => return,
+        }
+    };
+}
+
+/// A fresh database for one test, dropped (with its slots) at the end.
+pub struct TestDb {
+    pub admin_url: String,
+    pub name: String,
+    pub url: String,
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}_{}_{nanos:x}", std::process::id())
+}
+
+impl TestDb {
+    pub fn new(admin_url: &str, test: &str) -> TestDb {
+        let name = unique(&format!("t_{test}"));
+        psql(admin_url, &format!("CREATE DATABASE {name}"));
+        let url = with_database(admin_url, &name);
+        TestDb {
+            admin_url: admin_url.to_owned(),
+            name,
+            url,
+        }
+    }
+
+    /// Runs SQL in the test database; panics with psql's message on failure.
+    pub fn sql(&self, sql: &str) -> String {
+        psql(&self.url, sql)
+    }
+
+    /// Runs SQL that is expected to fail; returns stderr.
+    pub fn sql_err(&self, sql: &str) -> String {
+        let out = psql_output(&self.url, sql);
+        assert!(!out.status.success(), "expected failure: {sql}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let _ = psql_output(
+            &self.admin_url,
+            &format!(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '{}'",
+                self.name
+            ),
+        );
+        let _ = psql_output(
+            &self.admin_url,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// `postgres://…/old` → `postgres://…/<db>`.
+pub fn with_database(url: &str, db: &str) -> String {
+    let mut parsed = url::Url::parse(url).expect("service URL");
+    parsed.set_path(&format!("/{db}"));
+    parsed.to_string()
+}
+
+pub fn psql_output(url: &str, sql: &str) -> Output {
+    Command::new("psql")
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs")
+}
+
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = psql_output(url, sql);
+    assert!(
+        out.status.success(),
+        "psql failed: {sql}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A job directory: config file, output and state, removed at the end.
+pub struct Job {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub url_env: (String, String),
+}
+
+impl Job {
+    /// A PostgreSQL job on `db` capturing `tables`, with `extra` YAML appended.
+    pub fn postgres(db: &TestDb, tables: &[&str], extra: &str) -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        let slot = format!("s_{}", db.name);
+        let yaml = format!(
+            "job: {job}\nsource:\n  url_env: SLUICE_TEST_SOURCE_URL\n  tables: [{tables}]\n  postgres: {{ slot: {slot}, publication: p_{job} }}\n\
+             destination: {{ type: local, path: {out} }}\nstate: {{ type: local, path: {state} }}\n{extra}\n",
+            job = db.name,
+            tables = tables.join(", "),
+            out = dir.path().join("out").display(),
+            state = dir.path().join("state").display(),
+        );
+        let config = dir.path().join("sluice.yaml");
+        std::fs::write(&config, yaml).unwrap();
+        Job {
+            dir,
+            config,
+            url_env: ("SLUICE_TEST_SOURCE_URL".into(), db.url.clone()),
+        }
+    }
+
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+
+    /// Runs `sluice <args> --config <file>` with extra environment.
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args, env);
+        let out = cmd.output().expect("sluice runs");
+        Run::from(out)
+    }
+
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .env(&self.url_env.0, &self.url_env.1)
+            .env_remove("SLUICE_FAULT")
+            .env("SLUICE_LOG", "info")
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// A drain that must succeed; returns its summary.
+    pub fn drain(&self) -> serde_json::Value {
+        let run = self.run(&["drain"], &[]);
+        assert_eq!(run.code, 0, "drain failed:\n{}", run.stderr);
+        run.summary()
+    }
+
+    /// Every change row of `table` across all parts, in (`__pos`, `__seq`) order.
+    pub fn rows(&self, table: &str) -> Vec<Row> {
+        read_rows(&self.out().join(table), "cdc-")
+    }
+}
+
+/// The result of one `sluice` process.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// The one JSON line on stdout.
+    pub fn summary(&self) -> serde_json::Value {
+        let lines: Vec<&str> = self
+            .stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "expected exactly one stdout line, got: {}",
+            self.stdout
+        );
+        serde_json::from_str(lines[0]).expect("summary is JSON")
+    }
+
+    /// The error code of a failed run.
+    pub fn error_code(&self) -> String {
+        self.summary()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// One output row: column name → rendered cell (`None` for NULL).
+pub type Row = BTreeMap<String, Option<String>>;
+
+/// Reads every `<prefix>*.parquet` in `dir`, sorted by (`__pos`, `__seq`).
+pub fn read_rows(dir: &Path, prefix: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for path in part_files(dir, prefix) {
+        for batch in read_batches(&path) {
+            rows.extend(render(&batch));
+        }
+    }
+    rows.sort_by(|a, b| {
+        let key = |r: &Row| {
+            (
+                r["__pos"].clone(),
+                r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    rows
+}
+
+pub fn part_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with(prefix) && name.ends_with(".parquet")
+            })
+            .collect(),
+        Err(_) => vec![],
+    };
+    files.sort();
+    files
+}
+
+pub fn read_batches(path: &Path) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    reader.map(|b| b.unwrap()).collect()
+}
+
+pub fn render(batch: &RecordBatch) -> Vec<Row> {
+    let options = arrow_cast::display::FormatOptions::default();
+    let formatters: Vec<_> = batch
+        .columns()
+        .iter()
+        .map(|c| arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+        .collect();
+    let schema = batch.schema();
+    (0..batch.num_rows())
+        .map(|i| {
+            schema
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(c, field)| {
+                    let value = if batch.column(c).is_null(i) {
+                        None
+                    } else {
+                        Some(formatters[c].value(i).to_string())
+                    };
+                    (field.name().clone(), value)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Latest state per key (the README's replay rule): the row with the highest
+/// (`__pos`, `__seq`) per key, deletes removed. `rows` must be sorted.
+pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
+    let mut state = BTreeMap::new();
+    for row in rows {
+        let k: Vec<Option<String>> = key.iter().map(|c| row[*c].clone()).collect();
+        if row["__op"].as_deref() == Some("delete") {
+            state.remove(&k);
+        } else {
+            state.insert(k, row.clone());
+        }
+    }
+    state
+}
+
+/// `(op, value of column)` for each row, a compact form for assertions.
+pub fn ops(rows: &[Row], column: &str) -> Vec<(String, Option<String>)> {
+    rows.iter()
+        .map(|r| (r["__op"].clone().unwrap(), r.get(column).cloned().flatten()))
+        .collect()
+}
+
+/// Reads `stream` line by line until a line contains `needle` (panics after 60 s), then
+/// keeps draining it in the background so the child never blocks on a full pipe.
+pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, needle: &str) {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let needle = needle.to_owned();
+    std::thread::spawn(move || {
+        let mut seen = false;
+        for line in std::io::BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if !seen && line.contains(&needle) {
+                seen = true;
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("never saw a line containing {:?}", "needle"));
+}
+
+/// Waits for `child` with wait4(2) and returns its exit status and its own peak RSS in KiB.
+pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: plain syscall on our own child with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4 failed");
+    std::mem::forget(child);
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+}
