@@ -5,7 +5,7 @@ SHELL := /bin/bash
 SERVICES := infra/local/services.sh
 LOCKED := $(if $(wildcard Cargo.lock),--locked,)
 
-.PHONY: build prereqs services services-down test lint demo
+.PHONY: build prereqs services services-down test lint demo lambda
 
 build: prereqs
 	cargo build $(LOCKED)
@@ -29,3 +29,10 @@ lint: prereqs
 
 demo: services
 	eval "$$($(SERVICES) env)" && infra/demo/demo.sh
+
+# The Lambda zip: target/lambda/sluice/bootstrap.zip (arm64; `make lambda ARCH=x86_64`).
+ARCH ?= arm64
+lambda: prereqs
+	bin="$$(infra/local/cargo-lambda.sh $(ARCH))" && \
+	  PATH="$$bin:$$PATH" cargo lambda build --release $(LOCKED) $(if $(filter x86_64,$(ARCH)),--x86-64,--arm64) --output-format zip
+	@ls -l "$${CARGO_TARGET_DIR:-target}/lambda/sluice/bootstrap.zip"

@@ -59,6 +59,9 @@ enum StateCommand {
 
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
+    if crate::lambda::is_lambda() {
+        return crate::lambda::main();
+    }
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -84,7 +87,9 @@ async fn run(command: Command) -> i32 {
                 Ok(c) => c,
                 Err(e) => return fail(None, &e),
             };
-            match drain::drain(&config, DrainOptions::with_max_duration(max_duration)).await {
+            let deadline = max_duration.map(|d| std::time::Instant::now() + d);
+            let options = DrainOptions::with_deadline(deadline, config.deadline.margin());
+            match drain::drain(&config, options).await {
                 Ok(summary) => {
                     println!("{}", summary.to_line());
                     0

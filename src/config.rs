@@ -30,6 +30,8 @@ pub struct Config {
     pub output: OutputConfig,
     #[serde(default)]
     pub lease: LeaseConfig,
+    #[serde(default)]
+    pub deadline: DeadlineConfig,
 }
 
 /// Where the changes come from.
@@ -105,6 +107,29 @@ pub struct LeaseConfig {
     /// How long a lease lives without renewal. Renewed at every checkpoint and when half
     /// of it has passed.
     pub ttl_seconds: u64,
+}
+
+/// How close to an invocation deadline (Lambda's, or `--max-duration`) a run stops.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeadlineConfig {
+    /// Time kept in reserve before the deadline for the final flush, checkpoint and ack.
+    pub safety_margin_seconds: f64,
+}
+
+impl Default for DeadlineConfig {
+    fn default() -> Self {
+        DeadlineConfig {
+            safety_margin_seconds: 20.0,
+        }
+    }
+}
+
+impl DeadlineConfig {
+    /// The reserve as a duration.
+    pub fn margin(&self) -> Duration {
+        Duration::from_secs_f64(self.safety_margin_seconds)
+    }
 }
 
 fn yes() -> bool {
@@ -248,6 +273,11 @@ impl Config {
         }
         if !(1..=22).contains(&out.zstd_level) {
             return Err(invalid("output.zstd_level must be between 1 and 22"));
+        }
+        if !(0.0..=600.0).contains(&self.deadline.safety_margin_seconds) {
+            return Err(invalid(
+                "deadline.safety_margin_seconds must be between 0 and 600",
+            ));
         }
         if self.lease.ttl_seconds < 2 {
             return Err(invalid("lease.ttl_seconds must be at least 2"));

@@ -11,6 +11,8 @@ pub mod destination;
 pub mod drain;
 pub mod error;
 pub mod framer;
+pub mod lambda;
+pub mod metrics;
 pub mod position;
 pub mod redact;
 pub mod run_id;

@@ -29,7 +29,7 @@ use crate::framer::Framer;
 use crate::position::Position;
 use crate::sink::{FinishedPart, Manifest, ManifestRun, ManifestStatus, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
-use crate::state::{self, LeaseOutcome, RunRecord};
+use crate::state::{self, LeaseOutcome, RunRecord, StateStore};
 
 /// How long run records are kept (DynamoDB TTL).
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
@@ -37,16 +37,17 @@ const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 /// When the run must stop.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DrainOptions {
-    /// Stop at the first transaction boundary after this instant (minus nothing: the
-    /// caller already subtracted its safety margin).
+    /// Stop at the first transaction boundary after this instant (the deadline minus the
+    /// configured safety margin).
     pub stop_at: Option<Instant>,
 }
 
 impl DrainOptions {
-    /// Options for a run allowed to last `max`, counted from now.
-    pub fn with_max_duration(max: Option<Duration>) -> Self {
+    /// Options for a run that must be over by `deadline`, keeping `margin` in reserve
+    /// for the final flush, checkpoint and ack.
+    pub fn with_deadline(deadline: Option<Instant>, margin: Duration) -> Self {
         DrainOptions {
-            stop_at: max.map(|d| Instant::now() + d),
+            stop_at: deadline.map(|d| d.checked_sub(margin).unwrap_or(d).max(Instant::now())),
         }
     }
 
@@ -55,15 +56,42 @@ impl DrainOptions {
     }
 }
 
-/// Runs one drain of the job the config describes.
+/// The state store and destination of a job, built once and reused across runs (the
+/// Lambda face keeps them for the container's lifetime).
+pub struct Backends {
+    pub state: Box<dyn StateStore>,
+    pub destination: Box<dyn Destination>,
+}
+
+impl Backends {
+    /// Opens the backends the config names.
+    pub async fn open(config: &Config) -> Result<Backends> {
+        Ok(Backends {
+            state: state::open(config).await?,
+            destination: destination::open(config).await?,
+        })
+    }
+}
+
+/// Runs one drain of the job the config describes, opening its backends.
 pub async fn drain(config: &Config, options: DrainOptions) -> Result<RunSummary> {
+    let backends = Backends::open(config).await?;
+    drain_with(config, &backends, options).await
+}
+
+/// Runs one drain with already-open backends.
+pub async fn drain_with(
+    config: &Config,
+    backends: &Backends,
+    options: DrainOptions,
+) -> Result<RunSummary> {
     let started = Instant::now();
     let run_id = crate::run_id::new_run_id();
     if faults::armed() {
         tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
     }
-    let state = state::open(config).await?;
-    let destination = destination::open(config).await?;
+    let state = backends.state.as_ref();
+    let destination = backends.destination.as_ref();
     let owner = format!("{run_id}/pid-{}", std::process::id());
     let lease = match state
         .acquire_lease(&config.job, &owner, config.lease.ttl())
@@ -86,6 +114,7 @@ pub async fn drain(config: &Config, options: DrainOptions) -> Result<RunSummary>
                 to: None,
                 duration_ms: started.elapsed().as_millis() as u64,
                 lag_seconds: None,
+                source_retained_bytes: None,
                 tables: BTreeMap::new(),
                 lease_holder: Some(owner),
                 lease_expires_at_ms: Some(expires_at_ms),
@@ -94,8 +123,8 @@ pub async fn drain(config: &Config, options: DrainOptions) -> Result<RunSummary>
     };
     tracing::info!(job = %config.job, run_id = %run_id, token = lease.token, "lease acquired");
     let mut committer = Committer::new(
-        state.as_ref(),
-        destination.as_ref(),
+        state,
+        destination,
         lease,
         config.lease.ttl(),
         run_id.clone(),
@@ -207,6 +236,7 @@ async fn drain_under_lease(
         (None, _) => None,
     };
     let to = committer.checkpoint.map(|p| p.to_string());
+    let source_retained_bytes = stream.retained_bytes().await;
     let summary = RunSummary {
         status,
         job: job.clone(),
@@ -218,6 +248,7 @@ async fn drain_under_lease(
         to: to.clone(),
         duration_ms: started.elapsed().as_millis() as u64,
         lag_seconds,
+        source_retained_bytes,
         tables: router
             .tables
             .iter()

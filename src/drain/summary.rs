@@ -41,6 +41,10 @@ pub struct RunSummary {
     /// Seconds between the newest commit read and the end of the run; 0 when drained
     /// with nothing to read.
     pub lag_seconds: Option<f64>,
+    /// Bytes of log the source still retains for this stream after the run
+    /// (PostgreSQL: `pg_current_wal_lsn() - restart_lsn` of the slot), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_retained_bytes: Option<u64>,
     pub tables: BTreeMap<String, TableCounts>,
     /// For `skipped`: who holds the lease, and until when (ms since the epoch).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -69,8 +69,8 @@ pub trait ChangeStream: Send {
     /// and checkpointed; must be idempotent.
     async fn ack(&mut self, upto: &Position) -> Result<()>;
 
-    /// Seconds between the newest commit read and now, where the engine can tell.
-    fn lag_seconds(&self) -> Option<f64> {
+    /// Bytes of log the source still retains for this stream, where the engine can tell.
+    async fn retained_bytes(&mut self) -> Option<u64> {
         None
     }
 }

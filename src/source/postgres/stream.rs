@@ -383,6 +383,18 @@ impl ChangeStream for PgStream {
         Position::Postgres(self.last_end.map_or(self.bound, |end| end.max(self.bound)))
     }
 
+    async fn retained_bytes(&mut self) -> Option<u64> {
+        let row = self
+            .control
+            .query_opt(
+                "SELECT (pg_current_wal_lsn() - restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.slot],
+            )
+            .await
+            .ok()??;
+        row.get::<_, Option<i64>>(0).map(|b| b.max(0) as u64)
+    }
+
     async fn ack(&mut self, upto: &Position) -> Result<()> {
         let Position::Postgres(upto) = *upto;
         if upto <= self.slot_at {

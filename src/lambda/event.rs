@@ -1,0 +1,105 @@
+//! What a Lambda invocation asks for.
+//!
+//! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
+//! a drain; `{"action": "drain"}` likewise; the baseline actions are recognised by name;
+//! anything else is a config-class error naming the action — never silently a drain.
+
+use serde_json::Value;
+
+use crate::error::{Code, Error, Result};
+
+/// The task an invocation runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Drain,
+    BaselineAnchor,
+    BaselinePlan,
+    BaselineChunk,
+    BaselineFinish,
+}
+
+impl Action {
+    /// The `action` text of each task (the Step Functions payloads use it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Drain => "drain",
+            Action::BaselineAnchor => "baseline.anchor",
+            Action::BaselinePlan => "baseline.plan",
+            Action::BaselineChunk => "baseline.chunk",
+            Action::BaselineFinish => "baseline.finish",
+        }
+    }
+}
+
+/// Reads the action of an invocation payload.
+pub fn action_of(event: &Value) -> Result<Action> {
+    let Some(action) = event.get("action") else {
+        return Ok(Action::Drain);
+    };
+    let name = action.as_str().ok_or_else(|| {
+        Error::new(
+            Code::ConfigInvalid,
+            format!("the event's action must be a string, got {action}"),
+        )
+        .hint("send {\"action\": \"drain\"} or an EventBridge scheduled event")
+    })?;
+    [
+        Action::Drain,
+        Action::BaselineAnchor,
+        Action::BaselinePlan,
+        Action::BaselineChunk,
+        Action::BaselineFinish,
+    ]
+    .into_iter()
+    .find(|a| a.name() == name)
+    .ok_or_else(|| {
+        Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn scheduled_events_and_empty_payloads_drain() {
+        let scheduled = json!({
+            "version": "0", "id": "53dc4d37", "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "123456789012", "time": "2026-12-01T18:43:48Z", "region": "eu-west-1",
+            "resources": ["arn:aws:events:eu-west-1:123456789012:rule/sluice-orders"], "detail": {}
+        });
+        assert_eq!(action_of(&scheduled).unwrap(), Action::Drain);
+        assert_eq!(action_of(&json!({})).unwrap(), Action::Drain);
+        assert_eq!(action_of(&json!(null)).unwrap(), Action::Drain);
+        assert_eq!(
+            action_of(&json!({"action": "drain"})).unwrap(),
+            Action::Drain
+        );
+    }
+
+    #[test]
+    fn baseline_actions_are_recognised() {
+        for action in [
+            "baseline.anchor",
+            "baseline.plan",
+            "baseline.chunk",
+            "baseline.finish",
+        ] {
+            assert_eq!(
+                action_of(&json!({ "action": action })).unwrap().name(),
+                action
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_actions_are_config_errors() {
+        for event in [json!({"action": "dran"}), json!({"action": 7})] {
+            let err = action_of(&event).unwrap_err();
+            assert_eq!(err.code(), Code::ConfigInvalid, "{event}");
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The Lambda face: the same drain as the CLI, driven by the Lambda Runtime API.
+//!
+//! `main` runs this when `AWS_LAMBDA_RUNTIME_API` is set. The config comes from
+//! `SLUICE_CONFIG` (the same schema as the config file) and is parsed once per container;
+//! state and destination clients are built once per container, on first use, and reused.
+//! Each invocation's deadline is Lambda's `Context::deadline` minus
+//! `deadline.safety_margin_seconds`. Logs are JSON lines on stderr; each invocation also
+//! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
+//! summary as its response. Errors become [`diagnostic`] responses.
+//!
+//! Panic strategy: the release profile aborts on panic. A panic is a bug; aborting ends
+//! the container, its lease expires, and the next invocation resumes from the last
+//! checkpoint — nothing half-done is reused.
+
+pub mod deadline;
+pub mod diagnostic;
+pub mod event;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use crate::config::Config;
+use crate::drain::{self, Backends, DrainOptions};
+use crate::error::{Code, Error};
+use diagnostic::HandlerError;
+use event::Action;
+
+/// Environment variable whose presence selects the Lambda face.
+pub const RUNTIME_API_ENV: &str = "AWS_LAMBDA_RUNTIME_API";
+
+/// True when running inside Lambda (or a Runtime API emulator).
+pub fn is_lambda() -> bool {
+    std::env::var_os(RUNTIME_API_ENV).is_some()
+}
+
+/// What a container keeps between invocations.
+struct Container {
+    config: std::result::Result<Config, Error>,
+    backends: OnceCell<Backends>,
+}
+
+/// Runs the Lambda runtime loop until the process is stopped; returns the exit code.
+pub fn main() -> i32 {
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the async runtime: {e}");
+            return 3;
+        }
+    };
+    runtime.block_on(async {
+        let config = Config::load(None);
+        if let Err(e) = &config {
+            tracing::error!(error = %e.chain(), "invalid SLUICE_CONFIG; every invocation will fail until it is fixed");
+        }
+        let container = Arc::new(Container {
+            config,
+            backends: OnceCell::new(),
+        });
+        let handler = service_fn(move |event: LambdaEvent<Value>| {
+            let container = container.clone();
+            async move { handle(&container, event).await }
+        });
+        match lambda_runtime::run(handler).await {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!(error = %e, "lambda runtime stopped");
+                3
+            }
+        }
+    })
+}
+
+async fn handle(
+    container: &Container,
+    event: LambdaEvent<Value>,
+) -> std::result::Result<Value, HandlerError> {
+    let now = Instant::now();
+    let config = container
+        .config
+        .as_ref()
+        .map_err(|e| Error::new(e.code(), e.message()).hint(e.hint_text().unwrap_or_default()))?;
+    let action = event::action_of(&event.payload)?;
+    match action {
+        Action::Drain => {
+            let backends = container
+                .backends
+                .get_or_try_init(|| Backends::open(config))
+                .await?;
+            let deadline = deadline::instant_of(
+                event.context.deadline,
+                chrono::Utc::now().timestamp_millis(),
+                now,
+            );
+            let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin());
+            let result = drain::drain_with(config, backends, options).await;
+            let summary = result.as_ref().ok();
+            let emf = crate::metrics::emf_document(
+                &config.job,
+                summary,
+                chrono::Utc::now().timestamp_millis(),
+            );
+            println!("{emf}");
+            let summary = result?;
+            tracing::info!(summary = %summary.to_line(), "run finished");
+            Ok(serde_json::to_value(&summary).unwrap_or_default())
+        }
+        other => Err(Error::new(
+            Code::ConfigInvalid,
+            format!("action {} is not supported by this build", other.name()),
+        )
+        .hint("baseline actions are not implemented yet; use {\"action\": \"drain\"}")
+        .into()),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .json()
+        .init();
+}
