@@ -32,6 +32,46 @@ pub struct Config {
     pub lease: LeaseConfig,
     #[serde(default)]
     pub deadline: DeadlineConfig,
+    /// What a stream without an anchor starts from: `none` (changes from now on) or
+    /// `snapshot` (a baseline of the tables first, then changes).
+    #[serde(default)]
+    pub initial: Initial,
+    #[serde(default)]
+    pub baseline: BaselineConfig,
+}
+
+/// The start of a new stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Initial {
+    /// Capture changes from the first run on; no baseline.
+    #[default]
+    None,
+    /// Baseline every table (anchor first, chunked, resumable), then drain on top.
+    Snapshot,
+}
+
+/// Chunking and fan-out of baselines.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BaselineConfig {
+    /// Target rows per chunk (one snapshot part per chunk).
+    pub chunk_rows: u64,
+    /// Chunks read at once by `sluice baseline` / an inline baseline.
+    pub parallel: usize,
+    /// When set, a drain that finds no anchor creates it and starts this Step Functions
+    /// state machine for the chunks instead of reading them inline.
+    pub state_machine_arn: Option<String>,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        BaselineConfig {
+            chunk_rows: 100_000,
+            parallel: 1,
+            state_machine_arn: None,
+        }
+    }
 }
 
 /// Where the changes come from.
@@ -42,6 +82,9 @@ pub struct SourceConfig {
     pub url: Option<String>,
     /// Name of the environment variable holding the URL.
     pub url_env: Option<String>,
+    /// Secrets Manager secret holding the URL (or a JSON object with host, port,
+    /// username, password, dbname), fetched once per container.
+    pub url_secret_arn: Option<String>,
     /// Captured tables, `schema.table` (PostgreSQL: a bare name means `public`). Each is
     /// written under a directory named exactly as written here.
     pub tables: Vec<String>,
@@ -289,6 +332,13 @@ impl Config {
     pub fn source_url(&self) -> Result<String> {
         if let Some(url) = &self.source.url {
             return Ok(url.clone());
+        }
+        if let Some(arn) = &self.source.url_secret_arn {
+            return Err(Error::new(
+                Code::ConfigSecret,
+                format!("source.url_secret_arn {arn} cannot be read by this build"),
+            )
+            .hint("Secrets Manager support is not built in yet; use source.url_env"));
         }
         let var = self.source.url_env.as_deref().unwrap_or_default();
         std::env::var(var).map_err(|_| {
