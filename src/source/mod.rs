@@ -10,6 +10,7 @@
 //! the log can no longer supply the changes after the checkpoint.
 
 pub mod postgres;
+pub mod sqlserver;
 
 use std::sync::Arc;
 
@@ -84,5 +85,9 @@ pub struct Resume {
 
 /// Opens the change stream the config names.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
-    postgres::open(config, resume).await
+    let url = config.source_url()?;
+    match url.split_once("://").map_or("", |(scheme, _)| scheme) {
+        "sqlserver" => sqlserver::open(config, resume).await,
+        _ => postgres::open(config, resume).await,
+    }
 }
