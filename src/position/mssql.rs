@@ -209,6 +209,16 @@ mod tests {
         }
 
         #[test]
+        fn tagged_checkpoint_form_round_trips(a in lsn()) {
+            use crate::position::Position;
+            let pos = Position::SqlServer(a);
+            prop_assert!(pos.to_string().starts_with("mssql:"));
+            prop_assert_eq!(pos.to_string().parse::<Position>().unwrap(), pos);
+            let pg = Position::Postgres(crate::position::PgLsn(1));
+            prop_assert_eq!(pos.partial_cmp(&pg), None);
+        }
+
+        #[test]
         fn increment_is_the_successor(a in lsn()) {
             if let Some(next) = a.increment() {
                 prop_assert!(next > a);

@@ -137,3 +137,55 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         ms.window_changes,
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+job: orders
+source:
+  url_env: SLUICE_SOURCE_URL
+  tables: [dbo.orders]
+  sqlserver: { capture_instance: dbo_orders }
+destination: { type: local, path: ./out }
+state: { type: local, path: ./.sluice }
+"#;
+
+    #[test]
+    fn config_section_parses_with_defaults() {
+        let config = Config::parse(BASE, "t").unwrap();
+        let ms = settings(&config).unwrap();
+        assert_eq!(ms.capture_instance, "dbo_orders");
+        assert_eq!(ms.window_changes, 500_000);
+    }
+
+    #[test]
+    fn config_section_rejections() {
+        let cases = [
+            (
+                BASE.replace("capture_instance: dbo_orders", "capture_instance: ''"),
+                "capture instance name",
+            ),
+            (
+                BASE.replace("dbo_orders }", "dbo_orders, window_changes: 0 }"),
+                "window_changes",
+            ),
+            (
+                BASE.replace("[dbo.orders]", "[dbo.orders, dbo.items]"),
+                "one capture instance",
+            ),
+            (
+                BASE.replace("dbo_orders }", "dbo_orders, slot: x }"),
+                "unknown field",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Config::parse(&text, "t").unwrap_err();
+            assert!(err.to_string().contains(needle), "{err} lacks {needle:?}");
+        }
+        let mut config = Config::parse(BASE, "t").unwrap();
+        config.source.sqlserver = None;
+        assert_eq!(settings(&config).unwrap_err().code(), Code::ConfigInvalid);
+    }
+}
