@@ -70,6 +70,11 @@ impl Lsn {
         (self < Lsn::MAX).then(|| Lsn::from_u128(self.as_u128() + 1))
     }
 
+    /// The previous LSN (the 80-bit value minus one); `None` at [`Lsn::ZERO`].
+    pub fn decrement(self) -> Option<Lsn> {
+        (self > Lsn::ZERO).then(|| Lsn::from_u128(self.as_u128() - 1))
+    }
+
     /// True for the all-zero LSN.
     pub fn is_zero(self) -> bool {
         self == Lsn::ZERO
@@ -193,6 +198,8 @@ mod tests {
         assert_eq!(at(1, 2, u16::MAX).increment(), Some(at(1, 3, 0)));
         assert_eq!(at(1, u32::MAX, u16::MAX).increment(), Some(at(2, 0, 0)));
         assert_eq!(Lsn::MAX.increment(), None);
+        assert_eq!(at(2, 0, 0).decrement(), Some(at(1, u32::MAX, u16::MAX)));
+        assert_eq!(Lsn::ZERO.decrement(), None);
     }
 
     proptest! {
@@ -223,6 +230,7 @@ mod tests {
             if let Some(next) = a.increment() {
                 prop_assert!(next > a);
                 prop_assert_eq!(next.as_u128(), a.as_u128() + 1);
+                prop_assert_eq!(next.decrement(), Some(a));
             }
         }
     }

@@ -106,20 +106,27 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         }
         None => None,
     };
-    let bound = catalog::max_lsn(&mut client).await?;
+    let max = catalog::max_lsn(&mut client).await?;
     let min = captured.instance.min_lsn;
     let (start, from) = match prerequisites::decide_start(
         &ms.capture_instance,
         checkpoint,
         min,
-        bound,
+        max,
     )? {
         StartDecision::Anchor(at) => {
             tracing::info!(instance = %ms.capture_instance, at = %at, "first run: anchoring at the newest captured LSN");
             (at, at.increment())
         }
-        StartDecision::Resume { checkpoint, from } => (checkpoint, Some(from)),
+        StartDecision::Resume { checkpoint, from } => {
+            if checkpoint > max {
+                tracing::info!(%checkpoint, %max, "the capture job has not reached the checkpoint yet; nothing to read");
+            }
+            (checkpoint, Some(from))
+        }
     };
+    // The bound never lies below the start, so the checkpoint never moves backwards.
+    let bound = max.max(start);
     let info = StreamInfo {
         source_identity: captured.identity.to_string(),
         start: Position::SqlServer(start),

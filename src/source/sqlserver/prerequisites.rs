@@ -255,16 +255,24 @@ pub fn check_columns(
 /// Where the stream starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartDecision {
-    /// First run: anchor at the bound; changes committed after it are captured.
+    /// First run: anchor here; changes committed after it are captured.
     Anchor(Lsn),
     /// Resume after `checkpoint`: read from `from` (its successor).
     Resume { checkpoint: Lsn, from: Lsn },
 }
 
-/// Decides the start from the stored checkpoint and the instance's valid range
-/// `[min_lsn, max_lsn]`. Refuses a checkpoint whose successor is below `min_lsn` (the
-/// cleanup job deleted changes the stream has not read) or that lies beyond `max_lsn`
-/// (it cannot come from this log).
+/// Decides the start from the stored checkpoint and the instance's valid range: its
+/// low-water mark `min_lsn` and the database's newest captured commit `max_lsn`.
+///
+/// * First run: anchor at `max_lsn`, or just below `min_lsn` when the instance is newer
+///   than anything the capture job has processed (nothing of the table can precede its
+///   instance, and a later run must not mistake the instance's start for a gap).
+/// * Resume: refuse when the checkpoint's successor is below `min_lsn` — the cleanup job
+///   deleted changes the stream has not read, or the instance was re-created.
+///
+/// A checkpoint beyond `max_lsn` is not refused: the identity check has already proved
+/// the same database on the same restore line, where LSNs only grow, so it means the
+/// capture job has not yet reached the anchor; the run reads nothing and waits.
 pub fn decide_start(
     capture_instance: &str,
     checkpoint: Option<Lsn>,
@@ -272,15 +280,9 @@ pub fn decide_start(
     max_lsn: Lsn,
 ) -> Result<StartDecision> {
     let Some(checkpoint) = checkpoint else {
-        return Ok(StartDecision::Anchor(max_lsn));
+        let below_min = min_lsn.decrement().unwrap_or(Lsn::ZERO);
+        return Ok(StartDecision::Anchor(max_lsn.max(below_min)));
     };
-    if checkpoint > max_lsn {
-        return Err(Error::new(
-            Code::SourceForeignCheckpoint,
-            format!("the checkpoint {checkpoint} is beyond the database's newest captured LSN {max_lsn}"),
-        )
-        .hint("the checkpoint cannot come from this database's log (another server, or a restore the recovery fork did not reveal); clear the job's state and re-baseline"));
-    }
     let from = checkpoint.increment().unwrap_or(Lsn::MAX);
     if from < min_lsn {
         return Err(Error::new(
@@ -518,8 +520,21 @@ mod tests {
         let gap = decide_start("i", Some(lsn(4)), lsn(6), lsn(9)).unwrap_err();
         assert_eq!(gap.code(), Code::SourceLogGap);
         assert!(gap.hint_text().unwrap().contains("re-baseline"));
-        let ahead = decide_start("i", Some(lsn(10)), lsn(1), lsn(9)).unwrap_err();
-        assert_eq!(ahead.code(), Code::SourceForeignCheckpoint);
+        // A checkpoint the capture job has not reached yet: nothing to read, no refusal.
+        assert_eq!(
+            decide_start("i", Some(lsn(10)), lsn(1), lsn(9)).unwrap(),
+            StartDecision::Resume {
+                checkpoint: lsn(10),
+                from: lsn(11)
+            }
+        );
+        // An instance newer than the capture job's progress: anchor just below it, so
+        // the next run's successor is exactly its low-water mark.
+        assert_eq!(
+            decide_start("i", None, lsn(7), lsn(3)).unwrap(),
+            StartDecision::Anchor(lsn(6))
+        );
+        assert!(decide_start("i", Some(lsn(6)), lsn(7), lsn(9)).is_ok());
         assert_eq!(window_gap("i", lsn(5), lsn(7)).code(), Code::SourceLogGap);
     }
 }

@@ -74,7 +74,7 @@ pub const SOURCE_COLUMNS: &str =
 pub fn window_end(change_table: &str) -> String {
     format!(
         "SELECT MAX(w.[__$start_lsn]) FROM (SELECT TOP (@P3) [__$start_lsn] FROM cdc.{} \
-         WHERE [__$start_lsn] >= @P1 AND [__$start_lsn] <= @P2 \
+         WHERE [__$start_lsn] >= CAST(@P1 AS binary(10)) AND [__$start_lsn] <= CAST(@P2 AS binary(10)) \
          ORDER BY [__$start_lsn], [__$seqval], [__$operation]) AS w",
         quote(change_table)
     )
@@ -92,7 +92,7 @@ pub fn changes(capture_instance: &str, columns: &[CaptureColumn]) -> String {
         select.push_str(&select_expr("c", column));
     }
     format!(
-        "{select} FROM cdc.{}(@P1, @P2, N'{ROW_FILTER}') AS c \
+        "{select} FROM cdc.{}(CAST(@P1 AS binary(10)), CAST(@P2 AS binary(10)), N'{ROW_FILTER}') AS c \
          LEFT JOIN cdc.lsn_time_mapping AS m ON m.[start_lsn] = c.[__$start_lsn] \
          ORDER BY c.[__$start_lsn], c.[__$seqval], c.[__$operation]",
         quote(&format!("fn_cdc_get_all_changes_{capture_instance}"))
@@ -212,13 +212,15 @@ mod tests {
             sql,
             "SELECT c.[__$start_lsn], c.[__$seqval], c.[__$operation], m.[tran_end_time], c.[id], \
              CAST(c.[price] AS decimal(19,4)) AS [price], c.[x]]y] \
-             FROM cdc.[fn_cdc_get_all_changes_dbo_orders](@P1, @P2, N'all update old') AS c \
+             FROM cdc.[fn_cdc_get_all_changes_dbo_orders](CAST(@P1 AS binary(10)), CAST(@P2 AS binary(10)), N'all update old') AS c \
              LEFT JOIN cdc.lsn_time_mapping AS m ON m.[start_lsn] = c.[__$start_lsn] \
              ORDER BY c.[__$start_lsn], c.[__$seqval], c.[__$operation]"
         );
         let sneaky = changes("x](@P1,@P2,N'all');DROP TABLE t;--", &cols[..1]);
         assert!(
-            sneaky.contains("cdc.[fn_cdc_get_all_changes_x]](@P1,@P2,N'all');DROP TABLE t;--](@P1")
+            sneaky.contains(
+                "cdc.[fn_cdc_get_all_changes_x]](@P1,@P2,N'all');DROP TABLE t;--](CAST(@P1"
+            )
         );
     }
 
@@ -227,7 +229,7 @@ mod tests {
         assert_eq!(
             window_end("dbo_orders_CT"),
             "SELECT MAX(w.[__$start_lsn]) FROM (SELECT TOP (@P3) [__$start_lsn] FROM cdc.[dbo_orders_CT] \
-             WHERE [__$start_lsn] >= @P1 AND [__$start_lsn] <= @P2 \
+             WHERE [__$start_lsn] >= CAST(@P1 AS binary(10)) AND [__$start_lsn] <= CAST(@P2 AS binary(10)) \
              ORDER BY [__$start_lsn], [__$seqval], [__$operation]) AS w"
         );
     }
