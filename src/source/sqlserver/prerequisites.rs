@@ -177,6 +177,9 @@ pub fn check_instance<'a>(
         )
         .hint(enable_statements(schema, table, capture_instance)));
     };
+    if info.source_table.is_empty() {
+        return Err(not_visible(schema, table, capture_instance));
+    }
     if !info.source_schema.eq_ignore_ascii_case(schema)
         || !info.source_table.eq_ignore_ascii_case(table)
     {
@@ -219,6 +222,9 @@ pub fn check_columns(
     source_columns: &[String],
     captured: &[CaptureColumn],
 ) -> Result<()> {
+    if source_columns.is_empty() {
+        return Err(not_visible(schema, table, capture_instance));
+    }
     let missing: Vec<&str> = source_columns
         .iter()
         .filter(|name| !captured.iter().any(|c| &c.name == *name))
@@ -250,6 +256,18 @@ pub fn check_columns(
         format!("capture instance {capture_instance} {}", what.join(" and ")),
     )
     .hint(reenable_statements(schema, table, capture_instance)))
+}
+
+/// The source user cannot see the captured table's metadata (no permission on it).
+fn not_visible(schema: &str, table: &str, capture_instance: &str) -> Error {
+    let qualified = super::queries::qualified(schema, table);
+    Error::new(
+        Code::SourcePrerequisite,
+        format!("the source user cannot see table {qualified}, the source of capture instance {capture_instance}"),
+    )
+    .hint(format!(
+        "GRANT SELECT ON {qualified} TO <source user>; (reading a capture instance requires SELECT on every captured column)"
+    ))
 }
 
 /// Where the stream starts.
@@ -456,6 +474,18 @@ mod tests {
                 .unwrap()
                 .contains("ALTER ROLE [cdc_reader] ADD MEMBER")
         );
+        let hidden = InstanceInfo {
+            source_schema: String::new(),
+            source_table: String::new(),
+            ..ok.clone()
+        };
+        let err = check_instance(Some(&hidden), "dbo", "orders", "dbo_orders").unwrap_err();
+        assert!(
+            err.hint_text()
+                .unwrap()
+                .contains("GRANT SELECT ON [dbo].[orders]"),
+            "{err:?}"
+        );
         let blind = InstanceInfo {
             min_lsn: Lsn::ZERO,
             ..ok
@@ -492,6 +522,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(dropped.to_string().contains("no longer has"));
+        // No visible column at all is a missing grant, not a dropped-column refusal.
+        let hidden = check_columns("dbo", "t", "dbo_t", &[], &[column("id")]).unwrap_err();
+        assert!(hidden.to_string().contains("cannot see table"), "{hidden}");
     }
 
     #[test]
