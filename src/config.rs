@@ -89,6 +89,7 @@ pub struct SourceConfig {
     /// written under a directory named exactly as written here.
     pub tables: Vec<String>,
     pub postgres: Option<PostgresConfig>,
+    pub sqlserver: Option<SqlServerConfig>,
 }
 
 /// PostgreSQL stream resources.
@@ -108,6 +109,19 @@ pub struct PostgresConfig {
     /// flush + checkpoint + slot advance, so the next page decodes only new WAL.
     #[serde(default = "default_page_changes")]
     pub page_changes: u64,
+}
+
+/// SQL Server CDC stream settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlServerConfig {
+    /// The table's CDC capture instance (`sys.sp_cdc_enable_table @capture_instance`;
+    /// SQL Server's default is `<schema>_<table>`).
+    pub capture_instance: String,
+    /// Change rows per LSN window: one `cdc.fn_cdc_get_all_changes_…` call reads at
+    /// most this many rows plus the rest of the window's last transaction.
+    #[serde(default = "default_page_changes")]
+    pub window_changes: u64,
 }
 
 /// Where the parts go.
@@ -307,6 +321,9 @@ impl Config {
             if pg.page_changes == 0 {
                 return Err(invalid("source.postgres.page_changes must be at least 1"));
             }
+        }
+        if let Some(ms) = &self.source.sqlserver {
+            crate::source::sqlserver::validate_config(ms, &self.source.tables)?;
         }
         let out = &self.output;
         if out.rollover_rows == 0 || out.rollover_bytes == 0 || out.row_group_rows == 0 {

@@ -8,8 +8,10 @@
 //! The tagged form used in checkpoints is `<engine>:<text>` (for example
 //! `pg:00000001/6A2B3C40`); the `__pos` column carries only `<text>`.
 
+mod mssql;
 mod pg;
 
+pub use mssql::Lsn as SqlServerLsn;
 pub use pg::PgLsn;
 
 use std::cmp::Ordering;
@@ -23,6 +25,8 @@ use crate::error::{Code, Error};
 pub enum Position {
     /// A PostgreSQL WAL location.
     Postgres(PgLsn),
+    /// A SQL Server LSN (a transaction's commit LSN, `__$start_lsn`).
+    SqlServer(SqlServerLsn),
 }
 
 impl Position {
@@ -30,6 +34,7 @@ impl Position {
     pub fn engine(&self) -> &'static str {
         match self {
             Position::Postgres(_) => "pg",
+            Position::SqlServer(_) => "mssql",
         }
     }
 
@@ -37,6 +42,7 @@ impl Position {
     pub fn sortable_text(&self) -> String {
         match self {
             Position::Postgres(lsn) => lsn.to_string(),
+            Position::SqlServer(lsn) => lsn.to_string(),
         }
     }
 
@@ -45,6 +51,7 @@ impl Position {
     pub fn just_before(&self) -> Position {
         match self {
             Position::Postgres(lsn) => Position::Postgres(PgLsn(lsn.0.saturating_sub(1))),
+            Position::SqlServer(lsn) => Position::SqlServer(lsn.decrement().unwrap_or(*lsn)),
         }
     }
 
@@ -70,6 +77,10 @@ impl FromStr for Position {
                 .parse()
                 .map(Position::Postgres)
                 .map_err(|_| bad_position(text)),
+            "mssql" => rest
+                .parse()
+                .map(Position::SqlServer)
+                .map_err(|_| bad_position(text)),
             _ => Err(bad_position(text)),
         }
     }
@@ -79,6 +90,8 @@ impl PartialOrd for Position {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         match (self, other) {
             (Position::Postgres(a), Position::Postgres(b)) => Some(a.cmp(b)),
+            (Position::SqlServer(a), Position::SqlServer(b)) => Some(a.cmp(b)),
+            _ => None,
         }
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod postgres;
 pub mod snapshot;
+pub mod sqlserver;
 
 use std::sync::Arc;
 
@@ -85,5 +86,9 @@ pub struct Resume {
 
 /// Opens the change stream the config names.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
-    postgres::open(config, resume).await
+    let url = config.source_url()?;
+    match url.split_once("://").map_or("", |(scheme, _)| scheme) {
+        "sqlserver" => sqlserver::open(config, resume).await,
+        _ => postgres::open(config, resume).await,
+    }
 }

@@ -143,6 +143,11 @@ fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
     }
     match resume.position {
         Position::Postgres(lsn) => Ok(lsn),
+        other => Err(Error::new(
+            Code::SourceForeignCheckpoint,
+            format!("the checkpoint {other} is not a PostgreSQL position"),
+        )
+        .hint("the job's state belongs to another engine's stream; clear the job's state and re-baseline")),
     }
 }
 

@@ -396,7 +396,12 @@ impl ChangeStream for PgStream {
     }
 
     async fn ack(&mut self, upto: &Position) -> Result<()> {
-        let Position::Postgres(upto) = *upto;
+        let Position::Postgres(upto) = *upto else {
+            return Err(Error::new(
+                Code::Internal,
+                format!("ack at {upto}, which is not a PostgreSQL position"),
+            ));
+        };
         if upto <= self.slot_at {
             return Ok(());
         }
