@@ -6,10 +6,14 @@
 //! different engines are not comparable: [`Position::partial_cmp`] returns `None`.
 //!
 //! The tagged form used in checkpoints is `<engine>:<text>` (for example
-//! `pg:00000001/6A2B3C40`); the `__pos` column carries only `<text>`.
+//! `pg:00000001/6A2B3C40`); the `__pos` column carries only `<text>`. A MySQL checkpoint
+//! (`mysql:mariadb-bin.000042:1234;f=…;e=…`) also carries the fingerprint that proves it
+//! is resumed against the same binlog (see [`BinlogPosition`]).
 
+mod mysql;
 mod pg;
 
+pub use mysql::{BinlogMark, BinlogPosition};
 pub use pg::PgLsn;
 
 use std::cmp::Ordering;
@@ -23,6 +27,8 @@ use crate::error::{Code, Error};
 pub enum Position {
     /// A PostgreSQL WAL location.
     Postgres(PgLsn),
+    /// A MySQL / MariaDB binlog position.
+    MySql(BinlogPosition),
 }
 
 impl Position {
@@ -30,6 +36,7 @@ impl Position {
     pub fn engine(&self) -> &'static str {
         match self {
             Position::Postgres(_) => "pg",
+            Position::MySql(_) => "mysql",
         }
     }
 
@@ -37,6 +44,7 @@ impl Position {
     pub fn sortable_text(&self) -> String {
         match self {
             Position::Postgres(lsn) => lsn.to_string(),
+            Position::MySql(pos) => pos.sortable_text(),
         }
     }
 
@@ -48,7 +56,10 @@ impl Position {
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.engine(), self.sortable_text())
+        match self {
+            Position::MySql(pos) => write!(f, "{}:{}", self.engine(), pos.checkpoint_text()),
+            _ => write!(f, "{}:{}", self.engine(), self.sortable_text()),
+        }
     }
 }
 
@@ -62,6 +73,9 @@ impl FromStr for Position {
                 .parse()
                 .map(Position::Postgres)
                 .map_err(|_| bad_position(text)),
+            "mysql" => BinlogPosition::parse_checkpoint(rest)
+                .map(Position::MySql)
+                .map_err(|_| bad_position(text)),
             _ => Err(bad_position(text)),
         }
     }
@@ -71,6 +85,8 @@ impl PartialOrd for Position {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         match (self, other) {
             (Position::Postgres(a), Position::Postgres(b)) => Some(a.cmp(b)),
+            (Position::MySql(a), Position::MySql(b)) => Some(a.cmp(b)),
+            _ => None,
         }
     }
 }
@@ -102,6 +118,19 @@ mod tests {
             prop_assert_eq!(pa.sortable_text().cmp(&pb.sortable_text()), a.cmp(&b));
             prop_assert_eq!(pa.partial_cmp(&pb), Some(a.cmp(&b)));
         }
+    }
+
+    #[test]
+    fn mysql_checkpoint_keeps_its_mark_and_never_compares_with_pg() {
+        let text = "mysql:mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123";
+        let pos: Position = text.parse().unwrap();
+        assert_eq!(pos.to_string(), text);
+        assert_eq!(pos.sortable_text(), "mariadb-bin.0000000042:0000001234");
+        assert_eq!(pos.partial_cmp(&Position::Postgres(PgLsn(1))), None);
+        assert_eq!(
+            "mysql:nonsense".parse::<Position>().unwrap_err().code(),
+            Code::StateCorrupt
+        );
     }
 
     #[test]

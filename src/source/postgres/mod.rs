@@ -141,6 +141,11 @@ fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
     }
     match resume.position {
         Position::Postgres(lsn) => Ok(lsn),
+        other => Err(Error::new(
+            Code::SourceForeignCheckpoint,
+            format!("the checkpoint {other} is not a PostgreSQL position"),
+        )
+        .hint("the job's state was written by another engine's source; point source.url at the original server, or clear the job's state and re-baseline")),
     }
 }
 

@@ -384,7 +384,12 @@ impl ChangeStream for PgStream {
     }
 
     async fn ack(&mut self, upto: &Position) -> Result<()> {
-        let Position::Postgres(upto) = *upto;
+        let Position::Postgres(upto) = *upto else {
+            return Err(Error::new(
+                Code::Internal,
+                format!("the PostgreSQL stream was asked to ack a foreign position {upto}"),
+            ));
+        };
         if upto <= self.slot_at {
             return Ok(());
         }
