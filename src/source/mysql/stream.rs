@@ -239,7 +239,8 @@ impl MyStream {
                 }
                 EventData::QueryEvent(query) => {
                     let sql = query.query();
-                    self.statement(&sql, &at, end, this_event, header.timestamp())?;
+                    let schema = query.schema();
+                    self.statement(&sql, &schema, &at, end, this_event, header.timestamp())?;
                 }
                 EventData::XidEvent(_) => self.commit(end, this_event, header.timestamp(), &at)?,
                 EventData::TableMapEvent(tme) => self.table_map(tme.into_owned(), &at)?,
@@ -350,9 +351,11 @@ impl MyStream {
         self.group = Group::default();
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn statement(
         &mut self,
         sql: &str,
+        schema: &str,
         at: &str,
         end: Option<BinlogPosition>,
         this_event: (u8, u32, u32),
@@ -383,7 +386,7 @@ impl MyStream {
                 }
             }
             Statement::Truncate => {
-                if let Some(table) = self.mentioned(sql) {
+                if let Some(table) = self.mentioned(sql, schema) {
                     return Err(Error::new(
                         Code::SourceTruncated,
                         format!("{table} was truncated at {at}; a TRUNCATE cannot be represented as change rows"),
@@ -393,7 +396,7 @@ impl MyStream {
                 self.end_statement_group();
             }
             Statement::Dml => {
-                if let Some(table) = self.mentioned(sql) {
+                if let Some(table) = self.mentioned(sql, schema) {
                     return Err(Error::new(
                         Code::SourcePrerequisite,
                         format!("a change to {table} at {at} was logged as a statement, not as rows"),
@@ -414,10 +417,15 @@ impl MyStream {
         }
     }
 
-    fn mentioned(&self, sql: &str) -> Option<String> {
+    /// The captured table a statement may change: it names the table, and either runs in
+    /// the table's database or names that database too.
+    fn mentioned(&self, sql: &str, schema: &str) -> Option<String> {
         self.tables
             .iter()
-            .find(|t| events::mentions_table(sql, &t.table))
+            .find(|t| {
+                events::mentions_table(sql, &t.table)
+                    && (schema == t.database || events::mentions_table(sql, &t.database))
+            })
             .map(|t| t.config_name.clone())
     }
 

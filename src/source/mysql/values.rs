@@ -174,6 +174,12 @@ pub fn convert(
             }
             Ok(Value::Timestamp(seconds * 1_000_000))
         }
+        // mysql_common reads a signed MEDIUMINT without sign extension.
+        (MyType::MYSQL_TYPE_INT24, MyValue::Int(v))
+            if !col.unsigned && (0x80_0000..0x100_0000).contains(&v) =>
+        {
+            Ok(Value::Int(v - 0x100_0000))
+        }
         (_, MyValue::Int(v)) => match ty {
             ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
                 u64::try_from(v)
@@ -456,6 +462,19 @@ mod tests {
             Ok(Value::UInt(255))
         );
         assert!(convert(&c, &ColumnType::UInt8, v(MyValue::Int(-1))).is_err());
+        let medium = col(MyType::MYSQL_TYPE_INT24, &[]);
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0x80_0000))),
+            Ok(Value::Int(-8_388_608))
+        );
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0xFF_FFFF))),
+            Ok(Value::Int(-1))
+        );
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0x7F_FFFF))),
+            Ok(Value::Int(8_388_607))
+        );
         let s = col(MyType::MYSQL_TYPE_TINY, &[]);
         assert_eq!(
             convert(&s, &ColumnType::Int8, v(MyValue::Int(-128))),
