@@ -507,3 +507,191 @@ fn a_url_with_another_scheme_is_a_config_error() {
     assert_eq!(run.error_code(), "SLUICE_CONFIG_UNSUPPORTED_SOURCE");
     assert!(!run.stdout.contains("secret"));
 }
+
+/// A global server variable set for one (exclusive) test, restored on drop even when the
+/// test fails.
+struct GlobalSetting<'a> {
+    db: &'a TestMysqlDb,
+    name: &'static str,
+    old: String,
+}
+
+impl<'a> GlobalSetting<'a> {
+    fn set(db: &'a TestMysqlDb, name: &'static str, value: &str) -> Self {
+        // SHOW prints booleans as ON/OFF, which SET accepts back (SELECT gives 0/1).
+        let shown = db.admin(&format!("SHOW GLOBAL VARIABLES LIKE '{name}'"));
+        let old = shown
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        db.admin(&format!("SET GLOBAL {name} = {}", literal(value)));
+        GlobalSetting { db, name, old }
+    }
+}
+
+impl Drop for GlobalSetting<'_> {
+    fn drop(&mut self) {
+        self.db.admin(&format!(
+            "SET GLOBAL {} = {}",
+            self.name,
+            literal(&self.old)
+        ));
+    }
+}
+
+/// A SET value: numbers bare, words quoted.
+fn literal(value: &str) -> String {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        value.to_owned()
+    } else {
+        format!("'{value}'")
+    }
+}
+
+fn current_binlog_file(db: &TestMysqlDb) -> String {
+    db.admin("SHOW MASTER STATUS")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_purged_binlog_is_a_log_gap_never_a_silent_skip() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::exclusive(&admin, "purged");
+    db.sql(ORDERS);
+    let job = Job::mysql(&db, &["orders"], "", "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'lost', 1)");
+    db.admin("FLUSH BINARY LOGS");
+    db.sql("INSERT INTO orders VALUES (2, 'b', 2)");
+    db.admin(&format!(
+        "PURGE BINARY LOGS TO '{}'",
+        current_binlog_file(&db)
+    ));
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_LOG_GAP");
+    let hint = run.summary()["error"]["hint"].as_str().unwrap().to_owned();
+    assert!(hint.contains("re-baseline"), "{hint}");
+    assert!(support::part_files(&job.out().join("orders"), "cdc-").is_empty());
+}
+
+#[test]
+fn a_binlog_renumbered_by_reset_master_is_a_foreign_checkpoint() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::exclusive(&admin, "reset");
+    db.sql(ORDERS);
+    let job = Job::mysql(&db, &["orders"], "", "");
+    job.drain();
+    db.admin("FLUSH BINARY LOGS");
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    job.drain();
+    db.admin("RESET MASTER");
+    db.sql("INSERT INTO orders VALUES (2, 'b', 2)");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_FOREIGN_CHECKPOINT");
+    assert!(run.stderr.contains("RESET MASTER"), "{}", run.stderr);
+}
+
+#[test]
+fn an_event_written_under_minimal_metadata_is_refused_naming_table_and_position() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::exclusive(&admin, "minimal_meta");
+    db.sql(ORDERS);
+    let job = Job::mysql(&db, &["orders"], "", "");
+    job.drain();
+    {
+        let _minimal = GlobalSetting::set(&db, "binlog_row_metadata", "MINIMAL");
+        db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    }
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    let message = run.summary()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("orders at mariadb-bin."), "{message}");
+    assert!(message.contains("MINIMAL"), "{message}");
+    assert!(support::part_files(&job.out().join("orders"), "cdc-").is_empty());
+}
+
+#[test]
+fn compressed_binlog_events_fail_the_run_instead_of_being_skipped() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::exclusive(&admin, "compressed");
+    db.sql(ORDERS);
+    let job = Job::mysql(&db, &["orders"], "", "");
+    job.drain();
+    {
+        let _min = GlobalSetting::set(&db, "log_bin_compress_min_len", "10");
+        let _compress = GlobalSetting::set(&db, "log_bin_compress", "ON");
+        db.sql("INSERT INTO orders VALUES (1, 'aaaaaaaaaaaaaaaaaaa', 1), (2, 'bbbbbbbbbbbbbbbbbbb', 2)");
+    }
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        run.stderr
+            .contains("cannot be read and may carry row changes"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn each_missing_binlog_setting_is_refused_at_open_with_its_fix() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::exclusive(&admin, "settings");
+    db.sql(ORDERS);
+    let job = Job::mysql(&db, &["orders"], "", "");
+    for (name, bad) in [
+        ("binlog_format", "MIXED"),
+        ("binlog_row_image", "MINIMAL"),
+        ("binlog_row_metadata", "NO_LOG"),
+        ("log_bin_compress", "ON"),
+    ] {
+        let run = {
+            let _bad = GlobalSetting::set(&db, name, bad);
+            job.run(&["drain"], &[])
+        };
+        assert_eq!(run.code, 5, "{name}: {}", run.stderr);
+        assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE", "{name}");
+        let hint = run.summary()["error"]["hint"].as_str().unwrap().to_owned();
+        assert!(
+            hint.contains(&format!("SET GLOBAL {name} =")),
+            "{name}: {hint}"
+        );
+    }
+    assert_eq!(job.drain()["status"], "drained");
+}
+
+#[test]
+fn a_proxy_that_cannot_carry_the_binlog_dump_is_reported_as_such() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "proxy");
+    db.sql(ORDERS);
+    let upstream = url::Url::parse(&db.url).unwrap();
+    let port = support::refusing_replication_proxy(&format!(
+        "{}:{}",
+        upstream.host_str().unwrap(),
+        upstream.port().unwrap()
+    ));
+    let mut proxied = upstream.clone();
+    proxied.set_port(Some(port)).unwrap();
+    let job = Job::mysql(&db, &["orders"], "", "");
+    let run = job.run(&["drain"], &[("SLUICE_TEST_SOURCE_URL", proxied.as_str())]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        run.stderr.contains("does not carry the binlog dump"),
+        "{}",
+        run.stderr
+    );
+    let hint = run.summary()["error"]["hint"].as_str().unwrap().to_owned();
+    assert!(hint.contains("proxy"), "{hint}");
+}

@@ -534,3 +534,57 @@ impl Job {
             .expect("a state file")
     }
 }
+
+/// A TCP proxy in front of a MySQL server that forwards everything except the
+/// replication commands (COM_REGISTER_SLAVE, COM_BINLOG_DUMP), which it answers with
+/// `ERROR 1047 Unknown command` — what a query proxy (ProxySQL …) does. Returns its port.
+pub fn refusing_replication_proxy(upstream: &str) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = upstream.to_owned();
+    std::thread::spawn(move || {
+        for client in listener.incoming().take(16) {
+            let Ok(mut client) = client else { break };
+            let Ok(server) = TcpStream::connect(&upstream) else {
+                break;
+            };
+            let (mut s_read, mut c_write) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s_read, &mut c_write);
+            });
+            let mut server = server;
+            std::thread::spawn(move || {
+                loop {
+                    let mut header = [0u8; 4];
+                    if client.read_exact(&mut header).is_err() {
+                        break;
+                    }
+                    let len = usize::from(header[0])
+                        | usize::from(header[1]) << 8
+                        | usize::from(header[2]) << 16;
+                    let mut payload = vec![0u8; len];
+                    if client.read_exact(&mut payload).is_err() {
+                        break;
+                    }
+                    if header[3] == 0 && matches!(payload.first(), Some(0x12 | 0x15)) {
+                        let mut err = vec![0xff, 0x17, 0x04, b'#'];
+                        err.extend_from_slice(b"08S01Unknown command");
+                        let mut packet = vec![err.len() as u8, 0, 0, 1];
+                        packet.extend_from_slice(&err);
+                        let _ = client.write_all(&packet);
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = server.shutdown(Shutdown::Both);
+                        break;
+                    }
+                    if server.write_all(&header).is_err() || server.write_all(&payload).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
