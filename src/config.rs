@@ -90,6 +90,58 @@ pub struct SourceConfig {
     pub tables: Vec<String>,
     pub postgres: Option<PostgresConfig>,
     pub sqlserver: Option<SqlServerConfig>,
+    /// MySQL / MariaDB stream settings (a `mysql://` URL); all optional.
+    pub mysql: Option<MysqlConfig>,
+}
+
+/// MySQL / MariaDB stream settings.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct MysqlConfig {
+    /// The replica server id the binlog dump registers with. It must be unique among the
+    /// server's replicas and binlog readers: a second connection with the same id makes
+    /// the server drop the first. Default: derived from the job name
+    /// ([`MysqlConfig::server_id_for`]), so distinct jobs get distinct ids.
+    pub server_id: Option<u32>,
+    /// Decoded bytes of one transaction held in memory; beyond that the transaction
+    /// spills to `output.spill_dir` (`/tmp` on Lambda).
+    pub transaction_memory_bytes: Option<u64>,
+    /// A transaction larger than this (decoded bytes) fails the run before it can fill
+    /// the spill volume.
+    pub max_transaction_bytes: Option<u64>,
+}
+
+impl MysqlConfig {
+    /// Default in-memory part of a transaction.
+    pub const DEFAULT_TRANSACTION_MEMORY: u64 = 32 * 1024 * 1024;
+    /// Default hard limit of one transaction.
+    pub const DEFAULT_MAX_TRANSACTION: u64 = 4 * 1024 * 1024 * 1024;
+
+    /// The server id for `job`: the configured one, or one derived from the job name
+    /// (FNV-1a into 1_000_000_000..=4_294_967_295, away from the small ids people give
+    /// their servers).
+    pub fn server_id_for(&self, job: &str) -> u32 {
+        self.server_id.unwrap_or_else(|| {
+            let mut hash: u32 = 0x811c_9dc5;
+            for b in job.bytes() {
+                hash ^= u32::from(b);
+                hash = hash.wrapping_mul(0x0100_0193);
+            }
+            1_000_000_000 + hash % (u32::MAX - 1_000_000_000)
+        })
+    }
+
+    /// The in-memory cap of one transaction.
+    pub fn transaction_memory(&self) -> u64 {
+        self.transaction_memory_bytes
+            .unwrap_or(Self::DEFAULT_TRANSACTION_MEMORY)
+    }
+
+    /// The hard size limit of one transaction.
+    pub fn max_transaction(&self) -> u64 {
+        self.max_transaction_bytes
+            .unwrap_or(Self::DEFAULT_MAX_TRANSACTION)
+    }
 }
 
 /// PostgreSQL stream resources.
@@ -325,6 +377,22 @@ impl Config {
         if let Some(ms) = &self.source.sqlserver {
             crate::source::sqlserver::validate_config(ms, &self.source.tables)?;
         }
+        if let Some(my) = &self.source.mysql {
+            if self.source.postgres.is_some() {
+                return Err(invalid("source.postgres and source.mysql are both set")
+                    .hint("keep the one matching the URL's scheme"));
+            }
+            if my.server_id == Some(0) {
+                return Err(invalid("source.mysql.server_id must not be 0").hint(
+                    "choose an id unique among the server's replicas (1..=4294967295), or omit it to derive one from the job name",
+                ));
+            }
+            if my.transaction_memory() == 0 || my.max_transaction() < my.transaction_memory() {
+                return Err(invalid(
+                    "source.mysql.transaction_memory_bytes must be positive and at most max_transaction_bytes",
+                ));
+            }
+        }
         let out = &self.output;
         if out.rollover_rows == 0 || out.rollover_bytes == 0 || out.row_group_rows == 0 {
             return Err(invalid(
@@ -423,6 +491,20 @@ state: { type: local, path: ./.sluice }
     }
 
     #[test]
+    fn mysql_server_id_defaults_to_a_stable_per_job_value() {
+        let my = MysqlConfig::default();
+        let a = my.server_id_for("orders");
+        assert_eq!(a, my.server_id_for("orders"));
+        assert_ne!(a, my.server_id_for("orders2"));
+        assert!(a >= 1_000_000_000);
+        let fixed = MysqlConfig {
+            server_id: Some(42),
+            ..MysqlConfig::default()
+        };
+        assert_eq!(fixed.server_id_for("orders"), 42);
+    }
+
+    #[test]
     fn json_is_accepted() {
         let json = r#"{"job":"j","source":{"url_env":"X","tables":["t"]},
             "destination":{"type":"local","path":"o"},"state":{"type":"local","path":"s"}}"#;
@@ -449,6 +531,24 @@ state: { type: local, path: ./.sluice }
             (
                 MINIMAL.replace("type: local, path: ./out", "type: ftp, path: ./out"),
                 "unknown variant",
+            ),
+            (
+                MINIMAL.replace(
+                    "postgres: { slot: sluice_orders, publication: sluice_orders }",
+                    "mysql: { server_id: 0 }",
+                ),
+                "server_id must not be 0",
+            ),
+            (
+                MINIMAL.replace(
+                    "postgres: { slot: sluice_orders, publication: sluice_orders }",
+                    "mysql: { transaction_memory_bytes: 10, max_transaction_bytes: 5 }",
+                ),
+                "transaction_memory_bytes",
+            ),
+            (
+                MINIMAL.replace("\ndestination", "\n  mysql: { server_id: 7 }\ndestination"),
+                "both set",
             ),
             (
                 format!("{MINIMAL}\ncolour: blue\n"),

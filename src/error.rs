@@ -68,6 +68,7 @@ codes! {
     SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
     SourceProtocol => "SLUICE_SOURCE_PROTOCOL", Refusal;
+    SourceTransactionTooLarge => "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", Refusal;
     ValueUnrepresentable => "SLUICE_VALUE_UNREPRESENTABLE", Refusal;
     OutputChecksum => "SLUICE_OUTPUT_CHECKSUM", Refusal;
     OutputWrite => "SLUICE_OUTPUT_WRITE", Transient;

@@ -6,12 +6,16 @@
 //! different engines are not comparable: [`Position::partial_cmp`] returns `None`.
 //!
 //! The tagged form used in checkpoints is `<engine>:<text>` (for example
-//! `pg:00000001/6A2B3C40`); the `__pos` column carries only `<text>`.
+//! `pg:00000001/6A2B3C40`); the `__pos` column carries only `<text>`. A MySQL checkpoint
+//! (`mysql:mariadb-bin.000042:1234;f=…;e=…`) also carries the fingerprint that proves it
+//! is resumed against the same binlog (see [`BinlogPosition`]).
 
 mod mssql;
+mod mysql;
 mod pg;
 
 pub use mssql::Lsn as SqlServerLsn;
+pub use mysql::{BinlogMark, BinlogPosition};
 pub use pg::PgLsn;
 
 use std::cmp::Ordering;
@@ -27,6 +31,8 @@ pub enum Position {
     Postgres(PgLsn),
     /// A SQL Server LSN (a transaction's commit LSN, `__$start_lsn`).
     SqlServer(SqlServerLsn),
+    /// A MySQL / MariaDB binlog position.
+    MySql(BinlogPosition),
 }
 
 impl Position {
@@ -35,6 +41,7 @@ impl Position {
         match self {
             Position::Postgres(_) => "pg",
             Position::SqlServer(_) => "mssql",
+            Position::MySql(_) => "mysql",
         }
     }
 
@@ -43,6 +50,7 @@ impl Position {
         match self {
             Position::Postgres(lsn) => lsn.to_string(),
             Position::SqlServer(lsn) => lsn.to_string(),
+            Position::MySql(pos) => pos.sortable_text(),
         }
     }
 
@@ -52,6 +60,7 @@ impl Position {
         match self {
             Position::Postgres(lsn) => Position::Postgres(PgLsn(lsn.0.saturating_sub(1))),
             Position::SqlServer(lsn) => Position::SqlServer(lsn.decrement().unwrap_or(*lsn)),
+            Position::MySql(pos) => Position::MySql(*pos),
         }
     }
 
@@ -63,7 +72,10 @@ impl Position {
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.engine(), self.sortable_text())
+        match self {
+            Position::MySql(pos) => write!(f, "{}:{}", self.engine(), pos.checkpoint_text()),
+            _ => write!(f, "{}:{}", self.engine(), self.sortable_text()),
+        }
     }
 }
 
@@ -81,6 +93,9 @@ impl FromStr for Position {
                 .parse()
                 .map(Position::SqlServer)
                 .map_err(|_| bad_position(text)),
+            "mysql" => BinlogPosition::parse_checkpoint(rest)
+                .map(Position::MySql)
+                .map_err(|_| bad_position(text)),
             _ => Err(bad_position(text)),
         }
     }
@@ -91,6 +106,7 @@ impl PartialOrd for Position {
         match (self, other) {
             (Position::Postgres(a), Position::Postgres(b)) => Some(a.cmp(b)),
             (Position::SqlServer(a), Position::SqlServer(b)) => Some(a.cmp(b)),
+            (Position::MySql(a), Position::MySql(b)) => Some(a.cmp(b)),
             _ => None,
         }
     }
@@ -123,6 +139,19 @@ mod tests {
             prop_assert_eq!(pa.sortable_text().cmp(&pb.sortable_text()), a.cmp(&b));
             prop_assert_eq!(pa.partial_cmp(&pb), Some(a.cmp(&b)));
         }
+    }
+
+    #[test]
+    fn mysql_checkpoint_keeps_its_mark_and_never_compares_with_pg() {
+        let text = "mysql:mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123";
+        let pos: Position = text.parse().unwrap();
+        assert_eq!(pos.to_string(), text);
+        assert_eq!(pos.sortable_text(), "mariadb-bin.0000000042:0000001234");
+        assert_eq!(pos.partial_cmp(&Position::Postgres(PgLsn(1))), None);
+        assert_eq!(
+            "mysql:nonsense".parse::<Position>().unwrap_err().code(),
+            Code::StateCorrupt
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! lets the source release the log it retains. Opening refuses — never re-anchors — when
 //! the log can no longer supply the changes after the checkpoint.
 
+pub mod mysql;
 pub mod postgres;
 pub mod snapshot;
 pub mod sqlserver;
@@ -19,7 +20,7 @@ use async_trait::async_trait;
 
 use crate::change::{RowChange, TableSchema};
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 use crate::position::Position;
 
 /// One item of a change stream.
@@ -84,11 +85,66 @@ pub struct Resume {
     pub source_identity: String,
 }
 
+/// The engine a source URL names, by its scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Postgres,
+    /// MySQL and MariaDB (`mysql://`).
+    MySql,
+    /// SQL Server CDC change tables (`sqlserver://`).
+    SqlServer,
+}
+
+/// Chooses the engine from the URL's scheme.
+pub fn engine_for_url(url: &str) -> Result<Engine> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("postgres" | "postgresql") => Ok(Engine::Postgres),
+        Some("mysql") => Ok(Engine::MySql),
+        Some("sqlserver") => Ok(Engine::SqlServer),
+        _ => Err(Error::new(
+            Code::ConfigUnsupportedSource,
+            format!(
+                "source URL {} names no supported engine",
+                crate::redact::redact_url(url)
+            ),
+        )
+        .hint("use postgres:// (or postgresql://) for PostgreSQL, mysql:// for MySQL and MariaDB, sqlserver:// for SQL Server")),
+    }
+}
+
 /// Opens the change stream the config names.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
-    let url = config.source_url()?;
-    match url.split_once("://").map_or("", |(scheme, _)| scheme) {
-        "sqlserver" => sqlserver::open(config, resume).await,
-        _ => postgres::open(config, resume).await,
+    match engine_for_url(&config.source_url()?)? {
+        Engine::Postgres => postgres::open(config, resume).await,
+        Engine::MySql => mysql::open(config, resume).await,
+        Engine::SqlServer => sqlserver::open(config, resume).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheme_chooses_the_engine() {
+        assert_eq!(
+            engine_for_url("postgres://u@h/db").unwrap(),
+            Engine::Postgres
+        );
+        assert_eq!(
+            engine_for_url("postgresql://u@h/db").unwrap(),
+            Engine::Postgres
+        );
+        assert_eq!(engine_for_url("MySQL://u@h:3306/").unwrap(), Engine::MySql);
+        assert_eq!(
+            engine_for_url("sqlserver://u@h:1433/db").unwrap(),
+            Engine::SqlServer
+        );
+        for url in ["mssql://u:secret@h/db", "h:5432", ""] {
+            let err = engine_for_url(url).unwrap_err();
+            assert_eq!(err.code(), Code::ConfigUnsupportedSource, "{url}");
+            assert!(!err.to_string().contains("secret"));
+        }
     }
 }

@@ -370,3 +370,223 @@ pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStat
     std::mem::forget(child);
     (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
 }
+
+/// Returns the MySQL/MariaDB admin URL or skips the test.
+#[macro_export]
+macro_rules! mysql_or_skip {
+    () => {
+        match support::service_url("SLUICE_TEST_MYSQL_URL") {
+            Some(url) => url,
+            None => return,
+        }
+    };
+}
+
+/// A cross-process lock on the shared MariaDB's binlog: every MySQL test holds it shared;
+/// a test that rewrites the binlog (PURGE, RESET MASTER, a global setting) holds it
+/// exclusively, so it never pulls the binlog from under another test (in this or any
+/// other test process on the machine).
+pub struct BinlogLock(std::fs::File);
+
+impl BinlogLock {
+    pub fn shared() -> BinlogLock {
+        BinlogLock::take(libc::LOCK_SH)
+    }
+
+    pub fn exclusive() -> BinlogLock {
+        BinlogLock::take(libc::LOCK_EX)
+    }
+
+    fn take(mode: libc::c_int) -> BinlogLock {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join("sluice-test-mariadb-binlog.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .expect("lock file");
+        // SAFETY: flock on a file descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), mode) };
+        assert_eq!(rc, 0, "flock failed");
+        BinlogLock(file)
+    }
+}
+
+/// A fresh MySQL/MariaDB database for one test, dropped at the end.
+pub struct TestMysqlDb {
+    pub admin_url: String,
+    pub name: String,
+    pub url: String,
+    _lock: Option<BinlogLock>,
+}
+
+impl TestMysqlDb {
+    /// A database for `test`, holding the binlog lock shared.
+    pub fn new(admin_url: &str, test: &str) -> TestMysqlDb {
+        TestMysqlDb::with_lock(admin_url, test, BinlogLock::shared())
+    }
+
+    /// A database for a test that rewrites the binlog (holds the lock exclusively).
+    pub fn exclusive(admin_url: &str, test: &str) -> TestMysqlDb {
+        TestMysqlDb::with_lock(admin_url, test, BinlogLock::exclusive())
+    }
+
+    fn with_lock(admin_url: &str, test: &str, lock: BinlogLock) -> TestMysqlDb {
+        let name = unique(&format!("t_{test}"));
+        mysql_cli(admin_url, &format!("CREATE DATABASE {name}"));
+        TestMysqlDb {
+            admin_url: admin_url.to_owned(),
+            url: with_database(admin_url, &name),
+            name,
+            _lock: Some(lock),
+        }
+    }
+
+    /// Runs SQL in the test database; panics with the client's message on failure.
+    pub fn sql(&self, sql: &str) -> String {
+        mysql_cli(&self.url, sql)
+    }
+
+    /// Runs SQL as the admin, without a default database.
+    pub fn admin(&self, sql: &str) -> String {
+        mysql_cli(&self.admin_url, sql)
+    }
+}
+
+impl Drop for TestMysqlDb {
+    fn drop(&mut self) {
+        let _ = mysql_cli_output(
+            &self.admin_url,
+            &format!("DROP DATABASE IF EXISTS {}", self.name),
+        );
+    }
+}
+
+/// The `mariadb` command-line client (installed by infra/local/mariadb.sh).
+pub fn mysql_cli_output(url: &str, sql: &str) -> Output {
+    let parsed = url::Url::parse(url).expect("mysql URL");
+    let mut cmd = Command::new("mariadb");
+    cmd.arg("--no-defaults")
+        .arg("--protocol=TCP")
+        .arg(format!(
+            "--host={}",
+            parsed.host_str().unwrap_or("127.0.0.1")
+        ))
+        .arg(format!("--port={}", parsed.port().unwrap_or(3306)))
+        .arg(format!("--user={}", parsed.username()))
+        .args(["--batch", "--skip-column-names", "--raw"]);
+    if let Some(password) = parsed.password() {
+        cmd.env("MYSQL_PWD", password);
+    }
+    let db = parsed.path().trim_start_matches('/');
+    if !db.is_empty() {
+        cmd.arg(format!("--database={db}"));
+    }
+    cmd.arg("-e")
+        .arg(sql)
+        .output()
+        .expect("the mariadb client runs")
+}
+
+pub fn mysql_cli(url: &str, sql: &str) -> String {
+    let out = mysql_cli_output(url, sql);
+    assert!(
+        out.status.success(),
+        "mariadb failed: {sql}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+impl Job {
+    /// A MySQL/MariaDB job on `db` capturing `tables`; `mysql` is the body of
+    /// `source.mysql` (empty: none), `extra` YAML is appended.
+    pub fn mysql(db: &TestMysqlDb, tables: &[&str], mysql: &str, extra: &str) -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        let mysql = if mysql.is_empty() {
+            String::new()
+        } else {
+            format!("  mysql: {mysql}\n")
+        };
+        let yaml = format!(
+            "job: {job}\nsource:\n  url_env: SLUICE_TEST_SOURCE_URL\n  tables: [{tables}]\n{mysql}\
+             destination: {{ type: local, path: {out} }}\nstate: {{ type: local, path: {state} }}\n{extra}\n",
+            job = db.name,
+            tables = tables.join(", "),
+            out = dir.path().join("out").display(),
+            state = dir.path().join("state").display(),
+        );
+        let config = dir.path().join("sluice.yaml");
+        std::fs::write(&config, yaml).unwrap();
+        Job {
+            dir,
+            config,
+            url_env: ("SLUICE_TEST_SOURCE_URL".into(), db.url.clone()),
+        }
+    }
+
+    /// The job's state file (one JSON document per job).
+    pub fn state_file(&self) -> PathBuf {
+        let dir = self.dir.path().join("state");
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .expect("a state file")
+    }
+}
+
+/// A TCP proxy in front of a MySQL server that forwards everything except the
+/// replication commands (COM_REGISTER_SLAVE, COM_BINLOG_DUMP), which it answers with
+/// `ERROR 1047 Unknown command` — what a query proxy (ProxySQL …) does. Returns its port.
+pub fn refusing_replication_proxy(upstream: &str) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = upstream.to_owned();
+    std::thread::spawn(move || {
+        for client in listener.incoming().take(16) {
+            let Ok(mut client) = client else { break };
+            let Ok(server) = TcpStream::connect(&upstream) else {
+                break;
+            };
+            let (mut s_read, mut c_write) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s_read, &mut c_write);
+            });
+            let mut server = server;
+            std::thread::spawn(move || {
+                loop {
+                    let mut header = [0u8; 4];
+                    if client.read_exact(&mut header).is_err() {
+                        break;
+                    }
+                    let len = usize::from(header[0])
+                        | usize::from(header[1]) << 8
+                        | usize::from(header[2]) << 16;
+                    let mut payload = vec![0u8; len];
+                    if client.read_exact(&mut payload).is_err() {
+                        break;
+                    }
+                    if header[3] == 0 && matches!(payload.first(), Some(0x12 | 0x15)) {
+                        let mut err = vec![0xff, 0x17, 0x04, b'#'];
+                        err.extend_from_slice(b"08S01Unknown command");
+                        let mut packet = vec![err.len() as u8, 0, 0, 1];
+                        packet.extend_from_slice(&err);
+                        let _ = client.write_all(&packet);
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = server.shutdown(Shutdown::Both);
+                        break;
+                    }
+                    if server.write_all(&header).is_err() || server.write_all(&payload).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}

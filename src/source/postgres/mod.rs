@@ -147,7 +147,7 @@ fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
             Code::SourceForeignCheckpoint,
             format!("the checkpoint {other} is not a PostgreSQL position"),
         )
-        .hint("the job's state belongs to another engine's stream; clear the job's state and re-baseline")),
+        .hint("the job's state was written by another engine's source; point source.url at the original server, or clear the job's state and re-baseline")),
     }
 }
 

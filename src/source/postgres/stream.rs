@@ -399,7 +399,7 @@ impl ChangeStream for PgStream {
         let Position::Postgres(upto) = *upto else {
             return Err(Error::new(
                 Code::Internal,
-                format!("ack at {upto}, which is not a PostgreSQL position"),
+                format!("the PostgreSQL stream was asked to ack a foreign position {upto}"),
             ));
         };
         if upto <= self.slot_at {

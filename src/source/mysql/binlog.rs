@@ -1,0 +1,305 @@
+//! The binlog as a replica sees it: current coordinates, the list of files, the start
+//! decision for a checkpoint, and the non-blocking dump connection.
+//!
+//! Guarantees:
+//! * the read bound is the server's coordinates at open (`SHOW MASTER STATUS` /
+//!   `SHOW BINARY LOG STATUS`, by version), a transaction boundary;
+//! * a checkpoint is never re-anchored ([`decide_start`], pure): its file purged while
+//!   newer files exist is `SLUICE_SOURCE_LOG_GAP`; its file missing with only
+//!   lower-numbered files present, or shorter than the checkpoint offset, means the binlog
+//!   was reset or belongs to another server: `SLUICE_SOURCE_FOREIGN_CHECKPOINT`;
+//! * the dump registers with the stream's own `server_id` (two connections with one id
+//!   make the server drop the older one), asks MariaDB for its GTID events
+//!   (`@mariadb_slave_capability = 4`) and uses `BINLOG_DUMP_NON_BLOCK`, so the server
+//!   ends the stream at the end of its log instead of waiting for new events;
+//! * ERROR 1236 while dumping is classified ([`classify_dump_error`]); a peer that does not
+//!   implement the dump (a proxy) is reported as such.
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Row};
+
+use super::connect::{errno, query_error, server_errno};
+use super::prerequisites::{Flavor, ServerVersion};
+use crate::error::{Code, Error, Result};
+use crate::position::BinlogPosition;
+
+/// One `SHOW BINARY LOGS` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFile {
+    pub name: String,
+    pub size: u64,
+}
+
+/// The current end of the binlog.
+pub async fn current_position(conn: &mut Conn, version: &ServerVersion) -> Result<BinlogPosition> {
+    let statement = version.status_statement();
+    let row: Option<Row> = conn
+        .query_first(statement)
+        .await
+        .map_err(|e| query_error(&format!("reading the binlog coordinates ({statement})"), e))?;
+    let row = row.ok_or_else(|| {
+        Error::new(
+            Code::SourcePrerequisite,
+            format!("{statement} returned nothing: the binary log is off"),
+        )
+        .hint("start the server with --log-bin and restart it")
+    })?;
+    let file: String = row.get(0).unwrap_or_default();
+    let offset: u64 = row.get(1).unwrap_or_default();
+    position(&file, offset)
+}
+
+/// The server's binlog files, oldest first.
+pub async fn log_files(conn: &mut Conn, version: &ServerVersion) -> Result<Vec<LogFile>> {
+    let statement = version.logs_statement();
+    let rows: Vec<Row> = conn
+        .query(statement)
+        .await
+        .map_err(|e| query_error(&format!("listing the binlog files ({statement})"), e))?;
+    Ok(rows
+        .into_iter()
+        .map(|row| LogFile {
+            name: row.get(0).unwrap_or_default(),
+            size: row.get(1).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// A server-reported `(file, offset)` as a typed position.
+pub fn position(file: &str, offset: u64) -> Result<BinlogPosition> {
+    let offset = u32::try_from(offset).map_err(|_| {
+        Error::new(
+            Code::SourceProtocol,
+            format!("binlog offset {offset} in {file} exceeds 32 bits"),
+        )
+    })?;
+    BinlogPosition::new(file, offset).map_err(|e| {
+        Error::new(
+            Code::SourcePrerequisite,
+            format!("binlog file name {file:?} cannot be tracked: {e}"),
+        )
+        .hint(
+            "use a binlog base name of at most 62 characters without ':' or ';' (log_bin_basename)",
+        )
+    })
+}
+
+/// Checks that the binlog still holds the checkpoint's file as it was. Pure.
+pub fn decide_start(logs: &[LogFile], checkpoint: &BinlogPosition) -> Result<()> {
+    let file = checkpoint.file();
+    if let Some(log) = logs.iter().find(|l| l.name == file) {
+        if log.size < u64::from(checkpoint.offset()) {
+            return Err(foreign(format!(
+                "binlog file {file} is {} bytes, shorter than the checkpoint {checkpoint}: it is not the file the checkpoint was taken in",
+                log.size
+            )));
+        }
+        return Ok(());
+    }
+    let newest = logs
+        .iter()
+        .filter_map(|l| BinlogPosition::new(&l.name, 0).ok())
+        .filter(|p| p.base() == checkpoint.base())
+        .map(|p| p.suffix())
+        .max();
+    match newest {
+        Some(n) if n > checkpoint.suffix() => Err(log_gap(format!(
+            "binlog file {file} of the checkpoint {checkpoint} was purged (the server's binlogs now start at a later file)"
+        ))),
+        _ => Err(foreign(format!(
+            "the server has no binlog file {file} and none after it: the binlog was reset (RESET MASTER) or this is another server"
+        ))),
+    }
+}
+
+/// `SLUICE_SOURCE_LOG_GAP` with the re-baseline steps.
+pub fn log_gap(message: String) -> Error {
+    Error::new(Code::SourceLogGap, message).hint(
+        "the changes after the checkpoint are gone from the binlog: re-baseline the table(s) — clear the job's state \
+         (`sluice state show` shows it) and run a new baseline; then keep binlogs longer than the schedule interval \
+         (binlog_expire_logs_seconds / expire_logs_days; RDS: CALL mysql.rds_set_configuration('binlog retention hours', 24))",
+    )
+}
+
+/// `SLUICE_SOURCE_FOREIGN_CHECKPOINT` with the recovery steps.
+pub fn foreign(message: String) -> Error {
+    Error::new(Code::SourceForeignCheckpoint, message).hint(
+        "the checkpoint does not belong to this server's binlog: point source.url at the original server, or — if the \
+         binlog was reset or the server replaced — clear the job's state and re-baseline",
+    )
+}
+
+/// Opens the non-blocking dump at `from` on its own connection.
+pub async fn open_dump(
+    mut conn: Conn,
+    version: &ServerVersion,
+    server_id: u32,
+    from: &BinlogPosition,
+) -> Result<BinlogStream> {
+    if version.flavor == Flavor::MariaDb {
+        conn.query_drop("SET @mariadb_slave_capability = 4")
+            .await
+            .map_err(|e| query_error("announcing the replica's capabilities", e))?;
+    }
+    let file = from.file();
+    let request = BinlogStreamRequest::new(server_id)
+        .with_filename(file.as_bytes())
+        .with_pos(u64::from(from.offset()))
+        .with_non_blocking();
+    conn.get_binlog_stream(request)
+        .await
+        .map_err(|e| classify_dump_error(e, from, server_id))
+}
+
+/// Classifies a failure of the binlog dump.
+pub fn classify_dump_error(e: mysql_async::Error, at: &BinlogPosition, server_id: u32) -> Error {
+    let message = match &e {
+        mysql_async::Error::Server(s) => s.message.clone(),
+        other => other.to_string(),
+    };
+    match server_errno(&e) {
+        Some(errno::FATAL_READING_BINLOG) => {
+            let lower = message.to_ascii_lowercase();
+            if lower.contains("could not find first log file") || lower.contains("purged") {
+                log_gap(format!("the binlog at {at} is no longer on the server: {message}")).source(e)
+            } else {
+                foreign(format!("the server cannot stream from {at}: {message} (the binlog differs from the one the checkpoint was taken in)")).source(e)
+            }
+        }
+        Some(errno::SPECIFIC_ACCESS_DENIED) => Error::new(
+            Code::SourcePrerequisite,
+            format!("reading the binlog as a replica was denied: {message}"),
+        )
+        .hint("GRANT REPLICATION SLAVE ON *.* TO '<user>'@'<host>';")
+        .source(e),
+        Some(errno::UNKNOWN_COMMAND | errno::PARSE_ERROR) => proxy(message).source(e),
+        Some(_) => Error::new(Code::SourceQuery, format!("binlog dump from {at} failed: {message}"))
+            .hint(format!(
+                "if the server dropped the connection because another replica registered with server_id {server_id}, give this job its own source.mysql.server_id"
+            ))
+            .source(e),
+        None => match e {
+            mysql_async::Error::Driver(mysql_async::DriverError::UnexpectedPacket { .. }) => proxy(message).source(e),
+            other => Error::new(Code::SourceQuery, format!("binlog dump from {at}: connection lost"))
+                .hint(format!(
+                    "the server closed the binlog connection (another reader with server_id {server_id}, a restart, or a proxy that cannot carry the binlog dump); the next run resumes from the checkpoint"
+                ))
+                .source(other),
+        },
+    }
+}
+
+fn proxy(message: String) -> Error {
+    Error::new(
+        Code::SourcePrerequisite,
+        format!("the connection does not carry the binlog dump (replication) protocol: {message}"),
+    )
+    .hint("a proxy (RDS Proxy, ProxySQL, MaxScale without its binlog router …) sits between sluice and the server; point source.url at the server's own endpoint (RDS: the instance or cluster writer endpoint, not the proxy)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logs(list: &[(&str, u64)]) -> Vec<LogFile> {
+        list.iter()
+            .map(|(n, s)| LogFile {
+                name: n.to_string(),
+                size: *s,
+            })
+            .collect()
+    }
+
+    fn cp(text: &str) -> BinlogPosition {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_present_file_long_enough_is_resumed() {
+        let l = logs(&[("b.000007", 900), ("b.000008", 4000)]);
+        decide_start(&l, &cp("b.000008:1234")).unwrap();
+        decide_start(&l, &cp("b.000007:900")).unwrap();
+    }
+
+    #[test]
+    fn a_purged_file_is_a_log_gap() {
+        let l = logs(&[("b.000009", 900), ("b.000010", 4000)]);
+        let err = decide_start(&l, &cp("b.000008:1234")).unwrap_err();
+        assert_eq!(err.code(), Code::SourceLogGap);
+        assert!(err.hint_text().unwrap().contains("re-baseline"));
+    }
+
+    #[test]
+    fn a_reset_or_foreign_binlog_is_refused() {
+        let reset = logs(&[("b.000001", 900)]);
+        assert_eq!(
+            decide_start(&reset, &cp("b.000008:1234"))
+                .unwrap_err()
+                .code(),
+            Code::SourceForeignCheckpoint
+        );
+        let short = logs(&[("b.000008", 1000)]);
+        assert_eq!(
+            decide_start(&short, &cp("b.000008:1234"))
+                .unwrap_err()
+                .code(),
+            Code::SourceForeignCheckpoint
+        );
+        let other_base = logs(&[("mysql-bin.000020", 1000)]);
+        assert_eq!(
+            decide_start(&other_base, &cp("b.000008:1234"))
+                .unwrap_err()
+                .code(),
+            Code::SourceForeignCheckpoint
+        );
+        assert_eq!(
+            decide_start(&[], &cp("b.000008:1234")).unwrap_err().code(),
+            Code::SourceForeignCheckpoint
+        );
+    }
+
+    #[test]
+    fn dump_errors_are_classified() {
+        let at = cp("b.000008:1234");
+        let server = |code, message: &str| {
+            mysql_async::Error::Server(mysql_async::ServerError {
+                code,
+                message: message.into(),
+                state: "HY000".into(),
+            })
+        };
+        let gap = classify_dump_error(
+            server(
+                1236,
+                "Could not find first log file name in binary log index file",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(gap.code(), Code::SourceLogGap);
+        let impossible = classify_dump_error(
+            server(
+                1236,
+                "Client requested master to start replication from impossible position",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(impossible.code(), Code::SourceForeignCheckpoint);
+        let denied = classify_dump_error(
+            server(
+                1227,
+                "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s)",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(denied.code(), Code::SourcePrerequisite);
+        assert!(denied.hint_text().unwrap().contains("REPLICATION SLAVE"));
+        let proxied = classify_dump_error(server(1047, "Unknown command"), &at, 7);
+        assert_eq!(proxied.code(), Code::SourcePrerequisite);
+        assert!(proxied.hint_text().unwrap().contains("proxy"));
+        let other = classify_dump_error(server(1105, "boom"), &at, 7);
+        assert!(other.hint_text().unwrap().contains("server_id 7"));
+    }
+}

@@ -1,0 +1,458 @@
+//! Binlog events → what the stream needs: transaction boundaries, the captured tables'
+//! shapes (from TABLE_MAP metadata) and their rows as [`RowChange`]s.
+//!
+//! Guarantees:
+//! * MariaDB's own events are recognised by type number (mysql_common does not know
+//!   them): GTID (162, parsed here: `seq_no` u64 LE, `domain_id` u32 LE, `flags2`),
+//!   GTID_LIST, BINLOG_CHECKPOINT, ANNOTATE_ROWS and START_ENCRYPTION carry no rows and
+//!   are skipped; **every other event type this module does not decode may carry rows
+//!   (MariaDB's compressed events 165–171, anything newer) and fails the run** — a row
+//!   event is never skipped because it was not understood;
+//! * a captured table's TABLE_MAP must carry column names (`binlog_row_metadata=FULL`);
+//!   one written under MINIMAL / NO_LOG metadata is refused naming the table and the
+//!   position — rows are never mapped by column position;
+//! * rows are mapped to the declared columns by name; a row image that lacks columns
+//!   (a session with `binlog_row_image` other than FULL) is refused.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mysql_async::binlog::events::{
+    OptionalMetaExtractor, OptionalMetadataField, RowsEventData, TableMapEvent,
+};
+use mysql_async::binlog::row::BinlogRow;
+use mysql_async::consts::ColumnType as MyType;
+
+use super::schema::CapturedTable;
+use super::values::{BinlogColumn, binlog_type, compatible, convert};
+use crate::change::{Column, Op, RowChange, TableSchema, Value};
+use crate::error::{Code, Error, Result};
+
+/// MariaDB event type numbers.
+pub mod maria {
+    pub const ANNOTATE_ROWS: u8 = 160;
+    pub const BINLOG_CHECKPOINT: u8 = 161;
+    pub const GTID: u8 = 162;
+    pub const GTID_LIST: u8 = 163;
+    pub const START_ENCRYPTION: u8 = 164;
+    /// 165 = compressed QUERY, 166–171 = compressed WRITE/UPDATE/DELETE rows (v1 and v2).
+    pub const FIRST_COMPRESSED: u8 = 165;
+    pub const LAST_COMPRESSED: u8 = 171;
+}
+
+/// What to do with an event type mysql_common does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownEvent {
+    /// A MariaDB GTID event: parse it.
+    Gtid,
+    /// Known to carry no rows.
+    Skip,
+    /// May carry rows that cannot be read: fail.
+    Refuse,
+}
+
+/// Classifies an event type number that mysql_common returned no data for.
+pub fn classify_unknown(event_type: u8) -> UnknownEvent {
+    match event_type {
+        maria::GTID => UnknownEvent::Gtid,
+        maria::ANNOTATE_ROWS
+        | maria::BINLOG_CHECKPOINT
+        | maria::GTID_LIST
+        | maria::START_ENCRYPTION => UnknownEvent::Skip,
+        _ => UnknownEvent::Refuse,
+    }
+}
+
+/// A MariaDB GTID event: the start of an event group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MariaGtid {
+    pub seq_no: u64,
+    pub domain_id: u32,
+    pub flags2: u8,
+}
+
+impl MariaGtid {
+    /// The group is a single statement without BEGIN/COMMIT (DDL, non-transactional).
+    pub const FL_STANDALONE: u8 = 1;
+    /// Part of an XA transaction that is prepared (its commit comes later).
+    pub const FL_PREPARED_XA: u8 = 64;
+    /// Completes an XA transaction (XA COMMIT / XA ROLLBACK).
+    pub const FL_COMPLETED_XA: u8 = 128;
+
+    /// Parses the event body (after the 19-byte header, checksum removed).
+    pub fn parse(body: &[u8]) -> Option<MariaGtid> {
+        let seq_no = u64::from_le_bytes(body.get(0..8)?.try_into().ok()?);
+        let domain_id = u32::from_le_bytes(body.get(8..12)?.try_into().ok()?);
+        let flags2 = *body.get(12)?;
+        Some(MariaGtid {
+            seq_no,
+            domain_id,
+            flags2,
+        })
+    }
+
+    pub fn standalone(&self) -> bool {
+        self.flags2 & Self::FL_STANDALONE != 0
+    }
+
+    pub fn xa(&self) -> bool {
+        self.flags2 & (Self::FL_PREPARED_XA | Self::FL_COMPLETED_XA) != 0
+    }
+}
+
+/// What a QUERY event's statement means for framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statement {
+    Begin,
+    Commit,
+    Rollback,
+    /// `XA START/END/PREPARE/COMMIT/ROLLBACK`.
+    Xa,
+    /// `SAVEPOINT` / `ROLLBACK TO` (rows of a rolled-back savepoint are never logged).
+    Savepoint,
+    /// `TRUNCATE [TABLE]`.
+    Truncate,
+    /// INSERT/UPDATE/DELETE/REPLACE/LOAD logged as a statement (a session that set
+    /// `binlog_format` to STATEMENT or MIXED).
+    Dml,
+    /// Anything else (DDL, grants …).
+    Other,
+}
+
+/// Classifies a statement by its first words. Pure.
+pub fn classify_statement(sql: &str) -> Statement {
+    let sql = strip_leading_comments(sql);
+    let mut words = sql
+        .split_ascii_whitespace()
+        .map(|w| w.trim_end_matches(';').to_ascii_uppercase());
+    let first = words.next().unwrap_or_default();
+    let second = words.next().unwrap_or_default();
+    match first.as_str() {
+        "BEGIN" => Statement::Begin,
+        "START" if second == "TRANSACTION" => Statement::Begin,
+        "COMMIT" => Statement::Commit,
+        "ROLLBACK" if second == "TO" => Statement::Savepoint,
+        "ROLLBACK" => Statement::Rollback,
+        "SAVEPOINT" | "RELEASE" => Statement::Savepoint,
+        "XA" => Statement::Xa,
+        "TRUNCATE" => Statement::Truncate,
+        "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" => Statement::Dml,
+        _ => Statement::Other,
+    }
+}
+
+fn strip_leading_comments(mut sql: &str) -> &str {
+    loop {
+        sql = sql.trim_start();
+        if let Some(rest) = sql.strip_prefix("/*") {
+            match rest.find("*/") {
+                Some(end) => sql = &rest[end + 2..],
+                None => return "",
+            }
+        } else if sql.starts_with("--") || sql.starts_with('#') {
+            match sql.find('\n') {
+                Some(end) => sql = &sql[end + 1..],
+                None => return "",
+            }
+        } else {
+            return sql;
+        }
+    }
+}
+
+/// True when `sql` names `table` as a whole identifier (case-insensitive, with or without
+/// backquotes). Conservative: a false positive refuses a run, a false negative never
+/// happens for a plain mention.
+pub fn mentions_table(sql: &str, table: &str) -> bool {
+    let haystack = sql.to_ascii_lowercase().replace('`', "");
+    let needle = table.to_ascii_lowercase();
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    haystack.match_indices(&needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// The columns of a TABLE_MAP event, with names, signedness, charsets and labels; `None`
+/// when the event carries no column names (MINIMAL / NO_LOG metadata).
+pub fn describe_table_map(
+    tme: &TableMapEvent<'_>,
+    collations: &HashMap<u16, String>,
+) -> std::result::Result<Option<Vec<BinlogColumn>>, String> {
+    let meta = OptionalMetaExtractor::new(tme.iter_optional_meta())
+        .map_err(|e| format!("bad TABLE_MAP metadata: {e}"))?;
+    let names: Vec<String> = meta
+        .iter_column_name()
+        .map(|n| n.map(|n| n.name().into_owned()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| format!("bad column names: {e}"))?;
+    let count = tme.columns_count() as usize;
+    if names.len() != count {
+        return Ok(None);
+    }
+    let mut enum_labels: Vec<Vec<String>> = Vec::new();
+    let mut set_labels: Vec<Vec<String>> = Vec::new();
+    for field in tme.iter_optional_meta() {
+        match field.map_err(|e| format!("bad TABLE_MAP metadata: {e}"))? {
+            OptionalMetadataField::EnumStrValue(values) => {
+                for v in values.iter_values() {
+                    let v = v.map_err(|e| format!("bad ENUM labels: {e}"))?;
+                    enum_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                }
+            }
+            OptionalMetadataField::SetStrValue(values) => {
+                for v in values.iter_values() {
+                    let v = v.map_err(|e| format!("bad SET labels: {e}"))?;
+                    set_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut enums, mut sets) = (enum_labels.into_iter(), set_labels.into_iter());
+    let mut signedness = meta.iter_signedness();
+    let mut charsets = meta.iter_charset();
+    let mut enum_set_charsets = meta.iter_enum_and_set_charset();
+    let nullable = tme.null_bitmask();
+    let mut columns = Vec::with_capacity(count);
+    for (i, name) in names.into_iter().enumerate() {
+        let raw = tme
+            .get_column_type(i)
+            .map_err(|e| format!("column {name}: {e}"))?
+            .ok_or_else(|| format!("column {name} has no type"))?;
+        let collation_name = |id: u16| {
+            collations
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("collation id {id}"))
+        };
+        let unsigned = raw.is_numeric_type() && signedness.next().unwrap_or(false);
+        let charset = if raw.is_character_type() {
+            charsets
+                .next()
+                .transpose()
+                .map_err(|e| format!("bad charsets: {e}"))?
+                .map(collation_name)
+        } else if raw.is_enum_or_set_type() {
+            enum_set_charsets
+                .next()
+                .transpose()
+                .map_err(|e| format!("bad charsets: {e}"))?
+                .map(collation_name)
+        } else {
+            None
+        };
+        let labels = match raw {
+            MyType::MYSQL_TYPE_ENUM => enums.next().unwrap_or_default(),
+            MyType::MYSQL_TYPE_SET => sets.next().unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        columns.push(BinlogColumn {
+            name,
+            raw,
+            meta: tme.get_column_metadata(i).unwrap_or_default().to_vec(),
+            unsigned,
+            nullable: nullable.get(i).is_some_and(|b| *b),
+            charset,
+            labels,
+        });
+    }
+    Ok(Some(columns))
+}
+
+/// A captured table as one TABLE_MAP event describes it.
+#[derive(Debug)]
+pub struct MappedTable {
+    pub schema: Arc<TableSchema>,
+    pub columns: Vec<BinlogColumn>,
+}
+
+/// Builds the output schema of a TABLE_MAP event: binlog column order and names, the
+/// declared type, key and source type where the binlog agrees with `information_schema`,
+/// the binlog's own type where it does not (the table was altered since).
+pub fn map_table(
+    captured: &CapturedTable,
+    columns: Vec<BinlogColumn>,
+    at: &str,
+) -> Result<MappedTable> {
+    let mut out = Vec::with_capacity(columns.len());
+    for col in &columns {
+        let binlog = binlog_type(col).map_err(|reason| {
+            Error::new(
+                Code::SourceUnsupportedType,
+                format!("{}.{} at {at}: {reason}", captured.config_name, col.name),
+            )
+            .hint("see the README's MySQL type table; change the column to a supported type or stop capturing the table")
+        })?;
+        out.push(match captured.column(&col.name) {
+            Some(declared) if compatible(&declared.ty, &binlog) => declared.clone(),
+            Some(declared) => Column {
+                ty: binlog,
+                source_type: format!("{:?} (binlog)", col.raw),
+                ..declared.clone()
+            },
+            None => Column {
+                name: col.name.clone(),
+                ty: binlog,
+                nullable: col.nullable,
+                key: false,
+                source_type: format!("{:?} (binlog)", col.raw),
+            },
+        });
+    }
+    let schema = TableSchema {
+        name: captured.config_name.clone(),
+        columns: out,
+    };
+    let schema = if schema == *captured.shape {
+        captured.shape.clone()
+    } else {
+        Arc::new(schema)
+    };
+    Ok(MappedTable { schema, columns })
+}
+
+/// Decodes every row of a rows event for a captured table, in order, into `sink`.
+pub fn decode_rows(
+    mapped: &MappedTable,
+    rows: &RowsEventData<'_>,
+    tme: &TableMapEvent<'_>,
+    at: &str,
+    mut sink: impl FnMut(RowChange) -> Result<()>,
+) -> Result<()> {
+    let op = match rows {
+        RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => Op::Insert,
+        RowsEventData::UpdateRowsEvent(_) | RowsEventData::UpdateRowsEventV1(_) => Op::Update,
+        RowsEventData::DeleteRowsEvent(_) | RowsEventData::DeleteRowsEventV1(_) => Op::Delete,
+        RowsEventData::PartialUpdateRowsEvent(_) => {
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("{} at {at}: a partial JSON update (PARTIAL_UPDATE_ROWS_EVENT) logs a diff, not the row", mapped.schema.name),
+            )
+            .hint("SET GLOBAL binlog_row_value_options = '' (and in every session that set it); then re-baseline the table"));
+        }
+    };
+    let name = &mapped.schema.name;
+    for pair in rows.rows(tme) {
+        let (before, after) = pair.map_err(|e| {
+            Error::new(
+                Code::SourceProtocol,
+                format!("{name} at {at}: cannot decode a row: {e}"),
+            )
+            .hint("the binlog event does not match its TABLE_MAP; report it with the run's log")
+        })?;
+        let before = before.map(|row| image(mapped, row, at)).transpose()?;
+        let after = after.map(|row| image(mapped, row, at)).transpose()?;
+        sink(RowChange {
+            table: mapped.schema.clone(),
+            op,
+            before,
+            after,
+            before_unlogged: Vec::new(),
+            after_unlogged: Vec::new(),
+        })?;
+    }
+    Ok(())
+}
+
+fn image(mapped: &MappedTable, mut row: BinlogRow, at: &str) -> Result<Vec<Value>> {
+    let name = &mapped.schema.name;
+    if row.len() != mapped.columns.len() {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "{name} at {at}: the row image has {} of {} columns (binlog_row_image is not FULL for the session that wrote it)",
+                row.len(),
+                mapped.columns.len()
+            ),
+        )
+        .hint("SET GLOBAL binlog_row_image = 'FULL' and make sure no session overrides it; then re-baseline the table"));
+    }
+    let mut values = Vec::with_capacity(row.len());
+    for (i, col) in mapped.columns.iter().enumerate() {
+        let column = &mapped.schema.columns[i];
+        let cell = row.take(i).ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("{name}.{}: cell taken twice", col.name),
+            )
+        })?;
+        let value = convert(col, &column.ty, cell).map_err(|reason| {
+            Error::new(
+                Code::ValueUnrepresentable,
+                format!("{name}.{} ({}) at {at}: {reason}", col.name, column.source_type),
+            )
+            .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline")
+        })?;
+        values.push(value);
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maria_gtid_bodies_parse() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&44u64.to_le_bytes());
+        body.extend_from_slice(&7u32.to_le_bytes());
+        body.push(MariaGtid::FL_STANDALONE | 32);
+        let gtid = MariaGtid::parse(&body).unwrap();
+        assert_eq!((gtid.seq_no, gtid.domain_id), (44, 7));
+        assert!(gtid.standalone() && !gtid.xa());
+        body[12] = 4 | MariaGtid::FL_PREPARED_XA;
+        assert!(MariaGtid::parse(&body).unwrap().xa());
+        assert!(MariaGtid::parse(&body[..12]).is_none());
+    }
+
+    #[test]
+    fn unknown_events_that_may_carry_rows_are_refused() {
+        assert_eq!(classify_unknown(162), UnknownEvent::Gtid);
+        for skip in [160, 161, 163, 164] {
+            assert_eq!(classify_unknown(skip), UnknownEvent::Skip, "{skip}");
+        }
+        for refuse in maria::FIRST_COMPRESSED..=maria::LAST_COMPRESSED {
+            assert_eq!(classify_unknown(refuse), UnknownEvent::Refuse, "{refuse}");
+        }
+        assert_eq!(classify_unknown(200), UnknownEvent::Refuse);
+    }
+
+    #[test]
+    fn statements_are_classified() {
+        use Statement::*;
+        for (sql, want) in [
+            ("BEGIN", Begin),
+            ("COMMIT", Commit),
+            ("ROLLBACK", Rollback),
+            ("ROLLBACK TO SAVEPOINT a", Savepoint),
+            ("SAVEPOINT a", Savepoint),
+            ("XA END X'01'", Xa),
+            ("/* app */ TRUNCATE TABLE orders", Truncate),
+            ("truncate orders", Truncate),
+            ("insert into t values (1)", Dml),
+            ("-- c\nDELETE FROM t", Dml),
+            ("CREATE TABLE t (id int)", Other),
+            ("", Other),
+        ] {
+            assert_eq!(classify_statement(sql), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn table_mentions_are_whole_identifiers() {
+        assert!(mentions_table("TRUNCATE TABLE `app`.`orders`", "orders"));
+        assert!(mentions_table("insert into ORDERS values (1)", "orders"));
+        assert!(!mentions_table(
+            "insert into orders_archive values (1)",
+            "orders"
+        ));
+        assert!(!mentions_table(
+            "insert into my_orders values (1)",
+            "orders"
+        ));
+        assert!(mentions_table("update a, orders set x = 1", "orders"));
+    }
+}

@@ -1,0 +1,218 @@
+//! MySQL / MariaDB source: the binlog read as a replica (`mysql_async` binlog dump).
+//!
+//! Prerequisites (each refused at open with `SLUICE_SOURCE_PREREQUISITE` and its fix, see
+//! [`prerequisites`]): MySQL ≥ 8.0.1 or MariaDB ≥ 10.5 with `log_bin=ON`,
+//! `binlog_format=ROW`, `binlog_row_image=FULL`, `binlog_row_metadata=FULL`, no binlog
+//! compression; a source user with REPLICATION SLAVE and REPLICATION CLIENT (MariaDB:
+//! BINLOG MONITOR) on `*.*` and SELECT on the captured tables; a direct connection (a
+//! proxy cannot carry the binlog dump). The dump registers as a replica with
+//! `source.mysql.server_id`, which must be unique among the server's replicas — a second
+//! connection with the same id makes the server drop the first.
+//!
+//! Identity: the checkpoint's `source_identity` is the server's `server_uuid` (MySQL) or
+//! `server_id` + `gtid_domain_id` (MariaDB); its position records the commit event it ends
+//! at and its file's creation time ([`crate::position::BinlogPosition`]), verified when
+//! the stream resumes.
+//!
+//! This module only wires the parts: [`connect`] (TLS gate, errors), [`prerequisites`]
+//! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
+//! decision, dump), [`events`] and [`values`] (pure decoders), [`spill`] (the transaction
+//! buffer), [`stream`] (the change stream).
+
+pub mod binlog;
+pub mod connect;
+pub mod events;
+pub mod prerequisites;
+pub mod schema;
+pub mod spill;
+pub mod stream;
+pub mod values;
+
+use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
+
+use crate::config::Config;
+use crate::error::{Code, Error, Result};
+use crate::position::{BinlogPosition, Position};
+use crate::source::{ChangeStream, Resume, StreamInfo};
+use connect::query_error;
+use prerequisites::{Flavor, ServerVersion, Settings};
+use stream::{MyStream, StreamSettings};
+
+/// Opens the binlog stream at `resume` (or at the current end of the binlog on a first
+/// run), fixing the read bound.
+pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
+    let my = config.source.mysql.clone().unwrap_or_default();
+    let server_id = my.server_id_for(&config.job);
+    let url = config.source_url()?;
+    let default_db = connect::options(&url)?.db_name().map(str::to_owned);
+    let mut control = connect::connect(&url).await?;
+
+    let version = server_version(&mut control).await?;
+    let settings = global_settings(&mut control).await?;
+    prerequisites::check_settings(&version, &settings)?;
+    let grants: Vec<String> = control
+        .query("SHOW GRANTS")
+        .await
+        .map_err(|e| query_error("reading the source user's grants (SHOW GRANTS)", e))?;
+    prerequisites::check_grants(&version, &grants)?;
+    let (identity, own_server_id) = identity(&mut control, &version).await?;
+    if own_server_id == server_id {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!("source.mysql.server_id {server_id} is the source server's own server_id"),
+        )
+        .hint("choose a server_id unique among the server and its replicas"));
+    }
+    let checkpoint = match resume {
+        Some(resume) => Some(checkpoint_position(resume, &identity)?),
+        None => None,
+    };
+    let tables =
+        schema::resolve(&mut control, &config.source.tables, default_db.as_deref()).await?;
+    let collations = schema::collations(&mut control).await?;
+    let bound = binlog::current_position(&mut control, &version).await?;
+    let (start, requested, expect) = match checkpoint {
+        None => (bound, bound, None),
+        Some(cp) => {
+            let logs = binlog::log_files(&mut control, &version).await?;
+            binlog::decide_start(&logs, &cp)?;
+            if cp > bound {
+                return Err(binlog::foreign(format!(
+                    "the checkpoint {cp} is past the server's current binlog position {bound}: the binlog was reset or this is another server"
+                )));
+            }
+            let requested = match cp.mark.event {
+                Some((_, len, _)) if len <= cp.offset() && cp.offset() - len >= 4 => {
+                    cp.at(cp.offset() - len)
+                }
+                _ => cp.at(cp.offset()),
+            };
+            (cp, requested, Some(cp))
+        }
+    };
+    drop(control);
+    tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
+    let dump_conn = connect::connect(&url).await?;
+    let dump = binlog::open_dump(dump_conn, &version, server_id, &requested).await?;
+    let info = StreamInfo {
+        source_identity: identity,
+        start: Position::MySql(start),
+        bound: Position::MySql(bound),
+        tables: tables.iter().map(|t| t.shape.clone()).collect(),
+    };
+    let settings = StreamSettings {
+        server_id,
+        spill_dir: config.spill_dir(),
+        memory_cap: my.transaction_memory(),
+        max_transaction: my.max_transaction(),
+    };
+    Ok(Box::new(MyStream::new(
+        info, dump, settings, requested, expect, bound, tables, collations,
+    )))
+}
+
+async fn server_version(conn: &mut Conn) -> Result<ServerVersion> {
+    let text: Option<String> = conn
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(|e| query_error("reading the server version", e))?;
+    let text = text.unwrap_or_default();
+    ServerVersion::parse(&text).ok_or_else(|| {
+        Error::new(
+            Code::SourceProtocol,
+            format!("cannot read the server version {text:?}"),
+        )
+    })
+}
+
+async fn global_settings(conn: &mut Conn) -> Result<Settings> {
+    let names = prerequisites::SETTING_NAMES
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows: Vec<(String, String)> = conn
+        .query(format!(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})"
+        ))
+        .await
+        .map_err(|e| query_error("reading the binlog settings (SHOW GLOBAL VARIABLES)", e))?;
+    Ok(rows
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect())
+}
+
+/// The server identity stored with the checkpoint, and the server's own server_id.
+async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(String, u32)> {
+    match version.flavor {
+        Flavor::MySql => {
+            let row: Option<(String, u32)> = conn
+                .query_first("SELECT @@server_uuid, @@server_id")
+                .await
+                .map_err(|e| query_error("reading the server identity", e))?;
+            let (uuid, id) = row.unwrap_or_default();
+            Ok((format!("mysql:mysql/server_uuid={uuid}"), id))
+        }
+        Flavor::MariaDb => {
+            let row: Option<(u32, u32)> = conn
+                .query_first("SELECT @@server_id, @@gtid_domain_id")
+                .await
+                .map_err(|e| query_error("reading the server identity", e))?;
+            let (id, domain) = row.unwrap_or_default();
+            Ok((
+                format!("mysql:mariadb/server_id={id}/gtid_domain_id={domain}"),
+                id,
+            ))
+        }
+    }
+}
+
+/// Checks the checkpoint belongs to this server and returns its position.
+fn checkpoint_position(resume: &Resume, identity: &str) -> Result<BinlogPosition> {
+    if resume.source_identity != identity {
+        return Err(binlog::foreign(format!(
+            "the checkpoint was written for source {:?}, but this server is {identity:?}",
+            resume.source_identity
+        )));
+    }
+    match resume.position {
+        Position::MySql(position) => Ok(position),
+        other => Err(binlog::foreign(format!(
+            "the checkpoint {other} is not a binlog position"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::position::PgLsn;
+
+    #[test]
+    fn checkpoints_of_other_servers_or_engines_are_refused() {
+        let me = "mysql:mariadb/server_id=1/gtid_domain_id=0";
+        let ok = Resume {
+            position: "mysql:b.000001:4".parse().unwrap(),
+            source_identity: me.into(),
+        };
+        assert_eq!(checkpoint_position(&ok, me).unwrap().offset(), 4);
+        let other_server = Resume {
+            source_identity: "mysql:mariadb/server_id=2/gtid_domain_id=0".into(),
+            ..ok.clone()
+        };
+        assert_eq!(
+            checkpoint_position(&other_server, me).unwrap_err().code(),
+            Code::SourceForeignCheckpoint
+        );
+        let pg = Resume {
+            position: Position::Postgres(PgLsn(1)),
+            source_identity: me.into(),
+        };
+        assert_eq!(
+            checkpoint_position(&pg, me).unwrap_err().code(),
+            Code::SourceForeignCheckpoint
+        );
+    }
+}

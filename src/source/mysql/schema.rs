@@ -1,0 +1,390 @@
+//! The captured tables as `information_schema` declares them at open: columns, declared
+//! types, nullability and the key.
+//!
+//! Guarantees: every configured table exists and is a base table; every column has a
+//! supported type (an unsupported one fails the open naming the column); the key is the
+//! primary key, or else the first unique index over NOT NULL columns (a table with
+//! neither is captured without a key: a key change cannot be split and downstream
+//! dedupe needs all columns). The binlog's own TABLE_MAP metadata decides how each row
+//! is decoded ([`super::values`]); the declared types add what the binlog cannot say
+//! (MariaDB's JSON is a LONGTEXT with a `json_valid` check) and the source type names.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
+
+use super::connect::query_error;
+use crate::change::{Column, ColumnType, TableSchema};
+use crate::error::{Code, Error, Result};
+
+/// A captured table as `information_schema` describes it.
+#[derive(Debug, Clone)]
+pub struct CapturedTable {
+    /// Name as configured (the output directory).
+    pub config_name: String,
+    pub database: String,
+    pub table: String,
+    /// The table as of the open.
+    pub shape: Arc<TableSchema>,
+}
+
+impl CapturedTable {
+    /// The declared column named `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.shape.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// Splits `database.table`; a bare name uses the URL's database.
+pub fn split_name(config_name: &str, default_db: Option<&str>) -> Result<(String, String)> {
+    match config_name.split_once('.') {
+        Some((db, table)) => Ok((db.to_owned(), table.to_owned())),
+        None => match default_db {
+            Some(db) if !db.is_empty() => Ok((db.to_owned(), config_name.to_owned())),
+            _ => Err(Error::new(
+                Code::ConfigInvalid,
+                format!("source.tables entry {config_name:?} names no database"),
+            )
+            .hint("write MySQL tables as database.table, or put the database in the source URL (mysql://host:3306/app)")),
+        },
+    }
+}
+
+/// Character sets whose text sluice decodes exactly into UTF-8.
+pub fn charset_supported(charset: &str) -> bool {
+    matches!(
+        charset.to_ascii_lowercase().as_str(),
+        "utf8mb4" | "utf8mb3" | "utf8" | "ascii" | "latin1" | "binary"
+    )
+}
+
+/// The sluice type for a declared column (`DATA_TYPE`, `COLUMN_TYPE`, charset, and
+/// whether MariaDB's `json_valid` check marks it as JSON). Pure.
+pub fn declared_type(
+    data_type: &str,
+    column_type: &str,
+    charset: Option<&str>,
+    is_json: bool,
+) -> Result<ColumnType, String> {
+    let unsigned = column_type.to_ascii_lowercase().contains("unsigned");
+    let int =
+        |signed: ColumnType, unsigned_ty: ColumnType| if unsigned { unsigned_ty } else { signed };
+    let text = || match charset {
+        Some(cs) if cs.eq_ignore_ascii_case("binary") => Ok(ColumnType::Binary),
+        Some(cs) if charset_supported(cs) => Ok(if is_json {
+            ColumnType::Json
+        } else {
+            ColumnType::Utf8
+        }),
+        Some(cs) => Err(format!(
+            "character set {cs} is not supported (utf8mb4, utf8mb3, ascii, latin1 are)"
+        )),
+        None => Ok(ColumnType::Utf8),
+    };
+    Ok(match data_type.to_ascii_lowercase().as_str() {
+        "tinyint" => int(ColumnType::Int8, ColumnType::UInt8),
+        "smallint" => int(ColumnType::Int16, ColumnType::UInt16),
+        "mediumint" | "int" | "integer" => int(ColumnType::Int32, ColumnType::UInt32),
+        "bigint" => int(ColumnType::Int64, ColumnType::UInt64),
+        "decimal" | "numeric" => {
+            let (precision, scale) = decimal_args(column_type)
+                .ok_or_else(|| format!("cannot read precision and scale from {column_type}"))?;
+            ColumnType::Decimal { precision, scale }
+        }
+        "float" => ColumnType::Float32,
+        "double" | "real" | "double precision" => ColumnType::Float64,
+        "date" => ColumnType::Date,
+        "datetime" => ColumnType::Timestamp,
+        "timestamp" => ColumnType::TimestampTz,
+        "time" => ColumnType::Time,
+        "year" => ColumnType::Int16,
+        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => text()?,
+        "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => {
+            ColumnType::Binary
+        }
+        "json" => ColumnType::Json,
+        "enum" | "set" => match charset {
+            Some(cs) if !charset_supported(cs) => {
+                return Err(format!("character set {cs} is not supported"));
+            }
+            _ => ColumnType::Utf8,
+        },
+        "bit" => ColumnType::UInt64,
+        other => return Err(format!("type {other} is not supported")),
+    })
+}
+
+/// `decimal(12,2) unsigned` → (12, 2).
+fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
+    let inner = column_type.split_once('(')?.1.split_once(')')?.0;
+    let (p, s) = inner.split_once(',').unwrap_or((inner, "0"));
+    let precision: u8 = p.trim().parse().ok()?;
+    let scale: i8 = s.trim().parse().ok()?;
+    ((1..=76).contains(&precision) && scale >= 0 && scale as u8 <= precision)
+        .then_some((precision, scale))
+}
+
+/// Resolves every configured table.
+pub async fn resolve(
+    conn: &mut Conn,
+    tables: &[String],
+    default_db: Option<&str>,
+) -> Result<Vec<CapturedTable>> {
+    let mut out = Vec::with_capacity(tables.len());
+    for name in tables {
+        out.push(resolve_one(conn, name, default_db).await?);
+    }
+    Ok(out)
+}
+
+type ColumnRow = (String, String, String, String, Option<String>);
+
+async fn resolve_one(
+    conn: &mut Conn,
+    config_name: &str,
+    default_db: Option<&str>,
+) -> Result<CapturedTable> {
+    let (database, table) = split_name(config_name, default_db)?;
+    let found: Option<(String, String, String)> = conn
+        .exec_first(
+            "SELECT TABLE_TYPE, TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+            (&database, &table),
+        )
+        .await
+        .map_err(|e| query_error("reading information_schema.TABLES", e))?;
+    // The names as the server stores them: TABLE_MAP events carry these.
+    let (kind, database, table) = match found {
+        Some((kind, db, name)) => (Some(kind), db, name),
+        None => (None, database, table),
+    };
+    match kind.as_deref() {
+        None => {
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("table {config_name} does not exist"),
+            )
+            .hint(format!(
+                "check source.tables (database.table) and grant the source user SELECT on it: GRANT SELECT ON `{database}`.`{table}` TO '<user>'@'<host>'"
+            )));
+        }
+        Some("BASE TABLE" | "SYSTEM VERSIONED") => {}
+        Some(other) => {
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("{config_name} is not a base table ({other})"),
+            )
+            .hint("only tables have row events in the binlog; capture the underlying table"));
+        }
+    }
+    let rows: Vec<ColumnRow> = conn
+        .exec(
+            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME \
+             FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+            (&database, &table),
+        )
+        .await
+        .map_err(|e| query_error("reading information_schema.COLUMNS", e))?;
+    let json_columns = json_checked_columns(conn, &database, &table).await?;
+    let key = key_columns(conn, &database, &table, &rows).await?;
+    let mut columns = Vec::with_capacity(rows.len());
+    for (name, data_type, column_type, nullable, charset) in rows {
+        let is_json = json_columns.contains(&name);
+        let ty = declared_type(&data_type, &column_type, charset.as_deref(), is_json).map_err(|reason| {
+            Error::new(
+                Code::SourceUnsupportedType,
+                format!("{config_name}.{name} has type {column_type}, which sluice cannot capture: {reason}"),
+            )
+            .hint("see the README's MySQL type table; change the column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table")
+        })?;
+        columns.push(Column {
+            key: key.contains(&name),
+            nullable: nullable.eq_ignore_ascii_case("YES"),
+            source_type: if is_json {
+                "json".to_owned()
+            } else {
+                column_type
+            },
+            name,
+            ty,
+        });
+    }
+    if key.is_empty() {
+        tracing::warn!(table = %config_name, "table has no primary key or NOT NULL unique index; it is captured without a key");
+    }
+    Ok(CapturedTable {
+        config_name: config_name.to_owned(),
+        database,
+        table,
+        shape: Arc::new(TableSchema {
+            name: config_name.to_owned(),
+            columns,
+        }),
+    })
+}
+
+/// MariaDB declares JSON as LONGTEXT with a column-level `json_valid(col)` check.
+async fn json_checked_columns(conn: &mut Conn, database: &str, table: &str) -> Result<Vec<String>> {
+    let clauses: Vec<String> = match conn
+        .exec(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS \
+             WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?",
+            (database, table),
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        // MySQL's CHECK_CONSTRAINTS has no TABLE_NAME column; MySQL has a real JSON type.
+        Err(_) => return Ok(Vec::new()),
+    };
+    Ok(clauses
+        .iter()
+        .filter_map(|clause| {
+            let inner = clause
+                .trim()
+                .strip_prefix("json_valid(")?
+                .strip_suffix(')')?;
+            Some(inner.trim_matches('`').replace("``", "`"))
+        })
+        .collect())
+}
+
+/// The primary key, or the first unique index whose columns are all NOT NULL.
+async fn key_columns(
+    conn: &mut Conn,
+    database: &str,
+    table: &str,
+    columns: &[ColumnRow],
+) -> Result<Vec<String>> {
+    let rows: Vec<(String, String)> = conn
+        .exec(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX",
+            (database, table),
+        )
+        .await
+        .map_err(|e| query_error("reading information_schema.STATISTICS", e))?;
+    let mut indexes: Vec<(String, Vec<String>)> = Vec::new();
+    for (index, column) in rows {
+        match indexes.last_mut() {
+            Some((name, cols)) if *name == index => cols.push(column),
+            _ => indexes.push((index, vec![column])),
+        }
+    }
+    let not_null: HashMap<&str, bool> = columns
+        .iter()
+        .map(|(name, _, _, nullable, _)| (name.as_str(), nullable.eq_ignore_ascii_case("NO")))
+        .collect();
+    Ok(indexes
+        .into_iter()
+        .find(|(name, cols)| {
+            name == "PRIMARY"
+                || cols
+                    .iter()
+                    .all(|c| not_null.get(c.as_str()).copied().unwrap_or(false))
+        })
+        .map(|(_, cols)| cols)
+        .unwrap_or_default())
+}
+
+/// Collation id → character set name, from the server (MariaDB's and MySQL's ids differ).
+pub async fn collations(conn: &mut Conn) -> Result<HashMap<u16, String>> {
+    let rows: Vec<(Option<u64>, Option<String>)> = conn
+        .query("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS")
+        .await
+        .map_err(|e| query_error("reading information_schema.COLLATIONS", e))?;
+    let mut map: HashMap<u16, String> = rows
+        .into_iter()
+        .filter_map(|(id, cs)| Some((u16::try_from(id?).ok()?, cs?)))
+        .collect();
+    map.entry(63).or_insert_with(|| "binary".to_owned());
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_need_a_database() {
+        assert_eq!(
+            split_name("app.orders", None).unwrap(),
+            ("app".into(), "orders".into())
+        );
+        assert_eq!(
+            split_name("orders", Some("app")).unwrap(),
+            ("app".into(), "orders".into())
+        );
+        assert_eq!(
+            split_name("orders", None).unwrap_err().code(),
+            Code::ConfigInvalid
+        );
+    }
+
+    #[test]
+    fn declared_types_map_to_sluice_types() {
+        let t = |d: &str, c: &str, cs: Option<&str>| declared_type(d, c, cs, false);
+        assert_eq!(t("tinyint", "tinyint(4)", None), Ok(ColumnType::Int8));
+        assert_eq!(
+            t("tinyint", "tinyint(3) unsigned", None),
+            Ok(ColumnType::UInt8)
+        );
+        assert_eq!(
+            t("mediumint", "mediumint(8) unsigned", None),
+            Ok(ColumnType::UInt32)
+        );
+        assert_eq!(
+            t("bigint", "bigint(20) unsigned", None),
+            Ok(ColumnType::UInt64)
+        );
+        assert_eq!(
+            t("decimal", "decimal(65,30)", None),
+            Ok(ColumnType::Decimal {
+                precision: 65,
+                scale: 30
+            })
+        );
+        assert_eq!(
+            t("decimal", "decimal(10,0) unsigned", None),
+            Ok(ColumnType::Decimal {
+                precision: 10,
+                scale: 0
+            })
+        );
+        assert_eq!(
+            t("timestamp", "timestamp(6)", None),
+            Ok(ColumnType::TimestampTz)
+        );
+        assert_eq!(
+            t("datetime", "datetime(3)", None),
+            Ok(ColumnType::Timestamp)
+        );
+        assert_eq!(
+            t("varchar", "varchar(10)", Some("utf8mb4")),
+            Ok(ColumnType::Utf8)
+        );
+        assert_eq!(t("text", "text", Some("latin1")), Ok(ColumnType::Utf8));
+        assert_eq!(
+            t("varchar", "varchar(10)", Some("binary")),
+            Ok(ColumnType::Binary)
+        );
+        assert_eq!(t("blob", "blob", None), Ok(ColumnType::Binary));
+        assert_eq!(
+            t("enum", "enum('a','b')", Some("utf8mb4")),
+            Ok(ColumnType::Utf8)
+        );
+        assert_eq!(t("bit", "bit(5)", None), Ok(ColumnType::UInt64));
+        assert_eq!(t("json", "json", None), Ok(ColumnType::Json));
+        assert_eq!(
+            declared_type("longtext", "longtext", Some("utf8mb4"), true),
+            Ok(ColumnType::Json)
+        );
+        assert!(t("geometry", "geometry", None).is_err());
+        assert!(
+            t("varchar", "varchar(10)", Some("sjis"))
+                .unwrap_err()
+                .contains("sjis")
+        );
+    }
+}

@@ -1,0 +1,530 @@
+//! The buffer that holds one binlog transaction until its commit event arrives.
+//!
+//! The binlog gives a transaction's rows before its XID/COMMIT, and only the commit gives
+//! the position every row is stamped with, so the rows are held until then. Guarantees:
+//!
+//! * memory is bounded by `memory_cap` (decoded bytes, estimated generously): once the
+//!   held rows would pass it, they are moved to a spill file in the spill directory
+//!   (`/tmp` on Lambda) and every later row of the transaction is appended there —
+//!   the heap stays O(cap) whatever the transaction's size;
+//! * a transaction past `max_bytes` fails with [`SpillError::TooLarge`] before it can fill
+//!   the volume; a full volume is [`SpillError::Io`] with `StorageFull`;
+//! * rows come back exactly (a lossless binary codec, property-tested) and in order;
+//! * the spill file has a name no other process uses and is removed on [`TxnBuffer::clear`]
+//!   and on drop (a crash leaves at most one `sluice-txn-*.spill` per process in the
+//!   directory; the name carries the pid).
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::change::{Op, RowChange, TableSchema, Value};
+
+static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Why a row could not be buffered.
+#[derive(Debug, thiserror::Error)]
+pub enum SpillError {
+    #[error("the transaction holds more than {limit} bytes of decoded rows")]
+    TooLarge { limit: u64 },
+    #[error("spill file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+struct SpillFile {
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    reader: Option<BufReader<File>>,
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// One transaction's row changes, in memory up to a cap, then on local disk.
+pub struct TxnBuffer {
+    dir: PathBuf,
+    memory_cap: u64,
+    max_bytes: u64,
+    memory: VecDeque<RowChange>,
+    memory_bytes: u64,
+    total_bytes: u64,
+    rows: u64,
+    /// Schemas referenced by spilled rows (by index).
+    tables: Vec<Arc<TableSchema>>,
+    file: Option<SpillFile>,
+    /// Spilled rows not yet read back.
+    file_rows: u64,
+}
+
+impl TxnBuffer {
+    /// An empty buffer spilling to `dir`.
+    pub fn new(dir: PathBuf, memory_cap: u64, max_bytes: u64) -> Self {
+        TxnBuffer {
+            dir,
+            memory_cap,
+            max_bytes,
+            memory: VecDeque::new(),
+            memory_bytes: 0,
+            total_bytes: 0,
+            rows: 0,
+            tables: Vec::new(),
+            file: None,
+            file_rows: 0,
+        }
+    }
+
+    /// Rows buffered in this transaction so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// True once the transaction has moved to disk.
+    pub fn spilled(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Decoded bytes buffered (estimate).
+    pub fn bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Adds a row at the end.
+    pub fn push(&mut self, change: RowChange) -> Result<(), SpillError> {
+        let size = change_size(&change);
+        if self.total_bytes + size > self.max_bytes {
+            return Err(SpillError::TooLarge {
+                limit: self.max_bytes,
+            });
+        }
+        self.total_bytes += size;
+        self.rows += 1;
+        if self.file.is_none() && self.memory_bytes + size <= self.memory_cap {
+            self.memory_bytes += size;
+            self.memory.push_back(change);
+            return Ok(());
+        }
+        if self.file.is_none() {
+            self.open_file()?;
+            while let Some(held) = self.memory.pop_front() {
+                self.write(&held)?;
+            }
+            self.memory_bytes = 0;
+        }
+        self.write(&change)
+    }
+
+    /// The next row in order, after the last [`TxnBuffer::push`]; `None` when all were read.
+    pub fn pop(&mut self) -> Result<Option<RowChange>, SpillError> {
+        if let Some(change) = self.memory.pop_front() {
+            return Ok(Some(change));
+        }
+        if self.file_rows == 0 {
+            return Ok(None);
+        }
+        let file = self.file.as_mut().expect("spilled rows have a file");
+        let path = file.path.clone();
+        let io = |source| SpillError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(mut writer) = file.writer.take() {
+            writer.flush().map_err(io)?;
+            let mut inner = writer.into_inner().map_err(|e| io(e.into_error()))?;
+            inner.seek(SeekFrom::Start(0)).map_err(io)?;
+            file.reader = Some(BufReader::with_capacity(256 * 1024, inner));
+        }
+        let reader = file.reader.as_mut().expect("reader after the writer");
+        let change = decode_change(reader, &self.tables).map_err(io)?;
+        self.file_rows -= 1;
+        Ok(Some(change))
+    }
+
+    /// Drops everything (rollback, or after the commit was emitted) and removes the file.
+    pub fn clear(&mut self) {
+        self.memory.clear();
+        self.memory_bytes = 0;
+        self.total_bytes = 0;
+        self.rows = 0;
+        self.tables.clear();
+        self.file = None;
+        self.file_rows = 0;
+    }
+
+    fn open_file(&mut self) -> Result<(), SpillError> {
+        loop {
+            let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = self
+                .dir
+                .join(format!("sluice-txn-{}-{n:06}.spill", std::process::id()));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(handle) => {
+                    tracing::info!(path = %path.display(), "transaction exceeds the memory cap; spilling to disk");
+                    self.file = Some(SpillFile {
+                        path,
+                        writer: Some(BufWriter::with_capacity(256 * 1024, handle)),
+                        reader: None,
+                    });
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(SpillError::Io { path, source }),
+            }
+        }
+    }
+
+    fn write(&mut self, change: &RowChange) -> Result<(), SpillError> {
+        let table = match self
+            .tables
+            .iter()
+            .position(|t| Arc::ptr_eq(t, &change.table))
+        {
+            Some(i) => i,
+            None => {
+                self.tables.push(change.table.clone());
+                self.tables.len() - 1
+            }
+        };
+        let file = self.file.as_mut().expect("write after open");
+        let writer = file
+            .writer
+            .as_mut()
+            .expect("rows are pushed before they are read");
+        encode_change(writer, table as u32, change).map_err(|source| SpillError::Io {
+            path: file.path.clone(),
+            source,
+        })?;
+        self.file_rows += 1;
+        Ok(())
+    }
+}
+
+/// A generous estimate of a change's heap footprint.
+fn change_size(change: &RowChange) -> u64 {
+    let image = |img: &Option<Vec<Value>>| {
+        img.as_ref()
+            .map_or(0, |v| v.iter().map(value_size).sum::<u64>())
+    };
+    96 + image(&change.before)
+        + image(&change.after)
+        + 8 * (change.before_unlogged.len() + change.after_unlogged.len()) as u64
+}
+
+fn value_size(value: &Value) -> u64 {
+    let inline = std::mem::size_of::<Value>() as u64;
+    inline
+        + match value {
+            Value::Text(s) => s.len() as u64,
+            Value::Bytes(b) => b.len() as u64,
+            Value::List(items) => items.iter().map(value_size).sum(),
+            _ => 0,
+        }
+}
+
+fn encode_change(w: &mut impl Write, table: u32, change: &RowChange) -> io::Result<()> {
+    w.write_all(&table.to_le_bytes())?;
+    w.write_all(&[match change.op {
+        Op::Insert => 0,
+        Op::Update => 1,
+        Op::Delete => 2,
+        Op::Snapshot => 3,
+    }])?;
+    for image in [&change.before, &change.after] {
+        match image {
+            None => w.write_all(&[0])?,
+            Some(values) => {
+                w.write_all(&[1])?;
+                w.write_all(&(values.len() as u64).to_le_bytes())?;
+                for value in values {
+                    encode_value(w, value)?;
+                }
+            }
+        }
+    }
+    for list in [&change.before_unlogged, &change.after_unlogged] {
+        w.write_all(&(list.len() as u64).to_le_bytes())?;
+        for i in list {
+            w.write_all(&(*i as u64).to_le_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+fn encode_value(w: &mut impl Write, value: &Value) -> io::Result<()> {
+    match value {
+        Value::Null => w.write_all(&[0]),
+        Value::Boolean(b) => w.write_all(&[1, u8::from(*b)]),
+        Value::Int(v) => w
+            .write_all(&[2])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::UInt(v) => w
+            .write_all(&[3])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::Float(v) => w
+            .write_all(&[4])
+            .and_then(|_| w.write_all(&v.to_bits().to_le_bytes())),
+        Value::Decimal(v) => w
+            .write_all(&[5])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::Decimal256(v) => w.write_all(&[6]).and_then(|_| w.write_all(v)),
+        Value::Text(s) => {
+            w.write_all(&[7])?;
+            w.write_all(&(s.len() as u64).to_le_bytes())?;
+            w.write_all(s.as_bytes())
+        }
+        Value::Bytes(b) => {
+            w.write_all(&[8])?;
+            w.write_all(&(b.len() as u64).to_le_bytes())?;
+            w.write_all(b)
+        }
+        Value::Date(v) => w
+            .write_all(&[9])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::Time(v) => w
+            .write_all(&[10])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::Timestamp(v) => w
+            .write_all(&[11])
+            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::List(items) => {
+            w.write_all(&[12])?;
+            w.write_all(&(items.len() as u64).to_le_bytes())?;
+            items.iter().try_for_each(|v| encode_value(w, v))
+        }
+    }
+}
+
+fn corrupt(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("spill file corrupt: {what}"),
+    )
+}
+
+fn read_array<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
+    let mut buf = [0u8; N];
+    r.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+fn read_len(r: &mut impl Read) -> io::Result<usize> {
+    usize::try_from(u64::from_le_bytes(read_array(r)?)).map_err(|_| corrupt("length"))
+}
+
+fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<RowChange> {
+    let table = u32::from_le_bytes(read_array(r)?) as usize;
+    let table = tables
+        .get(table)
+        .ok_or_else(|| corrupt("table index"))?
+        .clone();
+    let op = match read_array::<1>(r)?[0] {
+        0 => Op::Insert,
+        1 => Op::Update,
+        2 => Op::Delete,
+        3 => Op::Snapshot,
+        _ => return Err(corrupt("op")),
+    };
+    let mut images = [None, None];
+    for image in &mut images {
+        if read_array::<1>(r)?[0] == 1 {
+            let n = read_len(r)?;
+            let mut values = Vec::with_capacity(n.min(4096));
+            for _ in 0..n {
+                values.push(decode_value(r)?);
+            }
+            *image = Some(values);
+        }
+    }
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        let n = read_len(r)?;
+        for _ in 0..n {
+            list.push(read_len(r)?);
+        }
+    }
+    let [before, after] = images;
+    let [before_unlogged, after_unlogged] = lists;
+    Ok(RowChange {
+        table,
+        op,
+        before,
+        after,
+        before_unlogged,
+        after_unlogged,
+    })
+}
+
+fn decode_value(r: &mut impl Read) -> io::Result<Value> {
+    Ok(match read_array::<1>(r)?[0] {
+        0 => Value::Null,
+        1 => Value::Boolean(read_array::<1>(r)?[0] != 0),
+        2 => Value::Int(i64::from_le_bytes(read_array(r)?)),
+        3 => Value::UInt(u64::from_le_bytes(read_array(r)?)),
+        4 => Value::Float(f64::from_bits(u64::from_le_bytes(read_array(r)?))),
+        5 => Value::Decimal(i128::from_le_bytes(read_array(r)?)),
+        6 => Value::Decimal256(read_array(r)?),
+        7 => {
+            let mut buf = vec![0; read_len(r)?];
+            r.read_exact(&mut buf)?;
+            Value::Text(String::from_utf8(buf).map_err(|_| corrupt("text"))?)
+        }
+        8 => {
+            let mut buf = vec![0; read_len(r)?];
+            r.read_exact(&mut buf)?;
+            Value::Bytes(buf)
+        }
+        9 => Value::Date(i32::from_le_bytes(read_array(r)?)),
+        10 => Value::Time(i64::from_le_bytes(read_array(r)?)),
+        11 => Value::Timestamp(i64::from_le_bytes(read_array(r)?)),
+        12 => {
+            let n = read_len(r)?;
+            let mut items = Vec::with_capacity(n.min(4096));
+            for _ in 0..n {
+                items.push(decode_value(r)?);
+            }
+            Value::List(items)
+        }
+        _ => return Err(corrupt("value tag")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::{Column, ColumnType};
+    use proptest::prelude::*;
+
+    fn table(name: &str) -> Arc<TableSchema> {
+        Arc::new(TableSchema {
+            name: name.into(),
+            columns: vec![Column {
+                name: "id".into(),
+                ty: ColumnType::Int64,
+                nullable: false,
+                key: true,
+                source_type: "bigint".into(),
+            }],
+        })
+    }
+
+    fn insert(table: &Arc<TableSchema>, values: Vec<Value>) -> RowChange {
+        RowChange {
+            table: table.clone(),
+            op: Op::Insert,
+            before: None,
+            after: Some(values),
+            before_unlogged: vec![],
+            after_unlogged: vec![],
+        }
+    }
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Boolean),
+            any::<i64>().prop_map(Value::Int),
+            any::<u64>().prop_map(Value::UInt),
+            any::<f64>()
+                .prop_filter("NaN != NaN", |f| !f.is_nan())
+                .prop_map(Value::Float),
+            any::<i128>().prop_map(Value::Decimal),
+            any::<[u8; 32]>().prop_map(Value::Decimal256),
+            ".{0,40}".prop_map(Value::Text),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Bytes),
+            any::<i32>().prop_map(Value::Date),
+            any::<i64>().prop_map(Value::Time),
+            any::<i64>().prop_map(Value::Timestamp),
+        ];
+        leaf.prop_recursive(2, 8, 4, |inner| {
+            proptest::collection::vec(inner, 0..4).prop_map(Value::List)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn spilled_rows_come_back_exactly_and_in_order(
+            rows in proptest::collection::vec(proptest::collection::vec(arb_value(), 0..6), 1..40),
+            cap in 0u64..2000,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let (a, b) = (table("a"), table("b"));
+            let mut buffer = TxnBuffer::new(dir.path().to_path_buf(), cap, u64::MAX);
+            let changes: Vec<RowChange> = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, values)| {
+                    let mut c = insert(if i % 2 == 0 { &a } else { &b }, values.clone());
+                    if i % 3 == 0 {
+                        c.op = Op::Update;
+                        c.before = Some(values);
+                        c.before_unlogged = vec![i];
+                    }
+                    c
+                })
+                .collect();
+            for c in &changes {
+                buffer.push(c.clone()).unwrap();
+            }
+            let mut back = Vec::new();
+            while let Some(c) = buffer.pop().unwrap() {
+                back.push(c);
+            }
+            prop_assert_eq!(back.len(), changes.len());
+            for (x, y) in back.iter().zip(&changes) {
+                prop_assert!(Arc::ptr_eq(&x.table, &y.table));
+                prop_assert_eq!(x, y);
+            }
+        }
+    }
+
+    #[test]
+    fn memory_stays_under_the_cap_and_the_file_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table("t");
+        let mut buffer = TxnBuffer::new(dir.path().to_path_buf(), 10_000, u64::MAX);
+        for i in 0..1000 {
+            buffer
+                .push(insert(
+                    &t,
+                    vec![Value::Int(i), Value::Text("x".repeat(100))],
+                ))
+                .unwrap();
+            assert!(buffer.memory_bytes <= 10_000);
+        }
+        assert!(buffer.spilled());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(
+            buffer.pop().unwrap().unwrap().after.unwrap()[0],
+            Value::Int(0)
+        );
+        buffer.clear();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(buffer.pop().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_transaction_past_the_hard_limit_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table("t");
+        let mut buffer = TxnBuffer::new(dir.path().to_path_buf(), 100, 5_000);
+        let err = (0..1000)
+            .map(|i| buffer.push(insert(&t, vec![Value::Int(i)])))
+            .find_map(Result::err)
+            .unwrap();
+        assert!(matches!(err, SpillError::TooLarge { limit: 5_000 }));
+    }
+}

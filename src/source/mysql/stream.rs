@@ -1,0 +1,614 @@
+//! The MySQL / MariaDB change stream: binlog events from the checkpoint to the read
+//! bound, framed into committed transactions.
+//!
+//! How a run reads: one non-blocking binlog dump from the start position; every event of
+//! the server is read (other tables' too — they are skipped after their TABLE_MAP), and
+//! the run ends after the first event group that reaches the bound. The binlog writes a
+//! transaction's rows before its XID (InnoDB) or `COMMIT` query (non-transactional
+//! engines), and only that event gives the commit position, so a transaction's captured
+//! rows are held in a [`TxnBuffer`] (spilling to disk past its memory cap) and emitted as
+//! `Begin` / `Change`… / `Commit` once the commit event arrives; a `ROLLBACK` drops them.
+//! `__pos` and the resume checkpoint are both the position just after the commit event.
+//!
+//! Resume proof: a checkpoint records the creation time of its binlog file and the type,
+//! size and timestamp of the event ending at its offset. The dump then starts at that
+//! event, and the stream verifies both before reading on; a mismatch (binlog reset, file
+//! replaced) is `SLUICE_SOURCE_FOREIGN_CHECKPOINT`. An INCIDENT event (the server lost
+//! events) is `SLUICE_SOURCE_LOG_GAP`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use mysql_async::BinlogStream;
+use mysql_async::binlog::EventFlags;
+use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
+
+use super::binlog::{classify_dump_error, foreign, log_gap};
+use super::events::{self, MappedTable, MariaGtid, Statement, UnknownEvent};
+use super::schema::CapturedTable;
+use super::spill::{SpillError, TxnBuffer};
+use crate::error::{Code, Error, Result};
+use crate::position::{BinlogMark, BinlogPosition, Position};
+use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+
+const FORMAT_DESCRIPTION: u8 = 15;
+
+/// A TABLE_MAP seen in the stream: for a captured table, its mapping.
+struct KnownTable {
+    tme: TableMapEvent<'static>,
+    mapped: Option<Arc<MappedTable>>,
+}
+
+/// The event group being read (between a GTID/BEGIN and its end).
+#[derive(Debug, Default)]
+struct Group {
+    open: bool,
+    /// Inside BEGIN … COMMIT (MariaDB: a non-standalone GTID group).
+    txn: bool,
+    xa: bool,
+}
+
+/// A committed transaction being handed out.
+struct Emit {
+    commit: BinlogPosition,
+    commit_ts: i64,
+    begun: bool,
+}
+
+/// Settings the stream needs from the config.
+pub struct StreamSettings {
+    pub server_id: u32,
+    pub spill_dir: std::path::PathBuf,
+    pub memory_cap: u64,
+    pub max_transaction: u64,
+}
+
+/// The open binlog stream.
+pub struct MyStream {
+    info: StreamInfo,
+    dump: Option<BinlogStream>,
+    server_id: u32,
+    bound: BinlogPosition,
+    /// The checkpoint whose event must be verified before reading on.
+    expect: Option<BinlogPosition>,
+    /// The file events currently come from.
+    file: BinlogPosition,
+    /// The end of the last real event read (starts at the requested position).
+    position: BinlogPosition,
+    file_created: Option<u32>,
+    last_event: Option<(u8, u32, u32)>,
+    first_rotate_seen: bool,
+    format_seen: bool,
+    tables: Vec<CapturedTable>,
+    collations: HashMap<u16, String>,
+    known: HashMap<u64, KnownTable>,
+    group: Group,
+    buffer: TxnBuffer,
+    emitting: Option<Emit>,
+    finished: bool,
+}
+
+impl MyStream {
+    /// A stream reading `dump`, which was requested at `requested` (the checkpoint, or
+    /// the start of its commit event when the checkpoint carries an event mark).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        info: StreamInfo,
+        dump: BinlogStream,
+        settings: StreamSettings,
+        requested: BinlogPosition,
+        expect: Option<BinlogPosition>,
+        bound: BinlogPosition,
+        tables: Vec<CapturedTable>,
+        collations: HashMap<u16, String>,
+    ) -> Self {
+        MyStream {
+            info,
+            dump: Some(dump),
+            server_id: settings.server_id,
+            bound,
+            expect,
+            file: requested,
+            position: requested,
+            file_created: None,
+            last_event: None,
+            first_rotate_seen: false,
+            format_seen: false,
+            tables,
+            collations,
+            known: HashMap::new(),
+            group: Group::default(),
+            buffer: TxnBuffer::new(
+                settings.spill_dir,
+                settings.memory_cap,
+                settings.max_transaction,
+            ),
+            emitting: None,
+            finished: false,
+        }
+    }
+
+    /// The current position with its proof.
+    fn marked(&self, position: BinlogPosition, event: Option<(u8, u32, u32)>) -> BinlogPosition {
+        position.with_mark(BinlogMark {
+            file_created: self.file_created,
+            event,
+        })
+    }
+
+    fn done(&self) -> bool {
+        self.format_seen && self.expect.is_none() && !self.group.open && self.position >= self.bound
+    }
+
+    async fn close_dump(&mut self) {
+        if let Some(dump) = self.dump.take()
+            && let Err(e) = dump.close().await
+        {
+            tracing::debug!(error = %e, "closing the binlog connection");
+        }
+    }
+
+    /// Handles one event; may set `emitting`.
+    fn handle(&mut self, event: Event) -> Result<()> {
+        let header = event.header();
+        let ty = header.event_type_raw();
+        let artificial =
+            header.log_pos() == 0 || header.flags().contains(EventFlags::LOG_EVENT_ARTIFICIAL_F);
+        let end = (!artificial).then(|| self.file.at(header.log_pos()));
+        let at = end.map_or_else(
+            || format!("{} (artificial event)", self.file.file()),
+            |p| p.to_string(),
+        );
+        let this_event = (ty, header.event_size(), header.timestamp());
+
+        if let Some(expect) = self.expect
+            && self.format_seen
+            && !artificial
+            && (ty != FORMAT_DESCRIPTION
+                || expect.mark.event.is_some_and(|e| e.0 == FORMAT_DESCRIPTION))
+        {
+            // The first real event after the FORMAT_DESCRIPTION: the checkpoint's own.
+            self.expect = None;
+            if let Some(mark) = expect.mark.event {
+                if end != Some(expect) || this_event != mark {
+                    return Err(foreign(format!(
+                        "the binlog event at {expect} is not the one the checkpoint recorded (type/size/time {mark:?}, found {this_event:?} ending at {at}): the binlog was reset or replaced"
+                    )));
+                }
+                self.position = expect;
+                self.last_event = Some(mark);
+                return Ok(());
+            }
+        }
+
+        let mut next_file = None;
+        match event.read_data() {
+            Err(e) => {
+                return Err(Error::new(
+                    Code::SourceProtocol,
+                    format!("cannot decode the binlog event at {at} (type {ty}): {e}"),
+                )
+                .hint("report it with the run's log; the checkpoint did not move"));
+            }
+            Ok(None) => match events::classify_unknown(ty) {
+                UnknownEvent::Gtid => {
+                    let gtid = MariaGtid::parse(event.data()).ok_or_else(|| {
+                        Error::new(
+                            Code::SourceProtocol,
+                            format!("malformed MariaDB GTID event at {at}"),
+                        )
+                    })?;
+                    self.open_group(!gtid.standalone(), gtid.xa(), &at)?;
+                }
+                UnknownEvent::Skip => {}
+                UnknownEvent::Refuse => return Err(unreadable(ty, &at)),
+            },
+            Ok(Some(data)) => match data {
+                EventData::RotateEvent(rotate) => {
+                    let name = rotate.name().into_owned();
+                    if artificial {
+                        // The very first fake ROTATE arrives before the FORMAT_DESCRIPTION,
+                        // so its name still carries 4 checksum bytes: use the requested file.
+                        if self.first_rotate_seen {
+                            self.file = super::binlog::position(&name, 4)?;
+                        }
+                        self.first_rotate_seen = true;
+                    } else {
+                        next_file = Some(super::binlog::position(&name, 4)?);
+                    }
+                }
+                EventData::FormatDescriptionEvent(_) => {
+                    if let Some(expect) = self.expect
+                        && let Some(created) = expect.mark.file_created
+                        && created != header.timestamp()
+                    {
+                        return Err(foreign(format!(
+                            "binlog file {} was created at {} but the checkpoint's file at {created}: the binlog was reset or replaced",
+                            self.file.file(),
+                            header.timestamp()
+                        )));
+                    }
+                    self.file_created = Some(header.timestamp());
+                    self.format_seen = true;
+                    if self.expect.is_some_and(|e| e.mark.event.is_none()) {
+                        // Only the file can be verified; the dump starts at the offset itself.
+                        self.expect = None;
+                    }
+                }
+                EventData::QueryEvent(query) => {
+                    let sql = query.query();
+                    let schema = query.schema();
+                    self.statement(&sql, &schema, &at, end, this_event, header.timestamp())?;
+                }
+                EventData::XidEvent(_) => self.commit(end, this_event, header.timestamp(), &at)?,
+                EventData::TableMapEvent(tme) => self.table_map(tme.into_owned(), &at)?,
+                EventData::RowsEvent(rows) => {
+                    let known = self.known.get(&rows.table_id()).ok_or_else(|| {
+                        Error::new(
+                            Code::SourceProtocol,
+                            format!(
+                                "a rows event at {at} names table id {} without a TABLE_MAP",
+                                rows.table_id()
+                            ),
+                        )
+                    })?;
+                    if let Some(mapped) = known.mapped.clone() {
+                        if self.group.xa {
+                            return Err(xa_refused(&mapped.schema.name, &at));
+                        }
+                        let buffer = &mut self.buffer;
+                        events::decode_rows(&mapped, &rows, &known.tme, &at, |change| {
+                            buffer.push(change).map_err(|e| spill_error(e, &at))
+                        })?;
+                    }
+                }
+                EventData::GtidEvent(_) | EventData::AnonymousGtidEvent(_) => {
+                    self.open_group(false, false, &at)?
+                }
+                EventData::XaPrepareLogEvent(_) => {
+                    if self.buffer.rows() > 0 {
+                        return Err(xa_refused("a captured table", &at));
+                    }
+                    self.close_group();
+                }
+                EventData::IncidentEvent(incident) => {
+                    return Err(log_gap(format!(
+                        "the server logged an INCIDENT at {at} ({:?}): events around it were lost",
+                        incident.message()
+                    )));
+                }
+                EventData::TransactionPayloadEvent(_) => {
+                    return Err(Error::new(
+                        Code::SourcePrerequisite,
+                        format!("a compressed transaction (TRANSACTION_PAYLOAD_EVENT) at {at}"),
+                    )
+                    .hint("SET GLOBAL binlog_transaction_compression = OFF and make sure no session enables it: a compressed transaction is decompressed whole into memory"));
+                }
+                EventData::UnknownEvent
+                | EventData::LoadEvent(_)
+                | EventData::CreateFileEvent(_)
+                | EventData::AppendBlockEvent(_)
+                | EventData::ExecLoadEvent(_)
+                | EventData::DeleteFileEvent(_)
+                | EventData::NewLoadEvent(_)
+                | EventData::BeginLoadQueryEvent(_)
+                | EventData::ExecuteLoadQueryEvent(_)
+                | EventData::PreGaWriteRowsEvent(_)
+                | EventData::PreGaUpdateRowsEvent(_)
+                | EventData::PreGaDeleteRowsEvent(_) => return Err(unreadable(ty, &at)),
+                EventData::StartEventV3(_)
+                | EventData::StopEvent
+                | EventData::SlaveEvent
+                | EventData::IntvarEvent(_)
+                | EventData::RandEvent(_)
+                | EventData::UserVarEvent(_)
+                | EventData::HeartbeatEvent
+                | EventData::IgnorableEvent(_)
+                | EventData::RowsQueryEvent(_)
+                | EventData::PreviousGtidsEvent(_)
+                | EventData::TransactionContextEvent(_)
+                | EventData::ViewChangeEvent(_) => {}
+            },
+        }
+        if let Some(end) = end
+            && end > self.position
+        {
+            self.position = end;
+            self.last_event = Some(this_event);
+        }
+        if let Some(next) = next_file {
+            self.file = next;
+        }
+        Ok(())
+    }
+
+    fn open_group(&mut self, txn: bool, xa: bool, at: &str) -> Result<()> {
+        if self.group.open && self.buffer.rows() > 0 {
+            return Err(Error::new(
+                Code::SourceProtocol,
+                format!(
+                    "an event group began at {at} while a transaction with captured rows was still open"
+                ),
+            ));
+        }
+        self.buffer.clear();
+        if self.known.len() > 10_000 {
+            // TABLE_MAPs are re-sent in every transaction; forget old table ids.
+            self.known.clear();
+        }
+        self.group = Group {
+            open: true,
+            txn,
+            xa,
+        };
+        Ok(())
+    }
+
+    fn close_group(&mut self) {
+        self.buffer.clear();
+        self.group = Group::default();
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn statement(
+        &mut self,
+        sql: &str,
+        schema: &str,
+        at: &str,
+        end: Option<BinlogPosition>,
+        this_event: (u8, u32, u32),
+        ts: u32,
+    ) -> Result<()> {
+        match events::classify_statement(sql) {
+            Statement::Begin => {
+                if !self.group.open {
+                    self.open_group(true, false, at)?;
+                }
+                self.group.txn = true;
+            }
+            Statement::Commit => self.commit(end, this_event, ts, at)?,
+            Statement::Rollback => self.close_group(),
+            Statement::Savepoint => {}
+            Statement::Xa => {
+                if self.buffer.rows() > 0 {
+                    return Err(xa_refused("a captured table", at));
+                }
+                let upper = sql.to_ascii_uppercase();
+                if ["PREPARE", "COMMIT", "ROLLBACK"]
+                    .iter()
+                    .any(|w| upper.contains(w))
+                {
+                    self.close_group();
+                } else {
+                    self.group.xa = true;
+                }
+            }
+            Statement::Truncate => {
+                if let Some(table) = self.mentioned(sql, schema) {
+                    return Err(Error::new(
+                        Code::SourceTruncated,
+                        format!("{table} was truncated at {at}; a TRUNCATE cannot be represented as change rows"),
+                    )
+                    .hint("re-baseline the truncated table: clear the job's state and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                }
+                self.end_statement_group();
+            }
+            Statement::Dml => {
+                if let Some(table) = self.mentioned(sql, schema) {
+                    return Err(Error::new(
+                        Code::SourcePrerequisite,
+                        format!("a change to {table} at {at} was logged as a statement, not as rows"),
+                    )
+                    .hint("a session wrote with binlog_format = STATEMENT or MIXED; SET GLOBAL binlog_format = 'ROW', make sure no session overrides it (SET SESSION binlog_format needs SUPER / BINLOG ADMIN — revoke it from applications), then re-baseline the table"));
+                }
+                self.end_statement_group();
+            }
+            Statement::Other => self.end_statement_group(),
+        }
+        Ok(())
+    }
+
+    /// A statement outside BEGIN … COMMIT is a group of its own (DDL).
+    fn end_statement_group(&mut self) {
+        if !self.group.txn {
+            self.close_group();
+        }
+    }
+
+    /// The captured table a statement may change: it names the table, and either runs in
+    /// the table's database or names that database too.
+    fn mentioned(&self, sql: &str, schema: &str) -> Option<String> {
+        self.tables
+            .iter()
+            .find(|t| {
+                events::mentions_table(sql, &t.table)
+                    && (schema == t.database || events::mentions_table(sql, &t.database))
+            })
+            .map(|t| t.config_name.clone())
+    }
+
+    fn commit(
+        &mut self,
+        end: Option<BinlogPosition>,
+        this_event: (u8, u32, u32),
+        ts: u32,
+        at: &str,
+    ) -> Result<()> {
+        let end = end.ok_or_else(|| {
+            Error::new(
+                Code::SourceProtocol,
+                format!("an artificial commit event at {at}"),
+            )
+        })?;
+        if self.group.xa && self.buffer.rows() > 0 {
+            return Err(xa_refused("a captured table", at));
+        }
+        self.group = Group::default();
+        self.emitting = Some(Emit {
+            commit: self.marked(end, Some(this_event)),
+            commit_ts: i64::from(ts) * 1_000_000,
+            begun: false,
+        });
+        Ok(())
+    }
+
+    fn table_map(&mut self, tme: TableMapEvent<'static>, at: &str) -> Result<()> {
+        let id = tme.table_id();
+        if let Some(known) = self.known.get(&id)
+            && known.tme == tme
+        {
+            return Ok(());
+        }
+        let database = tme.database_name().into_owned();
+        let table = tme.table_name().into_owned();
+        let captured = self
+            .tables
+            .iter()
+            .find(|t| t.database == database && t.table == table);
+        let mapped = match captured {
+            None => None,
+            Some(captured) => {
+                let columns = events::describe_table_map(&tme, &self.collations)
+                    .map_err(|reason| {
+                        Error::new(Code::SourceProtocol, format!("{} at {at}: {reason}", captured.config_name))
+                    })?
+                    .ok_or_else(|| {
+                        Error::new(
+                            Code::SourcePrerequisite,
+                            format!(
+                                "{} at {at}: the binlog event carries no column names (it was written with binlog_row_metadata = MINIMAL or NO_LOG)",
+                                captured.config_name
+                            ),
+                        )
+                        .hint("sluice never maps binlog rows by column position. SET GLOBAL binlog_row_metadata = 'FULL' (and persist it); the changes written before cannot be read — clear the job's state and re-baseline the table")
+                    })?;
+                Some(Arc::new(events::map_table(captured, columns, at)?))
+            }
+        };
+        self.known.insert(id, KnownTable { tme, mapped });
+        Ok(())
+    }
+}
+
+fn unreadable(ty: u8, at: &str) -> Error {
+    Error::new(
+        Code::SourcePrerequisite,
+        format!("binlog event type {ty} at {at} cannot be read and may carry row changes"),
+    )
+    .hint("MariaDB: SET GLOBAL log_bin_compress = OFF (compressed events 165–171 cannot be decoded); otherwise report the event type. Nothing after the checkpoint was written; once the source writes readable events, re-baseline the tables whose changes are in the unreadable ones")
+}
+
+fn xa_refused(table: &str, at: &str) -> Error {
+    Error::new(
+        Code::SourcePrerequisite,
+        format!("an XA transaction at {at} changes {table}; XA transactions are not supported"),
+    )
+    .hint("commit changes to captured tables in ordinary transactions")
+}
+
+fn spill_error(e: SpillError, at: &str) -> Error {
+    match e {
+        SpillError::TooLarge { limit } => Error::new(
+            Code::SourceTransactionTooLarge,
+            format!("the transaction ending after {at} holds more than {limit} bytes of captured rows"),
+        )
+        .hint("raise source.mysql.max_transaction_bytes (and the spill volume: output.spill_dir, Lambda ephemeral storage), or split the transaction at the source"),
+        SpillError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::StorageFull => Error::new(
+            Code::SpillFull,
+            format!("spilling the transaction at {at}: the spill directory is full"),
+        )
+        .hint("point output.spill_dir at a larger volume or raise the Lambda function's ephemeral storage; or lower source.mysql.max_transaction_bytes to fail sooner")
+        .source(e),
+        other => Error::new(Code::OutputWrite, format!("spilling the transaction at {at}")).source(other),
+    }
+}
+
+#[async_trait]
+impl ChangeStream for MyStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+
+    async fn next(&mut self) -> Result<Option<SourceEvent>> {
+        loop {
+            if let Some(emit) = self.emitting.as_mut() {
+                if !emit.begun {
+                    emit.begun = true;
+                    return Ok(Some(SourceEvent::Begin {
+                        commit: Position::MySql(emit.commit),
+                        commit_ts: Some(emit.commit_ts),
+                    }));
+                }
+                let at = emit.commit;
+                match self
+                    .buffer
+                    .pop()
+                    .map_err(|e| spill_error(e, &at.to_string()))?
+                {
+                    Some(change) => return Ok(Some(SourceEvent::Change(change))),
+                    None => {
+                        self.buffer.clear();
+                        self.emitting = None;
+                        return Ok(Some(SourceEvent::Commit {
+                            resume: Position::MySql(at),
+                        }));
+                    }
+                }
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if self.done() {
+                self.finished = true;
+                self.close_dump().await;
+                return Ok(None);
+            }
+            let Some(dump) = self.dump.as_mut() else {
+                return Err(Error::new(
+                    Code::Internal,
+                    "the binlog stream was read after it was closed",
+                ));
+            };
+            match dump.next().await {
+                Some(Ok(event)) => self.handle(event)?,
+                Some(Err(e)) => return Err(classify_dump_error(e, &self.position, self.server_id)),
+                None => {
+                    self.dump = None;
+                    if !self.done() {
+                        return Err(Error::new(
+                            Code::SourceQuery,
+                            format!(
+                                "the binlog dump ended at {} before the read bound {}{}",
+                                self.position,
+                                self.bound,
+                                if self.group.open { " inside a transaction" } else { "" }
+                            ),
+                        )
+                        .hint(format!(
+                            "the server closed the stream early (a restart, or another reader registered with server_id {}); the next run resumes from the checkpoint",
+                            self.server_id
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_position(&self) -> Position {
+        Position::MySql(self.marked(self.position, self.last_event))
+    }
+
+    async fn ack(&mut self, upto: &Position) -> Result<()> {
+        // The binlog is kept by time (binlog_expire_logs_seconds), not by readers: there
+        // is nothing to release on the server.
+        match upto {
+            Position::MySql(_) => Ok(()),
+            other => Err(Error::new(
+                Code::Internal,
+                format!("the MySQL stream was asked to ack a foreign position {other}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,673 @@
+//! Binlog column types and cells → sluice types and [`Value`]s. Pure.
+//!
+//! A [`BinlogColumn`] is one column as a TABLE_MAP event describes it (real type, type
+//! metadata, signedness, character set, ENUM/SET labels — all from FULL row metadata).
+//! [`binlog_type`] gives its sluice type; [`convert`] turns one decoded cell into a value
+//! of that type or fails with the reason — never a silent NULL, never a rounded or
+//! clamped value:
+//!
+//! * integers keep their signedness (`UInt*` for UNSIGNED); DECIMAL is exact
+//!   (Decimal128 up to 38 digits, Decimal256 up to MySQL's 65);
+//! * DATE / DATETIME are calendar values (naive), TIMESTAMP is an instant (the binlog
+//!   stores UTC seconds, so the session time zone never matters); zero or partial-zero
+//!   dates (`0000-00-00`, `2024-00-10`) have no calendar meaning and are refused;
+//! * TIME is a time of day: values outside `00:00:00 ≤ t < 24:00:00` (MySQL allows
+//!   ±838 h) are refused; YEAR is an integer (0 for `0000`);
+//! * text is decoded by its column's character set (UTF-8 family and ASCII validated,
+//!   latin1 as MySQL's cp1252 variant); `binary`-charset columns are bytes; BINARY(n) is
+//!   re-padded with the zero bytes the binlog strips, as `SELECT` returns it;
+//! * ENUM and SET become their labels (SET labels comma-joined in definition order; the
+//!   ENUM error value 0 is `''`, as MySQL prints it); BIT(n) is an unsigned integer; JSON is its text.
+
+use mysql_async::Value as MyValue;
+use mysql_async::binlog::value::BinlogValue;
+use mysql_async::consts::ColumnType as MyType;
+
+use crate::change::{ColumnType, Value};
+
+/// One column as a TABLE_MAP event describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BinlogColumn {
+    pub name: String,
+    /// The real type (ENUM/SET/STRING resolved from the metadata).
+    pub raw: MyType,
+    /// The type's metadata bytes.
+    pub meta: Vec<u8>,
+    pub unsigned: bool,
+    pub nullable: bool,
+    /// Character set name, for character, ENUM and SET columns.
+    pub charset: Option<String>,
+    /// ENUM or SET labels, in definition order.
+    pub labels: Vec<String>,
+}
+
+/// How text bytes are decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Charset {
+    Utf8,
+    Latin1,
+    Binary,
+}
+
+fn charset_of(col: &BinlogColumn) -> Result<Charset, String> {
+    match col
+        .charset
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("utf8mb4" | "utf8mb3" | "utf8" | "ascii") => Ok(Charset::Utf8),
+        Some("latin1") => Ok(Charset::Latin1),
+        Some("binary") => Ok(Charset::Binary),
+        Some(other) => Err(format!("character set {other} is not supported")),
+        None => Err("the binlog gives no character set for the column".to_owned()),
+    }
+}
+
+/// The sluice type of a binlog column.
+pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
+    let int = |signed, unsigned| if col.unsigned { unsigned } else { signed };
+    Ok(match col.raw {
+        MyType::MYSQL_TYPE_TINY => int(ColumnType::Int8, ColumnType::UInt8),
+        MyType::MYSQL_TYPE_SHORT => int(ColumnType::Int16, ColumnType::UInt16),
+        MyType::MYSQL_TYPE_INT24 | MyType::MYSQL_TYPE_LONG => {
+            int(ColumnType::Int32, ColumnType::UInt32)
+        }
+        MyType::MYSQL_TYPE_LONGLONG => int(ColumnType::Int64, ColumnType::UInt64),
+        MyType::MYSQL_TYPE_NEWDECIMAL => {
+            let (precision, scale) = match col.meta[..] {
+                [p, s, ..] => (p, s),
+                _ => return Err("DECIMAL without precision metadata".to_owned()),
+            };
+            if precision == 0 || precision > 76 || scale > precision {
+                return Err(format!(
+                    "DECIMAL({precision},{scale}) cannot be represented"
+                ));
+            }
+            ColumnType::Decimal {
+                precision,
+                scale: scale as i8,
+            }
+        }
+        MyType::MYSQL_TYPE_FLOAT => ColumnType::Float32,
+        MyType::MYSQL_TYPE_DOUBLE => ColumnType::Float64,
+        MyType::MYSQL_TYPE_NEWDATE | MyType::MYSQL_TYPE_DATE => ColumnType::Date,
+        MyType::MYSQL_TYPE_DATETIME | MyType::MYSQL_TYPE_DATETIME2 => ColumnType::Timestamp,
+        MyType::MYSQL_TYPE_TIMESTAMP | MyType::MYSQL_TYPE_TIMESTAMP2 => ColumnType::TimestampTz,
+        MyType::MYSQL_TYPE_TIME | MyType::MYSQL_TYPE_TIME2 => ColumnType::Time,
+        MyType::MYSQL_TYPE_YEAR => ColumnType::Int16,
+        MyType::MYSQL_TYPE_VARCHAR
+        | MyType::MYSQL_TYPE_VAR_STRING
+        | MyType::MYSQL_TYPE_STRING
+        | MyType::MYSQL_TYPE_BLOB
+        | MyType::MYSQL_TYPE_TINY_BLOB
+        | MyType::MYSQL_TYPE_MEDIUM_BLOB
+        | MyType::MYSQL_TYPE_LONG_BLOB => match charset_of(col)? {
+            Charset::Binary => ColumnType::Binary,
+            _ => ColumnType::Utf8,
+        },
+        MyType::MYSQL_TYPE_JSON => ColumnType::Json,
+        MyType::MYSQL_TYPE_ENUM | MyType::MYSQL_TYPE_SET => {
+            if col.labels.is_empty() {
+                return Err(
+                    "the binlog carries no ENUM/SET labels (binlog_row_metadata is not FULL)"
+                        .to_owned(),
+                );
+            }
+            charset_of(col)?;
+            ColumnType::Utf8
+        }
+        MyType::MYSQL_TYPE_BIT => ColumnType::UInt64,
+        other => return Err(format!("binlog type {other:?} is not supported")),
+    })
+}
+
+/// True when a cell decoded as `binlog` may be written into a column declared `declared`
+/// (MariaDB's JSON is LONGTEXT in the binlog).
+pub fn compatible(declared: &ColumnType, binlog: &ColumnType) -> bool {
+    declared == binlog || (*declared == ColumnType::Json && *binlog == ColumnType::Utf8)
+}
+
+/// Converts one decoded cell of `col` into a value of type `ty`.
+pub fn convert(
+    col: &BinlogColumn,
+    ty: &ColumnType,
+    cell: BinlogValue<'_>,
+) -> Result<Value, String> {
+    let value = match cell {
+        BinlogValue::Value(v) => v,
+        BinlogValue::Jsonb(doc) => {
+            let json = serde_json::Value::try_from(doc)
+                .map_err(|e| format!("JSON value cannot be rendered as text: {e}"))?;
+            return Ok(Value::Text(json.to_string()));
+        }
+        BinlogValue::JsonDiff(_) => {
+            return Err("a partial JSON update carries a diff, not the value (binlog_row_value_options = PARTIAL_JSON)".to_owned());
+        }
+    };
+    if value == MyValue::NULL {
+        return Ok(Value::Null);
+    }
+    match (col.raw, value) {
+        (MyType::MYSQL_TYPE_ENUM, MyValue::Int(index)) => enum_label(col, index),
+        (MyType::MYSQL_TYPE_SET, MyValue::Bytes(bits)) => set_labels(col, &bits),
+        (MyType::MYSQL_TYPE_BIT, MyValue::Bytes(bytes)) => {
+            if bytes.len() > 8 {
+                return Err(format!("BIT value of {} bytes", bytes.len()));
+            }
+            Ok(Value::UInt(
+                bytes.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
+            ))
+        }
+        (MyType::MYSQL_TYPE_YEAR, MyValue::Bytes(text)) => {
+            let year: i64 = ascii(&text)?
+                .parse()
+                .map_err(|_| "bad YEAR value".to_owned())?;
+            // The binlog stores YEAR as an offset from 1900; 0 is the year 0000.
+            Ok(Value::Int(if year == 1900 { 0 } else { year }))
+        }
+        (MyType::MYSQL_TYPE_NEWDECIMAL, MyValue::Bytes(text)) => decimal(ty, ascii(&text)?),
+        (MyType::MYSQL_TYPE_TIMESTAMP2, MyValue::Bytes(text)) => timestamp_text(ascii(&text)?),
+        (MyType::MYSQL_TYPE_TIMESTAMP, MyValue::Int(seconds)) => {
+            if seconds == 0 {
+                return Err("zero TIMESTAMP ('0000-00-00 00:00:00') is not an instant".to_owned());
+            }
+            Ok(Value::Timestamp(seconds * 1_000_000))
+        }
+        // mysql_common reads a signed MEDIUMINT without sign extension.
+        (MyType::MYSQL_TYPE_INT24, MyValue::Int(v))
+            if !col.unsigned && (0x80_0000..0x100_0000).contains(&v) =>
+        {
+            Ok(Value::Int(v - 0x100_0000))
+        }
+        (_, MyValue::Int(v)) => match ty {
+            ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
+                u64::try_from(v)
+                    .map(Value::UInt)
+                    .map_err(|_| format!("negative value {v} in an UNSIGNED column"))
+            }
+            _ => Ok(Value::Int(v)),
+        },
+        (_, MyValue::UInt(v)) => match ty {
+            ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
+                Ok(Value::UInt(v))
+            }
+            _ => i64::try_from(v)
+                .map(Value::Int)
+                .map_err(|_| format!("{v} exceeds a signed column")),
+        },
+        (_, MyValue::Float(v)) => Ok(Value::Float(f64::from(v))),
+        (_, MyValue::Double(v)) => Ok(Value::Float(v)),
+        (_, MyValue::Date(y, m, d, h, i, s, us)) => date_time(ty, (y, m, d), (h, i, s, us)),
+        (_, MyValue::Time(negative, days, h, m, s, us)) => {
+            if negative || days > 0 {
+                let sign = if negative { "-" } else { "" };
+                return Err(format!(
+                    "TIME {sign}{}:{m:02}:{s:02} is outside a day (00:00:00 to 23:59:59.999999)",
+                    u64::from(days) * 24 + u64::from(h)
+                ));
+            }
+            Ok(Value::Time(
+                ((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1_000_000
+                    + i64::from(us),
+            ))
+        }
+        (_, MyValue::Bytes(bytes)) => match ty {
+            ColumnType::Binary => Ok(Value::Bytes(pad_binary(col, bytes))),
+            _ => text(col, bytes).map(Value::Text),
+        },
+        (raw, other) => Err(format!("unexpected {other:?} for binlog type {raw:?}")),
+    }
+}
+
+fn ascii(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|_| "malformed numeric text".to_owned())
+}
+
+fn enum_label(col: &BinlogColumn, index: i64) -> Result<Value, String> {
+    if index == 0 {
+        return Ok(Value::Text(String::new()));
+    }
+    usize::try_from(index - 1)
+        .ok()
+        .and_then(|i| col.labels.get(i))
+        .map(|label| Value::Text(label.clone()))
+        .ok_or_else(|| {
+            format!(
+                "ENUM index {index} has no label ({} known)",
+                col.labels.len()
+            )
+        })
+}
+
+fn set_labels(col: &BinlogColumn, bits: &[u8]) -> Result<Value, String> {
+    let mut mask = 0u64;
+    for (i, b) in bits.iter().enumerate().take(8) {
+        mask |= u64::from(*b) << (8 * i);
+    }
+    let mut labels = Vec::new();
+    for bit in 0..64 {
+        if mask & (1 << bit) != 0 {
+            labels.push(
+                col.labels
+                    .get(bit)
+                    .ok_or_else(|| format!("SET bit {bit} has no label"))?
+                    .as_str(),
+            );
+        }
+    }
+    Ok(Value::Text(labels.join(",")))
+}
+
+/// BINARY(n) arrives with its trailing zero bytes stripped; `SELECT` returns all n.
+fn pad_binary(col: &BinlogColumn, mut bytes: Vec<u8>) -> Vec<u8> {
+    if col.raw == MyType::MYSQL_TYPE_STRING {
+        let width = string_width(&col.meta);
+        if bytes.len() < width {
+            bytes.resize(width, 0);
+        }
+    }
+    bytes
+}
+
+/// The declared byte width of a CHAR/BINARY column from its TABLE_MAP metadata.
+fn string_width(meta: &[u8]) -> usize {
+    match meta {
+        [b0, b1, ..] if b0 & 0x30 != 0x30 => {
+            usize::from(*b1) | ((usize::from(b0 & 0x30) ^ 0x30) << 4)
+        }
+        [_, b1, ..] => usize::from(*b1),
+        _ => 0,
+    }
+}
+
+fn text(col: &BinlogColumn, bytes: Vec<u8>) -> Result<String, String> {
+    match charset_of(col)? {
+        Charset::Utf8 | Charset::Binary => String::from_utf8(bytes).map_err(|e| {
+            format!(
+                "text is not valid {} (byte {})",
+                col.charset.as_deref().unwrap_or("UTF-8"),
+                e.utf8_error().valid_up_to()
+            )
+        }),
+        Charset::Latin1 => Ok(bytes.iter().map(|&b| latin1_char(b)).collect()),
+    }
+}
+
+/// MySQL's `latin1` is Windows-1252, with the five undefined bytes mapped to the C1
+/// control characters of the same value.
+fn latin1_char(b: u8) -> char {
+    const HIGH: [u16; 32] = [
+        0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+        0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+        0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
+    ];
+    match b {
+        0x80..=0x9F => char::from_u32(u32::from(HIGH[usize::from(b - 0x80)])).unwrap_or('\u{FFFD}'),
+        _ => char::from(b),
+    }
+}
+
+/// `-1234.5600` at the column's scale → the unscaled integer.
+fn decimal(ty: &ColumnType, text: &str) -> Result<Value, String> {
+    let ColumnType::Decimal { precision, scale } = *ty else {
+        return Err(format!("decimal text {text:?} for a non-decimal column"));
+    };
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    let scale = scale as usize;
+    if frac_part.len() > scale
+        || !int_part
+            .bytes()
+            .chain(frac_part.bytes())
+            .all(|b| b.is_ascii_digit())
+        || int_part.is_empty()
+    {
+        return Err(format!("malformed DECIMAL text {text:?}"));
+    }
+    let mut unscaled = String::with_capacity(int_part.len() + scale + 1);
+    if negative {
+        unscaled.push('-');
+    }
+    unscaled.push_str(int_part);
+    unscaled.push_str(frac_part);
+    unscaled.extend(std::iter::repeat_n('0', scale - frac_part.len()));
+    let significant = int_part.trim_start_matches('0').len() + scale;
+    if significant > precision as usize {
+        return Err(format!(
+            "DECIMAL {text} has more digits than precision {precision}"
+        ));
+    }
+    if precision <= 38 {
+        unscaled
+            .parse::<i128>()
+            .map(Value::Decimal)
+            .map_err(|_| format!("malformed DECIMAL text {text:?}"))
+    } else {
+        arrow_buffer::i256::from_string(&unscaled)
+            .map(|v| Value::Decimal256(v.to_le_bytes()))
+            .ok_or_else(|| format!("malformed DECIMAL text {text:?}"))
+    }
+}
+
+/// `1733000000` or `1733000000.000123` (UTC seconds) → µs.
+fn timestamp_text(text: &str) -> Result<Value, String> {
+    let (secs, frac) = text.split_once('.').unwrap_or((text, ""));
+    let secs: i64 = secs
+        .parse()
+        .map_err(|_| format!("malformed TIMESTAMP {text:?}"))?;
+    let micros: i64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<6}")[..6]
+            .parse()
+            .map_err(|_| format!("malformed TIMESTAMP {text:?}"))?
+    };
+    if secs == 0 && micros == 0 {
+        return Err("zero TIMESTAMP ('0000-00-00 00:00:00') is not an instant".to_owned());
+    }
+    Ok(Value::Timestamp(secs * 1_000_000 + micros))
+}
+
+fn date_time(
+    ty: &ColumnType,
+    (y, m, d): (u16, u8, u8),
+    (h, i, s, us): (u8, u8, u8, u32),
+) -> Result<Value, String> {
+    let date = chrono::NaiveDate::from_ymd_opt(i32::from(y), u32::from(m), u32::from(d))
+        .ok_or_else(|| {
+            format!(
+                "{y:04}-{m:02}-{d:02} is not a calendar date (zero dates cannot be represented)"
+            )
+        })?;
+    let days = date
+        .signed_duration_since(chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch"))
+        .num_days();
+    match ty {
+        ColumnType::Date => i32::try_from(days)
+            .map(Value::Date)
+            .map_err(|_| "date out of range".to_owned()),
+        ColumnType::Timestamp | ColumnType::TimestampTz => {
+            if h > 23 || i > 59 || s > 59 || us > 999_999 {
+                return Err(format!("{h:02}:{i:02}:{s:02}.{us:06} is not a time of day"));
+            }
+            let seconds = days * 86_400 + i64::from(h) * 3600 + i64::from(i) * 60 + i64::from(s);
+            Ok(Value::Timestamp(seconds * 1_000_000 + i64::from(us)))
+        }
+        other => Err(format!("a date value for a {other:?} column")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(raw: MyType, meta: &[u8]) -> BinlogColumn {
+        BinlogColumn {
+            name: "c".into(),
+            raw,
+            meta: meta.to_vec(),
+            unsigned: false,
+            nullable: true,
+            charset: None,
+            labels: vec![],
+        }
+    }
+
+    fn v(value: MyValue) -> BinlogValue<'static> {
+        BinlogValue::Value(value)
+    }
+
+    #[test]
+    fn types_follow_the_metadata() {
+        let mut c = col(MyType::MYSQL_TYPE_LONGLONG, &[]);
+        assert_eq!(binlog_type(&c), Ok(ColumnType::Int64));
+        c.unsigned = true;
+        assert_eq!(binlog_type(&c), Ok(ColumnType::UInt64));
+        assert_eq!(
+            binlog_type(&col(MyType::MYSQL_TYPE_NEWDECIMAL, &[65, 30])),
+            Ok(ColumnType::Decimal {
+                precision: 65,
+                scale: 30
+            })
+        );
+        let mut s = col(MyType::MYSQL_TYPE_VARCHAR, &[40, 0]);
+        assert!(binlog_type(&s).is_err(), "no charset, no guess");
+        s.charset = Some("utf8mb4".into());
+        assert_eq!(binlog_type(&s), Ok(ColumnType::Utf8));
+        s.charset = Some("binary".into());
+        assert_eq!(binlog_type(&s), Ok(ColumnType::Binary));
+        s.charset = Some("gbk".into());
+        assert!(binlog_type(&s).unwrap_err().contains("gbk"));
+        let e = col(MyType::MYSQL_TYPE_ENUM, &[247, 1]);
+        assert!(binlog_type(&e).unwrap_err().contains("FULL"));
+        assert!(binlog_type(&col(MyType::MYSQL_TYPE_GEOMETRY, &[4])).is_err());
+        assert!(compatible(&ColumnType::Json, &ColumnType::Utf8));
+        assert!(!compatible(&ColumnType::Int32, &ColumnType::Int64));
+    }
+
+    #[test]
+    fn integers_keep_signedness() {
+        let mut c = col(MyType::MYSQL_TYPE_LONGLONG, &[]);
+        c.unsigned = true;
+        assert_eq!(
+            convert(&c, &ColumnType::UInt64, v(MyValue::UInt(u64::MAX))),
+            Ok(Value::UInt(u64::MAX))
+        );
+        assert_eq!(
+            convert(&c, &ColumnType::UInt8, v(MyValue::Int(255))),
+            Ok(Value::UInt(255))
+        );
+        assert!(convert(&c, &ColumnType::UInt8, v(MyValue::Int(-1))).is_err());
+        let medium = col(MyType::MYSQL_TYPE_INT24, &[]);
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0x80_0000))),
+            Ok(Value::Int(-8_388_608))
+        );
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0xFF_FFFF))),
+            Ok(Value::Int(-1))
+        );
+        assert_eq!(
+            convert(&medium, &ColumnType::Int32, v(MyValue::Int(0x7F_FFFF))),
+            Ok(Value::Int(8_388_607))
+        );
+        let s = col(MyType::MYSQL_TYPE_TINY, &[]);
+        assert_eq!(
+            convert(&s, &ColumnType::Int8, v(MyValue::Int(-128))),
+            Ok(Value::Int(-128))
+        );
+        assert_eq!(
+            convert(&s, &ColumnType::Int8, v(MyValue::NULL)),
+            Ok(Value::Null)
+        );
+    }
+
+    #[test]
+    fn decimals_are_exact() {
+        let c = col(MyType::MYSQL_TYPE_NEWDECIMAL, &[12, 2]);
+        let ty = ColumnType::Decimal {
+            precision: 12,
+            scale: 2,
+        };
+        let dec = |t: &str| convert(&c, &ty, v(MyValue::Bytes(t.as_bytes().to_vec())));
+        assert_eq!(dec("-1234.56"), Ok(Value::Decimal(-123456)));
+        assert_eq!(dec("0.5"), Ok(Value::Decimal(50)));
+        assert_eq!(dec("7"), Ok(Value::Decimal(700)));
+        assert!(dec("1.234").is_err(), "more fraction digits than the scale");
+        assert!(
+            dec("12345678901.00").is_err(),
+            "more digits than the precision"
+        );
+        let wide = ColumnType::Decimal {
+            precision: 65,
+            scale: 30,
+        };
+        let text = "12345678901234567890123456789012345.123456789012345678901234567890";
+        let value = convert(&c, &wide, v(MyValue::Bytes(text.as_bytes().to_vec()))).unwrap();
+        let Value::Decimal256(bytes) = value else {
+            panic!("{value:?}")
+        };
+        assert_eq!(
+            arrow_buffer::i256::from_le_bytes(bytes).to_string(),
+            text.replace('.', "")
+        );
+    }
+
+    #[test]
+    fn temporal_values() {
+        let d = col(MyType::MYSQL_TYPE_NEWDATE, &[]);
+        assert_eq!(
+            convert(
+                &d,
+                &ColumnType::Date,
+                v(MyValue::Date(1969, 7, 20, 0, 0, 0, 0))
+            ),
+            Ok(Value::Date(-165))
+        );
+        assert!(
+            convert(&d, &ColumnType::Date, v(MyValue::Date(0, 0, 0, 0, 0, 0, 0)))
+                .unwrap_err()
+                .contains("zero")
+        );
+        assert!(
+            convert(
+                &d,
+                &ColumnType::Date,
+                v(MyValue::Date(2024, 0, 10, 0, 0, 0, 0))
+            )
+            .is_err()
+        );
+        let dt = col(MyType::MYSQL_TYPE_DATETIME2, &[6]);
+        assert_eq!(
+            convert(
+                &dt,
+                &ColumnType::Timestamp,
+                v(MyValue::Date(2000, 2, 29, 12, 34, 56, 789_012))
+            ),
+            Ok(Value::Timestamp(951_827_696_789_012))
+        );
+        let ts = col(MyType::MYSQL_TYPE_TIMESTAMP2, &[3]);
+        let tsv = |t: &str| {
+            convert(
+                &ts,
+                &ColumnType::TimestampTz,
+                v(MyValue::Bytes(t.as_bytes().to_vec())),
+            )
+        };
+        assert_eq!(
+            tsv("1733000000.123000"),
+            Ok(Value::Timestamp(1_733_000_000_123_000))
+        );
+        assert_eq!(
+            tsv("1733000000"),
+            Ok(Value::Timestamp(1_733_000_000_000_000))
+        );
+        assert!(tsv("0").is_err());
+        let t = col(MyType::MYSQL_TYPE_TIME2, &[6]);
+        assert_eq!(
+            convert(
+                &t,
+                &ColumnType::Time,
+                v(MyValue::Time(false, 0, 23, 59, 59, 999_999))
+            ),
+            Ok(Value::Time(86_399_999_999))
+        );
+        assert!(
+            convert(&t, &ColumnType::Time, v(MyValue::Time(true, 0, 1, 0, 0, 0)))
+                .unwrap_err()
+                .contains("-1:00:00")
+        );
+        assert!(
+            convert(
+                &t,
+                &ColumnType::Time,
+                v(MyValue::Time(false, 1, 10, 0, 0, 0))
+            )
+            .unwrap_err()
+            .contains("34:00:00")
+        );
+        let y = col(MyType::MYSQL_TYPE_YEAR, &[]);
+        assert_eq!(
+            convert(&y, &ColumnType::Int16, v(MyValue::Bytes(b"2024".to_vec()))),
+            Ok(Value::Int(2024))
+        );
+        assert_eq!(
+            convert(&y, &ColumnType::Int16, v(MyValue::Bytes(b"1900".to_vec()))),
+            Ok(Value::Int(0))
+        );
+    }
+
+    #[test]
+    fn text_follows_the_charset() {
+        let mut c = col(MyType::MYSQL_TYPE_VARCHAR, &[40, 0]);
+        c.charset = Some("utf8mb4".into());
+        assert_eq!(
+            convert(
+                &c,
+                &ColumnType::Utf8,
+                v(MyValue::Bytes("ünï ✓".as_bytes().to_vec()))
+            ),
+            Ok(Value::Text("ünï ✓".into()))
+        );
+        assert!(convert(&c, &ColumnType::Utf8, v(MyValue::Bytes(vec![0xff]))).is_err());
+        c.charset = Some("latin1".into());
+        assert_eq!(
+            convert(
+                &c,
+                &ColumnType::Utf8,
+                v(MyValue::Bytes(vec![0x80, 0xe9, 0x41]))
+            ),
+            Ok(Value::Text("€éA".into()))
+        );
+        let mut b = col(MyType::MYSQL_TYPE_STRING, &[0xfe, 4]);
+        b.charset = Some("binary".into());
+        assert_eq!(
+            convert(&b, &ColumnType::Binary, v(MyValue::Bytes(b"ab".to_vec()))),
+            Ok(Value::Bytes(b"ab\0\0".to_vec()))
+        );
+        let mut vb = col(MyType::MYSQL_TYPE_VARCHAR, &[4, 0]);
+        vb.charset = Some("binary".into());
+        assert_eq!(
+            convert(&vb, &ColumnType::Binary, v(MyValue::Bytes(b"ab".to_vec()))),
+            Ok(Value::Bytes(b"ab".to_vec()))
+        );
+    }
+
+    #[test]
+    fn enums_sets_and_bits() {
+        let mut e = col(MyType::MYSQL_TYPE_ENUM, &[247, 1]);
+        e.labels = vec!["small".into(), "large".into()];
+        assert_eq!(
+            convert(&e, &ColumnType::Utf8, v(MyValue::Int(2))),
+            Ok(Value::Text("large".into()))
+        );
+        assert_eq!(
+            convert(&e, &ColumnType::Utf8, v(MyValue::Int(0))),
+            Ok(Value::Text(String::new()))
+        );
+        assert!(convert(&e, &ColumnType::Utf8, v(MyValue::Int(3))).is_err());
+        let mut s = col(MyType::MYSQL_TYPE_SET, &[248, 1]);
+        s.labels = vec!["a".into(), "b".into(), "c".into()];
+        assert_eq!(
+            convert(&s, &ColumnType::Utf8, v(MyValue::Bytes(vec![0b101]))),
+            Ok(Value::Text("a,c".into()))
+        );
+        assert_eq!(
+            convert(&s, &ColumnType::Utf8, v(MyValue::Bytes(vec![0]))),
+            Ok(Value::Text(String::new()))
+        );
+        let bit = col(MyType::MYSQL_TYPE_BIT, &[5, 0]);
+        assert_eq!(
+            convert(
+                &bit,
+                &ColumnType::UInt64,
+                v(MyValue::Bytes(vec![0x01, 0x02]))
+            ),
+            Ok(Value::UInt(258))
+        );
+    }
+}
