@@ -78,6 +78,7 @@ codes! {
     StateUnavailable => "SLUICE_STATE_UNAVAILABLE", Transient;
     StateFenced => "SLUICE_STATE_FENCED", Transient;
     StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
+    StateDenied => "SLUICE_STATE_DENIED", Refusal;
     StateConflict => "SLUICE_STATE_CONFLICT", Refusal;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod aws;
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

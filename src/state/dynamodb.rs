@@ -1,0 +1,892 @@
+//! The DynamoDB state store: one table shared by any number of jobs.
+//!
+//! # Item layout (a public contract; README "State layout")
+//!
+//! Partition key `pk` (S) = the job name; sort key `sk` (S):
+//!
+//! | `sk` | attributes |
+//! | --- | --- |
+//! | `job` | `format_version` N (1); `lease_token` N — highest fencing token ever granted, never decreases, survives release; `lease_owner` S and `lease_expires_at_ms` N — present while a lease is held; `checkpoint` M `{position S, source_identity S, version N, run_id S, updated_at_ms N}` — present after the first advance |
+//! | `snapshot#<table>` | `table` S, `status` S (`anchored`/`running`/`done`), `anchor` S, `run_id` S, `updated_at_ms` N |
+//! | `chunk#<table>#<n>` (n zero-padded to 6) | `table` S, `chunk` N, `rows` N, `part_key` S, `updated_at_ms` N |
+//! | `run#<run_id>` | `run_id` S, `summary` S (the run summary JSON), `expires_at` N — the table's TTL attribute, s since the epoch |
+//!
+//! The field names and meanings are those of the local store (`state/local.rs`); `state
+//! show` prints the same document shape for both.
+//!
+//! # Guarantees
+//! * Lease grant: one `UpdateItem` on the `job` item conditioned on "no holder, or the
+//!   holder's expiry has passed", which also `ADD`s 1 to `lease_token` — so every grant
+//!   carries a token above every earlier one, and of concurrent requesters exactly one
+//!   wins.
+//! * Checkpoint advance: one `UpdateItem` on the same item conditioned on our token and
+//!   owner **and** the stored checkpoint version being the one we read (or no checkpoint
+//!   for version 0) — fenced and monotonic in one atomic write; it also extends the lease.
+//!   `ConditionalCheckFailed` is `SLUICE_STATE_FENCED`.
+//! * Baseline records (`snapshot#`, `chunk#`) are written in a transaction together with a
+//!   condition check of the lease on the `job` item, so they are fenced too.
+//! * Every read is strongly consistent.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, KeySchemaElement, KeyType,
+    Put, ReturnValue, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TransactWriteItem,
+};
+use serde_json::json;
+
+use super::{
+    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, SnapshotStatus,
+    StateStore, now_ms,
+};
+use crate::aws::{self, Failure};
+use crate::error::{Code, Error, Result};
+
+/// Sort key of the item holding the lease and the checkpoint.
+pub const JOB_SK: &str = "job";
+/// The TTL attribute of run records.
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+/// Run records `state show` prints (the newest).
+const RUNS_SHOWN: i32 = 50;
+/// How long one DynamoDB attempt may take before it counts as failed (then retried).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Item = HashMap<String, AttributeValue>;
+
+/// A DynamoDB table of job states.
+#[derive(Debug, Clone)]
+pub struct DynamoStateStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStateStore {
+    /// A store on `table` through a client built from `sdk`.
+    pub fn new(sdk: &SdkConfig, table: &str) -> Result<Self> {
+        if table.len() < 3
+            || table.len() > 255
+            || !table
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!("state.table {table:?} is not a DynamoDB table name"),
+            )
+            .hint("use 3-255 letters, digits, '_', '-' or '.'"));
+        }
+        let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(aws::CONNECT_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .build(),
+            )
+            .build();
+        Ok(DynamoStateStore {
+            client: Client::from_conf(config),
+            table: table.to_owned(),
+        })
+    }
+
+    /// Maps an SDK failure of `action` to a sluice error naming the item.
+    fn error<E>(&self, err: SdkError<E, HttpResponse>, action: &str, what: &str) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let failure = aws::describe_failure(&err);
+        let error = match aws::classify(&err) {
+            Failure::Unavailable | Failure::Other => Error::new(
+                Code::StateUnavailable,
+                format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
+            )
+            .hint("DynamoDB could not be reached or refused the request for now; nothing was acknowledged, the next run retries (check state.endpoint_url / network if it persists)"),
+            Failure::Denied => Error::new(
+                Code::StateDenied,
+                format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
+            )
+            .hint(format!(
+                "allow {action} on arn:aws:dynamodb:<region>:<account>:table/{} for the credentials in use (IAM role or AWS_* environment); see the README's IAM section",
+                self.table
+            )),
+            Failure::Missing => Error::new(
+                Code::ConfigInvalid,
+                format!("DynamoDB table {} does not exist ({failure})", self.table),
+            )
+            .hint("create it with `sluice state init --config FILE` (local use) or the Terraform state module, or fix state.table / state.region"),
+        };
+        error.source(err)
+    }
+
+    fn key(job: &str, sk: &str) -> Item {
+        HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(job.to_owned())),
+            ("sk".to_owned(), AttributeValue::S(sk.to_owned())),
+        ])
+    }
+
+    async fn get_item(&self, job: &str, sk: &str) -> Result<Option<Item>> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(job, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:GetItem", &format!("{job}/{sk}")))?;
+        Ok(output.item)
+    }
+
+    /// Every item of `job` whose sort key starts with `prefix`, in sort-key order
+    /// (descending and at most `limit` when a limit is given).
+    async fn query(&self, job: &str, prefix: &str, limit: Option<i32>) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", AttributeValue::S(job.to_owned()))
+                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()))
+                .consistent_read(true)
+                .scan_index_forward(limit.is_none())
+                .set_limit(limit)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Query", &format!("{job}/{prefix}*")))?;
+            items.extend(output.items.unwrap_or_default());
+            match output.last_evaluated_key {
+                Some(key) if limit.is_none() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    async fn job_state(&self, job: &str) -> Result<JobItem> {
+        match self.get_item(job, JOB_SK).await? {
+            Some(item) => JobItem::parse(&self.table, job, &item),
+            None => Ok(JobItem::default()),
+        }
+    }
+
+    /// The `SLUICE_STATE_FENCED` error for `lease`, naming the current holder.
+    async fn fenced(&self, lease: &Lease, expected_version: Option<u64>) -> Error {
+        let detail = match self.job_state(&lease.job).await {
+            Ok(current) => {
+                let version = current.checkpoint.as_ref().map_or(0, |c| c.version);
+                match expected_version {
+                    Some(expected)
+                        if version != expected
+                            && current.lease_token == lease.token
+                            && current.lease_owner.as_deref() == Some(&lease.owner) =>
+                    {
+                        format!("checkpoint version is {version}, expected {expected}")
+                    }
+                    _ => format!(
+                        "lease token {} is no longer current (current token {}, holder {})",
+                        lease.token,
+                        current.lease_token,
+                        current.lease_owner.as_deref().unwrap_or("none")
+                    ),
+                }
+            }
+            Err(e) => format!(
+                "lease token {} is no longer current (holder unknown: {e})",
+                lease.token
+            ),
+        };
+        Error::new(Code::StateFenced, format!("job {}: {detail}", lease.job))
+            .hint("another invocation took over this job after our lease expired; this run stopped before acknowledging anything, the next run resumes from the stored checkpoint")
+    }
+
+    /// Writes `item` in a transaction with a check that `lease` is still current.
+    async fn put_fenced(&self, lease: &Lease, item: Item, what: &str) -> Result<()> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .build()
+            .map_err(|e| Error::new(Code::Internal, "building a condition check").source(e))?;
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(|e| Error::new(Code::Internal, "building a put").source(e))?;
+        let sent = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().condition_check(check).build())
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let lease_lost = e
+                    .as_service_error()
+                    .and_then(|s| match s {
+                        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(t) => Some(t),
+                        _ => None,
+                    })
+                    .and_then(|t| t.cancellation_reasons().first())
+                    .is_some_and(|r| r.code() == Some("ConditionalCheckFailed"));
+                if lease_lost {
+                    Err(self.fenced(lease, None).await.source(e))
+                } else {
+                    Err(self.error(e, "dynamodb:PutItem", what))
+                }
+            }
+        }
+    }
+
+    /// Creates the table (`pk`/`sk` strings, on-demand billing, TTL on `expires_at`) when
+    /// missing and waits until it is active. Idempotent.
+    pub async fn create_table(&self) -> Result<bool> {
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| Error::new(Code::Internal, "building the table definition").source(e))
+        };
+        let key = |name: &str, kind| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(|e| Error::new(Code::Internal, "building the key schema").source(e))
+        };
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(attribute("pk")?)
+            .attribute_definitions(attribute("sk")?)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key("sk", KeyType::Range)?)
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await;
+        let created = match created {
+            Ok(_) => true,
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
+            {
+                false
+            }
+            Err(e) => return Err(self.error(e, "dynamodb:CreateTable", "create table")),
+        };
+        self.wait_active().await?;
+        self.ensure_ttl().await?;
+        Ok(created)
+    }
+
+    async fn wait_active(&self) -> Result<()> {
+        for _ in 0..120 {
+            let described = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:DescribeTable", "describe table"))?;
+            let status = described.table.and_then(|t| t.table_status);
+            if status == Some(TableStatus::Active) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(Error::new(
+            Code::StateUnavailable,
+            format!(
+                "DynamoDB table {} did not become ACTIVE within a minute",
+                self.table
+            ),
+        )
+        .hint("run `sluice state init` again once the table is active"))
+    }
+
+    async fn ensure_ttl(&self) -> Result<()> {
+        let described = self
+            .client
+            .describe_time_to_live()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:DescribeTimeToLive", "describe TTL"))?;
+        let current = described.time_to_live_description;
+        let enabled = current.as_ref().is_some_and(|d| {
+            d.attribute_name() == Some(TTL_ATTRIBUTE)
+                && matches!(
+                    d.time_to_live_status().map(|s| s.as_str()),
+                    Some("ENABLED" | "ENABLING")
+                )
+        });
+        if enabled {
+            return Ok(());
+        }
+        let spec = TimeToLiveSpecification::builder()
+            .attribute_name(TTL_ATTRIBUTE)
+            .enabled(true)
+            .build()
+            .map_err(|e| Error::new(Code::Internal, "building the TTL spec").source(e))?;
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:UpdateTimeToLive", "enable TTL"))?;
+        Ok(())
+    }
+}
+
+fn corrupt(table: &str, job: &str, sk: &str, problem: &str) -> Error {
+    Error::new(
+        Code::StateCorrupt,
+        format!("DynamoDB table {table}, item pk={job} sk={sk}: {problem}"),
+    )
+    .hint("the item was not written by this version of sluice; restore it from a backup (point-in-time recovery), or delete the job's items and re-baseline")
+}
+
+fn number(n: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(n.to_string())
+}
+
+/// Typed access to an item's attributes; a wrong type is `SLUICE_STATE_CORRUPT`.
+struct Fields<'a> {
+    item: &'a Item,
+    table: &'a str,
+    job: &'a str,
+    sk: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn new(item: &'a Item, table: &'a str, job: &'a str, sk: &'a str) -> Self {
+        Fields {
+            item,
+            table,
+            job,
+            sk,
+        }
+    }
+
+    fn bad(&self, name: &str, what: &str) -> Error {
+        corrupt(
+            self.table,
+            self.job,
+            self.sk,
+            &format!("attribute {name} {what}"),
+        )
+    }
+
+    fn opt_s(&self, name: &str) -> Result<Option<String>> {
+        opt_s(self.item, name).map_err(|what| self.bad(name, what))
+    }
+
+    fn s(&self, name: &str) -> Result<String> {
+        self.opt_s(name)?
+            .ok_or_else(|| self.bad(name, "is missing"))
+    }
+
+    fn opt_n<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>> {
+        opt_n(self.item, name).map_err(|what| self.bad(name, what))
+    }
+
+    fn n<T: std::str::FromStr>(&self, name: &str) -> Result<T> {
+        self.opt_n(name)?
+            .ok_or_else(|| self.bad(name, "is missing"))
+    }
+
+    fn map(&self, name: &str) -> Result<Option<Fields<'a>>> {
+        match self.item.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(AttributeValue::M(inner)) => {
+                Ok(Some(Fields::new(inner, self.table, self.job, self.sk)))
+            }
+            Some(_) => Err(self.bad(name, "is not a map")),
+        }
+    }
+}
+
+fn opt_s(item: &Item, name: &str) -> std::result::Result<Option<String>, &'static str> {
+    match item.get(name) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(AttributeValue::S(s)) => Ok(Some(s.clone())),
+        Some(_) => Err("is not a string"),
+    }
+}
+
+fn opt_n<T: std::str::FromStr>(
+    item: &Item,
+    name: &str,
+) -> std::result::Result<Option<T>, &'static str> {
+    match item.get(name) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(AttributeValue::N(n)) => n.parse().map(Some).map_err(|_| "is not an integer"),
+        Some(_) => Err("is not a number"),
+    }
+}
+
+/// The `job` item, parsed.
+#[derive(Debug, Default)]
+struct JobItem {
+    format_version: u32,
+    lease_token: u64,
+    lease_owner: Option<String>,
+    lease_expires_at_ms: Option<i64>,
+    checkpoint: Option<Checkpoint>,
+}
+
+impl JobItem {
+    fn parse(table: &str, job: &str, item: &Item) -> Result<JobItem> {
+        let f = Fields::new(item, table, job, JOB_SK);
+        let checkpoint = match f.map("checkpoint")? {
+            None => None,
+            Some(cp) => Some(Checkpoint {
+                position: cp.s("position")?,
+                source_identity: cp.s("source_identity")?,
+                version: cp.n("version")?,
+                run_id: cp.s("run_id")?,
+                updated_at_ms: cp.n("updated_at_ms")?,
+            }),
+        };
+        let format_version = f.opt_n("format_version")?.unwrap_or(1);
+        if format_version != 1 {
+            return Err(corrupt(
+                table,
+                job,
+                JOB_SK,
+                &format!("format_version {format_version} is not supported (this sluice writes 1)"),
+            ));
+        }
+        Ok(JobItem {
+            format_version,
+            lease_token: f.opt_n("lease_token")?.unwrap_or(0),
+            lease_owner: f.opt_s("lease_owner")?,
+            lease_expires_at_ms: f.opt_n("lease_expires_at_ms")?,
+            checkpoint,
+        })
+    }
+}
+
+fn checkpoint_value(cp: &Checkpoint) -> AttributeValue {
+    AttributeValue::M(HashMap::from([
+        (
+            "position".to_owned(),
+            AttributeValue::S(cp.position.clone()),
+        ),
+        (
+            "source_identity".to_owned(),
+            AttributeValue::S(cp.source_identity.clone()),
+        ),
+        ("version".to_owned(), number(cp.version)),
+        ("run_id".to_owned(), AttributeValue::S(cp.run_id.clone())),
+        ("updated_at_ms".to_owned(), number(cp.updated_at_ms)),
+    ]))
+}
+
+fn snapshot_sk(table: &str) -> String {
+    format!("snapshot#{table}")
+}
+
+fn chunk_sk(table: &str, chunk: u32) -> String {
+    format!("chunk#{table}#{chunk:06}")
+}
+
+fn run_sk(run_id: &str) -> String {
+    format!("run#{run_id}")
+}
+
+fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
+    let status = match f.s("status")?.as_str() {
+        "anchored" => SnapshotStatus::Anchored,
+        "running" => SnapshotStatus::Running,
+        "done" => SnapshotStatus::Done,
+        other => return Err(f.bad("status", &format!("has the unknown value {other:?}"))),
+    };
+    Ok(SnapshotRecord {
+        table: f.s("table")?,
+        status,
+        anchor: f.s("anchor")?,
+        run_id: f.s("run_id")?,
+        updated_at_ms: f.n("updated_at_ms")?,
+    })
+}
+
+fn parse_chunk(f: &Fields<'_>) -> Result<ChunkRecord> {
+    Ok(ChunkRecord {
+        table: f.s("table")?,
+        chunk: f.n("chunk")?,
+        rows: f.n("rows")?,
+        part_key: f.s("part_key")?,
+        updated_at_ms: f.n("updated_at_ms")?,
+    })
+}
+
+fn parse_run(f: &Fields<'_>) -> Result<RunRecord> {
+    let summary = serde_json::from_str(&f.s("summary")?)
+        .map_err(|e| f.bad("summary", "is not JSON").source(e))?;
+    Ok(RunRecord {
+        run_id: f.s("run_id")?,
+        summary,
+        expires_at_s: f.n(TTL_ATTRIBUTE)?,
+    })
+}
+
+fn status_text(status: SnapshotStatus) -> &'static str {
+    match status {
+        SnapshotStatus::Anchored => "anchored",
+        SnapshotStatus::Running => "running",
+        SnapshotStatus::Done => "done",
+    }
+}
+
+fn sk_of(item: &Item) -> String {
+    opt_s(item, "sk").ok().flatten().unwrap_or_default()
+}
+
+#[async_trait]
+impl StateStore for DynamoStateStore {
+    fn describe(&self) -> String {
+        format!("dynamodb://{}", self.table)
+    }
+
+    async fn init(&self) -> Result<serde_json::Value> {
+        let created = self.create_table().await?;
+        Ok(json!({
+            "state": self.describe(),
+            "table": self.table,
+            "created": created,
+            "ttl_attribute": TTL_ATTRIBUTE,
+        }))
+    }
+
+    async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome> {
+        // A lease that expires between the failed condition and our read is retried.
+        for _ in 0..5 {
+            let now = now_ms();
+            let expires = now + ttl.as_millis() as i64;
+            let granted = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(Self::key(job, JOB_SK)))
+                .update_expression(
+                    "SET lease_owner = :owner, lease_expires_at_ms = :expires, \
+                     format_version = if_not_exists(format_version, :fv) ADD lease_token :one",
+                )
+                .condition_expression(
+                    "attribute_not_exists(lease_owner) OR attribute_not_exists(lease_expires_at_ms) \
+                     OR lease_expires_at_ms <= :now",
+                )
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+                .expression_attribute_values(":expires", number(expires))
+                .expression_attribute_values(":fv", number(1))
+                .expression_attribute_values(":one", number(1))
+                .expression_attribute_values(":now", number(now))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match granted {
+                Ok(output) => {
+                    let item = output.attributes.unwrap_or_default();
+                    let parsed = JobItem::parse(&self.table, job, &item)?;
+                    return Ok(LeaseOutcome::Acquired(Lease {
+                        job: job.to_owned(),
+                        owner: owner.to_owned(),
+                        token: parsed.lease_token,
+                        expires_at_ms: expires,
+                    }));
+                }
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                {
+                    let current = self.job_state(job).await?;
+                    if let (Some(holder), Some(expires_at_ms)) =
+                        (current.lease_owner, current.lease_expires_at_ms)
+                        && expires_at_ms > now_ms()
+                    {
+                        return Ok(LeaseOutcome::Held {
+                            owner: holder,
+                            expires_at_ms,
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(self.error(e, "dynamodb:UpdateItem", &format!("{job}/job lease")));
+                }
+            }
+        }
+        Err(Error::new(
+            Code::StateUnavailable,
+            format!("job {job}: the lease changed hands repeatedly while acquiring it"),
+        )
+        .hint("several runs of this job are starting at once; the next run retries"))
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        let expires = now_ms() + ttl.as_millis() as i64;
+        let renewed = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .update_expression("SET lease_expires_at_ms = :expires")
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":expires", number(expires))
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .send()
+            .await;
+        match renewed {
+            Ok(_) => Ok(Lease {
+                expires_at_ms: expires,
+                ..lease.clone()
+            }),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(self.fenced(lease, None).await.source(e))
+            }
+            Err(e) => Err(self.error(
+                e,
+                "dynamodb:UpdateItem",
+                &format!("{}/job lease", lease.job),
+            )),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        let released = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .update_expression("REMOVE lease_owner, lease_expires_at_ms")
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .send()
+            .await;
+        match released {
+            Ok(_) => Ok(()),
+            // Taken over meanwhile: the new holder's lease is left alone.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.error(
+                e,
+                "dynamodb:UpdateItem",
+                &format!("{}/job lease", lease.job),
+            )),
+        }
+    }
+
+    async fn load_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>> {
+        Ok(self.job_state(job).await?.checkpoint)
+    }
+
+    async fn advance_checkpoint(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+        expected_version: u64,
+        position: &str,
+        source_identity: &str,
+        run_id: &str,
+    ) -> Result<(Checkpoint, Lease)> {
+        let now = now_ms();
+        let checkpoint = Checkpoint {
+            position: position.to_owned(),
+            source_identity: source_identity.to_owned(),
+            version: expected_version + 1,
+            run_id: run_id.to_owned(),
+            updated_at_ms: now,
+        };
+        let expires = now + ttl.as_millis() as i64;
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .update_expression("SET #cp = :cp, lease_expires_at_ms = :expires")
+            .expression_attribute_names("#cp", "checkpoint")
+            .expression_attribute_values(":cp", checkpoint_value(&checkpoint))
+            .expression_attribute_values(":expires", number(expires))
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()));
+        request = if expected_version == 0 {
+            request.condition_expression(
+                "lease_token = :token AND lease_owner = :owner AND attribute_not_exists(#cp)",
+            )
+        } else {
+            request
+                .condition_expression(
+                    "lease_token = :token AND lease_owner = :owner AND #cp.#version = :expected",
+                )
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_values(":expected", number(expected_version))
+        };
+        match request.send().await {
+            Ok(_) => Ok((
+                checkpoint,
+                Lease {
+                    expires_at_ms: expires,
+                    ..lease.clone()
+                },
+            )),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(self.fenced(lease, Some(expected_version)).await.source(e))
+            }
+            Err(e) => Err(self.error(
+                e,
+                "dynamodb:UpdateItem",
+                &format!("{}/job checkpoint", lease.job),
+            )),
+        }
+    }
+
+    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>> {
+        let sk = snapshot_sk(table);
+        match self.get_item(job, &sk).await? {
+            None => Ok(None),
+            Some(item) => parse_snapshot(&Fields::new(&item, &self.table, job, &sk)).map(Some),
+        }
+    }
+
+    async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()> {
+        let sk = snapshot_sk(&record.table);
+        let mut item = Self::key(&lease.job, &sk);
+        item.extend([
+            ("table".to_owned(), AttributeValue::S(record.table.clone())),
+            (
+                "status".to_owned(),
+                AttributeValue::S(status_text(record.status).to_owned()),
+            ),
+            (
+                "anchor".to_owned(),
+                AttributeValue::S(record.anchor.clone()),
+            ),
+            (
+                "run_id".to_owned(),
+                AttributeValue::S(record.run_id.clone()),
+            ),
+            ("updated_at_ms".to_owned(), number(record.updated_at_ms)),
+        ]);
+        self.put_fenced(lease, item, &format!("{}/{sk}", lease.job))
+            .await
+    }
+
+    async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>> {
+        let sk = chunk_sk(table, chunk);
+        match self.get_item(job, &sk).await? {
+            None => Ok(None),
+            Some(item) => parse_chunk(&Fields::new(&item, &self.table, job, &sk)).map(Some),
+        }
+    }
+
+    async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()> {
+        let sk = chunk_sk(&record.table, record.chunk);
+        let mut item = Self::key(&lease.job, &sk);
+        item.extend([
+            ("table".to_owned(), AttributeValue::S(record.table.clone())),
+            ("chunk".to_owned(), number(record.chunk)),
+            ("rows".to_owned(), number(record.rows)),
+            (
+                "part_key".to_owned(),
+                AttributeValue::S(record.part_key.clone()),
+            ),
+            ("updated_at_ms".to_owned(), number(record.updated_at_ms)),
+        ]);
+        self.put_fenced(lease, item, &format!("{}/{sk}", lease.job))
+            .await
+    }
+
+    async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {
+        let sk = run_sk(&record.run_id);
+        let mut item = Self::key(job, &sk);
+        item.extend([
+            (
+                "run_id".to_owned(),
+                AttributeValue::S(record.run_id.clone()),
+            ),
+            (
+                "summary".to_owned(),
+                AttributeValue::S(record.summary.to_string()),
+            ),
+            (TTL_ATTRIBUTE.to_owned(), number(record.expires_at_s)),
+        ]);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:PutItem", &format!("{job}/{sk}")))?;
+        Ok(())
+    }
+
+    async fn show(&self, job: &str) -> Result<serde_json::Value> {
+        let state = self.job_state(job).await?;
+        let mut snapshots = serde_json::Map::new();
+        for item in self.query(job, "snapshot#", None).await? {
+            let sk = sk_of(&item);
+            let record = parse_snapshot(&Fields::new(&item, &self.table, job, &sk))?;
+            snapshots.insert(record.table.clone(), json!(record));
+        }
+        let mut chunks = serde_json::Map::new();
+        for item in self.query(job, "chunk#", None).await? {
+            let sk = sk_of(&item);
+            let record = parse_chunk(&Fields::new(&item, &self.table, job, &sk))?;
+            let key = sk.strip_prefix("chunk#").unwrap_or(&sk).to_owned();
+            chunks.insert(key, json!(record));
+        }
+        let mut runs = serde_json::Map::new();
+        let mut newest = self.query(job, "run#", Some(RUNS_SHOWN)).await?;
+        newest.reverse();
+        for item in newest {
+            let sk = sk_of(&item);
+            let record = parse_run(&Fields::new(&item, &self.table, job, &sk))?;
+            runs.insert(record.run_id.clone(), json!(record));
+        }
+        Ok(json!({
+            "format_version": state.format_version.max(1),
+            "lease_token": state.lease_token,
+            "lease_owner": state.lease_owner,
+            "lease_expires_at_ms": state.lease_expires_at_ms,
+            "checkpoint": state.checkpoint,
+            "snapshots": snapshots,
+            "chunks": chunks,
+            "runs": runs,
+        }))
+    }
+}
+
+impl DynamoStateStore {
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
