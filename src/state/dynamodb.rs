@@ -179,6 +179,26 @@ impl DynamoStateStore {
         }
     }
 
+    /// Maps a failed write of the `job` item. DynamoDB rejects an update whose operands
+    /// have the wrong type (`ValidationException`) — that is a corrupt item, reported as
+    /// such when the item does not parse.
+    async fn job_write_error<E>(
+        &self,
+        err: SdkError<E, HttpResponse>,
+        job: &str,
+        what: &str,
+    ) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        if aws::service_code(&err) == Some("ValidationException")
+            && let Err(corrupt) = self.job_state(job).await
+        {
+            return corrupt.source(err);
+        }
+        self.error(err, "dynamodb:UpdateItem", &format!("{job}/job {what}"))
+    }
+
     /// The `SLUICE_STATE_FENCED` error for `lease`, naming the current holder.
     async fn fenced(&self, lease: &Lease, expected_version: Option<u64>) -> Error {
         let detail = match self.job_state(&lease.job).await {
@@ -628,7 +648,7 @@ impl StateStore for DynamoStateStore {
                     }
                 }
                 Err(e) => {
-                    return Err(self.error(e, "dynamodb:UpdateItem", &format!("{job}/job lease")));
+                    return Err(self.job_write_error(e, job, "lease").await);
                 }
             }
         }
@@ -664,11 +684,7 @@ impl StateStore for DynamoStateStore {
             {
                 Err(self.fenced(lease, None).await.source(e))
             }
-            Err(e) => Err(self.error(
-                e,
-                "dynamodb:UpdateItem",
-                &format!("{}/job lease", lease.job),
-            )),
+            Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
         }
     }
 
@@ -693,11 +709,7 @@ impl StateStore for DynamoStateStore {
             {
                 Ok(())
             }
-            Err(e) => Err(self.error(
-                e,
-                "dynamodb:UpdateItem",
-                &format!("{}/job lease", lease.job),
-            )),
+            Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
         }
     }
 
@@ -760,11 +772,7 @@ impl StateStore for DynamoStateStore {
             {
                 Err(self.fenced(lease, Some(expected_version)).await.source(e))
             }
-            Err(e) => Err(self.error(
-                e,
-                "dynamodb:UpdateItem",
-                &format!("{}/job checkpoint", lease.job),
-            )),
+            Err(e) => Err(self.job_write_error(e, &lease.job, "checkpoint").await),
         }
     }
 
