@@ -286,10 +286,7 @@ async fn show_reports_everything_in_one_shape(store: &dyn StateStore, job: &str)
     assert_eq!(shown["format_version"], 1, "{shown}");
     assert_eq!(shown["lease_token"], lease.token, "{shown}");
     assert_eq!(shown["lease_owner"], "a");
-    assert_eq!(
-        shown["lease_expires_at_ms"].as_i64().unwrap() > now_ms(),
-        true
-    );
+    assert!(shown["lease_expires_at_ms"].as_i64().unwrap() > now_ms());
     assert_eq!(shown["checkpoint"]["position"], "pg:00000000/00000001");
     assert_eq!(shown["checkpoint"]["version"], 1);
     assert_eq!(shown["checkpoint"]["source_identity"], "id");
