@@ -124,13 +124,22 @@ pub struct AwsTarget {
 impl AwsTarget {
     /// A fresh bucket and a fresh (created) state table on moto, endpoints = moto.
     pub fn new(moto: &str) -> AwsTarget {
-        let rt = runtime();
-        rt.block_on(async {
+        let target = AwsTarget::without_table(moto);
+        runtime().block_on(async {
+            let sdk = sdk(moto).await;
+            let store =
+                sluice::state::dynamodb::DynamoStateStore::new(&sdk, &target.table).unwrap();
+            assert!(store.create_table().await.expect("create table"));
+        });
+        target
+    }
+
+    /// A fresh bucket and the name of a state table that does not exist yet.
+    pub fn without_table(moto: &str) -> AwsTarget {
+        runtime().block_on(async {
             let sdk = sdk(moto).await;
             let bucket = create_bucket(&sdk, "sluice-test").await;
             let table = unique_name("sluice-state");
-            let store = sluice::state::dynamodb::DynamoStateStore::new(&sdk, &table).unwrap();
-            assert!(store.create_table().await.expect("create table"));
             AwsTarget {
                 moto: moto.to_owned(),
                 bucket,
@@ -146,17 +155,25 @@ impl AwsTarget {
     pub fn job(&self, db: &TestDb, tables: &[&str], extra: &str) -> Job {
         let dir = tempfile::tempdir().unwrap();
         let slot = format!("s_{}", db.name);
+        // An empty endpoint is left out of the config (the SDK then reads AWS_ENDPOINT_URL).
+        let endpoint = |url: &str| {
+            if url.is_empty() {
+                String::new()
+            } else {
+                format!(", endpoint_url: '{url}'")
+            }
+        };
         let yaml = format!(
             "job: {job}\nsource:\n  url_env: SLUICE_TEST_SOURCE_URL\n  tables: [{tables}]\n  postgres: {{ slot: {slot}, publication: p_{job} }}\n\
-             destination: {{ type: s3, bucket: {bucket}, prefix: {prefix}, endpoint_url: '{s3}' }}\n\
-             state: {{ type: dynamodb, table: {table}, endpoint_url: '{ddb}' }}\n{extra}\n",
+             destination: {{ type: s3, bucket: {bucket}, prefix: '{prefix}'{s3} }}\n\
+             state: {{ type: dynamodb, table: {table}{ddb} }}\n{extra}\n",
             job = db.name,
             tables = tables.join(", "),
             bucket = self.bucket,
             prefix = self.prefix,
-            s3 = self.s3_endpoint,
+            s3 = endpoint(&self.s3_endpoint),
             table = self.table,
-            ddb = self.dynamodb_endpoint,
+            ddb = endpoint(&self.dynamodb_endpoint),
         );
         let config = dir.path().join("sluice.yaml");
         std::fs::write(&config, yaml).unwrap();
@@ -184,5 +201,25 @@ impl AwsTarget {
     /// Every key in the bucket.
     pub fn keys(&self) -> Vec<String> {
         runtime().block_on(async { list_keys(&sdk(&self.moto).await, &self.bucket).await })
+    }
+
+    /// Last-modified time (ms) of every key in the bucket.
+    pub fn last_modified(&self) -> std::collections::BTreeMap<String, i64> {
+        runtime().block_on(async {
+            let sdk = sdk(&self.moto).await;
+            let out = s3_client(&sdk)
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .send()
+                .await
+                .expect("list");
+            out.contents()
+                .iter()
+                .map(|o| {
+                    let at = o.last_modified().expect("last modified");
+                    (o.key().unwrap().to_owned(), at.to_millis().unwrap())
+                })
+                .collect()
+        })
     }
 }
