@@ -182,3 +182,57 @@ pub fn service_status<E>(err: &SdkError<E, HttpResponse>) -> Option<u16> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use aws_sdk_s3::error::{ConnectorError, ErrorMetadata};
+    use aws_sdk_s3::operation::put_object::PutObjectError;
+    use aws_sdk_s3::primitives::SdkBody;
+
+    /// A service error answer with `code` and HTTP `status`, as the SDK would return it.
+    pub(crate) fn service_error(code: &str, status: u16) -> SdkError<PutObjectError, HttpResponse> {
+        let err = PutObjectError::generic(ErrorMetadata::builder().code(code).build());
+        let raw = HttpResponse::new(status.try_into().unwrap(), SdkBody::empty());
+        SdkError::service_error(err, raw)
+    }
+
+    #[test]
+    fn failures_are_sorted_by_what_to_do() {
+        let cases = [
+            ("AccessDenied", 403, Failure::Denied),
+            ("InvalidAccessKeyId", 403, Failure::Denied),
+            ("UnrecognizedClientException", 400, Failure::Denied),
+            ("SlowDown", 503, Failure::Unavailable),
+            ("ThrottlingException", 400, Failure::Unavailable),
+            (
+                "ProvisionedThroughputExceededException",
+                400,
+                Failure::Unavailable,
+            ),
+            ("InternalError", 500, Failure::Unavailable),
+            ("Whatever", 502, Failure::Unavailable),
+            ("NoSuchBucket", 404, Failure::Missing),
+            ("ResourceNotFoundException", 400, Failure::Missing),
+            ("ValidationException", 400, Failure::Other),
+            ("PreconditionFailed", 412, Failure::Other),
+        ];
+        for (code, status, expected) in cases {
+            assert_eq!(classify(&service_error(code, status)), expected, "{code}");
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let dispatch: SdkError<PutObjectError, HttpResponse> =
+            SdkError::dispatch_failure(ConnectorError::io(io.into()));
+        assert_eq!(classify(&dispatch), Failure::Unavailable);
+        let timeout: SdkError<PutObjectError, HttpResponse> =
+            SdkError::timeout_error("attempt timed out");
+        assert_eq!(classify(&timeout), Failure::Unavailable);
+        let unsigned: SdkError<PutObjectError, HttpResponse> =
+            SdkError::construction_failure("no credentials");
+        assert_eq!(classify(&unsigned), Failure::Denied);
+        assert_eq!(
+            describe_failure(&service_error("AccessDenied", 403)),
+            "AccessDenied (HTTP 403)"
+        );
+    }
+}

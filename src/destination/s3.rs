@@ -399,6 +399,52 @@ impl Destination for S3Destination {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aws::tests::service_error;
+
+    fn destination() -> S3Destination {
+        let sdk = SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .build();
+        S3Destination::new(&sdk, "lake", "cdc", MultipartSettings::default()).unwrap()
+    }
+
+    #[test]
+    fn s3_answers_map_to_stable_codes_with_hints() {
+        let dest = destination();
+        let exists = dest.part_error(
+            service_error("PreconditionFailed", 412),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(exists.code(), Code::DestinationExists);
+        let denied = dest.part_error(
+            service_error("AccessDenied", 403),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(denied.code(), Code::DestinationDenied);
+        let hint = denied.hint_text().unwrap();
+        assert!(
+            hint.contains("s3:PutObject") && hint.contains("arn:aws:s3:::lake/cdc/*"),
+            "{hint}"
+        );
+        assert!(denied.message().contains("s3://lake/cdc/t/p"), "{denied}");
+        let busy = dest.error(service_error("SlowDown", 503), "s3:PutObject", "cdc/t/p");
+        assert_eq!(busy.code(), Code::DestinationUnavailable);
+        assert_eq!(busy.class().exit_code(), 3);
+        let missing = dest.error(
+            service_error("NoSuchBucket", 404),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(missing.code(), Code::ConfigInvalid);
+        assert!(
+            missing.chain().contains("NoSuchBucket"),
+            "the cause is kept: {}",
+            missing.chain()
+        );
+    }
 
     #[test]
     fn prefixes_join_without_double_or_leading_slashes() {

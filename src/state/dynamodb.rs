@@ -898,3 +898,64 @@ impl DynamoStateStore {
         &self.table
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+    use aws_sdk_s3::primitives::SdkBody;
+
+    fn answer(code: &str, status: u16) -> SdkError<UpdateItemError, HttpResponse> {
+        let err = UpdateItemError::generic(ErrorMetadata::builder().code(code).build());
+        SdkError::service_error(
+            err,
+            HttpResponse::new(status.try_into().unwrap(), SdkBody::empty()),
+        )
+    }
+
+    #[test]
+    fn dynamodb_answers_map_to_stable_codes_with_hints() {
+        let sdk = SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .build();
+        let store = DynamoStateStore::new(&sdk, "sluice-state").unwrap();
+        let denied = store.error(
+            answer("AccessDeniedException", 400),
+            "dynamodb:UpdateItem",
+            "j/job",
+        );
+        assert_eq!(denied.code(), Code::StateDenied);
+        assert_eq!(denied.class().exit_code(), 5);
+        let hint = denied.hint_text().unwrap();
+        assert!(
+            hint.contains("dynamodb:UpdateItem") && hint.contains("table/sluice-state"),
+            "{hint}"
+        );
+        let throttled = store.error(
+            answer("ProvisionedThroughputExceededException", 400),
+            "dynamodb:UpdateItem",
+            "j/job",
+        );
+        assert_eq!(throttled.code(), Code::StateUnavailable);
+        let missing = store.error(
+            answer("ResourceNotFoundException", 400),
+            "dynamodb:GetItem",
+            "j/job",
+        );
+        assert_eq!(missing.code(), Code::ConfigInvalid);
+        assert!(missing.hint_text().unwrap().contains("sluice state init"));
+        assert!(DynamoStateStore::new(&sdk, "a/b").is_err());
+    }
+
+    #[test]
+    fn sort_keys_follow_the_documented_layout() {
+        assert_eq!(snapshot_sk("public.orders"), "snapshot#public.orders");
+        assert_eq!(chunk_sk("public.orders", 42), "chunk#public.orders#000042");
+        assert_eq!(
+            run_sk("20261201T000000000Z-abcdef"),
+            "run#20261201T000000000Z-abcdef"
+        );
+    }
+}
