@@ -27,7 +27,9 @@
 //!   condition check of the lease on the `job` item, so they are fenced too.
 //! * Every read is strongly consistent.
 
-use std::collections::HashMap;
+mod item;
+mod table;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,28 +38,25 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, KeySchemaElement, KeyType,
-    Put, ReturnValue, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TransactWriteItem,
+    AttributeValue, ConditionCheck, Put, ReturnValue, TransactWriteItem,
 };
 use serde_json::json;
 
 use super::{
-    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, SnapshotStatus,
-    StateStore, now_ms,
+    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, StateStore, now_ms,
 };
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
+use item::{
+    Fields, Item, JobItem, checkpoint_value, chunk_item, chunk_sk, key, number, parse_chunk,
+    parse_run, parse_snapshot, run_item, sk_of, snapshot_item, snapshot_sk,
+};
+pub use item::{JOB_SK, TTL_ATTRIBUTE};
 
-/// Sort key of the item holding the lease and the checkpoint.
-pub const JOB_SK: &str = "job";
-/// The TTL attribute of run records.
-pub const TTL_ATTRIBUTE: &str = "expires_at";
 /// Run records `state show` prints (the newest).
 const RUNS_SHOWN: i32 = 50;
 /// How long one DynamoDB attempt may take before it counts as failed (then retried).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-
-type Item = HashMap<String, AttributeValue>;
 
 /// A DynamoDB table of job states.
 #[derive(Debug, Clone)]
@@ -124,19 +123,12 @@ impl DynamoStateStore {
         error.source(err)
     }
 
-    fn key(job: &str, sk: &str) -> Item {
-        HashMap::from([
-            ("pk".to_owned(), AttributeValue::S(job.to_owned())),
-            ("sk".to_owned(), AttributeValue::S(sk.to_owned())),
-        ])
-    }
-
     async fn get_item(&self, job: &str, sk: &str) -> Result<Option<Item>> {
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(Self::key(job, sk)))
+            .set_key(Some(key(job, sk)))
             .consistent_read(true)
             .send()
             .await
@@ -233,7 +225,7 @@ impl DynamoStateStore {
     async fn put_fenced(&self, lease: &Lease, item: Item, what: &str) -> Result<()> {
         let check = ConditionCheck::builder()
             .table_name(&self.table)
-            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .set_key(Some(key(&lease.job, JOB_SK)))
             .condition_expression("lease_token = :token AND lease_owner = :owner")
             .expression_attribute_values(":token", number(lease.token))
             .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
@@ -270,313 +262,6 @@ impl DynamoStateStore {
             }
         }
     }
-
-    /// Creates the table (`pk`/`sk` strings, on-demand billing, TTL on `expires_at`) when
-    /// missing and waits until it is active. Idempotent.
-    pub async fn create_table(&self) -> Result<bool> {
-        let attribute = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| Error::new(Code::Internal, "building the table definition").source(e))
-        };
-        let key = |name: &str, kind| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .map_err(|e| Error::new(Code::Internal, "building the key schema").source(e))
-        };
-        let created = self
-            .client
-            .create_table()
-            .table_name(&self.table)
-            .attribute_definitions(attribute("pk")?)
-            .attribute_definitions(attribute("sk")?)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .key_schema(key("sk", KeyType::Range)?)
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
-            .await;
-        let created = match created {
-            Ok(_) => true,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
-            {
-                false
-            }
-            Err(e) => return Err(self.error(e, "dynamodb:CreateTable", "create table")),
-        };
-        self.wait_active().await?;
-        self.ensure_ttl().await?;
-        Ok(created)
-    }
-
-    async fn wait_active(&self) -> Result<()> {
-        for _ in 0..120 {
-            let described = self
-                .client
-                .describe_table()
-                .table_name(&self.table)
-                .send()
-                .await
-                .map_err(|e| self.error(e, "dynamodb:DescribeTable", "describe table"))?;
-            let status = described.table.and_then(|t| t.table_status);
-            if status == Some(TableStatus::Active) {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        Err(Error::new(
-            Code::StateUnavailable,
-            format!(
-                "DynamoDB table {} did not become ACTIVE within a minute",
-                self.table
-            ),
-        )
-        .hint("run `sluice state init` again once the table is active"))
-    }
-
-    async fn ensure_ttl(&self) -> Result<()> {
-        let described = self
-            .client
-            .describe_time_to_live()
-            .table_name(&self.table)
-            .send()
-            .await
-            .map_err(|e| self.error(e, "dynamodb:DescribeTimeToLive", "describe TTL"))?;
-        let current = described.time_to_live_description;
-        let enabled = current.as_ref().is_some_and(|d| {
-            d.attribute_name() == Some(TTL_ATTRIBUTE)
-                && matches!(
-                    d.time_to_live_status().map(|s| s.as_str()),
-                    Some("ENABLED" | "ENABLING")
-                )
-        });
-        if enabled {
-            return Ok(());
-        }
-        let spec = TimeToLiveSpecification::builder()
-            .attribute_name(TTL_ATTRIBUTE)
-            .enabled(true)
-            .build()
-            .map_err(|e| Error::new(Code::Internal, "building the TTL spec").source(e))?;
-        self.client
-            .update_time_to_live()
-            .table_name(&self.table)
-            .time_to_live_specification(spec)
-            .send()
-            .await
-            .map_err(|e| self.error(e, "dynamodb:UpdateTimeToLive", "enable TTL"))?;
-        Ok(())
-    }
-}
-
-fn corrupt(table: &str, job: &str, sk: &str, problem: &str) -> Error {
-    Error::new(
-        Code::StateCorrupt,
-        format!("DynamoDB table {table}, item pk={job} sk={sk}: {problem}"),
-    )
-    .hint("the item was not written by this version of sluice; restore it from a backup (point-in-time recovery), or delete the job's items and re-baseline")
-}
-
-fn number(n: impl std::fmt::Display) -> AttributeValue {
-    AttributeValue::N(n.to_string())
-}
-
-/// Typed access to an item's attributes; a wrong type is `SLUICE_STATE_CORRUPT`.
-struct Fields<'a> {
-    item: &'a Item,
-    table: &'a str,
-    job: &'a str,
-    sk: &'a str,
-}
-
-impl<'a> Fields<'a> {
-    fn new(item: &'a Item, table: &'a str, job: &'a str, sk: &'a str) -> Self {
-        Fields {
-            item,
-            table,
-            job,
-            sk,
-        }
-    }
-
-    fn bad(&self, name: &str, what: &str) -> Error {
-        corrupt(
-            self.table,
-            self.job,
-            self.sk,
-            &format!("attribute {name} {what}"),
-        )
-    }
-
-    fn opt_s(&self, name: &str) -> Result<Option<String>> {
-        opt_s(self.item, name).map_err(|what| self.bad(name, what))
-    }
-
-    fn s(&self, name: &str) -> Result<String> {
-        self.opt_s(name)?
-            .ok_or_else(|| self.bad(name, "is missing"))
-    }
-
-    fn opt_n<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>> {
-        opt_n(self.item, name).map_err(|what| self.bad(name, what))
-    }
-
-    fn n<T: std::str::FromStr>(&self, name: &str) -> Result<T> {
-        self.opt_n(name)?
-            .ok_or_else(|| self.bad(name, "is missing"))
-    }
-
-    fn map(&self, name: &str) -> Result<Option<Fields<'a>>> {
-        match self.item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(AttributeValue::M(inner)) => {
-                Ok(Some(Fields::new(inner, self.table, self.job, self.sk)))
-            }
-            Some(_) => Err(self.bad(name, "is not a map")),
-        }
-    }
-}
-
-fn opt_s(item: &Item, name: &str) -> std::result::Result<Option<String>, &'static str> {
-    match item.get(name) {
-        None | Some(AttributeValue::Null(_)) => Ok(None),
-        Some(AttributeValue::S(s)) => Ok(Some(s.clone())),
-        Some(_) => Err("is not a string"),
-    }
-}
-
-fn opt_n<T: std::str::FromStr>(
-    item: &Item,
-    name: &str,
-) -> std::result::Result<Option<T>, &'static str> {
-    match item.get(name) {
-        None | Some(AttributeValue::Null(_)) => Ok(None),
-        Some(AttributeValue::N(n)) => n.parse().map(Some).map_err(|_| "is not an integer"),
-        Some(_) => Err("is not a number"),
-    }
-}
-
-/// The `job` item, parsed.
-#[derive(Debug, Default)]
-struct JobItem {
-    format_version: u32,
-    lease_token: u64,
-    lease_owner: Option<String>,
-    lease_expires_at_ms: Option<i64>,
-    checkpoint: Option<Checkpoint>,
-}
-
-impl JobItem {
-    fn parse(table: &str, job: &str, item: &Item) -> Result<JobItem> {
-        let f = Fields::new(item, table, job, JOB_SK);
-        let checkpoint = match f.map("checkpoint")? {
-            None => None,
-            Some(cp) => Some(Checkpoint {
-                position: cp.s("position")?,
-                source_identity: cp.s("source_identity")?,
-                version: cp.n("version")?,
-                run_id: cp.s("run_id")?,
-                updated_at_ms: cp.n("updated_at_ms")?,
-            }),
-        };
-        let format_version = f.opt_n("format_version")?.unwrap_or(1);
-        if format_version != 1 {
-            return Err(corrupt(
-                table,
-                job,
-                JOB_SK,
-                &format!("format_version {format_version} is not supported (this sluice writes 1)"),
-            ));
-        }
-        Ok(JobItem {
-            format_version,
-            lease_token: f.opt_n("lease_token")?.unwrap_or(0),
-            lease_owner: f.opt_s("lease_owner")?,
-            lease_expires_at_ms: f.opt_n("lease_expires_at_ms")?,
-            checkpoint,
-        })
-    }
-}
-
-fn checkpoint_value(cp: &Checkpoint) -> AttributeValue {
-    AttributeValue::M(HashMap::from([
-        (
-            "position".to_owned(),
-            AttributeValue::S(cp.position.clone()),
-        ),
-        (
-            "source_identity".to_owned(),
-            AttributeValue::S(cp.source_identity.clone()),
-        ),
-        ("version".to_owned(), number(cp.version)),
-        ("run_id".to_owned(), AttributeValue::S(cp.run_id.clone())),
-        ("updated_at_ms".to_owned(), number(cp.updated_at_ms)),
-    ]))
-}
-
-fn snapshot_sk(table: &str) -> String {
-    format!("snapshot#{table}")
-}
-
-fn chunk_sk(table: &str, chunk: u32) -> String {
-    format!("chunk#{table}#{chunk:06}")
-}
-
-fn run_sk(run_id: &str) -> String {
-    format!("run#{run_id}")
-}
-
-fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
-    let status = match f.s("status")?.as_str() {
-        "anchored" => SnapshotStatus::Anchored,
-        "running" => SnapshotStatus::Running,
-        "done" => SnapshotStatus::Done,
-        other => return Err(f.bad("status", &format!("has the unknown value {other:?}"))),
-    };
-    Ok(SnapshotRecord {
-        table: f.s("table")?,
-        status,
-        anchor: f.s("anchor")?,
-        run_id: f.s("run_id")?,
-        updated_at_ms: f.n("updated_at_ms")?,
-    })
-}
-
-fn parse_chunk(f: &Fields<'_>) -> Result<ChunkRecord> {
-    Ok(ChunkRecord {
-        table: f.s("table")?,
-        chunk: f.n("chunk")?,
-        rows: f.n("rows")?,
-        part_key: f.s("part_key")?,
-        updated_at_ms: f.n("updated_at_ms")?,
-    })
-}
-
-fn parse_run(f: &Fields<'_>) -> Result<RunRecord> {
-    let summary = serde_json::from_str(&f.s("summary")?)
-        .map_err(|e| f.bad("summary", "is not JSON").source(e))?;
-    Ok(RunRecord {
-        run_id: f.s("run_id")?,
-        summary,
-        expires_at_s: f.n(TTL_ATTRIBUTE)?,
-    })
-}
-
-fn status_text(status: SnapshotStatus) -> &'static str {
-    match status {
-        SnapshotStatus::Anchored => "anchored",
-        SnapshotStatus::Running => "running",
-        SnapshotStatus::Done => "done",
-    }
-}
-
-fn sk_of(item: &Item) -> String {
-    opt_s(item, "sk").ok().flatten().unwrap_or_default()
 }
 
 #[async_trait]
@@ -604,7 +289,7 @@ impl StateStore for DynamoStateStore {
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(Self::key(job, JOB_SK)))
+                .set_key(Some(key(job, JOB_SK)))
                 .update_expression(
                     "SET lease_owner = :owner, lease_expires_at_ms = :expires, \
                      format_version = if_not_exists(format_version, :fv) ADD lease_token :one",
@@ -665,7 +350,7 @@ impl StateStore for DynamoStateStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .set_key(Some(key(&lease.job, JOB_SK)))
             .update_expression("SET lease_expires_at_ms = :expires")
             .condition_expression("lease_token = :token AND lease_owner = :owner")
             .expression_attribute_values(":expires", number(expires))
@@ -693,7 +378,7 @@ impl StateStore for DynamoStateStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .set_key(Some(key(&lease.job, JOB_SK)))
             .update_expression("REMOVE lease_owner, lease_expires_at_ms")
             .condition_expression("lease_token = :token AND lease_owner = :owner")
             .expression_attribute_values(":token", number(lease.token))
@@ -739,7 +424,7 @@ impl StateStore for DynamoStateStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(Self::key(&lease.job, JOB_SK)))
+            .set_key(Some(key(&lease.job, JOB_SK)))
             .update_expression("SET #cp = :cp, lease_expires_at_ms = :expires")
             .expression_attribute_names("#cp", "checkpoint")
             .expression_attribute_values(":cp", checkpoint_value(&checkpoint))
@@ -785,25 +470,8 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()> {
-        let sk = snapshot_sk(&record.table);
-        let mut item = Self::key(&lease.job, &sk);
-        item.extend([
-            ("table".to_owned(), AttributeValue::S(record.table.clone())),
-            (
-                "status".to_owned(),
-                AttributeValue::S(status_text(record.status).to_owned()),
-            ),
-            (
-                "anchor".to_owned(),
-                AttributeValue::S(record.anchor.clone()),
-            ),
-            (
-                "run_id".to_owned(),
-                AttributeValue::S(record.run_id.clone()),
-            ),
-            ("updated_at_ms".to_owned(), number(record.updated_at_ms)),
-        ]);
-        self.put_fenced(lease, item, &format!("{}/{sk}", lease.job))
+        let what = format!("{}/{}", lease.job, snapshot_sk(&record.table));
+        self.put_fenced(lease, snapshot_item(&lease.job, record), &what)
             .await
     }
 
@@ -816,43 +484,25 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()> {
-        let sk = chunk_sk(&record.table, record.chunk);
-        let mut item = Self::key(&lease.job, &sk);
-        item.extend([
-            ("table".to_owned(), AttributeValue::S(record.table.clone())),
-            ("chunk".to_owned(), number(record.chunk)),
-            ("rows".to_owned(), number(record.rows)),
-            (
-                "part_key".to_owned(),
-                AttributeValue::S(record.part_key.clone()),
-            ),
-            ("updated_at_ms".to_owned(), number(record.updated_at_ms)),
-        ]);
-        self.put_fenced(lease, item, &format!("{}/{sk}", lease.job))
+        let what = format!("{}/{}", lease.job, chunk_sk(&record.table, record.chunk));
+        self.put_fenced(lease, chunk_item(&lease.job, record), &what)
             .await
     }
 
     async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {
-        let sk = run_sk(&record.run_id);
-        let mut item = Self::key(job, &sk);
-        item.extend([
-            (
-                "run_id".to_owned(),
-                AttributeValue::S(record.run_id.clone()),
-            ),
-            (
-                "summary".to_owned(),
-                AttributeValue::S(record.summary.to_string()),
-            ),
-            (TTL_ATTRIBUTE.to_owned(), number(record.expires_at_s)),
-        ]);
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(item))
+            .set_item(Some(run_item(job, record)))
             .send()
             .await
-            .map_err(|e| self.error(e, "dynamodb:PutItem", &format!("{job}/{sk}")))?;
+            .map_err(|e| {
+                self.error(
+                    e,
+                    "dynamodb:PutItem",
+                    &format!("{job}/run#{}", record.run_id),
+                )
+            })?;
         Ok(())
     }
 
@@ -947,15 +597,5 @@ mod tests {
         assert_eq!(missing.code(), Code::ConfigInvalid);
         assert!(missing.hint_text().unwrap().contains("sluice state init"));
         assert!(DynamoStateStore::new(&sdk, "a/b").is_err());
-    }
-
-    #[test]
-    fn sort_keys_follow_the_documented_layout() {
-        assert_eq!(snapshot_sk("public.orders"), "snapshot#public.orders");
-        assert_eq!(chunk_sk("public.orders", 42), "chunk#public.orders#000042");
-        assert_eq!(
-            run_sk("20261201T000000000Z-abcdef"),
-            "run#20261201T000000000Z-abcdef"
-        );
     }
 }
