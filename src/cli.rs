@@ -1,4 +1,4 @@
-//! The command line: `sluice drain | state show | validate`.
+//! The command line: `sluice drain | state show | state init | validate`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint); logs
@@ -66,6 +66,11 @@ enum StateCommand {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Create the state store when missing (the DynamoDB table, the local directory); idempotent.
+    Init {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -116,6 +121,9 @@ async fn run(command: Command) -> i32 {
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
+        Command::State {
+            command: StateCommand::Init { config },
+        } => report(init_state(config).await),
         Command::Validate { config } => report(Config::load(config.as_deref()).map(
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables }),
         )),
@@ -141,6 +149,11 @@ async fn show_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
     let config = Config::load(config.as_deref())?;
     let store = crate::state::open(&config).await?;
     store.show(&config.job).await
+}
+
+async fn init_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
+    let config = Config::load(config.as_deref())?;
+    crate::state::open(&config).await?.init().await
 }
 
 fn report(result: Result<serde_json::Value>) -> i32 {

@@ -182,6 +182,16 @@ pub struct SqlServerConfig {
 pub enum DestinationConfig {
     /// A local directory (CLI use, tests).
     Local { path: PathBuf },
+    /// An S3 bucket; objects go to `<prefix>/<table>/…`. Credentials and (unless given)
+    /// the region come from the standard AWS provider chain.
+    S3 {
+        bucket: String,
+        #[serde(default)]
+        prefix: String,
+        /// A custom endpoint (moto, MinIO); default: `AWS_ENDPOINT_URL`, else AWS's.
+        endpoint_url: Option<String>,
+        region: Option<String>,
+    },
 }
 
 /// Where the lease, checkpoint and run records live.
@@ -190,6 +200,13 @@ pub enum DestinationConfig {
 pub enum StateConfig {
     /// A local directory holding one state file per job.
     Local { path: PathBuf },
+    /// A DynamoDB table (`pk`/`sk` strings), shared by any number of jobs.
+    Dynamodb {
+        table: String,
+        /// A custom endpoint (moto, DynamoDB Local); default: `AWS_ENDPOINT_URL`, else AWS's.
+        endpoint_url: Option<String>,
+        region: Option<String>,
+    },
 }
 
 /// Part layout and rollover.
@@ -410,6 +427,20 @@ impl Config {
         if self.lease.ttl_seconds < 2 {
             return Err(invalid("lease.ttl_seconds must be at least 2"));
         }
+        if let DestinationConfig::S3 {
+            endpoint_url: Some(url),
+            ..
+        } = &self.destination
+        {
+            check_endpoint("destination.endpoint_url", url)?;
+        }
+        if let StateConfig::Dynamodb {
+            endpoint_url: Some(url),
+            ..
+        } = &self.state
+        {
+            check_endpoint("state.endpoint_url", url)?;
+        }
         Ok(())
     }
 
@@ -448,6 +479,26 @@ impl Config {
 
 fn invalid(message: impl Into<String>) -> Error {
     Error::new(Code::ConfigInvalid, message)
+}
+
+/// An AWS endpoint override must be a plain http(s) URL without credentials.
+fn check_endpoint(key: &str, url: &str) -> Result<()> {
+    let parsed = url::Url::parse(url)
+        .map_err(|e| invalid(format!("{key} {} is not a URL", redact_url(url))).source(e))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(
+            invalid(format!("{key} {} is not an http(s) URL", redact_url(url)))
+                .hint("write it as http://127.0.0.1:4566 or https://s3.example.com"),
+        );
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(Error::new(
+            Code::ConfigSecret,
+            format!("{key} {} carries credentials", redact_url(url)),
+        )
+        .hint("AWS credentials come from the provider chain (AWS_* variables, profile, IAM role), never the URL"));
+    }
+    Ok(())
 }
 
 /// A URL written in the config text must point at loopback if it carries a password.
@@ -509,6 +560,30 @@ state: { type: local, path: ./.sluice }
         let json = r#"{"job":"j","source":{"url_env":"X","tables":["t"]},
             "destination":{"type":"local","path":"o"},"state":{"type":"local","path":"s"}}"#;
         assert_eq!(Config::parse(json, "json").unwrap().job, "j");
+    }
+
+    #[test]
+    fn aws_backends_parse() {
+        let text = MINIMAL
+            .replace(
+                "{ type: local, path: ./out }",
+                "{ type: s3, bucket: b, prefix: cdc/, region: eu-west-1 }",
+            )
+            .replace(
+                "{ type: local, path: ./.sluice }",
+                "{ type: dynamodb, table: sluice-state, endpoint_url: 'http://127.0.0.1:4566' }",
+            );
+        let c = Config::parse(&text, "t").unwrap();
+        assert!(
+            matches!(c.destination, DestinationConfig::S3 { ref prefix, .. } if prefix == "cdc/")
+        );
+        assert!(
+            matches!(c.state, StateConfig::Dynamodb { ref table, .. } if table == "sluice-state")
+        );
+        let bad = text.replace("http://127.0.0.1:4566", "http://k:s@127.0.0.1:4566");
+        let e = Config::parse(&bad, "t").unwrap_err();
+        assert_eq!(e.code(), Code::ConfigSecret);
+        assert!(!e.to_string().contains(":s@"), "{e}");
     }
 
     #[test]

@@ -79,6 +79,7 @@ codes! {
     StateUnavailable => "SLUICE_STATE_UNAVAILABLE", Transient;
     StateFenced => "SLUICE_STATE_FENCED", Transient;
     StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
+    StateDenied => "SLUICE_STATE_DENIED", Refusal;
     StateConflict => "SLUICE_STATE_CONFLICT", Refusal;
     StateLeaseHeld => "SLUICE_STATE_LEASE_HELD", Transient;
     BaselineIncomplete => "SLUICE_BASELINE_INCOMPLETE", Transient;

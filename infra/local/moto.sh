@@ -3,7 +3,8 @@
 # Guarantees after `start`: moto_server (moto[server] 5.x in the venv
 # $SLUICE_STACK_DIR/venv-moto, created if missing) answers HTTP on
 # 127.0.0.1:$SLUICE_MOTO_PORT; pid file and log in $SLUICE_STACK_DIR/moto. In-memory:
-# state is lost on stop. Idempotent.
+# state is lost on stop. Idempotent. It runs through moto_server_serialized.py, which
+# makes DynamoDB and conditional S3 requests atomic as they are in AWS (see that file).
 set -euo pipefail
 # shellcheck source=infra/local/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -37,7 +38,8 @@ start() {
   ensure_venv
   mkdir -p "$MOTOHOME"
   if ! running; then
-    setsid nohup "$VENV/bin/moto_server" -H 127.0.0.1 -p "$SLUICE_MOTO_PORT" </dev/null >>"$MOTOLOG" 2>&1 &
+    setsid nohup "$VENV/bin/python" "$(dirname "${BASH_SOURCE[0]}")/moto_server_serialized.py" \
+      -H 127.0.0.1 -p "$SLUICE_MOTO_PORT" </dev/null >>"$MOTOLOG" 2>&1 &
     echo $! >"$MOTOPID"
   fi
   sluice_wait 30 answers ||

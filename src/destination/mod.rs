@@ -8,6 +8,7 @@
 //! later clean run replaces.
 
 pub mod local;
+pub mod s3;
 
 use std::path::Path;
 
@@ -40,5 +41,19 @@ pub trait Destination: Send + Sync {
 pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
     match &config.destination {
         DestinationConfig::Local { path } => Ok(Box::new(local::LocalDestination::new(path)?)),
+        DestinationConfig::S3 {
+            bucket,
+            prefix,
+            endpoint_url,
+            region,
+        } => {
+            let sdk = crate::aws::shared_config(endpoint_url.as_deref(), region.as_deref()).await?;
+            Ok(Box::new(s3::S3Destination::new(
+                &sdk,
+                bucket,
+                prefix,
+                s3::MultipartSettings::default(),
+            )?))
+        }
     }
 }

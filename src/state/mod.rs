@@ -10,6 +10,7 @@
 //! * the lease and the checkpoint live in one record, so both conditions are checked in
 //!   one atomic write, and a successful advance also extends the lease.
 
+pub mod dynamodb;
 pub mod local;
 
 use std::time::Duration;
@@ -107,6 +108,12 @@ pub trait StateStore: Send + Sync {
     /// A human-readable, secret-free description of the store.
     fn describe(&self) -> String;
 
+    /// Creates the store's backing resources when missing (`sluice state init`);
+    /// idempotent. Returns a JSON description of what exists now.
+    async fn init(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({ "state": self.describe(), "created": false }))
+    }
+
     /// Grants the lease when it is free or expired, with a new, higher fencing token.
     async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome>;
 
@@ -165,5 +172,13 @@ pub fn now_ms() -> i64 {
 pub async fn open(config: &Config) -> Result<Box<dyn StateStore>> {
     match &config.state {
         StateConfig::Local { path } => Ok(Box::new(local::LocalStateStore::new(path)?)),
+        StateConfig::Dynamodb {
+            table,
+            endpoint_url,
+            region,
+        } => {
+            let sdk = crate::aws::shared_config(endpoint_url.as_deref(), region.as_deref()).await?;
+            Ok(Box::new(dynamodb::DynamoStateStore::new(&sdk, table)?))
+        }
     }
 }

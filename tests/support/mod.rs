@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod aws;
 pub mod lambda_api;
+pub mod proxy;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

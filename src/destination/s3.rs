@@ -1,0 +1,464 @@
+//! Amazon S3 (or an S3-compatible endpoint) as the destination.
+//!
+//! Keys are `<prefix>/<key>` (no leading slash; an empty prefix means the bucket root).
+//! Guarantees:
+//! * a part is written with `If-None-Match: *`, so S3 itself refuses to overwrite an
+//!   existing key (`412 PreconditionFailed` → `SLUICE_DESTINATION_EXISTS`) even when two
+//!   writers race;
+//! * every object carries a CRC32C checksum computed by the SDK from the bytes it sends
+//!   and verified by S3 before the object exists;
+//! * a part above the multipart threshold is uploaded in parts; the object becomes
+//!   visible only at `CompleteMultipartUpload` (also `If-None-Match: *`), and a failed
+//!   upload is aborted, so a failed or partial upload never leaves an object that could
+//!   be mistaken for a complete one (a lifecycle rule `AbortIncompleteMultipartUpload`
+//!   reclaims the storage of an abort that did not get through);
+//! * `put_part` returns only after S3 acknowledged the whole object (S3 is strongly
+//!   consistent: a later `get`/`list` sees it).
+//!
+//! Markers (`manifest.json`, `_SUCCESS`) are plain `PutObject`s that replace the previous
+//! version.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::{ByteStream, Length};
+use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
+
+use super::Destination;
+use crate::aws::{self, Failure};
+use crate::error::{Code, Error, Result};
+
+/// When and how a part is split into a multipart upload.
+#[derive(Debug, Clone, Copy)]
+pub struct MultipartSettings {
+    /// Files of at least this many bytes are uploaded in parts.
+    pub threshold: u64,
+    /// Size of every part but the last (S3 requires at least 5 MiB).
+    pub part_size: u64,
+}
+
+impl Default for MultipartSettings {
+    fn default() -> Self {
+        MultipartSettings {
+            threshold: 32 * 1024 * 1024,
+            part_size: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// S3's smallest allowed part (all but the last).
+pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+
+/// A bucket and key prefix.
+#[derive(Debug, Clone)]
+pub struct S3Destination {
+    client: Client,
+    bucket: String,
+    /// Empty, or ends with exactly one `/`.
+    prefix: String,
+    multipart: MultipartSettings,
+}
+
+impl S3Destination {
+    /// A destination writing to `bucket` under `prefix` through a client built from `sdk`.
+    pub fn new(
+        sdk: &SdkConfig,
+        bucket: &str,
+        prefix: &str,
+        multipart: MultipartSettings,
+    ) -> Result<Self> {
+        if bucket.is_empty() || bucket.contains('/') {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!("destination.bucket {bucket:?} is not a bucket name"),
+            )
+            .hint("give the bare bucket name; put any path into destination.prefix"));
+        }
+        if multipart.part_size < MIN_PART_SIZE || multipart.threshold < multipart.part_size {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                "multipart part size must be at least 5 MiB and at most the threshold",
+            ));
+        }
+        let config = aws_sdk_s3::config::Builder::from(sdk)
+            .force_path_style(aws::custom_endpoint(sdk))
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(aws::CONNECT_TIMEOUT)
+                    // Time to the first response byte once a request is sent; generous
+                    // because CompleteMultipartUpload of a large object can take a while.
+                    .read_timeout(std::time::Duration::from_secs(120))
+                    .build(),
+            )
+            .build();
+        Ok(S3Destination {
+            client: Client::from_conf(config),
+            bucket: bucket.to_owned(),
+            prefix: normalize_prefix(prefix)?,
+            multipart,
+        })
+    }
+
+    /// The full object key for a destination key.
+    fn object_key(&self, key: &str) -> Result<String> {
+        if key.is_empty()
+            || key
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+        {
+            return Err(Error::new(
+                Code::Internal,
+                format!("invalid destination key {key:?}"),
+            ));
+        }
+        Ok(format!("{}{key}", self.prefix))
+    }
+
+    fn url(&self, object_key: &str) -> String {
+        format!("s3://{}/{object_key}", self.bucket)
+    }
+
+    /// Maps an SDK failure of `action` on `object_key` to a sluice error.
+    fn error<E>(&self, err: SdkError<E, HttpResponse>, action: &str, object_key: &str) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let url = self.url(object_key);
+        let what = aws::describe_failure(&err);
+        let failure = aws::classify(&err);
+        let error = match failure {
+            Failure::Unavailable | Failure::Other => Error::new(
+                Code::DestinationUnavailable,
+                format!("S3 {action} {url}: {what}"),
+            )
+            .hint("S3 could not be reached or refused the request for now; nothing was checkpointed, the next run retries (check destination.endpoint_url / network if it persists)"),
+            Failure::Denied => Error::new(
+                Code::DestinationDenied,
+                format!("S3 {action} {url}: {what}"),
+            )
+            .hint(format!(
+                "allow {action} on arn:aws:s3:::{}/{}* for the credentials in use (IAM role or AWS_* environment); see the README's IAM section",
+                self.bucket, self.prefix
+            )),
+            Failure::Missing => Error::new(
+                Code::ConfigInvalid,
+                format!("S3 bucket {} does not exist ({what})", self.bucket),
+            )
+            .hint("create the bucket (the Terraform module does) or fix destination.bucket / destination.region"),
+        };
+        error.source(err)
+    }
+
+    async fn put_single(&self, object_key: &str, local: &Path) -> Result<()> {
+        let body = ByteStream::from_path(local)
+            .await
+            .map_err(|e| local_error(local, e))?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(object_key)
+            .if_none_match("*")
+            .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.part_error(e, "s3:PutObject", object_key))?;
+        Ok(())
+    }
+
+    async fn put_multipart(&self, object_key: &str, local: &Path, size: u64) -> Result<()> {
+        let created = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(object_key)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "s3:PutObject", object_key))?;
+        let Some(upload_id) = created.upload_id() else {
+            return Err(Error::new(
+                Code::DestinationUnavailable,
+                format!(
+                    "S3 CreateMultipartUpload {} returned no upload id",
+                    self.url(object_key)
+                ),
+            ));
+        };
+        let result = self.upload_parts(object_key, upload_id, local, size).await;
+        if result.is_err() {
+            let aborted = self
+                .client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(object_key)
+                .upload_id(upload_id)
+                .send()
+                .await;
+            if let Err(e) = aborted {
+                tracing::warn!(key = object_key, error = %aws::describe_failure(&e),
+                    "could not abort a failed multipart upload; a lifecycle rule reclaims it");
+            }
+        }
+        result
+    }
+
+    async fn upload_parts(
+        &self,
+        object_key: &str,
+        upload_id: &str,
+        local: &Path,
+        size: u64,
+    ) -> Result<()> {
+        let mut completed = Vec::new();
+        let mut offset = 0;
+        let mut number = 1;
+        while offset < size {
+            let length = self.multipart.part_size.min(size - offset);
+            let body = ByteStream::read_from()
+                .path(local)
+                .offset(offset)
+                .length(Length::Exact(length))
+                .build()
+                .await
+                .map_err(|e| local_error(local, e))?;
+            let uploaded = self
+                .client
+                .upload_part()
+                .bucket(&self.bucket)
+                .key(object_key)
+                .upload_id(upload_id)
+                .part_number(number)
+                .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| self.error(e, "s3:PutObject", object_key))?;
+            completed.push(
+                CompletedPart::builder()
+                    .part_number(number)
+                    .set_e_tag(uploaded.e_tag().map(str::to_owned))
+                    .set_checksum_crc32_c(uploaded.checksum_crc32_c().map(str::to_owned))
+                    .build(),
+            );
+            offset += length;
+            number += 1;
+        }
+        self.client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(object_key)
+            .upload_id(upload_id)
+            .if_none_match("*")
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(completed))
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| self.part_error(e, "s3:PutObject", object_key))?;
+        Ok(())
+    }
+
+    /// Like [`Self::error`], but a failed `If-None-Match` is `SLUICE_DESTINATION_EXISTS`.
+    fn part_error<E>(&self, err: SdkError<E, HttpResponse>, action: &str, object_key: &str) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let code = aws::service_code(&err);
+        let status = aws::service_status(&err);
+        // 412: the key exists; 409: another conditional write of the same key is in flight.
+        if code == Some("PreconditionFailed")
+            || code == Some("ConditionalRequestConflict")
+            || status == Some(412)
+        {
+            return Error::new(
+                Code::DestinationExists,
+                format!("part {} already exists; parts are never overwritten", self.url(object_key)),
+            )
+            .hint("two writers are producing the same run id — check that only one job uses this destination prefix")
+            .source(err);
+        }
+        self.error(err, action, object_key)
+    }
+}
+
+/// `""`, `"a"`, `"a/"`, `"/a/b/"` → `""`, `"a/"`, `"a/"`, `"a/b/"`.
+fn normalize_prefix(prefix: &str) -> Result<String> {
+    let trimmed = prefix.trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    if trimmed
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!("destination.prefix {prefix:?} has an empty, `.` or `..` segment"),
+        )
+        .hint("write the prefix as `a/b` (no `//`)"));
+    }
+    Ok(format!("{trimmed}/"))
+}
+
+fn local_error(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::new(
+        Code::OutputWrite,
+        format!("reading the finished part {}", path.display()),
+    )
+    .hint("check output.spill_dir: the part file vanished or is unreadable")
+    .source(e)
+}
+
+#[async_trait]
+impl Destination for S3Destination {
+    fn describe(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.prefix)
+    }
+
+    async fn put_part(&self, key: &str, local: &Path) -> Result<()> {
+        let object_key = self.object_key(key)?;
+        let size = std::fs::metadata(local)
+            .map_err(|e| local_error(local, e))?
+            .len();
+        if size >= self.multipart.threshold {
+            self.put_multipart(&object_key, local, size).await
+        } else {
+            self.put_single(&object_key, local).await
+        }
+    }
+
+    async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
+        let object_key = self.object_key(key)?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&object_key)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .body(ByteStream::from(body.to_vec()))
+            .send()
+            .await
+            .map_err(|e| self.error(e, "s3:PutObject", &object_key))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let object_key = self.object_key(key)?;
+        let answer = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&object_key)
+            .send()
+            .await;
+        let output = match answer {
+            Ok(output) => output,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+            Err(e) => return Err(self.error(e, "s3:GetObject", &object_key)),
+        };
+        let bytes = output.body.collect().await.map_err(|e| {
+            Error::new(
+                Code::DestinationUnavailable,
+                format!("S3 GetObject {}: reading the body", self.url(&object_key)),
+            )
+            .hint("the connection broke while reading; retry")
+            .source(e)
+        })?;
+        Ok(Some(bytes.into_bytes().to_vec()))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let full = format!("{}{prefix}", self.prefix);
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(&full)
+            .into_paginator()
+            .send();
+        let mut keys = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| self.error(e, "s3:ListBucket", &full))?;
+            for object in page.contents() {
+                if let Some(key) = object.key().and_then(|k| k.strip_prefix(&self.prefix)) {
+                    keys.push(key.to_owned());
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aws::tests::service_error;
+
+    fn destination() -> S3Destination {
+        let sdk = SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .build();
+        S3Destination::new(&sdk, "lake", "cdc", MultipartSettings::default()).unwrap()
+    }
+
+    #[test]
+    fn s3_answers_map_to_stable_codes_with_hints() {
+        let dest = destination();
+        let exists = dest.part_error(
+            service_error("PreconditionFailed", 412),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(exists.code(), Code::DestinationExists);
+        let denied = dest.part_error(
+            service_error("AccessDenied", 403),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(denied.code(), Code::DestinationDenied);
+        let hint = denied.hint_text().unwrap();
+        assert!(
+            hint.contains("s3:PutObject") && hint.contains("arn:aws:s3:::lake/cdc/*"),
+            "{hint}"
+        );
+        assert!(denied.message().contains("s3://lake/cdc/t/p"), "{denied}");
+        let busy = dest.error(service_error("SlowDown", 503), "s3:PutObject", "cdc/t/p");
+        assert_eq!(busy.code(), Code::DestinationUnavailable);
+        assert_eq!(busy.class().exit_code(), 3);
+        let missing = dest.error(
+            service_error("NoSuchBucket", 404),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(missing.code(), Code::ConfigInvalid);
+        assert!(
+            missing.chain().contains("NoSuchBucket"),
+            "the cause is kept: {}",
+            missing.chain()
+        );
+    }
+
+    #[test]
+    fn prefixes_join_without_double_or_leading_slashes() {
+        for (prefix, expected) in [
+            ("", ""),
+            ("/", ""),
+            ("cdc", "cdc/"),
+            ("cdc/", "cdc/"),
+            ("/a/b/", "a/b/"),
+        ] {
+            assert_eq!(normalize_prefix(prefix).unwrap(), expected, "{prefix:?}");
+        }
+        for bad in ["a//b", "a/./b", "../a"] {
+            assert!(normalize_prefix(bad).is_err(), "{bad:?}");
+        }
+    }
+}

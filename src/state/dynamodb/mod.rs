@@ -1,0 +1,634 @@
+//! The DynamoDB state store: one table shared by any number of jobs.
+//!
+//! # Item layout (a public contract; README "State layout")
+//!
+//! Partition key `pk` (S) = the job name; sort key `sk` (S):
+//!
+//! | `sk` | attributes |
+//! | --- | --- |
+//! | `job` | `format_version` N (1); `lease_token` N — highest fencing token ever granted, never decreases, survives release; `lease_owner` S and `lease_expires_at_ms` N — present while a lease is held; `checkpoint` M `{position S, source_identity S, version N, run_id S, updated_at_ms N}` — present after the first advance |
+//! | `snapshot#<table>` | `table` S, `status` S (`anchored`/`running`/`done`), `anchor` S, `run_id` S, `updated_at_ms` N |
+//! | `chunk#<table>#<n>` (n zero-padded to 6) | `table` S, `chunk` N, `rows` N, `part_key` S, `updated_at_ms` N |
+//! | `run#<run_id>` | `run_id` S, `summary` S (the run summary JSON), `expires_at` N — the table's TTL attribute, s since the epoch |
+//!
+//! The field names and meanings are those of the local store (`state/local.rs`); `state
+//! show` prints the same document shape for both.
+//!
+//! # Guarantees
+//! * Lease grant: one `UpdateItem` on the `job` item conditioned on "no holder, or the
+//!   holder's expiry has passed", which also `ADD`s 1 to `lease_token` — so every grant
+//!   carries a token above every earlier one, and of concurrent requesters exactly one
+//!   wins.
+//! * Checkpoint advance: one `UpdateItem` on the same item conditioned on our token and
+//!   owner **and** the stored checkpoint version being the one we read (or no checkpoint
+//!   for version 0) — fenced and monotonic in one atomic write; it also extends the lease.
+//!   `ConditionalCheckFailed` is `SLUICE_STATE_FENCED`.
+//! * Baseline records (`snapshot#`, `chunk#`) are written in a transaction together with a
+//!   condition check of the lease on the `job` item, so they are fenced too.
+//! * Every read is strongly consistent.
+
+mod item;
+mod table;
+
+use crate::state::SnapshotStatus;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use serde_json::json;
+
+use super::{
+    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, StateStore, now_ms,
+};
+use crate::aws::{self, Failure};
+use crate::error::{Code, Error, Result};
+use item::{
+    Fields, Item, JobItem, checkpoint_value, chunk_item, chunk_sk, key, number, parse_chunk,
+    parse_run, parse_snapshot, run_item, sk_of, snapshot_item, snapshot_sk,
+};
+pub use item::{JOB_SK, TTL_ATTRIBUTE};
+
+/// Run records `state show` prints (the newest).
+const RUNS_SHOWN: i32 = 50;
+/// How long one DynamoDB attempt may take before it counts as failed (then retried).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A DynamoDB table of job states.
+#[derive(Debug, Clone)]
+pub struct DynamoStateStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStateStore {
+    /// A store on `table` through a client built from `sdk`.
+    pub fn new(sdk: &SdkConfig, table: &str) -> Result<Self> {
+        if table.len() < 3
+            || table.len() > 255
+            || !table
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!("state.table {table:?} is not a DynamoDB table name"),
+            )
+            .hint("use 3-255 letters, digits, '_', '-' or '.'"));
+        }
+        let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(aws::CONNECT_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .build(),
+            )
+            .build();
+        Ok(DynamoStateStore {
+            client: Client::from_conf(config),
+            table: table.to_owned(),
+        })
+    }
+
+    /// Maps an SDK failure of `action` to a sluice error naming the item.
+    fn error<E>(&self, err: SdkError<E, HttpResponse>, action: &str, what: &str) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let failure = aws::describe_failure(&err);
+        let error = match aws::classify(&err) {
+            Failure::Unavailable | Failure::Other => Error::new(
+                Code::StateUnavailable,
+                format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
+            )
+            .hint("DynamoDB could not be reached or refused the request for now; nothing was acknowledged, the next run retries (check state.endpoint_url / network if it persists)"),
+            Failure::Denied => Error::new(
+                Code::StateDenied,
+                format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
+            )
+            .hint(format!(
+                "allow {action} on arn:aws:dynamodb:<region>:<account>:table/{} for the credentials in use (IAM role or AWS_* environment); see the README's IAM section",
+                self.table
+            )),
+            Failure::Missing => Error::new(
+                Code::ConfigInvalid,
+                format!("DynamoDB table {} does not exist ({failure})", self.table),
+            )
+            .hint("create it with `sluice state init --config FILE` (local use) or the Terraform state module, or fix state.table / state.region"),
+        };
+        error.source(err)
+    }
+
+    async fn get_item(&self, job: &str, sk: &str) -> Result<Option<Item>> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(job, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:GetItem", &format!("{job}/{sk}")))?;
+        Ok(output.item)
+    }
+
+    /// Every item of `job` whose sort key starts with `prefix`, in sort-key order
+    /// (descending and at most `limit` when a limit is given).
+    async fn query(&self, job: &str, prefix: &str, limit: Option<i32>) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", AttributeValue::S(job.to_owned()))
+                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()))
+                .consistent_read(true)
+                .scan_index_forward(limit.is_none())
+                .set_limit(limit)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Query", &format!("{job}/{prefix}*")))?;
+            items.extend(output.items.unwrap_or_default());
+            match output.last_evaluated_key {
+                Some(key) if limit.is_none() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    async fn job_state(&self, job: &str) -> Result<JobItem> {
+        match self.get_item(job, JOB_SK).await? {
+            Some(item) => JobItem::parse(&self.table, job, &item),
+            None => Ok(JobItem::default()),
+        }
+    }
+
+    /// Maps a failed write of the `job` item. DynamoDB rejects an update whose operands
+    /// have the wrong type (`ValidationException`) — that is a corrupt item, reported as
+    /// such when the item does not parse.
+    async fn job_write_error<E>(
+        &self,
+        err: SdkError<E, HttpResponse>,
+        job: &str,
+        what: &str,
+    ) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        if aws::service_code(&err) == Some("ValidationException")
+            && let Err(corrupt) = self.job_state(job).await
+        {
+            return corrupt.source(err);
+        }
+        self.error(err, "dynamodb:UpdateItem", &format!("{job}/job {what}"))
+    }
+
+    /// The `SLUICE_STATE_FENCED` error for `lease`, naming the current holder.
+    async fn fenced(&self, lease: &Lease, expected_version: Option<u64>) -> Error {
+        let detail = match self.job_state(&lease.job).await {
+            Ok(current) => {
+                let version = current.checkpoint.as_ref().map_or(0, |c| c.version);
+                match expected_version {
+                    Some(expected)
+                        if version != expected
+                            && current.lease_token == lease.token
+                            && current.lease_owner.as_deref() == Some(&lease.owner) =>
+                    {
+                        format!("checkpoint version is {version}, expected {expected}")
+                    }
+                    _ => format!(
+                        "lease token {} is no longer current (current token {}, holder {})",
+                        lease.token,
+                        current.lease_token,
+                        current.lease_owner.as_deref().unwrap_or("none")
+                    ),
+                }
+            }
+            Err(e) => format!(
+                "lease token {} is no longer current (holder unknown: {e})",
+                lease.token
+            ),
+        };
+        Error::new(Code::StateFenced, format!("job {}: {detail}", lease.job))
+            .hint("another invocation took over this job after our lease expired; this run stopped before acknowledging anything, the next run resumes from the stored checkpoint")
+    }
+}
+
+#[async_trait]
+impl StateStore for DynamoStateStore {
+    fn describe(&self) -> String {
+        format!("dynamodb://{}", self.table)
+    }
+
+    async fn init(&self) -> Result<serde_json::Value> {
+        let created = self.create_table().await?;
+        Ok(json!({
+            "state": self.describe(),
+            "table": self.table,
+            "created": created,
+            "ttl_attribute": TTL_ATTRIBUTE,
+        }))
+    }
+
+    async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome> {
+        // A lease that expires between the failed condition and our read is retried.
+        for _ in 0..5 {
+            let now = now_ms();
+            let expires = now + ttl.as_millis() as i64;
+            let granted = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(job, JOB_SK)))
+                .update_expression(
+                    "SET lease_owner = :owner, lease_expires_at_ms = :expires, \
+                     format_version = if_not_exists(format_version, :fv) ADD lease_token :one",
+                )
+                .condition_expression(
+                    "attribute_not_exists(lease_owner) OR attribute_not_exists(lease_expires_at_ms) \
+                     OR lease_expires_at_ms <= :now",
+                )
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+                .expression_attribute_values(":expires", number(expires))
+                .expression_attribute_values(":fv", number(1))
+                .expression_attribute_values(":one", number(1))
+                .expression_attribute_values(":now", number(now))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match granted {
+                Ok(output) => {
+                    let item = output.attributes.unwrap_or_default();
+                    let parsed = JobItem::parse(&self.table, job, &item)?;
+                    return Ok(LeaseOutcome::Acquired(Lease {
+                        job: job.to_owned(),
+                        owner: owner.to_owned(),
+                        token: parsed.lease_token,
+                        expires_at_ms: expires,
+                    }));
+                }
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                {
+                    let current = self.job_state(job).await?;
+                    if let (Some(holder), Some(expires_at_ms)) =
+                        (current.lease_owner, current.lease_expires_at_ms)
+                        && expires_at_ms > now_ms()
+                    {
+                        return Ok(LeaseOutcome::Held {
+                            owner: holder,
+                            expires_at_ms,
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(self.job_write_error(e, job, "lease").await);
+                }
+            }
+        }
+        Err(Error::new(
+            Code::StateUnavailable,
+            format!("job {job}: the lease changed hands repeatedly while acquiring it"),
+        )
+        .hint("several runs of this job are starting at once; the next run retries"))
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        let expires = now_ms() + ttl.as_millis() as i64;
+        let renewed = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(&lease.job, JOB_SK)))
+            .update_expression("SET lease_expires_at_ms = :expires")
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":expires", number(expires))
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .send()
+            .await;
+        match renewed {
+            Ok(_) => Ok(Lease {
+                expires_at_ms: expires,
+                ..lease.clone()
+            }),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(self.fenced(lease, None).await.source(e))
+            }
+            Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        let released = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(&lease.job, JOB_SK)))
+            .update_expression("REMOVE lease_owner, lease_expires_at_ms")
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .send()
+            .await;
+        match released {
+            Ok(_) => Ok(()),
+            // Taken over meanwhile: the new holder's lease is left alone.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
+        }
+    }
+
+    async fn load_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>> {
+        Ok(self.job_state(job).await?.checkpoint)
+    }
+
+    async fn advance_checkpoint(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+        expected_version: u64,
+        position: &str,
+        source_identity: &str,
+        run_id: &str,
+    ) -> Result<(Checkpoint, Lease)> {
+        let now = now_ms();
+        let checkpoint = Checkpoint {
+            position: position.to_owned(),
+            source_identity: source_identity.to_owned(),
+            version: expected_version + 1,
+            run_id: run_id.to_owned(),
+            updated_at_ms: now,
+        };
+        let expires = now + ttl.as_millis() as i64;
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(&lease.job, JOB_SK)))
+            .update_expression("SET #cp = :cp, lease_expires_at_ms = :expires")
+            .expression_attribute_names("#cp", "checkpoint")
+            .expression_attribute_values(":cp", checkpoint_value(&checkpoint))
+            .expression_attribute_values(":expires", number(expires))
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()));
+        request = if expected_version == 0 {
+            request.condition_expression(
+                "lease_token = :token AND lease_owner = :owner AND attribute_not_exists(#cp)",
+            )
+        } else {
+            request
+                .condition_expression(
+                    "lease_token = :token AND lease_owner = :owner AND #cp.#version = :expected",
+                )
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_values(":expected", number(expected_version))
+        };
+        match request.send().await {
+            Ok(_) => Ok((
+                checkpoint,
+                Lease {
+                    expires_at_ms: expires,
+                    ..lease.clone()
+                },
+            )),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(self.fenced(lease, Some(expected_version)).await.source(e))
+            }
+            Err(e) => Err(self.job_write_error(e, &lease.job, "checkpoint").await),
+        }
+    }
+
+    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>> {
+        let sk = snapshot_sk(table);
+        match self.get_item(job, &sk).await? {
+            None => Ok(None),
+            Some(item) => parse_snapshot(&Fields::new(&item, &self.table, job, &sk)).map(Some),
+        }
+    }
+
+    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+        // Records only move forward: overwrite only a missing or an earlier status.
+        let earlier: &[&str] = match record.status {
+            SnapshotStatus::Anchored => &["anchored"],
+            SnapshotStatus::Running => &["anchored", "running"],
+            SnapshotStatus::Done => &["anchored", "running", "done"],
+        };
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(snapshot_item(job, record)))
+            .condition_expression(format!(
+                "attribute_not_exists(pk) OR #status IN ({})",
+                (0..earlier.len())
+                    .map(|i| format!(":s{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .expression_attribute_names("#status", "status");
+        for (i, status) in earlier.iter().enumerate() {
+            request = request.expression_attribute_values(
+                format!(":s{i}"),
+                AttributeValue::S((*status).to_owned()),
+            );
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.error(
+                e,
+                "dynamodb:PutItem",
+                &format!("{job}/{}", snapshot_sk(&record.table)),
+            )),
+        }
+    }
+
+    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()> {
+        let mut keys = vec![snapshot_sk(table)];
+        for item in self.query(job, &format!("chunk#{table}#"), None).await? {
+            keys.push(sk_of(&item));
+        }
+        for sk in keys {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(job, &sk)))
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:DeleteItem", &format!("{job}/{sk}")))?;
+        }
+        Ok(())
+    }
+
+    async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>> {
+        let sk = chunk_sk(table, chunk);
+        match self.get_item(job, &sk).await? {
+            None => Ok(None),
+            Some(item) => parse_chunk(&Fields::new(&item, &self.table, job, &sk)).map(Some),
+        }
+    }
+
+    async fn put_chunk(&self, job: &str, record: &ChunkRecord) -> Result<ChunkRecord> {
+        let sk = chunk_sk(&record.table, record.chunk);
+        let sent = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(chunk_item(job, record)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(record.clone()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                let item = self.get_item(job, &sk).await?.ok_or_else(|| {
+                    Error::new(
+                        Code::StateUnavailable,
+                        format!("chunk record {job}/{sk} vanished while being written"),
+                    )
+                    .hint("retry the chunk")
+                })?;
+                parse_chunk(&Fields::new(&item, &self.table, job, &sk))
+            }
+            Err(e) => Err(self.error(e, "dynamodb:PutItem", &format!("{job}/{sk}"))),
+        }
+    }
+
+    async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(run_item(job, record)))
+            .send()
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    "dynamodb:PutItem",
+                    &format!("{job}/run#{}", record.run_id),
+                )
+            })?;
+        Ok(())
+    }
+
+    async fn show(&self, job: &str) -> Result<serde_json::Value> {
+        let state = self.job_state(job).await?;
+        let mut snapshots = serde_json::Map::new();
+        for item in self.query(job, "snapshot#", None).await? {
+            let sk = sk_of(&item);
+            let record = parse_snapshot(&Fields::new(&item, &self.table, job, &sk))?;
+            snapshots.insert(record.table.clone(), json!(record));
+        }
+        let mut chunks = serde_json::Map::new();
+        for item in self.query(job, "chunk#", None).await? {
+            let sk = sk_of(&item);
+            let record = parse_chunk(&Fields::new(&item, &self.table, job, &sk))?;
+            let key = sk.strip_prefix("chunk#").unwrap_or(&sk).to_owned();
+            chunks.insert(key, json!(record));
+        }
+        let mut runs = serde_json::Map::new();
+        let mut newest = self.query(job, "run#", Some(RUNS_SHOWN)).await?;
+        newest.reverse();
+        for item in newest {
+            let sk = sk_of(&item);
+            let record = parse_run(&Fields::new(&item, &self.table, job, &sk))?;
+            runs.insert(record.run_id.clone(), json!(record));
+        }
+        Ok(json!({
+            "format_version": state.format_version.max(1),
+            "lease_token": state.lease_token,
+            "lease_owner": state.lease_owner,
+            "lease_expires_at_ms": state.lease_expires_at_ms,
+            "checkpoint": state.checkpoint,
+            "snapshots": snapshots,
+            "chunks": chunks,
+            "runs": runs,
+        }))
+    }
+}
+
+impl DynamoStateStore {
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+    use aws_sdk_s3::primitives::SdkBody;
+
+    fn answer(code: &str, status: u16) -> SdkError<UpdateItemError, HttpResponse> {
+        let err = UpdateItemError::generic(ErrorMetadata::builder().code(code).build());
+        SdkError::service_error(
+            err,
+            HttpResponse::new(status.try_into().unwrap(), SdkBody::empty()),
+        )
+    }
+
+    #[test]
+    fn dynamodb_answers_map_to_stable_codes_with_hints() {
+        let sdk = SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .build();
+        let store = DynamoStateStore::new(&sdk, "sluice-state").unwrap();
+        let denied = store.error(
+            answer("AccessDeniedException", 400),
+            "dynamodb:UpdateItem",
+            "j/job",
+        );
+        assert_eq!(denied.code(), Code::StateDenied);
+        assert_eq!(denied.class().exit_code(), 5);
+        let hint = denied.hint_text().unwrap();
+        assert!(
+            hint.contains("dynamodb:UpdateItem") && hint.contains("table/sluice-state"),
+            "{hint}"
+        );
+        let throttled = store.error(
+            answer("ProvisionedThroughputExceededException", 400),
+            "dynamodb:UpdateItem",
+            "j/job",
+        );
+        assert_eq!(throttled.code(), Code::StateUnavailable);
+        let missing = store.error(
+            answer("ResourceNotFoundException", 400),
+            "dynamodb:GetItem",
+            "j/job",
+        );
+        assert_eq!(missing.code(), Code::ConfigInvalid);
+        assert!(missing.hint_text().unwrap().contains("sluice state init"));
+        assert!(DynamoStateStore::new(&sdk, "a/b").is_err());
+    }
+}

@@ -1,0 +1,111 @@
+//! A severable TCP proxy: tests route an endpoint through it and cut the connection at
+//! will (moto keeps its state in memory, so restarting it is not an option).
+//!
+//! While severed, every open connection is shut down and new connections are accepted
+//! and closed at once — the client sees a broken connection, as when a network path or
+//! the service fails. `restore` lets new connections through again.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+struct Shared {
+    severed: AtomicBool,
+    stopped: AtomicBool,
+    open: Mutex<Vec<TcpStream>>,
+}
+
+/// A proxy from a local port to `upstream`; stops when dropped.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Starts forwarding a fresh local port to `upstream` (`host:port`).
+    pub fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            severed: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            open: Mutex::new(Vec::new()),
+        });
+        let upstream = upstream.to_owned();
+        let accept_shared = shared.clone();
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if accept_shared.stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                if accept_shared.severed.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                {
+                    let mut open = accept_shared.open.lock().unwrap();
+                    open.push(client.try_clone().unwrap());
+                    open.push(server.try_clone().unwrap());
+                }
+                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pipe(server, client);
+            }
+        });
+        Proxy { addr, shared }
+    }
+
+    /// The proxy's URL (`http://127.0.0.1:<port>`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Breaks every open connection and refuses new ones until [`Proxy::restore`].
+    pub fn sever(&self) {
+        self.shared.severed.store(true, Ordering::SeqCst);
+        for stream in self.shared.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Lets connections through again.
+    pub fn restore(&self) {
+        self.shared.severed.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.sever();
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the stop flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Copies `from` to `to` on a thread until either side closes.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}
