@@ -19,7 +19,9 @@ services: prereqs
 services-down:
 	$(SERVICES) down
 
+# tests/terraform.rs needs the Terraform tools (terraform-tools.sh is a no-op once installed).
 test: services
+	@infra/local/terraform-tools.sh >/dev/null
 	eval "$$($(SERVICES) env)" && cargo test $(LOCKED) --all-targets
 
 lint: prereqs terraform-check
@@ -45,4 +47,5 @@ terraform-check:
 	@bin="$$(infra/local/terraform-tools.sh)" && \
 	  "$$bin/terraform" fmt -check -recursive -diff terraform && \
 	  "$$bin/hcl2-python" terraform/tests/parse_all.py terraform && \
+	  "$$bin/hcl2-python" terraform/tests/readme_tables.py --check terraform/modules && \
 	  "$$bin/checkov" -d terraform --framework terraform --skip-download --quiet --compact
