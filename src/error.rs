@@ -79,6 +79,9 @@ codes! {
     StateFenced => "SLUICE_STATE_FENCED", Transient;
     StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
     StateConflict => "SLUICE_STATE_CONFLICT", Refusal;
+    StateLeaseHeld => "SLUICE_STATE_LEASE_HELD", Transient;
+    BaselineIncomplete => "SLUICE_BASELINE_INCOMPLETE", Transient;
+    BaselineNotAnchored => "SLUICE_BASELINE_NOT_ANCHORED", Refusal;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
 }

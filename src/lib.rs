@@ -4,6 +4,7 @@
 //! the run's start, writes typed Parquet parts with manifests, advances the checkpoint
 //! under a fenced single-writer lease, and exits. See `DESIGN.md` for the contract.
 
+pub mod baseline;
 pub mod change;
 pub mod cli;
 pub mod config;

@@ -3,65 +3,10 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::lambda_api::{Outcome, RuntimeApi, epoch_ms};
+use support::lambda_api::{Function, Outcome, RuntimeApi, epoch_ms};
 use support::{Job, TestDb};
-
-/// The function process: the `sluice` binary with the Lambda environment set.
-struct Function {
-    child: Child,
-    stdout: std::sync::mpsc::Receiver<String>,
-}
-
-impl Function {
-    fn start(api: &RuntimeApi, job: &Job, extra_env: &[(&str, &str)]) -> Function {
-        let config = std::fs::read_to_string(&job.config).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-        cmd.env("AWS_LAMBDA_RUNTIME_API", api.endpoint())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "sluice-test")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/sluice-test")
-            .env("SLUICE_CONFIG", config)
-            .env(&job.url_env.0, &job.url_env.1)
-            .env_remove("SLUICE_FAULT")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Function { child, stdout: rx }
-    }
-
-    /// The EMF documents printed so far.
-    fn emf_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout
-            .try_iter()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
-            .filter(|v| v.get("_aws").is_some())
-            .collect()
-    }
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn scheduled_event() -> serde_json::Value {
     serde_json::json!({

@@ -25,6 +25,8 @@ pub enum FaultPoint {
     SourceAcked,
     /// Just before the checkpoint write (used to let a lease expire first).
     BeforeCheckpoint,
+    /// A baseline chunk's part is durable and the chunk is recorded done.
+    ChunkDone,
 }
 
 impl FaultPoint {
@@ -34,6 +36,7 @@ impl FaultPoint {
             FaultPoint::CheckpointWritten => "checkpoint_written",
             FaultPoint::SourceAcked => "source_acked",
             FaultPoint::BeforeCheckpoint => "before_checkpoint",
+            FaultPoint::ChunkDone => "chunk_done",
         }
     }
 }

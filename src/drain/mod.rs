@@ -22,7 +22,7 @@ use commit::Committer;
 use summary::{RunStatus, RunSummary, TableCounts};
 use tables::Router;
 
-use crate::config::Config;
+use crate::config::{Config, Initial};
 use crate::destination::{self, Destination};
 use crate::error::Result;
 use crate::framer::Framer;
@@ -90,6 +90,9 @@ pub async fn drain_with(
     if faults::armed() {
         tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
     }
+    if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
+        start_baseline(config, backends).await?;
+    }
     let state = backends.state.as_ref();
     let destination = backends.destination.as_ref();
     let owner = format!("{run_id}/pid-{}", std::process::id());
@@ -138,6 +141,24 @@ pub async fn drain_with(
         tracing::warn!(error = %e, "could not release the lease; it expires on its own");
     }
     result
+}
+
+/// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —
+/// with a state machine configured — make sure it is anchored and leave the chunks to
+/// the machine (drains may run meanwhile: the anchor predates every chunk read).
+async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
+    match &config.baseline.state_machine_arn {
+        None => {
+            let summary = crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
+            tracing::info!(rows = summary.rows, chunks = summary.chunks, "inline baseline done");
+            Ok(())
+        }
+        Some(arn) => Err(crate::error::Error::new(
+            crate::error::Code::ConfigInvalid,
+            format!("baseline.state_machine_arn {arn} is set, but starting Step Functions executions is not built in yet"),
+        )
+        .hint("remove baseline.state_machine_arn to run the baseline inline, or start the state machine yourself")),
+    }
 }
 
 async fn drain_under_lease(

@@ -113,12 +113,46 @@ async fn handle(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
-        other => Err(Error::new(
-            Code::ConfigInvalid,
-            format!("action {} is not supported by this build", other.name()),
-        )
-        .hint("baseline actions are not implemented yet; use {\"action\": \"drain\"}")
-        .into()),
+        baseline => {
+            let backends = container
+                .backends
+                .get_or_try_init(|| Backends::open(config))
+                .await?;
+            Ok(run_baseline_task(config, backends, &baseline, &event.payload).await?)
+        }
+    }
+}
+
+/// Runs one Step Functions baseline task; its input and output are the typed payloads
+/// of [`crate::baseline::tasks`].
+async fn run_baseline_task(
+    config: &Config,
+    backends: &Backends,
+    action: &Action,
+    payload: &Value,
+) -> crate::error::Result<Value> {
+    use crate::baseline::tasks;
+    let to_json = |v: std::result::Result<Value, serde_json::Error>| {
+        v.map_err(|e| Error::new(Code::Internal, "encoding a task result").source(e))
+    };
+    match action {
+        Action::BaselineAnchor => {
+            to_json(serde_json::to_value(tasks::anchor(config, backends).await?))
+        }
+        Action::BaselinePlan => to_json(serde_json::to_value(tasks::plan(config, backends).await?)),
+        Action::BaselineChunk => {
+            let input: tasks::ChunkInput = serde_json::from_value(payload.clone()).map_err(|e| {
+                Error::new(Code::ConfigInvalid, format!("baseline.chunk payload is not a chunk task: {e}"))
+                    .hint("the Map's ItemSelector must pass {\"action\": \"baseline.chunk\", \"chunk\": <item>}")
+            })?;
+            to_json(serde_json::to_value(
+                tasks::chunk(config, backends, &input.chunk).await?,
+            ))
+        }
+        Action::BaselineFinish => {
+            to_json(serde_json::to_value(tasks::finish(config, backends).await?))
+        }
+        Action::Drain => Err(Error::new(Code::Internal, "drain is not a baseline task")),
     }
 }
 

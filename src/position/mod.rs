@@ -40,6 +40,14 @@ impl Position {
         }
     }
 
+    /// The position just before this one: a baseline anchored here sorts before every
+    /// change committed at or after it.
+    pub fn just_before(&self) -> Position {
+        match self {
+            Position::Postgres(lsn) => Position::Postgres(PgLsn(lsn.0.saturating_sub(1))),
+        }
+    }
+
     /// Parses the tagged checkpoint form written by `Display`.
     pub fn parse_tagged(text: &str) -> Result<Self, Error> {
         text.parse()

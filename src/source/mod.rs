@@ -10,6 +10,7 @@
 //! the log can no longer supply the changes after the checkpoint.
 
 pub mod postgres;
+pub mod snapshot;
 
 use std::sync::Arc;
 

@@ -253,10 +253,25 @@ impl StateStore for LocalStateStore {
         self.with_doc(job, |doc| Ok((false, doc.snapshots.get(table).cloned())))
     }
 
-    async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()> {
-        self.with_doc(&lease.job, |doc| {
-            doc.check_fence(lease)?;
+    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+        self.with_doc(job, |doc| {
+            let behind = doc
+                .snapshots
+                .get(&record.table)
+                .is_some_and(|s| s.status > record.status);
+            if behind {
+                return Ok((false, ()));
+            }
             doc.snapshots.insert(record.table.clone(), record.clone());
+            Ok((true, ()))
+        })
+    }
+
+    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()> {
+        self.with_doc(job, |doc| {
+            doc.snapshots.remove(table);
+            let prefix = format!("{table}#");
+            doc.chunks.retain(|k, _| !k.starts_with(&prefix));
             Ok((true, ()))
         })
     }
@@ -267,12 +282,14 @@ impl StateStore for LocalStateStore {
         })
     }
 
-    async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()> {
-        self.with_doc(&lease.job, |doc| {
-            doc.check_fence(lease)?;
-            doc.chunks
-                .insert(chunk_key(&record.table, record.chunk), record.clone());
-            Ok((true, ()))
+    async fn put_chunk(&self, job: &str, record: &ChunkRecord) -> Result<ChunkRecord> {
+        self.with_doc(job, |doc| {
+            let key = chunk_key(&record.table, record.chunk);
+            if let Some(existing) = doc.chunks.get(&key) {
+                return Ok((false, existing.clone()));
+            }
+            doc.chunks.insert(key, record.clone());
+            Ok((true, record.clone()))
         })
     }
 

@@ -55,9 +55,10 @@ pub struct Checkpoint {
 }
 
 /// Baseline progress of one table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SnapshotStatus {
+    // Declared in lifecycle order: `Ord` is the forward direction.
     Anchored,
     Running,
     Done,
@@ -80,7 +81,13 @@ pub struct ChunkRecord {
     pub table: String,
     pub chunk: u32,
     pub rows: u64,
+    /// The chunk's part (empty when the chunk had no rows).
     pub part_key: String,
+    #[serde(default)]
+    pub bytes: u64,
+    /// The part's cell checksum (`fnv1a64:…`), empty when unknown.
+    #[serde(default)]
+    pub checksum: String,
     pub updated_at_ms: i64,
 }
 
@@ -127,13 +134,19 @@ pub trait StateStore: Send + Sync {
 
     async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>>;
 
-    /// Writes a baseline record, fenced by the lease.
-    async fn put_snapshot(&self, lease: &Lease, record: &SnapshotRecord) -> Result<()>;
+    /// Writes a baseline record. Not fenced by the lease: baseline workers run in
+    /// parallel with each other and with drains; the record only moves forward
+    /// (`anchored → running → done`), an attempt to move it back is ignored.
+    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()>;
+
+    /// Removes a table's baseline record and all its chunk records (`baseline --reset`).
+    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()>;
 
     async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>>;
 
-    /// Records a finished baseline chunk, fenced by the lease.
-    async fn put_chunk(&self, lease: &Lease, record: &ChunkRecord) -> Result<()>;
+    /// Records a finished baseline chunk unless it is already recorded (the first
+    /// record wins); returns the stored record.
+    async fn put_chunk(&self, job: &str, record: &ChunkRecord) -> Result<ChunkRecord>;
 
     /// Stores a run record.
     async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()>;

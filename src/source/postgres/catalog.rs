@@ -26,6 +26,8 @@ pub struct CapturedTable {
     pub key: Vec<String>,
     /// Source type name per column (`numeric(12,2)`).
     pub type_names: HashMap<String, String>,
+    /// Type OID per column, in column order.
+    pub type_oids: Vec<u32>,
     /// The table as of the open.
     pub shape: Arc<TableSchema>,
 }
@@ -100,6 +102,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         .map_err(|e| query_error("reading pg_attribute", e))?;
     let mut columns = Vec::with_capacity(rows.len());
     let mut type_names = HashMap::new();
+    let mut type_oids = Vec::with_capacity(rows.len());
     for row in &rows {
         let name: String = row.get(0);
         let type_oid: i64 = row.get(1);
@@ -113,6 +116,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             .hint("see the README's type table; exclude the table, or change the column to a supported type (e.g. text)")
         })?;
         type_names.insert(name.clone(), type_name.clone());
+        type_oids.push(type_oid as u32);
         columns.push(Column {
             name,
             ty,
@@ -133,6 +137,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         table,
         key,
         type_names,
+        type_oids,
         shape: Arc::new(TableSchema {
             name: config_name.to_owned(),
             columns,

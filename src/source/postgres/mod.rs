@@ -12,8 +12,10 @@
 
 pub mod catalog;
 pub mod connect;
+pub mod copy_binary;
 pub mod pgoutput;
 pub mod slot;
+pub mod snapshot;
 pub mod stream;
 pub mod types;
 

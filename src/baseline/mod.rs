@@ -1,0 +1,128 @@
+//! Baselines: the table's current state as snapshot parts, anchored so the change stream
+//! covers everything after it.
+//!
+//! Snapshot rows have the change-row shape (`__op = 'snapshot'`, `__pos` = the anchor's
+//! position text, `__seq = 0`, then the typed columns), so one query — latest
+//! `(__pos, __seq)` per key, minus deletes — over `snapshot/` and the change parts gives
+//! the current state. The anchor is the position *just before* the stream's start, so
+//! every change of the stream sorts after every snapshot row, and a change made while the
+//! baseline is being read is in the stream too (overlap, never a gap).
+//!
+//! [`run_inline`] runs the four [`tasks`] in one process (CLI, small tables); the Step
+//! Functions machine in `infra/stepfunctions/baseline.asl.json` runs them as separate
+//! Lambda invocations.
+
+pub mod tasks;
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::drain::Backends;
+use crate::error::{Code, Error, Result};
+use crate::state::SnapshotStatus;
+
+/// What `sluice baseline` prints.
+#[derive(Debug, Serialize)]
+pub struct BaselineSummary {
+    pub status: &'static str,
+    pub job: String,
+    pub anchor: String,
+    pub chunks: usize,
+    pub chunks_read: usize,
+    pub rows: u64,
+    pub duration_ms: u64,
+    pub tables: std::collections::BTreeMap<String, tasks::TableBaseline>,
+}
+
+/// True when every table's baseline is done.
+pub async fn is_done(config: &Config, backends: &Backends) -> Result<bool> {
+    for table in &config.source.tables {
+        let done = backends
+            .state
+            .load_snapshot(&config.job, table)
+            .await?
+            .is_some_and(|s| s.status == SnapshotStatus::Done);
+        if !done {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Runs (or resumes) the whole baseline in this process, `parallel` chunks at a time.
+pub async fn run_inline(
+    config: &Config,
+    backends: &Backends,
+    parallel: usize,
+) -> Result<BaselineSummary> {
+    let started = Instant::now();
+    let anchor = tasks::anchor(config, backends).await?;
+    let plan = tasks::plan(config, backends).await?;
+    let total = plan.chunks.len();
+    let mut done = 0usize;
+    let mut rows = 0u64;
+    let mut read = 0usize;
+    let mut results = futures_util::stream::iter(plan.chunks.iter())
+        .map(|task| async move {
+            let before = backends
+                .state
+                .load_chunk(&config.job, &task.table, task.chunk)
+                .await?;
+            let output = tasks::chunk(config, backends, task).await?;
+            Ok::<_, Error>((before.is_none(), output))
+        })
+        .buffer_unordered(parallel.max(1));
+    while let Some(result) = results.next().await {
+        let (fresh, output) = result?;
+        done += 1;
+        if fresh {
+            read += 1;
+            rows += output.rows;
+        }
+        let elapsed = started.elapsed().as_secs_f64().max(1e-3);
+        let eta = elapsed / done as f64 * (total - done) as f64;
+        tracing::info!(
+            chunk = %format!("{done}/{total}"),
+            table = %output.table,
+            rows,
+            rows_per_s = (rows as f64 / elapsed) as u64,
+            eta_s = eta as u64,
+            "baseline progress"
+        );
+    }
+    drop(results);
+    let finished = tasks::finish(config, backends).await?;
+    Ok(BaselineSummary {
+        status: "done",
+        job: config.job.clone(),
+        anchor: anchor.anchor,
+        chunks: total,
+        chunks_read: read,
+        rows: finished.tables.values().map(|t| t.rows).sum(),
+        duration_ms: started.elapsed().as_millis() as u64,
+        tables: finished.tables,
+    })
+}
+
+/// Clears every table's baseline records so the next baseline starts over. Refuses while
+/// snapshot objects exist (parts are never overwritten): it names the prefix to remove.
+pub async fn reset(config: &Config, backends: &Backends) -> Result<serde_json::Value> {
+    let mut cleared = Vec::new();
+    for table in &config.source.tables {
+        let prefix = format!("{table}/snapshot/");
+        let objects = backends.destination.list(&prefix).await?;
+        if !objects.is_empty() {
+            return Err(Error::new(
+                Code::DestinationExists,
+                format!("{} objects exist under {prefix} in {}", objects.len(), backends.destination.describe()),
+            )
+            .hint(format!("parts are never overwritten: move or delete {prefix} first, then run `sluice baseline --reset` again")));
+        }
+        backends.state.clear_snapshot(&config.job, table).await?;
+        cleared.push(table.clone());
+    }
+    Ok(serde_json::json!({ "status": "reset", "job": config.job, "cleared": cleared }))
+}

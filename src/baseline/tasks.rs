@@ -1,0 +1,450 @@
+//! The four baseline tasks — anchor, plan, chunk, finish — with typed payloads. The CLI
+//! runs them in one process; the Step Functions machine runs each as a Lambda
+//! invocation (`action: baseline.<task>`) with exactly these payload shapes.
+//!
+//! Guarantees: the anchor is created and recorded before any row is read, so every
+//! change after it is in the stream (overlap, never a gap); the plan is stored once
+//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift; a
+//! chunk is recorded done only after its part is durable, a retried chunk adopts an
+//! existing part instead of writing a second one, and the first chunk record wins; the
+//! snapshot's `manifest.json` and `_SUCCESS` are written only when every chunk is done.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::change::{ChangeEvent, Op};
+use crate::config::Config;
+use crate::drain::Backends;
+use crate::error::{Code, Error, Result};
+use crate::position::Position;
+use crate::sink::{
+    FinishedPart, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
+};
+use crate::source::snapshot::{self, ChunkBounds};
+use crate::state::{ChunkRecord, LeaseOutcome, SnapshotRecord, SnapshotStatus, now_ms};
+
+/// Output of `baseline.anchor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnchorOutput {
+    /// The stream position the baseline is anchored at (tagged).
+    pub anchor: String,
+    pub tables: Vec<String>,
+}
+
+/// One chunk to read: the item of the Step Functions Map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkTask {
+    pub table: String,
+    /// 1-based chunk number; also the snapshot part number.
+    pub chunk: u32,
+    pub bounds: ChunkBounds,
+    /// The table's snapshot anchor (tagged); its text is the rows' `__pos`.
+    pub anchor: String,
+}
+
+/// Output of `baseline.plan`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanOutput {
+    pub chunks: Vec<ChunkTask>,
+    /// Chunks to read at once (`baseline.parallel`; the Map's MaxConcurrency).
+    pub parallel: usize,
+}
+
+/// Input of `baseline.chunk`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkInput {
+    pub chunk: ChunkTask,
+}
+
+/// Output of `baseline.chunk`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkOutput {
+    pub table: String,
+    pub chunk: u32,
+    pub rows: u64,
+    pub part_key: String,
+}
+
+/// Per-table result of `baseline.finish`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableBaseline {
+    pub chunks: u32,
+    pub rows: u64,
+}
+
+/// Output of `baseline.finish`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishOutput {
+    pub tables: BTreeMap<String, TableBaseline>,
+}
+
+fn plan_key(table: &str) -> String {
+    format!("{table}/snapshot/_plan.json")
+}
+
+/// Step ①: creates (or adopts) the stream's anchor and records it for every table that
+/// has no baseline record yet.
+pub async fn anchor(config: &Config, backends: &Backends) -> Result<AnchorOutput> {
+    let state = backends.state.as_ref();
+    let run_id = crate::run_id::new_run_id();
+    let owner = format!("{run_id}/baseline-anchor/pid-{}", std::process::id());
+    let ttl = config.lease.ttl();
+    let lease = match state.acquire_lease(&config.job, &owner, ttl).await? {
+        LeaseOutcome::Acquired(lease) => lease,
+        LeaseOutcome::Held { owner, .. } => {
+            return Err(Error::new(
+                Code::StateLeaseHeld,
+                format!(
+                    "job {}: the lease is held by {owner}; the anchor needs it briefly",
+                    config.job
+                ),
+            )
+            .hint(
+                "retry when the running drain ends (Step Functions retries this automatically)",
+            ));
+        }
+    };
+    let result = anchor_under_lease(config, backends, &lease, &run_id).await;
+    if let Err(e) = state.release_lease(&lease).await {
+        tracing::warn!(error = %e, "could not release the lease; it expires on its own");
+    }
+    result
+}
+
+async fn anchor_under_lease(
+    config: &Config,
+    backends: &Backends,
+    lease: &crate::state::Lease,
+    run_id: &str,
+) -> Result<AnchorOutput> {
+    let state = backends.state.as_ref();
+    let position = match state.load_checkpoint(&config.job).await? {
+        Some(cp) => Position::parse_tagged(&cp.position)?,
+        None => {
+            let stream = crate::source::open(config, None).await?;
+            let info = stream.info().clone();
+            state
+                .advance_checkpoint(
+                    lease,
+                    config.lease.ttl(),
+                    0,
+                    &info.start.to_string(),
+                    &info.source_identity,
+                    run_id,
+                )
+                .await?;
+            info.start
+        }
+    };
+    let anchor = position.just_before().to_string();
+    for table in &config.source.tables {
+        if state.load_snapshot(&config.job, table).await?.is_none() {
+            let record = SnapshotRecord {
+                table: table.clone(),
+                status: SnapshotStatus::Anchored,
+                anchor: anchor.clone(),
+                run_id: run_id.to_owned(),
+                updated_at_ms: now_ms(),
+            };
+            state.put_snapshot(&config.job, &record).await?;
+            tracing::info!(table = %table, anchor = %anchor, "baseline anchored");
+        }
+    }
+    Ok(AnchorOutput {
+        anchor,
+        tables: config.source.tables.clone(),
+    })
+}
+
+/// Step ②a: the chunk list of every table not yet done (planned once, then reused).
+pub async fn plan(config: &Config, backends: &Backends) -> Result<PlanOutput> {
+    let state = backends.state.as_ref();
+    let mut source = None;
+    let mut chunks = Vec::new();
+    for table in &config.source.tables {
+        let record = state
+            .load_snapshot(&config.job, table)
+            .await?
+            .ok_or_else(|| not_anchored(table))?;
+        if record.status == SnapshotStatus::Done {
+            continue;
+        }
+        let bounds: Vec<ChunkBounds> = match backends.destination.get(&plan_key(table)).await? {
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::new(
+                    Code::StateCorrupt,
+                    format!("{} is not a chunk plan", plan_key(table)),
+                )
+                .hint("delete the baseline (`sluice baseline --reset`) and start it again")
+                .source(e)
+            })?,
+            None => {
+                if source.is_none() {
+                    source = Some(snapshot::open(config).await?);
+                }
+                let planned = source
+                    .as_mut()
+                    .expect("opened above")
+                    .plan(table, config.baseline.chunk_rows)
+                    .await?;
+                let body = serde_json::to_vec_pretty(&planned)
+                    .map_err(|e| Error::new(Code::Internal, "encoding a plan").source(e))?;
+                backends
+                    .destination
+                    .put_marker(&plan_key(table), &body)
+                    .await?;
+                planned
+            }
+        };
+        state
+            .put_snapshot(
+                &config.job,
+                &SnapshotRecord {
+                    status: SnapshotStatus::Running,
+                    updated_at_ms: now_ms(),
+                    ..record.clone()
+                },
+            )
+            .await?;
+        for (i, bounds) in bounds.into_iter().enumerate() {
+            chunks.push(ChunkTask {
+                table: table.clone(),
+                chunk: i as u32 + 1,
+                bounds,
+                anchor: record.anchor.clone(),
+            });
+        }
+    }
+    Ok(PlanOutput {
+        chunks,
+        parallel: config.baseline.parallel,
+    })
+}
+
+fn not_anchored(table: &str) -> Error {
+    Error::new(
+        Code::BaselineNotAnchored,
+        format!("table {table} has no baseline anchor"),
+    )
+    .hint("run the anchor step first (`sluice baseline` does all steps in order)")
+}
+
+/// Step ②b: reads one chunk into its snapshot part and records it done.
+pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Result<ChunkOutput> {
+    let state = backends.state.as_ref();
+    if let Some(done) = state
+        .load_chunk(&config.job, &task.table, task.chunk)
+        .await?
+    {
+        return Ok(output_of(&done));
+    }
+    let mut source = snapshot::open(config).await?;
+    let schema = source.schema(&task.table)?;
+    let settings = PartSettings {
+        rollover_rows: u64::MAX,
+        rollover_bytes: u64::MAX,
+        row_group_rows: config.output.row_group_rows,
+        zstd_level: config.output.zstd_level,
+        ..PartSettings::new(config.spill_dir())
+    };
+    let mut writer = PartWriter::new(
+        &task.table,
+        format!("{}/snapshot/part-", task.table),
+        task.chunk,
+        settings,
+    )?;
+    let pos: std::sync::Arc<str> = Position::parse_tagged(&task.anchor)?.sortable_text().into();
+    let mut sink = |image| {
+        let event = ChangeEvent {
+            table: schema.clone(),
+            op: Op::Snapshot,
+            pos: pos.clone(),
+            seq: 0,
+            commit_ts: None,
+            image,
+            unlogged: vec![],
+        };
+        match writer.append(&event)? {
+            None => Ok(()),
+            Some(_) => Err(Error::new(
+                Code::Internal,
+                "a snapshot chunk changed schema mid-read",
+            )),
+        }
+    };
+    source
+        .read_chunk(&task.table, &task.bounds, &mut sink)
+        .await?;
+    let record = match writer.finish()? {
+        None => ChunkRecord {
+            table: task.table.clone(),
+            chunk: task.chunk,
+            rows: 0,
+            part_key: String::new(),
+            bytes: 0,
+            checksum: String::new(),
+            updated_at_ms: now_ms(),
+        },
+        Some(part) => make_chunk_durable(backends, task, part).await?,
+    };
+    let stored = state.put_chunk(&config.job, &record).await?;
+    tracing::info!(table = %task.table, chunk = task.chunk, rows = stored.rows, "baseline chunk done");
+    crate::drain::faults::hit(crate::drain::faults::FaultPoint::ChunkDone).await?;
+    Ok(output_of(&stored))
+}
+
+/// Uploads a chunk's part; a part left by an earlier attempt of the same chunk is adopted.
+async fn make_chunk_durable(
+    backends: &Backends,
+    task: &ChunkTask,
+    part: FinishedPart,
+) -> Result<ChunkRecord> {
+    let mut record = ChunkRecord {
+        table: task.table.clone(),
+        chunk: task.chunk,
+        rows: part.rows,
+        part_key: part.key.clone(),
+        bytes: part.bytes,
+        checksum: part.checksum.clone(),
+        updated_at_ms: now_ms(),
+    };
+    let uploaded = backends
+        .destination
+        .put_part(&part.key, &part.local_path)
+        .await;
+    if let Err(e) = part.discard() {
+        tracing::warn!(error = %e, "could not remove a spilled part file");
+    }
+    match uploaded {
+        Ok(()) => Ok(record),
+        Err(e) if e.code() == Code::DestinationExists => {
+            let bytes = backends
+                .destination
+                .get(&record.part_key)
+                .await?
+                .unwrap_or_default();
+            record.bytes = bytes.len() as u64;
+            record.rows = rows_in_parquet(bytes)?;
+            record.checksum = String::new();
+            tracing::info!(key = %record.part_key, "adopting the part an earlier attempt of this chunk wrote");
+            Ok(record)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn rows_in_parquet(bytes: Vec<u8>) -> Result<u64> {
+    use parquet::file::reader::FileReader;
+    let reader =
+        parquet::file::serialized_reader::SerializedFileReader::new(bytes::Bytes::from(bytes))
+            .map_err(|e| {
+                Error::new(Code::OutputWrite, "reading an existing snapshot part").source(e)
+            })?;
+    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
+}
+
+fn output_of(record: &ChunkRecord) -> ChunkOutput {
+    ChunkOutput {
+        table: record.table.clone(),
+        chunk: record.chunk,
+        rows: record.rows,
+        part_key: record.part_key.clone(),
+    }
+}
+
+/// Step ③: once every chunk is done, writes each table's snapshot manifest and
+/// `_SUCCESS` and marks its baseline done.
+pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput> {
+    let state = backends.state.as_ref();
+    let mut tables = BTreeMap::new();
+    for table in &config.source.tables {
+        let record = state
+            .load_snapshot(&config.job, table)
+            .await?
+            .ok_or_else(|| not_anchored(table))?;
+        let plan: Vec<ChunkBounds> = match backends.destination.get(&plan_key(table)).await? {
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| Error::new(Code::StateCorrupt, "bad chunk plan").source(e))?,
+            None => {
+                return Err(Error::new(
+                    Code::BaselineIncomplete,
+                    format!("table {table} has no chunk plan yet"),
+                )
+                .hint("run the plan step first (`sluice baseline` does all steps in order)"));
+            }
+        };
+        let mut parts = Vec::new();
+        let mut missing = Vec::new();
+        let mut rows = 0;
+        for n in 1..=plan.len() as u32 {
+            match state.load_chunk(&config.job, table, n).await? {
+                Some(chunk) => {
+                    rows += chunk.rows;
+                    if !chunk.part_key.is_empty() {
+                        parts.push(ManifestPart {
+                            key: chunk.part_key.clone(),
+                            rows: chunk.rows,
+                            bytes: chunk.bytes,
+                            checksum: chunk.checksum.clone(),
+                            first_pos: record_pos(&record.anchor)?,
+                            last_pos: record_pos(&record.anchor)?,
+                        });
+                    }
+                }
+                None => missing.push(n),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Error::new(
+                Code::BaselineIncomplete,
+                format!("table {table}: chunks {missing:?} of {} are not done", plan.len()),
+            )
+            .hint("run the missing chunks (re-run `sluice baseline`, or redrive the Step Functions execution)"));
+        }
+        if record.status != SnapshotStatus::Done {
+            let source = snapshot::open(config).await?;
+            let schema = source.schema(table)?;
+            let run = ManifestRun {
+                job: config.job.clone(),
+                table: table.clone(),
+                run_id: record.run_id.clone(),
+                status: ManifestStatus::Drained,
+                from: record.anchor.clone(),
+                to: record.anchor.clone(),
+            };
+            let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now());
+            let dest = backends.destination.as_ref();
+            dest.put_marker(
+                &format!("{table}/snapshot/manifest.json"),
+                &manifest.to_json_bytes()?,
+            )
+            .await?;
+            let success = serde_json::json!({ "anchor": record.anchor, "rows": rows });
+            dest.put_marker(
+                &format!("{table}/snapshot/_SUCCESS"),
+                success.to_string().as_bytes(),
+            )
+            .await?;
+            let done = SnapshotRecord {
+                status: SnapshotStatus::Done,
+                updated_at_ms: now_ms(),
+                ..record
+            };
+            state.put_snapshot(&config.job, &done).await?;
+            tracing::info!(table = %table, rows, chunks = plan.len(), "baseline done");
+        }
+        tables.insert(
+            table.clone(),
+            TableBaseline {
+                chunks: plan.len() as u32,
+                rows,
+            },
+        );
+    }
+    Ok(FinishOutput { tables })
+}
+
+fn record_pos(anchor: &str) -> Result<String> {
+    Ok(Position::parse_tagged(anchor)?.sortable_text())
+}

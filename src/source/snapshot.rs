@@ -1,0 +1,125 @@
+//! The baseline read contract every engine implements: plan keyset chunks of a table and
+//! read one chunk as rows of the table's schema.
+//!
+//! Contract: a chunk is `lower < key <= upper` in the primary key's order (`None` = open
+//! end), so the chunks of one plan partition the table with no gap and no overlap
+//! whatever rows are inserted or deleted meanwhile; each chunk is read by its own short
+//! statement (no long transaction on the source); cells are decoded by the same type
+//! mapping as the change stream, so snapshot and change parts share their Arrow types.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::change::{TableSchema, Value};
+use crate::config::Config;
+use crate::error::Result;
+
+/// One keyset chunk: `lower < key <= upper`, key values as the engine's exact text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkBounds {
+    pub lower: Option<Vec<String>>,
+    pub upper: Option<Vec<String>>,
+}
+
+/// Receives the rows of a chunk, in key order.
+pub type RowSink<'a> = dyn FnMut(Vec<Value>) -> Result<()> + Send + 'a;
+
+/// A baseline reader on one connection.
+#[async_trait]
+pub trait SnapshotSource: Send {
+    /// The table's current schema (also the snapshot parts' schema).
+    fn schema(&self, table: &str) -> Result<Arc<TableSchema>>;
+
+    /// Chunk boundaries of roughly `chunk_rows` rows each, in key order.
+    async fn plan(&mut self, table: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>>;
+
+    /// Streams the rows of one chunk to `rows`; returns how many there were.
+    async fn read_chunk(
+        &mut self,
+        table: &str,
+        bounds: &ChunkBounds,
+        rows: &mut RowSink<'_>,
+    ) -> Result<u64>;
+}
+
+/// Opens a baseline reader for the config's source.
+pub async fn open(config: &Config) -> Result<Box<dyn SnapshotSource>> {
+    Ok(Box::new(
+        super::postgres::snapshot::PgSnapshot::open(config).await?,
+    ))
+}
+
+/// Evenly spaced split points of the integer range `[min, max]` into `chunks` chunks:
+/// returns the `chunks - 1` inclusive upper bounds of all chunks but the last.
+pub fn split_integer_range(min: i128, max: i128, chunks: u64) -> Vec<i128> {
+    if chunks <= 1 || max <= min {
+        return vec![];
+    }
+    let span = max - min;
+    let chunks = i128::from(chunks).min(span + 1);
+    let mut bounds: Vec<i128> = (1..chunks).map(|i| min + span * i / chunks).collect();
+    bounds.dedup();
+    bounds
+}
+
+/// Turns sorted split points into chunk bounds covering everything.
+pub fn chunks_from_splits(splits: Vec<Vec<String>>) -> Vec<ChunkBounds> {
+    let mut chunks = Vec::with_capacity(splits.len() + 1);
+    let mut lower = None;
+    for split in splits {
+        chunks.push(ChunkBounds {
+            lower: lower.take(),
+            upper: Some(split.clone()),
+        });
+        lower = Some(split);
+    }
+    chunks.push(ChunkBounds { lower, upper: None });
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn chunks_cover_the_whole_key_space() {
+        let chunks = chunks_from_splits(vec![vec!["10".into()], vec!["20".into()]]);
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(
+            chunks[0],
+            ChunkBounds {
+                lower: None,
+                upper: Some(vec!["10".into()])
+            }
+        );
+        assert_eq!(chunks[1].lower, Some(vec!["10".into()]));
+        assert_eq!(
+            chunks[2],
+            ChunkBounds {
+                lower: Some(vec!["20".into()]),
+                upper: None
+            }
+        );
+        assert_eq!(
+            chunks_from_splits(vec![]),
+            vec![ChunkBounds {
+                lower: None,
+                upper: None
+            }]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn integer_splits_are_increasing_and_inside_the_range(min in -1_000_000i128..1_000_000, span in 0i128..1_000_000, n in 0u64..50) {
+            let max = min + span;
+            let splits = split_integer_range(min, max, n);
+            prop_assert!(splits.windows(2).all(|w| w[0] < w[1]));
+            prop_assert!(splits.iter().all(|s| *s >= min && *s < max));
+            prop_assert!(splits.len() as u64 <= n.saturating_sub(1));
+        }
+    }
+}
