@@ -167,16 +167,26 @@ fn example_configs_render_as_expected() {
     );
 }
 
-#[test]
-#[ignore = "needs the s3/dynamodb (feat/aws) and mysql (feat/mysql) config variants; un-ignore once they are merged"]
-fn example_configs_pass_sluice_validate() {
+fn validate_stream(job: &str) {
     let Some(bin) = tools() else { return };
-    for (job, document) in rendered(&bin) {
-        let checked = validate(&document);
-        assert_eq!(checked["valid"], true);
-        assert_eq!(checked["job"], job.as_str());
-        assert_eq!(checked["config"], document, "validate echoes the document");
-    }
+    let rendered = rendered(&bin);
+    let document = &rendered[job];
+    let checked = validate(document);
+    assert_eq!(checked["valid"], true);
+    assert_eq!(checked["job"], job);
+    assert_eq!(&checked["config"], document, "validate echoes the document");
+}
+
+#[test]
+#[ignore = "needs the s3/dynamodb config variants (feat/aws); un-ignore when it is merged"]
+fn postgres_example_config_passes_sluice_validate() {
+    validate_stream("shop-orders");
+}
+
+#[test]
+#[ignore = "needs the s3/dynamodb (feat/aws) and mysql (feat/mysql) config variants; un-ignore when both are merged"]
+fn mysql_example_config_passes_sluice_validate() {
+    validate_stream("shop-customers");
 }
 
 /// How the binary's environment variables are provided in Lambda.
@@ -270,4 +280,79 @@ fn every_variable_the_binary_reads_is_provided() {
             "sluice_table sets {name}, which the binary never reads"
         );
     }
+}
+
+/// The functions every `FunctionName` of a state machine definition names.
+fn function_names(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("FunctionName", Value::String(name)) => {
+                        out.insert(name.clone());
+                    }
+                    _ => function_names(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| function_names(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn baseline_definition_renders_with_the_modules_template_variables() {
+    let Some(bin) = tools() else { return };
+    let asl = Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json");
+    let text = std::fs::read_to_string(&asl).unwrap();
+    assert!(
+        !text.contains("%{"),
+        "{} holds a template directive",
+        asl.display()
+    );
+    let used: BTreeSet<&str> = text
+        .match_indices("${")
+        .filter(|(at, _)| !text[..*at].ends_with('$'))
+        .map(|(at, _)| text[at + 2..].split('}').next().unwrap())
+        .collect();
+    assert_eq!(
+        used,
+        BTreeSet::from(["function_arn"]),
+        "template variables of {}",
+        asl.display()
+    );
+    let module =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/main.tf"))
+            .unwrap();
+    assert!(
+        module.contains("{ function_arn = aws_lambda_function.worker[0].arn }"),
+        "sluice_table no longer passes exactly function_arn to the definition"
+    );
+
+    // Render it as the module does, with Terraform's own templatefile().
+    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-baseline";
+    let dir = tempfile::tempdir().unwrap();
+    let expr = dir.path().join("expr");
+    std::fs::write(
+        &expr,
+        format!(
+            "jsonencode(jsondecode(templatefile({:?}, {{ function_arn = {arn:?} }})))\n",
+            asl.display().to_string()
+        ),
+    )
+    .unwrap();
+    let printed = run(Command::new(bin.join("terraform"))
+        .current_dir(dir.path())
+        .arg("console")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(&expr).unwrap()));
+    let json: String = serde_json::from_str(printed.trim()).unwrap();
+    let definition: Value = serde_json::from_str(&json).unwrap();
+    let mut names = BTreeSet::new();
+    function_names(&definition["States"], &mut names);
+    assert_eq!(
+        names,
+        BTreeSet::from([arn.to_owned()]),
+        "every task invokes the worker"
+    );
 }

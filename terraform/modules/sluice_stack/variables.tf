@@ -60,7 +60,7 @@ variable "access_log_bucket" {
 }
 
 variable "kms_key_arn" {
-  description = "Customer managed KMS key for the bucket, state table, log groups and function environments; null creates one (with rotation)."
+  description = "Customer managed KMS key for the bucket, state table, log groups and function environments; null creates one (with rotation). A key of your own must let CloudWatch Logs (logs.<region>.amazonaws.com) use it for /aws/lambda/* and /aws/vendedlogs/states/* log groups."
   type        = string
   default     = null
 }
