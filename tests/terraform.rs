@@ -356,3 +356,27 @@ fn baseline_definition_renders_with_the_modules_template_variables() {
         "every task invokes the worker"
     );
 }
+
+#[test]
+fn rendered_values_keep_their_json_types() {
+    // Terraform unifies a map's values to one type; the module must not turn
+    // `create = false` into "false" next to the string slot name.
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    inputs["postgres"] = serde_json::json!({
+        "slot": "s", "publication": "p", "create": false, "page_changes": 1000
+    });
+    inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null });
+    inputs["safety_margin_seconds"] = serde_json::json!(12.5);
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["source"]["postgres"],
+        serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000 })
+    );
+    assert_eq!(
+        document["output"],
+        serde_json::json!({ "zstd_level": 7, "spill_dir": "/tmp" })
+    );
+    assert_eq!(document["deadline"]["safety_margin_seconds"], 12.5);
+}

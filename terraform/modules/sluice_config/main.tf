@@ -9,14 +9,23 @@ locals {
   output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level"]
   baseline_key = ["chunk_rows", "parallel"]
 
-  postgres = var.postgres == null ? null : {
-    for k in local.pg_keys : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null
-  }
-  mysql = var.mysql == null ? null : {
+  # A for-expression builds a map, whose values Terraform unifies to one type (a bool
+  # next to a string becomes "false"), so keys of different types are filtered in
+  # separate maps and merged into an object.
+  postgres = var.postgres == null ? null : merge(
+    { for k in ["slot", "publication"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+    { for k in ["create"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+    { for k in ["page_changes"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+  )
+  # All numbers.
+  mysql = var.mysql == null ? {} : {
     for k in local.mysql_keys : k => lookup(var.mysql, k, null) if lookup(var.mysql, k, null) != null
   }
 
-  engine_block = var.engine == "postgres" ? { postgres = local.postgres } : { mysql = local.mysql == null ? {} : local.mysql }
+  engine_block = merge(
+    var.engine == "postgres" ? { postgres = local.postgres } : {},
+    var.engine == "mysql" ? { mysql = local.mysql } : {},
+  )
 
   # Inputs the document would silently drop are errors instead (file() of a message
   # that is not a file is the pre-1.2 way to fail a plan with a readable reason).
