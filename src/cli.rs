@@ -1,4 +1,4 @@
-//! The command line: `sluice drain | state show | state init | validate`.
+//! The command line: `sluice drain | baseline | state show | state init | validate [--config-json]`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint); logs
@@ -56,6 +56,10 @@ enum Command {
     Validate {
         #[arg(long)]
         config: Option<PathBuf>,
+        /// The config document itself (JSON or YAML), e.g. a Terraform-rendered
+        /// SLUICE_CONFIG; prints it back normalized (sorted keys, URL redacted).
+        #[arg(long, conflicts_with = "config")]
+        config_json: Option<String>,
     },
 }
 
@@ -124,7 +128,11 @@ async fn run(command: Command) -> i32 {
         Command::State {
             command: StateCommand::Init { config },
         } => report(init_state(config).await),
-        Command::Validate { config } => report(Config::load(config.as_deref()).map(
+        Command::Validate {
+            config_json: Some(text),
+            ..
+        } => report(crate::validate::document(&text)),
+        Command::Validate { config, .. } => report(Config::load(config.as_deref()).map(
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables }),
         )),
     }

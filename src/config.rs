@@ -359,7 +359,16 @@ impl Config {
                 return Err(invalid(format!("source.tables lists {table:?} twice")));
             }
         }
+        if self.source.url_secret_arn.is_some()
+            && (self.source.url.is_some() || self.source.url_env.is_some())
+        {
+            return Err(invalid(
+                "source.url_secret_arn is set together with source.url or source.url_env",
+            )
+            .hint("keep exactly one of url, url_env, url_secret_arn"));
+        }
         match (&self.source.url, &self.source.url_env) {
+            (None, None) if self.source.url_secret_arn.is_some() => {}
             (Some(_), Some(_)) => {
                 return Err(
                     invalid("source.url and source.url_env are both set").hint("keep exactly one")
@@ -584,6 +593,23 @@ state: { type: local, path: ./.sluice }
         let e = Config::parse(&bad, "t").unwrap_err();
         assert_eq!(e.code(), Code::ConfigSecret);
         assert!(!e.to_string().contains(":s@"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_arn_alone_is_a_url_source() {
+        let arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:db-AbCdEf";
+        let text = MINIMAL.replace(
+            "url: postgres://postgres@127.0.0.1:5432/app",
+            &format!("url_secret_arn: {arn}"),
+        );
+        assert!(Config::parse(&text, "t").is_ok());
+        let both = text.replace("url_secret_arn", "url_env: X\n  url_secret_arn");
+        let e = Config::parse(&both, "t").unwrap_err();
+        assert!(
+            e.to_string().contains("exactly one")
+                || e.hint_text().unwrap_or_default().contains("exactly one"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,75 @@
+# Renders the SLUICE_CONFIG document of one stream from typed inputs. The keys mirror
+# src/config.rs, which rejects unknown keys: a key this module writes and the binary
+# does not know fails `sluice validate --config-json` in tests/terraform.rs.
+# Null values are dropped, so an unset input keeps the binary's default.
+
+locals {
+  pg_keys      = ["slot", "publication", "create", "page_changes"]
+  mysql_keys   = ["server_id", "transaction_memory_bytes", "max_transaction_bytes"]
+  output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level"]
+  baseline_key = ["chunk_rows", "parallel"]
+
+  # A for-expression builds a map, whose values Terraform unifies to one type (a bool
+  # next to a string becomes "false"), so keys of different types are filtered in
+  # separate maps and merged into an object.
+  postgres = var.postgres == null ? null : merge(
+    { for k in ["slot", "publication"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+    { for k in ["create"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+    { for k in ["page_changes"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+  )
+  # All numbers.
+  mysql = var.mysql == null ? {} : {
+    for k in local.mysql_keys : k => lookup(var.mysql, k, null) if lookup(var.mysql, k, null) != null
+  }
+
+  engine_block = merge(
+    var.engine == "postgres" ? { postgres = local.postgres } : {},
+    var.engine == "mysql" ? { mysql = local.mysql } : {},
+  )
+
+  # Inputs the document would silently drop are errors instead (file() of a message
+  # that is not a file is the pre-1.2 way to fail a plan with a readable reason).
+  unknown_keys = concat(
+    [for k in keys(var.postgres == null ? {} : var.postgres) : "postgres.${k}" if !contains(local.pg_keys, k)],
+    [for k in keys(var.mysql == null ? {} : var.mysql) : "mysql.${k}" if !contains(local.mysql_keys, k)],
+    [for k in keys(var.output) : "output.${k}" if !contains(local.output_keys, k)],
+    [for k in keys(var.baseline) : "baseline.${k}" if !contains(local.baseline_key, k)],
+    var.engine == "postgres" && local.postgres == null ? ["postgres (required when engine = postgres)"] : [],
+    var.engine == "mysql" && var.postgres != null ? ["postgres (set for engine = mysql)"] : [],
+    var.engine == "postgres" && var.mysql != null ? ["mysql (set for engine = postgres)"] : [],
+  )
+  checked = length(local.unknown_keys) == 0 ? true : file("sluice_config: unknown or misplaced inputs: ${join(", ", local.unknown_keys)}")
+
+  lease_ttl = var.lease_ttl_seconds == null ? var.timeout + 60 : var.lease_ttl_seconds
+
+  document = {
+    job = var.job
+    source = merge(
+      {
+        url_secret_arn = var.secret_arn
+        tables         = var.tables
+      },
+      local.engine_block,
+    )
+    destination = {
+      type   = "s3"
+      bucket = var.stack.bucket_name
+      prefix = var.prefix == null ? var.job : var.prefix
+    }
+    state = {
+      type  = "dynamodb"
+      table = var.stack.state_table_name
+    }
+    output = merge(
+      { for k in local.output_keys : k => lookup(var.output, k, null) if lookup(var.output, k, null) != null },
+      { spill_dir = "/tmp" },
+    )
+    lease    = { ttl_seconds = local.lease_ttl }
+    deadline = { for k, v in { safety_margin_seconds = var.safety_margin_seconds } : k => v if v != null }
+    initial  = var.initial
+    baseline = merge(
+      { for k in local.baseline_key : k => lookup(var.baseline, k, null) if lookup(var.baseline, k, null) != null },
+      var.baseline_state_machine_arn == null ? {} : { state_machine_arn = var.baseline_state_machine_arn },
+    )
+  }
+}

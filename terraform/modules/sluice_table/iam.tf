@@ -1,0 +1,245 @@
+# Least privilege per function:
+# * logs: write to its own log group only (Terraform creates the group);
+# * S3: get/put/abort-multipart on `<prefix>/*` and list only with an s3:prefix under it;
+# * DynamoDB: item actions on the state table only for items whose partition key is
+#   this job (dynamodb:LeadingKeys) — the lease, checkpoint, baseline and run records;
+# * KMS: the stack key, only through S3, DynamoDB and Lambda (environment);
+# * Secrets Manager: GetSecretValue on its one secret (and its key, through Secrets
+#   Manager, when it has a customer managed one);
+# * Step Functions: StartExecution on its own baseline machine, drain function only;
+# * EC2: the ENI actions Lambda needs, only when the function runs in a VPC.
+
+data "aws_iam_policy_document" "assume_lambda" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+locals {
+  object_arn = "${var.stack.bucket_arn}/${local.prefix}/*"
+  eni_arn    = "arn:${local.partition}:ec2:${local.region}:${local.account_id}:network-interface/*"
+  subnet_arns = var.vpc == null ? [] : [
+    for id in var.vpc.subnet_ids : "arn:${local.partition}:ec2:${local.region}:${local.account_id}:subnet/${id}"
+  ]
+  sg_arns = var.vpc == null ? [] : [
+    for id in var.vpc.security_group_ids : "arn:${local.partition}:ec2:${local.region}:${local.account_id}:security-group/${id}"
+  ]
+}
+
+# The statements both functions share; `log_group_arn` and `start_machine` differ.
+data "aws_iam_policy_document" "function" {
+  for_each = merge(
+    { drain = { log_group_arn = aws_cloudwatch_log_group.drain.arn, start_machine = var.baseline_state_machine } },
+    var.baseline_state_machine ? { worker = { log_group_arn = aws_cloudwatch_log_group.worker[0].arn, start_machine = false } } : {},
+  )
+
+  statement {
+    sid       = "WriteOwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${each.value.log_group_arn}:*"]
+  }
+
+  statement {
+    sid       = "ReadWriteOwnPrefix"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = [local.object_arn]
+  }
+
+  statement {
+    sid       = "ListOwnPrefix"
+    actions   = ["s3:ListBucket"]
+    resources = [var.stack.bucket_arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["${local.prefix}/*"]
+    }
+  }
+
+  statement {
+    sid = "OwnJobItemsInStateTable"
+    actions = [
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:ConditionCheckItem",
+      "dynamodb:Query",
+    ]
+    resources = [var.stack.state_table_arn]
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:LeadingKeys"
+      values   = [var.job]
+    }
+  }
+
+  statement {
+    sid       = "StackKeyThroughItsServices"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [var.stack.kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values = [
+        "s3.${local.region}.amazonaws.com",
+        "dynamodb.${local.region}.amazonaws.com",
+        "lambda.${local.region}.amazonaws.com",
+      ]
+    }
+  }
+
+  statement {
+    sid       = "ReadSourceSecret"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [var.secret_arn]
+  }
+
+  dynamic "statement" {
+    for_each = var.secret_kms_key_arn == null ? [] : [var.secret_kms_key_arn]
+    content {
+      sid       = "DecryptSourceSecret"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = ["secretsmanager.${local.region}.amazonaws.com"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.value.start_machine ? [local.machine_arn] : []
+    content {
+      sid       = "StartOwnBaseline"
+      actions   = ["states:StartExecution"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.vpc == null ? [] : [1]
+    content {
+      sid       = "CreateEniInOwnSubnets"
+      actions   = ["ec2:CreateNetworkInterface"]
+      resources = concat([local.eni_arn], local.subnet_arns, local.sg_arns)
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.vpc == null ? [] : [1]
+    content {
+      sid       = "ManageEnis"
+      actions   = ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+      resources = [local.eni_arn]
+    }
+  }
+
+  dynamic "statement" {
+    # Describe calls support no resource-level permissions.
+    for_each = var.vpc == null ? [] : [1]
+    content {
+      sid       = "DescribeEnis"
+      actions   = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
+      resources = ["*"]
+    }
+  }
+}
+
+resource "aws_iam_role" "drain" {
+  name               = local.name
+  description        = "sluice drain function of ${var.job}"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "drain" {
+  name   = "sluice"
+  role   = aws_iam_role.drain.id
+  policy = data.aws_iam_policy_document.function["drain"].json
+}
+
+resource "aws_iam_role" "worker" {
+  count              = var.baseline_state_machine ? 1 : 0
+  name               = local.machine_name
+  description        = "sluice baseline worker of ${var.job}"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "worker" {
+  count  = var.baseline_state_machine ? 1 : 0
+  name   = "sluice"
+  role   = aws_iam_role.worker[0].id
+  policy = data.aws_iam_policy_document.function["worker"].json
+}
+
+# ---------------------------------------------------------------- the machine's role
+
+data "aws_iam_policy_document" "assume_states" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["states.amazonaws.com"]
+    }
+    # Only this account's state machine of this name may use the role (confused deputy).
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "machine" {
+  count = var.baseline_state_machine ? 1 : 0
+
+  statement {
+    sid       = "InvokeOwnWorker"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.worker[0].arn, "${aws_lambda_function.worker[0].arn}:*"]
+  }
+
+  statement {
+    # CloudWatch Logs delivery for Step Functions supports no resource-level permissions.
+    #checkov:skip=CKV_AWS_111:log delivery actions accept only Resource "*" (AWS documents this for Step Functions logging)
+    #checkov:skip=CKV_AWS_356:log delivery actions accept only Resource "*"
+    sid = "DeliverExecutionLogs"
+    actions = [
+      "logs:CreateLogDelivery",
+      "logs:GetLogDelivery",
+      "logs:UpdateLogDelivery",
+      "logs:DeleteLogDelivery",
+      "logs:ListLogDeliveries",
+      "logs:PutResourcePolicy",
+      "logs:DescribeResourcePolicies",
+      "logs:DescribeLogGroups",
+    ]
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role" "machine" {
+  count              = var.baseline_state_machine ? 1 : 0
+  name               = "${local.name}-sfn"
+  description        = "sluice baseline state machine of ${var.job}"
+  assume_role_policy = data.aws_iam_policy_document.assume_states.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "machine" {
+  count  = var.baseline_state_machine ? 1 : 0
+  name   = "sluice"
+  role   = aws_iam_role.machine[0].id
+  policy = data.aws_iam_policy_document.machine[0].json
+}

@@ -1,0 +1,51 @@
+output "function_name" {
+  description = "The drain function."
+  value       = aws_lambda_function.drain.function_name
+}
+
+output "function_arn" {
+  description = "ARN of the drain function."
+  value       = aws_lambda_function.drain.arn
+}
+
+output "role_arn" {
+  description = "The drain function's execution role (grant the source database access to nothing else)."
+  value       = aws_iam_role.drain.arn
+}
+
+output "log_group_name" {
+  description = "The drain function's log group (JSON logs and one EMF line per run)."
+  value       = aws_cloudwatch_log_group.drain.name
+}
+
+output "schedule_rule_arn" {
+  description = "The EventBridge rule that starts the drain."
+  value       = aws_cloudwatch_event_rule.schedule.arn
+}
+
+output "state_machine_arn" {
+  description = "The baseline state machine (null unless baseline_state_machine)."
+  value       = var.baseline_state_machine ? aws_sfn_state_machine.baseline[0].arn : null
+}
+
+output "worker_function_arn" {
+  description = "The baseline worker function (null unless baseline_state_machine)."
+  value       = var.baseline_state_machine ? aws_lambda_function.worker[0].arn : null
+}
+
+output "config" {
+  description = "The SLUICE_CONFIG document of both functions, as an object."
+  value       = module.config.document
+}
+
+output "alarm_arns" {
+  description = "The stream's alarms."
+  value = concat(
+    [
+      aws_cloudwatch_metric_alarm.errors.arn,
+      aws_cloudwatch_metric_alarm.lag.arn,
+      aws_cloudwatch_metric_alarm.missed_runs.arn,
+    ],
+    aws_cloudwatch_metric_alarm.baseline_failed[*].arn,
+  )
+}

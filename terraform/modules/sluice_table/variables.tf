@@ -1,0 +1,295 @@
+# ------------------------------------------------------------------ the stream
+# These inputs are forwarded unchanged to the sluice_config module, which renders
+# SLUICE_CONFIG (same names; tests/terraform.rs checks the forwarding).
+
+variable "job" {
+  description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to) and names the metrics dimension."
+  type        = string
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]{1,128}$", var.job))
+    error_message = "The job must be 1-128 letters, digits, '_', '-' or '.'."
+  }
+}
+
+variable "stack" {
+  description = "The sluice_stack module's `for_tables` output."
+  type = object({
+    bucket_name      = string
+    bucket_arn       = string
+    state_table_name = string
+    state_table_arn  = string
+    kms_key_arn      = string
+  })
+}
+
+variable "prefix" {
+  description = "S3 key prefix of this stream (`<prefix>/<table>/...`); null means the job name. The function may read and write only below it."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.prefix == null || can(regex("^[A-Za-z0-9!_.*'()=-]+(/[A-Za-z0-9!_.*'()=-]+)*$", var.prefix))
+    error_message = "The prefix must be non-empty `a/b` segments without a leading or trailing '/', '//' or spaces."
+  }
+}
+
+variable "engine" {
+  description = "Source engine: `postgres` or `mysql` (MySQL 8 / MariaDB)."
+  type        = string
+  validation {
+    condition     = contains(["postgres", "mysql"], var.engine)
+    error_message = "The engine must be `postgres` or `mysql`."
+  }
+}
+
+variable "secret_arn" {
+  description = "Secrets Manager secret holding the source URL, or a JSON object with host, port, username, password, dbname. The function may read this one secret."
+  type        = string
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", var.secret_arn))
+    error_message = "The secret_arn must be a full Secrets Manager secret ARN (including its random suffix)."
+  }
+}
+
+variable "secret_kms_key_arn" {
+  description = "Customer managed KMS key of the secret, if it is not encrypted with the AWS managed key; the function may decrypt with it through Secrets Manager only."
+  type        = string
+  default     = null
+}
+
+variable "tables" {
+  description = "Captured tables, `schema.table` (PostgreSQL: a bare name means `public`; MySQL: `database.table`)."
+  type        = list(string)
+  validation {
+    condition     = length(var.tables) > 0 && length(distinct(var.tables)) == length(var.tables)
+    error_message = "List at least one table, each once."
+  }
+}
+
+variable "postgres" {
+  description = "PostgreSQL stream resources (required when engine = postgres): the slot and publication owned by this stream, whether to create them when missing, changes per page."
+  type = object({
+    slot         = string
+    publication  = string
+    create       = optional(bool)
+    page_changes = optional(number)
+  })
+  default = null
+}
+
+variable "mysql" {
+  description = "MySQL / MariaDB settings (engine = mysql): replica server id (unique among the server's replicas; default derived from the job), transaction memory and size limits."
+  type = object({
+    server_id                = optional(number)
+    transaction_memory_bytes = optional(number)
+    max_transaction_bytes    = optional(number)
+  })
+  default = null
+}
+
+variable "output" {
+  description = "Part layout; unset keys keep the binary's defaults. Parts under construction spill to /tmp (see ephemeral_storage_mb)."
+  type = object({
+    rollover_rows  = optional(number)
+    rollover_bytes = optional(number)
+    row_group_rows = optional(number)
+    zstd_level     = optional(number)
+  })
+  default = {}
+}
+
+variable "lease_ttl_seconds" {
+  description = "Lease lifetime; null means timeout + 60. Must be at least the function timeout."
+  type        = number
+  default     = null
+}
+
+variable "safety_margin_seconds" {
+  description = "Time kept before the invocation deadline for the final flush, checkpoint and ack; null keeps the binary's default (20 s)."
+  type        = number
+  default     = null
+}
+
+variable "initial" {
+  description = "What a new stream starts from: `none` (changes from now on) or `snapshot` (a baseline of the tables first)."
+  type        = string
+  default     = "none"
+  validation {
+    condition     = contains(["none", "snapshot"], var.initial)
+    error_message = "The initial must be `none` or `snapshot`."
+  }
+}
+
+variable "baseline" {
+  description = "Baseline chunking: rows per chunk and chunks read at once; unset keys keep the binary's defaults."
+  type = object({
+    chunk_rows = optional(number)
+    parallel   = optional(number)
+  })
+  default = {}
+}
+
+# ------------------------------------------------------------------ the function
+
+variable "function_name" {
+  description = "Lambda function name; null means `sluice-<job>`. The baseline worker is `<name>-baseline`."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.function_name == null || can(regex("^[A-Za-z0-9_-]{1,55}$", var.function_name))
+    error_message = "The function_name must be 1-55 letters, digits, '_' or '-' (room is left for the -baseline suffix)."
+  }
+}
+
+variable "package_path" {
+  description = "Path to the Lambda zip built by `make lambda` (target/lambda/sluice/bootstrap.zip)."
+  type        = string
+}
+
+variable "architecture" {
+  description = "Instruction set of the package: `arm64` (default, `make lambda`) or `x86_64` (`make lambda ARCH=x86_64`)."
+  type        = string
+  default     = "arm64"
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "The architecture must be `arm64` or `x86_64`."
+  }
+}
+
+variable "memory_size" {
+  description = "Function memory in MB (also scales CPU). Memory use is bounded by output.rollover_* and row_group_rows, not by backlog."
+  type        = number
+  default     = 1024
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240
+    error_message = "The memory_size must be between 128 and 10240 MB."
+  }
+}
+
+variable "timeout" {
+  description = "Function timeout in seconds. A run stops at a transaction boundary safety_margin_seconds before it and reports `partial`; the next tick continues."
+  type        = number
+  default     = 900
+  validation {
+    condition     = var.timeout >= 30 && var.timeout <= 900
+    error_message = "The timeout must be between 30 and 900 seconds."
+  }
+}
+
+variable "ephemeral_storage_mb" {
+  description = "Size of /tmp in MB: parts under construction and large transactions spill there. Keep it above output.rollover_bytes plus the largest transaction."
+  type        = number
+  default     = 2048
+  validation {
+    condition     = var.ephemeral_storage_mb >= 512 && var.ephemeral_storage_mb <= 10240
+    error_message = "The ephemeral_storage_mb must be between 512 and 10240."
+  }
+}
+
+variable "log_level" {
+  description = "SLUICE_LOG filter (tracing EnvFilter syntax), e.g. `info` or `sluice=debug,info`."
+  type        = string
+  default     = "info"
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function's (and the baseline machine's) log groups."
+  type        = number
+  default     = 365
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "The log_retention_days must be a CloudWatch Logs retention value (1, 3, 5, 7, 14, 30, ..., 365, ..., 3653)."
+  }
+}
+
+variable "vpc" {
+  description = "Run the function in these subnets with these security groups (a source reachable only inside a VPC); null runs it outside a VPC. The subnets need a route to S3, DynamoDB and Secrets Manager (NAT or VPC endpoints)."
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+  validation {
+    condition     = var.vpc == null ? true : length(var.vpc.subnet_ids) > 0 && length(var.vpc.security_group_ids) > 0
+    error_message = "A vpc needs at least one subnet and one security group."
+  }
+}
+
+# ------------------------------------------------------------------ the schedule
+
+variable "schedule_expression" {
+  description = "EventBridge schedule of the drain: `rate(5 minutes)`, `cron(0/10 * * * ? *)`, ..."
+  type        = string
+  default     = "rate(5 minutes)"
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.schedule_expression))
+    error_message = "The schedule_expression must be `rate(N minutes|hours|days)` or `cron(...)`."
+  }
+}
+
+variable "schedule_interval_seconds" {
+  description = "The schedule's interval, for the missed-run alarm and for how long a queued tick stays useful; null derives it from a rate() expression (required with cron())."
+  type        = number
+  default     = null
+}
+
+variable "schedule_enabled" {
+  description = "Whether the schedule fires (false pauses the stream; the slot / binlog keeps the changes meanwhile, so watch source retention)."
+  type        = bool
+  default     = true
+}
+
+# ------------------------------------------------------------------ the baseline machine
+
+variable "baseline_state_machine" {
+  description = "Create a Step Functions state machine (and a baseline worker function) for this stream's baselines; the drain function then starts it instead of reading the baseline inline."
+  type        = bool
+  default     = false
+}
+
+variable "baseline_definition_path" {
+  description = "The state machine definition (a templatefile with `function_arn`); default: infra/stepfunctions/baseline.asl.json of this repository."
+  type        = string
+  default     = null
+}
+
+variable "baseline_worker_concurrency" {
+  description = "Reserved concurrency of the baseline worker (the Map's chunk invocations); null means baseline.parallel (at least 1). Bounds the load on the source."
+  type        = number
+  default     = null
+}
+
+# ------------------------------------------------------------------ alarms
+
+variable "alarm_actions" {
+  description = "ARNs notified when an alarm fires (e.g. an SNS topic)."
+  type        = list(string)
+  default     = []
+}
+
+variable "ok_actions" {
+  description = "ARNs notified when an alarm clears."
+  type        = list(string)
+  default     = []
+}
+
+variable "lag_alarm_threshold_seconds" {
+  description = "Alarm when the replication lag (EMF `lag_seconds`, Maximum) exceeds this."
+  type        = number
+  default     = 1800
+}
+
+variable "missed_runs_alarm_intervals" {
+  description = "Alarm when no run drained to the end (EMF `run_drained`) in this many schedule intervals; missing data counts as missed."
+  type        = number
+  default     = 3
+  validation {
+    condition     = var.missed_runs_alarm_intervals >= 1
+    error_message = "The missed_runs_alarm_intervals must be at least 1."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}
