@@ -89,6 +89,9 @@ pub struct SourceConfig {
     /// written under a directory named exactly as written here.
     pub tables: Vec<String>,
     pub postgres: Option<PostgresConfig>,
+    /// TLS to the source; default `verify-full` (loopback: no TLS unless a mode is set).
+    #[serde(default)]
+    pub tls: crate::tls::TlsConfig,
 }
 
 /// PostgreSQL stream resources.
@@ -290,6 +293,7 @@ impl Config {
             (Some(url), None) => check_inline_url(url)?,
             (None, Some(_)) => {}
         }
+        self.source.tls.validate()?;
         if let Some(pg) = &self.source.postgres {
             for (what, name) in [("slot", &pg.slot), ("publication", &pg.publication)] {
                 if name.is_empty()

@@ -20,3 +20,4 @@ pub mod run_id;
 pub mod sink;
 pub mod source;
 pub mod state;
+pub mod tls;
