@@ -52,7 +52,8 @@ impl TlsMode {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
-    /// When unset: `verify-full`, except that a loopback host connects without TLS.
+    /// When unset: `verify-full`, except that a loopback host with no CA configured
+    /// connects without TLS.
     pub mode: Option<TlsMode>,
     /// PEM file with the CA certificates that sign the server's certificate (for RDS:
     /// the global bundle from https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem).
@@ -66,7 +67,12 @@ impl TlsConfig {
     pub fn mode_for(&self, host: &str) -> TlsMode {
         match self.mode {
             Some(mode) => mode,
-            None if is_loopback_host(host) => TlsMode::Disable,
+            None if is_loopback_host(host)
+                && self.ca_file.is_none()
+                && self.ca_pem_env.is_none() =>
+            {
+                TlsMode::Disable
+            }
             None => TlsMode::VerifyFull,
         }
     }
@@ -367,6 +373,11 @@ mod tests {
             ..TlsConfig::default()
         };
         assert_eq!(explicit.mode_for("127.0.0.1"), TlsMode::VerifyFull);
+        let with_ca = TlsConfig {
+            ca_file: Some("ca.pem".into()),
+            ..TlsConfig::default()
+        };
+        assert_eq!(with_ca.mode_for("localhost"), TlsMode::VerifyFull);
     }
 
     #[test]

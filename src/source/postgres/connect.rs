@@ -148,8 +148,10 @@ pub fn query_error(what: &str, e: tokio_postgres::Error) -> Error {
             let mut err = Error::new(code, format!("{what}: {} (SQLSTATE {state})", db.message()));
             if let Some(detail) = db.detail() {
                 err = err.hint(detail.to_owned());
+            } else if state == "42501" && db.message().contains("replication") {
+                err = err.hint("the source user needs the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION (see infra/sql/postgres/grants.sql)");
             } else if state == "42501" {
-                err = err.hint("grant the privileges listed in the README's PostgreSQL section to the source user");
+                err = err.hint("grant the source user SELECT on every captured table and the rest of infra/sql/postgres/grants.sql");
             }
             err
         }
