@@ -271,15 +271,33 @@ fn ca_from_an_environment_variable() {
 fn least_privilege_user_drains() {
     let admin = pg_or_skip!();
     let name = format!("lp_{}", std::process::id());
-    let role = Role::new(&admin, &name, "REPLICATION");
+    let role = Role {
+        admin_url: admin.clone(),
+        name: format!("r_{name}"),
+    };
     let db = TestDb::new(&admin, &name);
     db.sql(ORDERS);
-    // The grants of infra/sql/postgres/grants.sql; the owner pre-creates the publication.
-    db.sql(&format!("GRANT SELECT ON public.orders TO {}", role.name));
-    db.sql(&format!(
-        "CREATE PUBLICATION p_{} FOR TABLE public.orders",
-        db.name
-    ));
+    // infra/sql/postgres/grants.sql itself, with this test's names, run by the owner.
+    let grants = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/infra/sql/postgres/grants.sql"
+    ))
+    .unwrap()
+    .replace(
+        "CREATE ROLE sluice ",
+        &format!("CREATE ROLE {} ", role.name),
+    )
+    .replace("TO sluice;", &format!("TO {};", role.name))
+    .replace("app_db", &db.name)
+    .replace("sluice_orders", &format!("p_{}", db.name));
+    db.sql(&grants);
+    assert_eq!(
+        db.sql(&format!(
+            "SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = '{}'",
+            role.name
+        )),
+        "f|t"
+    );
     let url = url_as(&admin, &role.name, None, &db.name);
     let job = job(&db, &url, "", true);
     assert_full_drain(&job, &db);
