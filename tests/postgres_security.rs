@@ -426,3 +426,15 @@ fn password_is_redacted_on_every_error_path() {
         assert!(!seen.contains(secret), "{what}: password leaked:\n{seen}");
     }
 }
+
+#[test]
+fn a_server_without_tls_is_not_given_a_plain_session() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "tls_none");
+    db.sql(ORDERS);
+    // The shared instance has ssl off; with TLS asked for, sluice must not fall back.
+    let job = job(&db, &db.url, "{ mode: require }", true);
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_TLS");
+}

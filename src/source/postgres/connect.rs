@@ -89,7 +89,13 @@ fn connect_error(url: &str, config: &tokio_postgres::Config, e: tokio_postgres::
         .hint(handshake_hint(cause, &host))
         .source(e);
     }
-    if e.to_string().contains("server does not support TLS") {
+    let mut declined = false;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        declined |= c.to_string().contains("server does not support TLS");
+        cause = c.source();
+    }
+    if declined {
         return Error::new(
             Code::SourceTls,
             format!("{target} does not accept TLS connections"),
