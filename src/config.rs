@@ -92,6 +92,9 @@ pub struct SourceConfig {
     pub sqlserver: Option<SqlServerConfig>,
     /// MySQL / MariaDB stream settings (a `mysql://` URL); all optional.
     pub mysql: Option<MysqlConfig>,
+    /// TLS to the source; default `verify-full` (loopback: no TLS unless a mode is set).
+    #[serde(default)]
+    pub tls: crate::tls::TlsConfig,
 }
 
 /// MySQL / MariaDB stream settings.
@@ -382,6 +385,7 @@ impl Config {
             (Some(url), None) => check_inline_url(url)?,
             (None, Some(_)) => {}
         }
+        self.source.tls.validate()?;
         if let Some(pg) = &self.source.postgres {
             for (what, name) in [("slot", &pg.slot), ("publication", &pg.publication)] {
                 if name.is_empty()

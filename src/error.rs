@@ -60,6 +60,7 @@ codes! {
     SourceConnect => "SLUICE_SOURCE_CONNECT", Transient;
     SourceQuery => "SLUICE_SOURCE_QUERY", Transient;
     SourceAuth => "SLUICE_SOURCE_AUTH", Refusal;
+    SourceTls => "SLUICE_SOURCE_TLS", Refusal;
     SourcePrerequisite => "SLUICE_SOURCE_PREREQUISITE", Refusal;
     SourceLogGap => "SLUICE_SOURCE_LOG_GAP", Refusal;
     SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;

@@ -21,4 +21,5 @@ pub mod run_id;
 pub mod sink;
 pub mod source;
 pub mod state;
+pub mod tls;
 pub mod validate;

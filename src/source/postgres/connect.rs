@@ -5,58 +5,62 @@
 //! the URL in every message is redacted; authentication failures are refusals (retrying
 //! will not fix a wrong password), network failures are transient.
 
-use std::sync::Arc;
-
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, NoTls};
 
 use crate::error::{Code, Error, Result};
-use crate::redact::{is_loopback_host, redact_url};
+use crate::redact::redact_url;
+use crate::tls::{TlsConfig, client_config, handshake_hint, rustls_cause};
 
-/// Whether the connection must use TLS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Plain,
-    Tls,
-}
-
-/// The TLS decision for a set of hosts: plain only when every host is loopback or a
-/// Unix socket.
-pub fn transport_for(config: &tokio_postgres::Config) -> Transport {
-    let all_local = config.get_hosts().iter().all(|h| match h {
-        Host::Tcp(name) => is_loopback_host(name),
-        #[cfg(unix)]
-        Host::Unix(_) => true,
-    });
-    if all_local {
-        Transport::Plain
-    } else {
-        Transport::Tls
+/// The TLS decision for a set of hosts, taken before any packet is sent: `None` (plain)
+/// only when every host may go plain; a refusal when a host may not be reached at all.
+/// A Unix socket counts as loopback.
+pub fn transport_for(
+    config: &tokio_postgres::Config,
+    tls: &TlsConfig,
+) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>> {
+    let mut chosen = None;
+    for host in config.get_hosts() {
+        let name = match host {
+            Host::Tcp(name) => name.as_str(),
+            #[cfg(unix)]
+            Host::Unix(_) => "localhost",
+        };
+        if let Some(c) = client_config(tls, name)? {
+            chosen.get_or_insert(c);
+        }
     }
+    Ok(chosen)
 }
 
-/// Opens one connection; the connection task runs on the current runtime.
-pub async fn connect(url: &str) -> Result<Client> {
+/// Opens one connection; the connection task runs on the current runtime. The URL's own
+/// `sslmode` is overridden by `source.tls`.
+pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         Error::new(
             Code::ConfigInvalid,
             format!("source URL {} is not a PostgreSQL URL", redact_url(url)),
         )
-        .hint("use postgres://user:password@host:5432/dbname")
+        .hint("use postgres://user:password@host:5432/dbname (percent-encode @ / : ? # % in the password)")
         .source(e)
     })?;
     config.application_name("sluice");
-    let connected = match transport_for(&config) {
-        Transport::Plain => config.connect(NoTls).await.map(|(client, conn)| {
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "postgres connection closed");
-                }
-            });
-            client
-        }),
-        Transport::Tls => {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config()?);
+    let connected = match transport_for(&config, tls)? {
+        None => {
+            config.ssl_mode(SslMode::Disable);
+            config.connect(NoTls).await.map(|(client, conn)| {
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "postgres connection closed");
+                    }
+                });
+                client
+            })
+        }
+        Some(client_tls) => {
+            // Require, never Prefer: a server that declines TLS must not get a plain session.
+            config.ssl_mode(SslMode::Require);
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new((*client_tls).clone());
             config.connect(tls).await.map(|(client, conn)| {
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
@@ -67,24 +71,38 @@ pub async fn connect(url: &str) -> Result<Client> {
             })
         }
     };
-    connected.map_err(|e| connect_error(url, e))
-}
-
-fn tls_config() -> Result<rustls::ClientConfig> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::new(Code::Internal, "TLS configuration").source(e))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    connected.map_err(|e| connect_error(url, &config, e))
 }
 
 /// Classifies a connection failure.
-fn connect_error(url: &str, e: tokio_postgres::Error) -> Error {
+fn connect_error(url: &str, config: &tokio_postgres::Config, e: tokio_postgres::Error) -> Error {
     let target = redact_url(url);
+    if let Some(cause) = rustls_cause(&e) {
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(name)) => name.clone(),
+            _ => "the server".to_owned(),
+        };
+        return Error::new(
+            Code::SourceTls,
+            format!("TLS handshake with {target} failed: {cause}"),
+        )
+        .hint(handshake_hint(cause, &host))
+        .source(e);
+    }
+    let mut declined = false;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        declined |= c.to_string().contains("server does not support TLS");
+        cause = c.source();
+    }
+    if declined {
+        return Error::new(
+            Code::SourceTls,
+            format!("{target} does not accept TLS connections"),
+        )
+        .hint("enable ssl on the server, or (loopback only) set source.tls.mode to disable")
+        .source(e);
+    }
     if let Some(db) = e.as_db_error() {
         let state = db.code().code();
         let (code, hint) = match state {
@@ -136,8 +154,10 @@ pub fn query_error(what: &str, e: tokio_postgres::Error) -> Error {
             let mut err = Error::new(code, format!("{what}: {} (SQLSTATE {state})", db.message()));
             if let Some(detail) = db.detail() {
                 err = err.hint(detail.to_owned());
+            } else if state == "42501" && db.message().contains("replication") {
+                err = err.hint("the source user needs the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION (see infra/sql/postgres/grants.sql)");
             } else if state == "42501" {
-                err = err.hint("grant the privileges listed in the README's PostgreSQL section to the source user");
+                err = err.hint("grant the source user SELECT on every captured table and the rest of infra/sql/postgres/grants.sql");
             }
             err
         }
@@ -152,18 +172,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_loopback_goes_plain() {
+    fn only_loopback_goes_plain_by_default() {
+        let tls = TlsConfig::default();
         let cases = [
-            ("postgres://u@127.0.0.1/db", Transport::Plain),
-            ("postgres://u@localhost:5433/db", Transport::Plain),
-            ("postgres://u@[::1]/db", Transport::Plain),
-            ("postgres://u@db.internal/db", Transport::Tls),
-            ("postgres://u@10.0.0.5/db", Transport::Tls),
-            ("host=127.0.0.1,db.example.com user=u", Transport::Tls),
+            ("postgres://u@127.0.0.1/db", false),
+            ("postgres://u@localhost:5433/db", false),
+            ("postgres://u@[::1]/db", false),
+            ("postgres://u@db.internal/db", true),
+            ("postgres://u@10.0.0.5/db", true),
+            ("host=127.0.0.1,db.example.com user=u", true),
         ];
-        for (url, want) in cases {
+        for (url, want_tls) in cases {
             let config: tokio_postgres::Config = url.parse().unwrap();
-            assert_eq!(transport_for(&config), want, "{url}");
+            let chosen = transport_for(&config, &tls).unwrap();
+            assert_eq!(chosen.is_some(), want_tls, "{url}");
         }
+    }
+
+    #[test]
+    fn disable_off_loopback_is_refused_before_connecting() {
+        let tls = TlsConfig {
+            mode: Some(crate::tls::TlsMode::Disable),
+            ..TlsConfig::default()
+        };
+        let config: tokio_postgres::Config =
+            "host=127.0.0.1,db.example.com user=u".parse().unwrap();
+        let err = transport_for(&config, &tls).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigTlsRequired);
     }
 }

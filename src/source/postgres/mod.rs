@@ -33,8 +33,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             .hint("add `postgres: { slot: <name>, publication: <name> }` under source")
     })?;
     let url = config.source_url()?;
-    let control = connect::connect(&url).await?;
-    let data = connect::connect(&url).await?;
+    let control = connect::connect(&url, &config.source.tls).await?;
+    let data = connect::connect(&url, &config.source.tls).await?;
 
     check_wal_level(&control).await?;
     let (identity, database) = identity(&control, &pg).await?;

@@ -33,7 +33,7 @@ pub struct PgSnapshot {
 impl PgSnapshot {
     /// Connects and resolves the configured tables.
     pub async fn open(config: &Config) -> Result<PgSnapshot> {
-        let client = connect::connect(&config.source_url()?).await?;
+        let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
         client
             .batch_execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET standard_conforming_strings = on; SET extra_float_digits = 3")
             .await

@@ -1,0 +1,24 @@
+-- infra/sql/mysql/grants.sql — the least privilege sluice needs on MySQL 8 / MariaDB 10.11.
+-- Run as an administrator. Replace sluice / app_db with yours.
+-- NOT YET TESTED on this branch: the MySQL/MariaDB source lives on another branch; its
+-- drain suite is to run as this user.
+-- The server needs binlog_format = ROW, binlog_row_image = FULL (and on MySQL
+-- binlog_row_metadata = FULL).
+
+CREATE USER 'sluice'@'%' IDENTIFIED BY 'change-me';
+-- Optionally refuse plain-text logins for this user (TLS on every non-loopback host):
+-- ALTER USER 'sluice'@'%' REQUIRE SSL;
+
+-- Reading the binlog as a replica, and SHOW MASTER/BINARY LOG STATUS, SHOW BINARY LOGS.
+GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'%';
+
+-- MariaDB >= 10.5.2 only: SHOW BINLOG STATUS / SHOW BINARY LOGS moved to BINLOG MONITOR.
+-- (Remove this line on MySQL, where the privilege does not exist.)
+GRANT BINLOG MONITOR ON *.* TO 'sluice'@'%';
+
+-- Table metadata and baselines.
+GRANT SELECT ON app_db.* TO 'sluice'@'%';
+-- Or per table: GRANT SELECT ON app_db.orders TO 'sluice'@'%';
+
+-- On Amazon RDS: also keep binlogs long enough for the schedule, e.g.
+-- CALL mysql.rds_set_configuration('binlog retention hours', 24);
