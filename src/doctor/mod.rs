@@ -158,7 +158,7 @@ impl Report {
             .map(|c| c.name.chars().count())
             .max()
             .unwrap_or(5)
-            .max(5);
+            .clamp(5, 40);
         let mut out = format!("{:<4}  {:<width$}  detail\n", "", "check");
         for c in &self.checks {
             out.push_str(&format!(

@@ -27,7 +27,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
         config.lease.ttl_seconds as i64 * 1000,
         now_ms(),
     ));
-    report.push(last_run_check(&shown));
+    report.push(last_run_check(&shown, &config.job));
 
     let claims = match store.list_claims().await {
         Ok(c) => c,
@@ -93,7 +93,7 @@ pub fn lease_check(shown: &serde_json::Value, ttl_ms: i64, now: i64) -> Check {
 }
 
 /// The newest `drained` or `partial` run record and its lag.
-pub fn last_run_check(shown: &serde_json::Value) -> Check {
+pub fn last_run_check(shown: &serde_json::Value, job: &str) -> Check {
     let newest = shown["runs"].as_object().and_then(|runs| {
         runs.values()
             .filter_map(|r| r.get("summary"))
@@ -149,13 +149,16 @@ mod tests {
             "a": {"summary": {"run_id": "a", "status": "drained", "to": "pg:1", "lag_seconds": 1.5}},
             "b": {"summary": {"run_id": "b", "status": "failed"}},
         }});
-        let c = last_run_check(&shown);
+        let c = last_run_check(&shown, "j");
         assert_eq!(c.status, Status::Ok);
         assert!(
             c.detail.starts_with("a drained up to pg:1, lag 1.5s"),
             "{}",
             c.detail
         );
-        assert_eq!(last_run_check(&serde_json::json!({})).status, Status::Warn);
+        assert_eq!(
+            last_run_check(&serde_json::json!({}), "j").status,
+            Status::Warn
+        );
     }
 }
