@@ -116,10 +116,7 @@ pub fn last_run_check(shown: &serde_json::Value, job: &str) -> Check {
         None => Check::warn(
             "last successful run",
             "no successful run recorded yet",
-            format!(
-                "run `sluice drain --config <file>` for job {}",
-                shown["job"].as_str().unwrap_or("this job")
-            ),
+            format!("run `sluice drain --config <file>` for job {job}"),
         ),
     }
 }
