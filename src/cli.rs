@@ -1,9 +1,11 @@
-//! The command line: `sluice drain | baseline | state show | state init | validate [--config-json]`.
+//! The command line: `sluice drain | baseline | state show | state init | validate [--config-json] | doctor | init`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
-//! `drain`, also on failure as `status: "failed"` with the error's code and hint); logs
-//! and human messages go to stderr; the exit code is the error class's (0 done or
-//! skipped, 1 config, 3 transient, 5 refusal; 2 is clap's usage error).
+//! `drain`, also on failure as `status: "failed"` with the error's code and hint) —
+//! except `doctor` without `--json`, which prints its table there; logs and human
+//! messages go to stderr; the exit code is the error class's (0 done or skipped, 1
+//! config, 3 transient, 5 refusal; 2 is clap's usage error; `doctor`: 5 when a check
+//! fails).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,6 +62,29 @@ enum Command {
         /// SLUICE_CONFIG; prints it back normalized (sorted keys, URL redacted).
         #[arg(long, conflicts_with = "config")]
         config_json: Option<String>,
+    },
+    /// Check every prerequisite of the job (source, state, destination) and print the fixes.
+    Doctor {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the report as one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Connect read-only, list the tables, and write ready configs plus Terraform calls.
+    Init {
+        /// Environment variable holding the source URL (it is named, never copied, in the configs).
+        #[arg(long)]
+        source_env: String,
+        /// Tables to capture (`schema.table`); default: every table the user can see.
+        #[arg(long, num_args = 1.., value_delimiter = ',')]
+        tables: Vec<String>,
+        /// One stream (slot) per table instead of one stream for all the tables.
+        #[arg(long)]
+        per_table: bool,
+        /// Directory the configs are written to.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
     },
 }
 
@@ -133,9 +158,31 @@ async fn run(command: Command) -> i32 {
             ..
         } => report(crate::validate::document(&text)),
         Command::Validate { config, .. } => report(Config::load(config.as_deref()).map(
-            |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables }),
+            |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables, "config": c.normalized() }),
         )),
+        Command::Doctor { config, json } => doctor(config, json).await,
+        Command::Init {
+            source_env,
+            tables,
+            per_table,
+            out,
+        } => report(crate::init::run(&source_env, &tables, per_table, &out).await),
     }
+}
+
+/// Prints the doctor report (table on stdout, or JSON); exit 0 unless a check failed (5).
+async fn doctor(config: Option<PathBuf>, json: bool) -> i32 {
+    let config = match Config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    let report = crate::doctor::run(&config).await;
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_table());
+    }
+    report.exit_code()
 }
 
 async fn baseline(

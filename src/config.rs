@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
@@ -18,7 +18,7 @@ use crate::redact::redact_url;
 pub const CONFIG_ENV: &str = "SLUICE_CONFIG";
 
 /// A complete, validated job configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Stream identity: keys the state. Letters, digits, `_`, `-`, `.`.
@@ -38,10 +38,32 @@ pub struct Config {
     pub initial: Initial,
     #[serde(default)]
     pub baseline: BaselineConfig,
+    /// Thresholds of `sluice doctor`.
+    #[serde(default)]
+    pub doctor: DoctorConfig,
+}
+
+/// Thresholds of `sluice doctor`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DoctorConfig {
+    /// WAL retained by a slot (ours, or any inactive one) above this warns.
+    pub retained_wal_warn_bytes: u64,
+    /// WAL retained by a slot above this fails.
+    pub retained_wal_fail_bytes: u64,
+}
+
+impl Default for DoctorConfig {
+    fn default() -> Self {
+        DoctorConfig {
+            retained_wal_warn_bytes: 1 << 30,
+            retained_wal_fail_bytes: 10 << 30,
+        }
+    }
 }
 
 /// The start of a new stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Initial {
     /// Capture changes from the first run on; no baseline.
@@ -52,7 +74,7 @@ pub enum Initial {
 }
 
 /// Chunking and fan-out of baselines.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BaselineConfig {
     /// Target rows per chunk (one snapshot part per chunk).
@@ -75,7 +97,7 @@ impl Default for BaselineConfig {
 }
 
 /// Where the changes come from.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// The URL itself; allowed only for a loopback host.
@@ -98,7 +120,7 @@ pub struct SourceConfig {
 }
 
 /// MySQL / MariaDB stream settings.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct MysqlConfig {
     /// The replica server id the binlog dump registers with. It must be unique among the
@@ -148,7 +170,7 @@ impl MysqlConfig {
 }
 
 /// PostgreSQL stream resources.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresConfig {
     /// Logical replication slot owned by this stream (one consumer per slot).
@@ -167,7 +189,7 @@ pub struct PostgresConfig {
 }
 
 /// SQL Server CDC stream settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlServerConfig {
     /// The table's CDC capture instance (`sys.sp_cdc_enable_table @capture_instance`;
@@ -180,7 +202,7 @@ pub struct SqlServerConfig {
 }
 
 /// Where the parts go.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DestinationConfig {
     /// A local directory (CLI use, tests).
@@ -198,7 +220,7 @@ pub enum DestinationConfig {
 }
 
 /// Where the lease, checkpoint and run records live.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum StateConfig {
     /// A local directory holding one state file per job.
@@ -213,7 +235,7 @@ pub enum StateConfig {
 }
 
 /// Part layout and rollover.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
     /// Close a part at the first commit after it holds this many rows.
@@ -230,7 +252,7 @@ pub struct OutputConfig {
 }
 
 /// Single-writer lease.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LeaseConfig {
     /// How long a lease lives without renewal. Renewed at every checkpoint and when half
@@ -239,7 +261,7 @@ pub struct LeaseConfig {
 }
 
 /// How close to an invocation deadline (Lambda's, or `--max-duration`) a run stops.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeadlineConfig {
     /// Time kept in reserve before the deadline for the final flush, checkpoint and ack.
@@ -323,8 +345,12 @@ impl Config {
     /// Parses and validates a YAML or JSON document; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
         let config: Config = serde_yaml::from_str(text).map_err(|e| {
-            Error::new(Code::ConfigInvalid, format!("{origin}: {e}"))
-                .hint("see the README's config reference; unknown keys are rejected")
+            let message = e.to_string();
+            let hint = match did_you_mean(&message) {
+                Some(close) => format!("did you mean `{close}`? (unknown keys are rejected)"),
+                None => "see the README's config reference; unknown keys are rejected".to_owned(),
+            };
+            Error::new(Code::ConfigInvalid, format!("{origin}: {message}")).hint(hint)
         })?;
         config.validate()?;
         Ok(config)
@@ -454,7 +480,31 @@ impl Config {
         {
             check_endpoint("state.endpoint_url", url)?;
         }
+        if let Some(url) = &self.source.url
+            && (url.starts_with("postgres://") || url.starts_with("postgresql://"))
+            && self.source.postgres.is_none()
+        {
+            return Err(
+                invalid("source.url is a PostgreSQL URL but source.postgres is missing")
+                    .hint("add `postgres: { slot: <name>, publication: <name> }` under source"),
+            );
+        }
+        if self.doctor.retained_wal_warn_bytes > self.doctor.retained_wal_fail_bytes {
+            return Err(invalid(
+                "doctor.retained_wal_warn_bytes is above doctor.retained_wal_fail_bytes",
+            )
+            .hint("the warn threshold must not exceed the fail threshold"));
+        }
         Ok(())
+    }
+
+    /// The config as parsed, defaults filled in, secrets redacted (`sluice validate`).
+    pub fn normalized(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(url) = value.pointer_mut("/source/url").filter(|v| v.is_string()) {
+            *url = serde_json::Value::String(redact_url(url.as_str().unwrap_or_default()));
+        }
+        value
     }
 
     /// The source URL, resolved from the config or the environment.
@@ -490,6 +540,46 @@ impl Config {
     }
 }
 
+/// For serde's "unknown field `x`, expected one of `a`, `b`" (or "unknown variant"),
+/// the expected name closest to `x`, when it is close enough to be a typo.
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message
+        .split_once("unknown field `")
+        .or_else(|| message.split_once("unknown variant `"))?
+        .1;
+    let (unknown, rest) = rest.split_once('`')?;
+    let expected = rest.split_once("expected")?.1;
+    let expected = expected.split(" at line ").next().unwrap_or(expected);
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|name| (edit_distance(unknown, name), name))
+        .filter(|(d, name)| *d <= (name.len().max(unknown.len()) / 3).max(1))
+        .min()
+        .map(|(_, name)| name.to_owned())
+}
+
+/// Levenshtein distance over bytes (config keys are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 fn invalid(message: impl Into<String>) -> Error {
     Error::new(Code::ConfigInvalid, message)
 }
@@ -519,6 +609,16 @@ fn check_inline_url(url: &str) -> Result<()> {
     let parsed = url::Url::parse(url)
         .map_err(|e| invalid(format!("source.url {} is not a URL", redact_url(url))).source(e))?;
     let loopback = crate::redact::is_loopback_host(parsed.host_str().unwrap_or(""));
+    let tls_off = parsed
+        .query_pairs()
+        .any(|(k, v)| k == "sslmode" && (v == "disable" || v == "allow" || v == "prefer"));
+    if tls_off && !loopback {
+        return Err(Error::new(
+            Code::ConfigTlsRequired,
+            format!("source.url {} turns TLS off for a non-loopback host", redact_url(url)),
+        )
+        .hint("remove sslmode from the URL (or use sslmode=require / verify-full): sluice reaches a non-loopback host only over verified TLS"));
+    }
     if parsed.password().is_some() && !loopback {
         return Err(Error::new(
             Code::ConfigSecret,
@@ -566,6 +666,34 @@ state: { type: local, path: ./.sluice }
             ..MysqlConfig::default()
         };
         assert_eq!(fixed.server_id_for("orders"), 42);
+    }
+
+    #[test]
+    fn typos_get_a_suggestion() {
+        let e = Config::parse(&MINIMAL.replace("tables:", "tabels:"), "t").unwrap_err();
+        assert_eq!(
+            e.hint_text(),
+            Some("did you mean `tables`? (unknown keys are rejected)")
+        );
+        let e = Config::parse(&format!("{MINIMAL}colour: blue\n"), "t").unwrap_err();
+        assert!(!e.hint_text().unwrap().contains("did you mean"), "{e:?}");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn normalized_redacts_and_fills_defaults() {
+        let c = Config::parse(
+            &MINIMAL.replace("postgres@127.0.0.1", "postgres:hunter2@127.0.0.1"),
+            "t",
+        )
+        .unwrap();
+        let v = c.normalized();
+        assert_eq!(
+            v["source"]["url"],
+            "postgres://postgres:***@127.0.0.1:5432/app"
+        );
+        assert_eq!(v["lease"]["ttl_seconds"], 900);
+        assert!(!v.to_string().contains("hunter2"));
     }
 
     #[test]

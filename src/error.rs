@@ -57,6 +57,7 @@ codes! {
     ConfigSecret => "SLUICE_CONFIG_SECRET", Config;
     ConfigTlsRequired => "SLUICE_CONFIG_TLS_REQUIRED", Config;
     ConfigUnsupportedSource => "SLUICE_CONFIG_UNSUPPORTED_SOURCE", Config;
+    ConfigResourceClaimed => "SLUICE_CONFIG_RESOURCE_CLAIMED", Config;
     SourceConnect => "SLUICE_SOURCE_CONNECT", Transient;
     SourceQuery => "SLUICE_SOURCE_QUERY", Transient;
     SourceAuth => "SLUICE_SOURCE_AUTH", Refusal;

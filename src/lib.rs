@@ -7,12 +7,15 @@
 pub mod aws;
 pub mod baseline;
 pub mod change;
+pub mod claims;
 pub mod cli;
 pub mod config;
 pub mod destination;
+pub mod doctor;
 pub mod drain;
 pub mod error;
 pub mod framer;
+pub mod init;
 pub mod lambda;
 pub mod metrics;
 pub mod position;

@@ -23,7 +23,7 @@ use crate::error::{Code, Error, Result};
 use crate::redact::is_loopback_host;
 
 /// How the connection to the source is protected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsMode {
     /// No TLS; allowed only for loopback hosts.
@@ -49,7 +49,7 @@ impl TlsMode {
 }
 
 /// `source.tls`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     /// When unset: `verify-full`, except that a loopback host with no CA configured

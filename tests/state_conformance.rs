@@ -366,6 +366,32 @@ async fn jobs_are_independent(store: &dyn StateStore, job: &str) {
         .unwrap();
 }
 
+async fn claims_are_exclusive_across_jobs(store: &dyn StateStore, job: &str) {
+    use sluice::state::ClaimOutcome;
+    let resource = format!("pg:127.0.0.1:5432/app/slot/{job}");
+    let other = format!("{job}-other");
+    assert_eq!(
+        store.claim(&resource, job).await.unwrap(),
+        ClaimOutcome::Ours
+    );
+    assert_eq!(
+        store.claim(&resource, job).await.unwrap(),
+        ClaimOutcome::Ours,
+        "claiming again is idempotent"
+    );
+    assert_eq!(
+        store.claim(&resource, &other).await.unwrap(),
+        ClaimOutcome::HeldBy(job.to_owned())
+    );
+    let claims = store.list_claims().await.unwrap();
+    assert!(
+        claims
+            .iter()
+            .any(|c| c.resource == resource && c.job == job),
+        "{claims:?}"
+    );
+}
+
 /// Generates one test per case and backend.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
@@ -387,6 +413,7 @@ conformance!(
     baseline_records_only_move_forward_and_the_first_chunk_record_wins,
     show_reports_everything_in_one_shape,
     jobs_are_independent,
+    claims_are_exclusive_across_jobs,
 );
 
 type Case = for<'a> fn(

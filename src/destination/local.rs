@@ -127,6 +127,15 @@ impl Destination for LocalDestination {
         }
     }
 
+    async fn delete(&self, key: &str) -> Result<()> {
+        let path = self.path_of(key)?;
+        match fs::remove_file(&path) {
+            Ok(()) => sync_dir(path.parent().unwrap_or(&self.root)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(unavailable(&path, e)),
+        }
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut keys = Vec::new();
         let mut stack = vec![self.root.clone()];

@@ -35,6 +35,15 @@ pub trait Destination: Send + Sync {
 
     /// Keys under `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>>;
+
+    /// Removes a small document (only `doctor`'s probe uses it); absent is fine.
+    async fn delete(&self, key: &str) -> Result<()> {
+        Err(crate::error::Error::new(
+            crate::error::Code::DestinationUnavailable,
+            format!("{} cannot delete {key}", self.describe()),
+        )
+        .hint("this destination does not support deletes yet; remove the object by hand"))
+    }
 }
 
 /// Builds the destination the config names.

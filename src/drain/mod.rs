@@ -90,6 +90,7 @@ pub async fn drain_with(
     if faults::armed() {
         tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
     }
+    crate::claims::claim_all(config, backends.state.as_ref()).await?;
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
         start_baseline(config, backends).await?;
     }

@@ -5,6 +5,10 @@
 //! fsynced and renamed over the old one (then the directory is fsynced). Readers
 //! therefore see either the old or the new document, never a torn one, and the
 //! lease / fencing conditions hold across processes exactly as in DynamoDB.
+//!
+//! Resource claims are store-wide: `claims/claims.json` under its own lock
+//! (`claims/claims.lock`). A job name cannot contain `/`, so no job document collides
+//! with it. Two jobs see each other's claims only when they share the state directory.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -17,7 +21,8 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, StateStore, now_ms,
+    Checkpoint, ChunkRecord, Claim, ClaimOutcome, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
+    StateStore, now_ms,
 };
 use crate::error::{Code, Error, Result};
 
@@ -150,6 +155,69 @@ impl LocalStateStore {
                 })?;
         }
         Ok(value)
+    }
+}
+
+/// The store-wide claims document: resource → claim.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimsDocument {
+    format_version: u32,
+    claims: BTreeMap<String, Claim>,
+}
+
+impl LocalStateStore {
+    /// Runs `f` on the claims document under the claims lock; writes it back when `f`
+    /// returns `Ok((true, _))` (temporary file, fsync, rename, directory fsync).
+    fn with_claims<T>(
+        &self,
+        f: impl FnOnce(&mut ClaimsDocument) -> Result<(bool, T)>,
+    ) -> Result<T> {
+        let dir = self.dir.join("claims");
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        let lock_path = dir.join("claims.lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io_error(&lock_path, e))?;
+        lock.lock_exclusive().map_err(|e| io_error(&lock_path, e))?;
+        let result = (|| {
+            let path = dir.join("claims.json");
+            let mut doc = match fs::read(&path) {
+                Ok(bytes) => serde_json::from_slice::<ClaimsDocument>(&bytes).map_err(|e| {
+                    Error::new(Code::StateCorrupt, format!("claims file {} is not a valid sluice claims document", path.display()))
+                        .hint("restore the file from a backup, or move it away: every job re-claims its resources at its next run")
+                        .source(e)
+                })?,
+                Err(e) if e.kind() == ErrorKind::NotFound => ClaimsDocument {
+                    format_version: 1,
+                    ..ClaimsDocument::default()
+                },
+                Err(e) => return Err(io_error(&path, e)),
+            };
+            let (write, value) = f(&mut doc)?;
+            if write {
+                let tmp = dir.join(format!(".claims.json.tmp-{}", std::process::id()));
+                let bytes = serde_json::to_vec_pretty(&doc)
+                    .map_err(|e| Error::new(Code::Internal, "encoding claims").source(e))?;
+                File::create(&tmp)
+                    .and_then(|mut file| {
+                        file.write_all(&bytes)?;
+                        file.sync_all()
+                    })
+                    .and_then(|_| fs::rename(&tmp, &path))
+                    .and_then(|_| File::open(&dir)?.sync_all())
+                    .map_err(|e| {
+                        let _ = fs::remove_file(&tmp);
+                        io_error(&path, e)
+                    })?;
+            }
+            Ok(value)
+        })();
+        let _ = FileExt::unlock(&lock);
+        result
     }
 }
 
@@ -303,6 +371,26 @@ impl StateStore for LocalStateStore {
         })
     }
 
+    async fn claim(&self, resource: &str, job: &str) -> Result<ClaimOutcome> {
+        self.with_claims(|doc| match doc.claims.get(resource) {
+            Some(claim) if claim.job == job => Ok((false, ClaimOutcome::Ours)),
+            Some(claim) => Ok((false, ClaimOutcome::HeldBy(claim.job.clone()))),
+            None => {
+                let claim = Claim {
+                    resource: resource.to_owned(),
+                    job: job.to_owned(),
+                    claimed_at_ms: now_ms(),
+                };
+                doc.claims.insert(resource.to_owned(), claim);
+                Ok((true, ClaimOutcome::Ours))
+            }
+        })
+    }
+
+    async fn list_claims(&self) -> Result<Vec<Claim>> {
+        self.with_claims(|doc| Ok((false, doc.claims.values().cloned().collect())))
+    }
+
     async fn show(&self, job: &str) -> Result<serde_json::Value> {
         self.with_doc(job, |doc| {
             let value = serde_json::to_value(&*doc)
@@ -330,5 +418,36 @@ mod tests {
             .unwrap();
         let err = rt.block_on(store.load_checkpoint("j")).unwrap_err();
         assert_eq!(err.code(), Code::StateCorrupt);
+    }
+
+    #[test]
+    fn claims_are_store_wide_and_first_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = LocalStateStore::new(dir.path()).unwrap();
+        let b = LocalStateStore::new(dir.path()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert_eq!(
+                a.claim("pg:h:5432/db/slot/s", "one").await.unwrap(),
+                ClaimOutcome::Ours
+            );
+            assert_eq!(
+                a.claim("pg:h:5432/db/slot/s", "one").await.unwrap(),
+                ClaimOutcome::Ours
+            );
+            assert_eq!(
+                b.claim("pg:h:5432/db/slot/s", "two").await.unwrap(),
+                ClaimOutcome::HeldBy("one".into())
+            );
+            assert_eq!(
+                b.claim("pg:h:5432/db/slot/t", "two").await.unwrap(),
+                ClaimOutcome::Ours
+            );
+            let claims = b.list_claims().await.unwrap();
+            let jobs: Vec<_> = claims.iter().map(|c| c.job.as_str()).collect();
+            assert_eq!(jobs, ["one", "two"]);
+        });
     }
 }

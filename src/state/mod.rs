@@ -102,6 +102,25 @@ pub struct RunRecord {
     pub expires_at_s: i64,
 }
 
+/// The answer to a resource claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The resource is now (or already was) claimed by the asking job.
+    Ours,
+    /// Another job holds the claim.
+    HeldBy(String),
+    /// This store cannot record claims; the caller proceeds unprotected.
+    Unsupported,
+}
+
+/// One stored claim: `resource` (`pg:<host>:<port>/<db>/slot/<name>`) belongs to `job`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub resource: String,
+    pub job: String,
+    pub claimed_at_ms: i64,
+}
+
 /// Lease, checkpoint and progress records of jobs.
 #[async_trait]
 pub trait StateStore: Send + Sync {
@@ -160,6 +179,19 @@ pub trait StateStore: Send + Sync {
 
     /// Everything stored for the job, as JSON, for `sluice state show`.
     async fn show(&self, job: &str) -> Result<serde_json::Value>;
+
+    /// Claims a source resource for `job`, store-wide (not per job): created when
+    /// absent, `Ours` when already ours, `HeldBy(other)` when another job holds it. One
+    /// conditional write; claims are never taken over silently.
+    async fn claim(&self, resource: &str, job: &str) -> Result<ClaimOutcome> {
+        let _ = (resource, job);
+        Ok(ClaimOutcome::Unsupported)
+    }
+
+    /// Every claim in the store, sorted by resource.
+    async fn list_claims(&self) -> Result<Vec<Claim>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Milliseconds since the Unix epoch, from the wall clock (leases are wall-clock based

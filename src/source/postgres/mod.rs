@@ -45,13 +45,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let tables = catalog::resolve(&control, &config.source.tables).await?;
     slot::ensure_publication(&control, &pg, &tables).await?;
     let info = slot::slot_info(&control, &pg.slot).await?;
-    if let Some(pid) = info.as_ref().and_then(|s| s.active_pid) {
-        return Err(Error::new(
-            Code::SourceSlotBusy,
-            format!("replication slot {} is in use by server process {pid}", pg.slot),
-        )
-        .hint("another consumer is streaming from this slot; a slot has one consumer — give this job its own slot"));
-    }
+    check_slot_free(&pg.slot, info.as_ref())?;
     let start = match slot::decide_start(&pg.slot, info.as_ref(), checkpoint, &database)? {
         StartDecision::CreateSlot => slot::create_slot(&control, &pg).await?,
         StartDecision::AtSlot(at) => at,
@@ -81,7 +75,20 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     )))
 }
 
-async fn check_wal_level(client: &tokio_postgres::Client) -> Result<()> {
+/// Refuses a slot another server process is streaming from (also used by `doctor`).
+pub fn check_slot_free(slot: &str, info: Option<&slot::SlotInfo>) -> Result<()> {
+    if let Some(pid) = info.and_then(|s| s.active_pid) {
+        return Err(Error::new(
+            Code::SourceSlotBusy,
+            format!("replication slot {slot} is in use by server process {pid}"),
+        )
+        .hint("another consumer is streaming from this slot; a slot has one consumer — give this job its own slot"));
+    }
+    Ok(())
+}
+
+/// Refuses a server whose `wal_level` is not `logical` (also used by `doctor`).
+pub async fn check_wal_level(client: &tokio_postgres::Client) -> Result<()> {
     let row = client
         .query_one("SELECT current_setting('wal_level')", &[])
         .await
@@ -95,7 +102,7 @@ async fn check_wal_level(client: &tokio_postgres::Client) -> Result<()> {
 }
 
 /// The source identity: cluster system identifier, database name and oid, and slot.
-async fn identity(
+pub async fn identity(
     client: &tokio_postgres::Client,
     pg: &PostgresConfig,
 ) -> Result<(String, String)> {
@@ -130,7 +137,7 @@ async fn identity(
 }
 
 /// Checks the checkpoint belongs to this source and returns its LSN.
-fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
+pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
     if resume.source_identity != identity {
         return Err(Error::new(
             Code::SourceForeignCheckpoint,

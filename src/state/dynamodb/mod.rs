@@ -30,7 +30,7 @@
 mod item;
 mod table;
 
-use crate::state::SnapshotStatus;
+use crate::state::{Claim, ClaimOutcome, SnapshotStatus};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -520,6 +520,79 @@ impl StateStore for DynamoStateStore {
             }
             Err(e) => Err(self.error(e, "dynamodb:PutItem", &format!("{job}/{sk}"))),
         }
+    }
+
+    async fn claim(&self, resource: &str, job: &str) -> Result<ClaimOutcome> {
+        let pk = format!("claim#{resource}");
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk.clone()))
+            .key("sk", AttributeValue::S("claim".to_owned()))
+            .update_expression("SET job = :job, claimed_at_ms = if_not_exists(claimed_at_ms, :now)")
+            .condition_expression("attribute_not_exists(pk) OR job = :job")
+            .expression_attribute_values(":job", AttributeValue::S(job.to_owned()))
+            .expression_attribute_values(":now", number(now_ms()))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(ClaimOutcome::Ours),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                let holder = self
+                    .get_item(&pk, "claim")
+                    .await?
+                    .and_then(|item| item.get("job").and_then(|v| v.as_s().ok()).cloned())
+                    .unwrap_or_else(|| "another job".to_owned());
+                Ok(ClaimOutcome::HeldBy(holder))
+            }
+            Err(e) => Err(self.error(e, "dynamodb:UpdateItem", &pk)),
+        }
+    }
+
+    async fn list_claims(&self) -> Result<Vec<Claim>> {
+        let mut claims = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("begins_with(pk, :p) AND sk = :s")
+                .expression_attribute_values(":p", AttributeValue::S("claim#".to_owned()))
+                .expression_attribute_values(":s", AttributeValue::S("claim".to_owned()))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Scan", "claim#*"))?;
+            for item in output.items.unwrap_or_default() {
+                let text = |k: &str| {
+                    item.get(k)
+                        .and_then(|v| v.as_s().ok())
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let claimed_at_ms = item
+                    .get("claimed_at_ms")
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                claims.push(Claim {
+                    resource: text("pk").trim_start_matches("claim#").to_owned(),
+                    job: text("job"),
+                    claimed_at_ms,
+                });
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        claims.sort_by(|a, b| a.resource.cmp(&b.resource));
+        Ok(claims)
     }
 
     async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {

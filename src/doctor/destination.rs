@@ -1,0 +1,69 @@
+//! Destination checks: the destination opens, accepts a probe object, returns it, and
+//! deletes it again; encryption at rest (S3 only; a local directory has no such setting).
+
+use super::{Check, Report};
+use crate::config::{Config, DestinationConfig};
+
+/// Where the probe object goes: beside the table directories, never inside one.
+const PROBE_PREFIX: &str = "_sluice_doctor";
+
+pub async fn checks(config: &Config, report: &mut Report) {
+    let destination = match crate::destination::open(config).await {
+        Ok(d) => d,
+        Err(e) => {
+            report.push(Check::from_error("destination writable", &e));
+            return;
+        }
+    };
+    let key = format!("{PROBE_PREFIX}/probe-{}", crate::run_id::new_run_id());
+    let body = b"sluice doctor probe; safe to delete";
+    let probe = async {
+        destination.put_marker(&key, body).await?;
+        let back = destination.get(&key).await?;
+        Ok::<_, crate::error::Error>(back.as_deref() == Some(&body[..]))
+    }
+    .await;
+    match probe {
+        Ok(true) => match destination.delete(&key).await {
+            Ok(()) => report.push(Check::ok(
+                "destination writable",
+                format!(
+                    "{}: probe object written, read back and deleted",
+                    destination.describe()
+                ),
+            )),
+            Err(e) => report.push(Check::warn(
+                "destination writable",
+                format!(
+                    "{}: probe written, but deleting {key} failed: {}",
+                    destination.describe(),
+                    e.chain()
+                ),
+                format!(
+                    "delete {key} by hand; {}",
+                    e.hint_text().unwrap_or("check the delete permission")
+                ),
+            )),
+        },
+        Ok(false) => report.push(Check::fail(
+            "destination writable",
+            format!(
+                "{}: the probe object {key} read back different bytes",
+                destination.describe()
+            ),
+            "check that nothing else rewrites objects under destination.path",
+        )),
+        Err(e) => report.push(Check::from_error("destination writable", &e)),
+    }
+    match &config.destination {
+        DestinationConfig::Local { .. } => report.push(Check::ok(
+            "destination encryption",
+            "not applicable to a local directory (S3 only)",
+        )),
+        DestinationConfig::S3 { bucket, .. } => report.push(Check::warn(
+            "destination encryption",
+            &format!("s3://{bucket}: default encryption is not inspected by this build"),
+            "enforce SSE on the bucket (the Terraform stack module does: KMS default encryption + a TLS-only policy)",
+        )),
+    }
+}

@@ -1,0 +1,240 @@
+//! `sluice doctor`: every prerequisite of a job checked at once, as a table of
+//! `ok` / `warn` / `fail` rows with the exact fix, or as JSON.
+//!
+//! Guarantees: a check that mirrors a refusal of the drain calls the drain's own
+//! decision function (the source's start decision, identity rule, publication rule,
+//! claim rule), so doctor and the run cannot disagree; doctor never creates, advances or
+//! claims anything — its only write is a probe object in the destination, deleted again.
+//! Engines plug in as one module each exposing `checks(config, &mut Report)`; the
+//! engine-independent state and destination checks run for every job.
+
+pub mod destination;
+pub mod postgres;
+pub mod state;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::Error;
+
+/// The verdict of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    /// The exact fix (setting, grant, statement); `None` for `ok`.
+    pub fix: Option<String>,
+    /// The `SLUICE_…` code the drain would refuse with, for a failed check.
+    pub code: Option<String>,
+}
+
+impl Check {
+    pub fn ok(name: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: None,
+            code: None,
+        }
+    }
+
+    pub fn warn(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            name: name.into(),
+            status: Status::Warn,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+            code: None,
+        }
+    }
+
+    pub fn fail(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            name: name.into(),
+            status: Status::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+            code: None,
+        }
+    }
+
+    /// A failed check carrying the error the drain would stop with.
+    pub fn from_error(name: impl Into<String>, e: &Error) -> Check {
+        Check {
+            name: name.into(),
+            status: Status::Fail,
+            detail: e.chain(),
+            fix: e.hint_text().map(str::to_owned),
+            code: Some(e.code().as_str().to_owned()),
+        }
+    }
+
+    /// `ok` with `detail`, or the error as a failure.
+    pub fn result(name: impl Into<String>, r: Result<String, Error>) -> Check {
+        match r {
+            Ok(detail) => Check::ok(name, detail),
+            Err(e) => Check::from_error(name, &e),
+        }
+    }
+
+    /// The same check downgraded to a warning (a condition the run tolerates).
+    pub fn as_warning(mut self) -> Check {
+        if self.status == Status::Fail {
+            self.status = Status::Warn;
+        }
+        self
+    }
+}
+
+/// The checks of one doctor run, in order.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub job: String,
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    pub fn push(&mut self, check: Check) {
+        self.checks.push(check);
+    }
+
+    /// The worst status (`ok` for an empty report).
+    pub fn worst(&self) -> Status {
+        self.checks
+            .iter()
+            .map(|c| c.status)
+            .max()
+            .unwrap_or(Status::Ok)
+    }
+
+    /// 0 when nothing failed, 5 (the refusal class) otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.worst() == Status::Fail { 5 } else { 0 }
+    }
+
+    /// The report as one JSON document.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "job": self.job,
+            "status": self.worst(),
+            "checks": self.checks,
+        })
+    }
+
+    /// The report as a plain-text table (status, check, detail, then the fix indented).
+    pub fn to_table(&self) -> String {
+        let width = self
+            .checks
+            .iter()
+            .map(|c| c.name.chars().count())
+            .max()
+            .unwrap_or(5)
+            .clamp(5, 40);
+        let mut out = format!("{:<4}  {:<width$}  detail\n", "", "check");
+        for c in &self.checks {
+            out.push_str(&format!(
+                "{:<4}  {:<width$}  {}\n",
+                c.status.label(),
+                c.name,
+                c.detail
+            ));
+            if let Some(fix) = &c.fix {
+                out.push_str(&format!("{:<4}  {:<width$}  fix: {fix}\n", "", ""));
+            }
+        }
+        let counts = |s: Status| self.checks.iter().filter(|c| c.status == s).count();
+        out.push_str(&format!(
+            "\n{} ok, {} warn, {} fail\n",
+            counts(Status::Ok),
+            counts(Status::Warn),
+            counts(Status::Fail)
+        ));
+        out
+    }
+}
+
+/// Runs every check the job's config calls for.
+pub async fn run(config: &Config) -> Report {
+    let mut report = Report {
+        job: config.job.clone(),
+        checks: Vec::new(),
+    };
+    // Engine checks: one arm per source engine.
+    if config.source.postgres.is_some() {
+        postgres::checks(config, &mut report).await;
+    }
+    state::checks(config, &mut report).await;
+    destination::checks(config, &mut report).await;
+    report
+}
+
+/// Bytes as a short human figure (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_status_decides_the_exit_code() {
+        let mut r = Report::default();
+        assert_eq!(r.exit_code(), 0);
+        r.push(Check::ok("a", "fine"));
+        r.push(Check::warn("b", "meh", "do x"));
+        assert_eq!(r.exit_code(), 0);
+        r.push(Check::fail("c", "bad", "do y"));
+        assert_eq!(r.exit_code(), 5);
+        let table = r.to_table();
+        assert!(table.contains("fail  c      bad"), "{table}");
+        assert!(table.contains("fix: do y"), "{table}");
+        assert_eq!(r.to_json()["status"], "fail");
+    }
+
+    #[test]
+    fn bytes_read_well() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024 / 2), "1.5 GiB");
+    }
+}

@@ -1,0 +1,465 @@
+//! PostgreSQL checks of `sluice doctor`.
+//!
+//! Each refusal the drain can make is checked with the drain's own function:
+//! [`check_wal_level`], [`catalog::resolve`] (table exists, types supported,
+//! [`catalog::check_identity`]), [`slot::ensure_publication`] (with creation turned
+//! off), [`check_slot_free`], [`checkpoint_lsn`] and [`slot::decide_start`]. The
+//! remaining checks are advice the drain does not enforce: the `REPLICATION` attribute,
+//! TOAST-able columns under `REPLICA IDENTITY DEFAULT`, retained WAL (ours and every
+//! other inactive slot's), and `max_slot_wal_keep_size`. The session is read-only.
+
+use tokio_postgres::Client;
+
+use super::{Check, Report, human_bytes};
+use crate::config::{Config, DoctorConfig, PostgresConfig};
+use crate::error::{Code, Error};
+use crate::position::Position;
+use crate::redact::redact_url;
+use crate::source::Resume;
+use crate::source::postgres::catalog::{self, CapturedTable};
+use crate::source::postgres::connect::{self, query_error};
+use crate::source::postgres::slot::{self, StartDecision};
+use crate::source::postgres::{check_slot_free, check_wal_level, checkpoint_lsn, identity};
+
+pub async fn checks(config: &Config, report: &mut Report) {
+    let Some(pg) = config.source.postgres.clone() else {
+        return;
+    };
+    let url = match config.source_url() {
+        Ok(u) => u,
+        Err(e) => return report.push(Check::from_error("source connect", &e)),
+    };
+    let client = match connect::connect(&url, &config.source.tls).await {
+        Ok(c) => c,
+        Err(e) => return report.push(Check::from_error("source connect", &e)),
+    };
+    if let Err(e) = client
+        .batch_execute("SET default_transaction_read_only = on")
+        .await
+    {
+        return report.push(Check::from_error(
+            "source connect",
+            &query_error("starting a read-only session", e),
+        ));
+    }
+    report.push(Check::ok("source connect", redact_url(&url)));
+    let limits = &config.doctor;
+
+    report.push(Check::result(
+        "wal_level",
+        check_wal_level(&client).await.map(|_| "logical".to_owned()),
+    ));
+    report.push(role_check(&client).await);
+    report.push(keep_size_check(&client).await);
+
+    let mut tables = Vec::new();
+    for name in &config.source.tables {
+        let check = format!("table {name}");
+        match catalog::resolve(&client, std::slice::from_ref(name)).await {
+            Ok(mut t) => {
+                let table = t.remove(0);
+                report.push(toast_check(&client, &check, &table).await);
+                tables.push(table);
+            }
+            Err(e) => report.push(Check::from_error(check, &e)),
+        }
+    }
+    if tables.len() == config.source.tables.len() {
+        report.push(publication_check(&client, &pg, &tables).await);
+    }
+
+    let info = match slot::slot_info(&client, &pg.slot).await {
+        Ok(i) => i,
+        Err(e) => return report.push(Check::from_error(format!("slot {}", pg.slot), &e)),
+    };
+    report.push(match check_slot_free(&pg.slot, info.as_ref()) {
+        Ok(()) => Check::ok(
+            format!("slot {}", pg.slot),
+            match &info {
+                Some(i) => format!(
+                    "exists, inactive, wal_status {}",
+                    i.wal_status.as_deref().unwrap_or("unknown")
+                ),
+                None => "does not exist yet".to_owned(),
+            },
+        ),
+        Err(e) => Check::from_error(format!("slot {}", pg.slot), &e).as_warning(),
+    });
+    report.push(start_check(config, &client, &pg, info.as_ref()).await);
+    if info.is_some() {
+        report.push(match retained(&client, &pg.slot).await {
+            Ok(bytes) => retained_check(
+                &format!("slot {} retained WAL", pg.slot),
+                &pg.slot,
+                bytes,
+                limits,
+                true,
+            ),
+            Err(e) => Check::from_error(format!("slot {} retained WAL", pg.slot), &e),
+        });
+    }
+    for check in inactive_slot_checks(&client, &pg.slot, limits).await {
+        report.push(check);
+    }
+}
+
+/// The source user can create and advance slots: `REPLICATION`, superuser, or (RDS /
+/// Aurora) membership in `rds_replication`.
+async fn role_check(client: &Client) -> Check {
+    let row = client
+        .query_one(
+            "SELECT current_user::text, r.rolreplication, r.rolsuper, \
+             COALESCE((SELECT pg_has_role(current_user, g.oid, 'MEMBER') FROM pg_roles g WHERE g.rolname = 'rds_replication'), false) \
+             FROM pg_roles r WHERE r.rolname = current_user",
+            &[],
+        )
+        .await;
+    match row {
+        Ok(r) => replication_role(&r.get::<_, String>(0), r.get(1), r.get(2), r.get(3)),
+        Err(e) => Check::from_error("role REPLICATION", &query_error("reading pg_roles", e)),
+    }
+}
+
+/// The `REPLICATION` decision, pure.
+pub fn replication_role(user: &str, replication: bool, superuser: bool, rds: bool) -> Check {
+    let name = "role REPLICATION";
+    if replication || superuser || rds {
+        let how = if superuser {
+            "superuser"
+        } else if replication {
+            "REPLICATION"
+        } else {
+            "member of rds_replication"
+        };
+        return Check::ok(name, format!("{user}: {how}"));
+    }
+    Check::fail(
+        name,
+        format!("{user} has no REPLICATION attribute: it cannot create or advance the slot"),
+        format!(
+            "ALTER ROLE {} REPLICATION; (RDS/Aurora: GRANT rds_replication TO {};)",
+            catalog::quote_ident(user),
+            catalog::quote_ident(user)
+        ),
+    )
+}
+
+async fn keep_size_check(client: &Client) -> Check {
+    match client
+        .query_one("SELECT current_setting('max_slot_wal_keep_size')", &[])
+        .await
+    {
+        Ok(r) => keep_size(&r.get::<_, String>(0)),
+        Err(e) => Check::from_error(
+            "max_slot_wal_keep_size",
+            &query_error("reading max_slot_wal_keep_size", e),
+        ),
+    }
+}
+
+/// Unset (`-1`) means a forgotten slot can fill the disk.
+pub fn keep_size(setting: &str) -> Check {
+    let name = "max_slot_wal_keep_size";
+    if setting.trim() == "-1" {
+        return Check::warn(
+            name,
+            "unset (-1): an abandoned slot retains WAL until the disk is full",
+            "set max_slot_wal_keep_size (e.g. '50GB', well above the WAL written between two runs); a slot past it is invalidated and its job must re-baseline, which beats a full disk",
+        );
+    }
+    Check::ok(name, setting.to_owned())
+}
+
+/// `REPLICA IDENTITY DEFAULT` (or an index) with TOAST-able non-key columns: an UPDATE
+/// that leaves such a column unchanged does not carry its value.
+async fn toast_check(client: &Client, name: &str, table: &CapturedTable) -> Check {
+    let row = client
+        .query_one(
+            "SELECT c.relreplident::text, \
+             COALESCE(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attstorage <> 'p'), '{}') \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+             WHERE n.nspname = $1 AND c.relname = $2 GROUP BY c.relreplident",
+            &[&table.schema, &table.table],
+        )
+        .await;
+    match row {
+        Ok(r) => {
+            let toastable: Vec<String> = r.get(1);
+            let toastable: Vec<String> = toastable
+                .into_iter()
+                .filter(|c| !table.key.contains(c))
+                .collect();
+            toast_advice(
+                name,
+                &table.config_name,
+                &r.get::<_, String>(0),
+                &table.key,
+                &toastable,
+            )
+        }
+        Err(e) => Check::from_error(name, &query_error("reading pg_attribute", e)),
+    }
+}
+
+/// The TOAST advice, pure (the identity rule itself already passed).
+pub fn toast_advice(
+    name: &str,
+    table: &str,
+    replident: &str,
+    key: &[String],
+    toastable: &[String],
+) -> Check {
+    let identity = match replident {
+        "f" => "REPLICA IDENTITY FULL".to_owned(),
+        "i" => format!("replica-identity index ({})", key.join(", ")),
+        _ => format!("primary key ({})", key.join(", ")),
+    };
+    if replident == "f" || toastable.is_empty() {
+        return Check::ok(name, identity);
+    }
+    Check::warn(
+        name,
+        format!(
+            "{identity}; TOAST-able column(s) {} are not in UPDATE images when unchanged",
+            toastable.join(", ")
+        ),
+        format!(
+            "ALTER TABLE {table} REPLICA IDENTITY FULL; (or accept unchanged TOAST values arriving as unchanged)"
+        ),
+    )
+}
+
+async fn publication_check(
+    client: &Client,
+    pg: &PostgresConfig,
+    tables: &[CapturedTable],
+) -> Check {
+    let name = format!("publication {}", pg.publication);
+    let exists = client
+        .query_opt(
+            "SELECT 1 FROM pg_publication WHERE pubname = $1",
+            &[&pg.publication],
+        )
+        .await;
+    match exists {
+        Err(e) => return Check::from_error(name, &query_error("reading pg_publication", e)),
+        Ok(None) if pg.create => {
+            return Check::ok(
+                name,
+                "does not exist yet; the first run creates it (the source user must own the tables)",
+            );
+        }
+        Ok(_) => {}
+    }
+    let probe = PostgresConfig {
+        create: false,
+        ..pg.clone()
+    };
+    Check::result(
+        name,
+        slot::ensure_publication(client, &probe, tables)
+            .await
+            .map(|_| {
+                "publishes insert, update, delete, truncate of every configured table".to_owned()
+            }),
+    )
+}
+
+/// The checkpoint against the slot, by the drain's [`slot::decide_start`].
+async fn start_check(
+    config: &Config,
+    client: &Client,
+    pg: &PostgresConfig,
+    info: Option<&slot::SlotInfo>,
+) -> Check {
+    let name = "checkpoint vs slot";
+    let stored = match crate::state::open(config).await {
+        Ok(store) => store.load_checkpoint(&config.job).await,
+        Err(e) => Err(e),
+    };
+    let stored = match stored {
+        Ok(s) => s,
+        Err(e) => return Check::from_error(name, &e),
+    };
+    let (source_identity, database) = match identity(client, pg).await {
+        Ok(i) => i,
+        Err(e) => return Check::from_error(name, &e),
+    };
+    let checkpoint = match stored {
+        None => None,
+        Some(cp) => {
+            let resume = Position::parse_tagged(&cp.position).map(|position| Resume {
+                position,
+                source_identity: cp.source_identity.clone(),
+            });
+            match resume.and_then(|r| checkpoint_lsn(&r, &source_identity)) {
+                Ok(lsn) => Some(lsn),
+                Err(e) => return Check::from_error(name, &e),
+            }
+        }
+    };
+    match slot::decide_start(&pg.slot, info, checkpoint, &database) {
+        Ok(StartDecision::CreateSlot) if pg.create => {
+            Check::ok(name, "no checkpoint and no slot: the first run creates the slot")
+        }
+        Ok(StartDecision::CreateSlot) => Check::from_error(
+            name,
+            &Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
+                .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION, or set source.postgres.create: true", pg.slot)),
+        ),
+        Ok(StartDecision::AtSlot(at)) => Check::ok(name, format!("the next run resumes at {at}")),
+        Ok(StartDecision::CatchUp(cp)) => Check::ok(
+            name,
+            format!("the slot is behind the checkpoint {cp} (a run stopped between checkpoint and ack); the next run advances it"),
+        ),
+        Err(e) => Check::from_error(name, &e),
+    }
+}
+
+async fn retained(client: &Client, slot: &str) -> Result<u64, Error> {
+    let row = client
+        .query_one(
+            "SELECT COALESCE((pg_current_wal_lsn() - restart_lsn)::int8, 0) FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .map_err(|e| query_error("reading the slot's retained WAL", e))?;
+    Ok(row.get::<_, i64>(0).max(0) as u64)
+}
+
+/// The retained-WAL decision, pure: `ours` is this job's slot (the fix is to run the job
+/// more often); another slot's fix is to drop it if nothing uses it.
+pub fn retained_check(
+    name: &str,
+    slot: &str,
+    bytes: u64,
+    limits: &DoctorConfig,
+    ours: bool,
+) -> Check {
+    let detail = format!("{} of WAL retained", human_bytes(bytes));
+    let fix = if ours {
+        "run the job more often (or longer: --max-duration) so it keeps up; the retained WAL is released at each ack".to_owned()
+    } else {
+        format!(
+            "if nothing consumes slot {slot} any more, drop it: SELECT pg_drop_replication_slot('{slot}');"
+        )
+    };
+    if bytes >= limits.retained_wal_fail_bytes {
+        Check::fail(
+            name,
+            format!(
+                "{detail} (fail threshold {})",
+                human_bytes(limits.retained_wal_fail_bytes)
+            ),
+            fix,
+        )
+    } else if bytes >= limits.retained_wal_warn_bytes {
+        Check::warn(
+            name,
+            format!(
+                "{detail} (warn threshold {})",
+                human_bytes(limits.retained_wal_warn_bytes)
+            ),
+            fix,
+        )
+    } else {
+        Check::ok(name, detail)
+    }
+}
+
+/// Every other inactive slot in the cluster retaining WAL above the warn threshold (WAL
+/// is cluster-wide: an abandoned slot of any database fills the same disk).
+async fn inactive_slot_checks(client: &Client, ours: &str, limits: &DoctorConfig) -> Vec<Check> {
+    let rows = client
+        .query(
+            "SELECT slot_name::text, COALESCE(database::text, ''), COALESCE((pg_current_wal_lsn() - restart_lsn)::int8, 0) \
+             FROM pg_replication_slots WHERE NOT active AND slot_name <> $1 ORDER BY 3 DESC",
+            &[&ours],
+        )
+        .await;
+    let rows = match rows {
+        Ok(r) => r,
+        Err(e) => {
+            return vec![Check::from_error(
+                "inactive slots",
+                &query_error("reading pg_replication_slots", e),
+            )];
+        }
+    };
+    let mut checks = Vec::new();
+    let mut quiet = 0;
+    for row in &rows {
+        let (name, db, bytes): (String, String, i64) = (row.get(0), row.get(1), row.get(2));
+        let bytes = bytes.max(0) as u64;
+        if bytes < limits.retained_wal_warn_bytes {
+            quiet += 1;
+            continue;
+        }
+        let label = format!("inactive slot {name} (db {db})");
+        checks.push(retained_check(&label, &name, bytes, limits, false));
+    }
+    checks.push(Check::ok(
+        "inactive slots",
+        format!(
+            "{} other inactive slot(s); {} retain(s) at least {}",
+            rows.len(),
+            rows.len() - quiet,
+            human_bytes(limits.retained_wal_warn_bytes)
+        ),
+    ));
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::Status;
+
+    #[test]
+    fn retained_thresholds() {
+        let limits = DoctorConfig {
+            retained_wal_warn_bytes: 10,
+            retained_wal_fail_bytes: 100,
+        };
+        assert_eq!(
+            retained_check("n", "s", 9, &limits, true).status,
+            Status::Ok
+        );
+        assert_eq!(
+            retained_check("n", "s", 10, &limits, true).status,
+            Status::Warn
+        );
+        let other = retained_check("n", "old", 100, &limits, false);
+        assert_eq!(other.status, Status::Fail);
+        assert!(
+            other
+                .fix
+                .unwrap()
+                .contains("pg_drop_replication_slot('old')")
+        );
+    }
+
+    #[test]
+    fn advice() {
+        assert_eq!(keep_size("-1").status, Status::Warn);
+        assert_eq!(keep_size("10GB").status, Status::Ok);
+        assert_eq!(
+            replication_role("u", false, false, false).status,
+            Status::Fail
+        );
+        assert_eq!(replication_role("u", false, false, true).status, Status::Ok);
+        let key = vec!["id".to_string()];
+        let warn = toast_advice("t", "public.t", "d", &key, &["body".into()]);
+        assert_eq!(warn.status, Status::Warn);
+        assert!(warn.fix.unwrap().contains("REPLICA IDENTITY FULL"));
+        assert_eq!(
+            toast_advice("t", "public.t", "f", &[], &["body".into()]).status,
+            Status::Ok
+        );
+        assert_eq!(
+            toast_advice("t", "public.t", "d", &key, &[]).status,
+            Status::Ok
+        );
+    }
+}
