@@ -62,7 +62,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
         )),
         DestinationConfig::S3 { bucket, .. } => report.push(Check::warn(
             "destination encryption",
-            &format!("s3://{bucket}: default encryption is not inspected by this build"),
+            format!("s3://{bucket}: default encryption is not inspected by this build"),
             "enforce SSE on the bucket (the Terraform stack module does: KMS default encryption + a TLS-only policy)",
         )),
     }
