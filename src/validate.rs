@@ -54,7 +54,8 @@ mod tests {
 
     #[test]
     fn echoes_the_document_with_the_url_redacted() {
-        let text = r#"{"job":"j","source":{"url":"postgres://u:hunter2@127.0.0.1/db","tables":["t"]},
+        let text = r#"{"job":"j","source":{"url":"postgres://u:hunter2@127.0.0.1/db","tables":["t"],
+            "postgres":{"slot":"s","publication":"p"}},
             "state":{"type":"local","path":"s"},"destination":{"type":"local","path":"o"}}"#;
         let out = document(text).unwrap();
         assert_eq!(out["valid"], true);
