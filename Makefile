@@ -5,7 +5,7 @@ SHELL := /bin/bash
 SERVICES := infra/local/services.sh
 LOCKED := $(if $(wildcard Cargo.lock),--locked,)
 
-.PHONY: build prereqs services services-down test lint demo
+.PHONY: build prereqs services services-down test lint demo soak fuzz
 
 build: prereqs
 	cargo build $(LOCKED)
@@ -29,3 +29,11 @@ lint: prereqs
 
 demo: services
 	eval "$$($(SERVICES) env)" && infra/demo/demo.sh
+
+# The correctness oracle at length (tests/oracle*): SOAK_TRIALS trials per engine, no
+# time budget, SOAK_JOBS in parallel. Prints one summary line per engine.
+SOAK_TRIALS ?= 500
+SOAK_JOBS ?= 3
+soak: services
+	eval "$$($(SERVICES) env)" && SLUICE_ORACLE_TRIALS=$(SOAK_TRIALS) SLUICE_ORACLE_BUDGET_SECS=0 \
+	  SLUICE_ORACLE_JOBS=$(SOAK_JOBS) cargo test $(LOCKED) --test oracle_pg -- --nocapture --exact oracle_pg

@@ -25,6 +25,8 @@ pub enum FaultPoint {
     SourceAcked,
     /// Just before the checkpoint write (used to let a lease expire first).
     BeforeCheckpoint,
+    /// Inside a destination's upload: bytes written, the part not yet published.
+    MidUpload,
 }
 
 impl FaultPoint {
@@ -34,6 +36,7 @@ impl FaultPoint {
             FaultPoint::CheckpointWritten => "checkpoint_written",
             FaultPoint::SourceAcked => "source_acked",
             FaultPoint::BeforeCheckpoint => "before_checkpoint",
+            FaultPoint::MidUpload => "mid_upload",
         }
     }
 }

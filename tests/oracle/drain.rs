@@ -54,7 +54,9 @@ pub fn start(
 ) -> Running {
     let out_path = logs.join(format!("drain-{n}.out"));
     let err_path = logs.join(format!("drain-{n}.err"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let mut cmd = Command::new(bin);
     cmd.arg("drain")
         .arg("--config")
         .arg(config)

@@ -8,7 +8,8 @@
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
 //! starting new trials after that long (default 40; `0` = no limit);
 //! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
-//! fixes the seed the trial seeds derive from (default: the clock).
+//! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
+//! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it).
 
 #![allow(dead_code)]
 
