@@ -113,11 +113,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     };
 
     // The first run creates the slot/anchor; only what follows is captured.
-    let (first, running) = drain_once(Crash::None, report);
-    match running.wait() {
-        Outcome::Done { .. } => {}
-        other => return Err(format!("first drain #{first}: {other:?}")),
-    }
+    drain_clean(&mut drain_once, report, "first")?;
 
     let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
@@ -176,19 +172,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     }
 
     // One clean final drain (waiting out a crashed run's lease, retrying transients).
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let (k, running) = drain_once(Crash::None, report);
-        match running.wait() {
-            Outcome::Done { status } if status == "drained" => break,
-            Outcome::Skipped { expires_at_ms } => wait_until_ms(expires_at_ms),
-            Outcome::Transient { .. } => std::thread::sleep(Duration::from_millis(200)),
-            other => return Err(format!("final drain #{k}: {other:?}")),
-        }
-        if Instant::now() > deadline {
-            return Err("the final drain never completed within 90 s".into());
-        }
-    }
+    drain_clean(&mut drain_once, report, "final")?;
 
     let rows = super::parts::read_table(&dir.join("out"), &source.table())?;
     let source_rows = source.select_all()?;
@@ -197,6 +181,34 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     report.rows_compared = findings.rows_compared;
     report.mismatches.extend(findings.mismatches);
     Ok(())
+}
+
+/// Drains without a crash until a run reports `drained`: a crashed run's lease is waited
+/// out, a transient failure (a slot still held by a killed run's backend) retried.
+fn drain_clean(
+    drain_once: &mut dyn FnMut(Crash, &mut Report) -> (usize, drain::Running),
+    report: &mut Report,
+    what: &str,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (k, running) = drain_once(Crash::None, report);
+        match running.wait() {
+            Outcome::Done { status } if status == "drained" => return Ok(()),
+            Outcome::Skipped { expires_at_ms } => wait_until_ms(expires_at_ms),
+            Outcome::Transient { code } => {
+                report.transient += 1;
+                report
+                    .facts
+                    .push(format!("{what} drain #{k}: transient {code}, retrying"));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => return Err(format!("{what} drain #{k}: {other:?}")),
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the {what} drain never completed within 120 s"));
+        }
+    }
 }
 
 fn brief(o: &Outcome) -> String {
