@@ -44,6 +44,7 @@ pub struct Totals {
     pub transient: u64,
     pub changes: u64,
     pub rows_compared: u64,
+    pub spill_leftovers: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -57,6 +58,7 @@ impl Totals {
         self.transient += r.transient;
         self.changes += r.changes;
         self.rows_compared += r.rows_compared;
+        self.spill_leftovers += r.spill_leftovers;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -134,7 +136,7 @@ pub fn run(engine: &dyn Engine) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} spill_leftovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -144,6 +146,7 @@ pub fn run(engine: &dyn Engine) {
         t.skipped,
         t.transient,
         t.changes,
+        t.spill_leftovers,
         started.elapsed().as_secs()
     );
     assert!(t.trials > 0, "the oracle ran no trial");

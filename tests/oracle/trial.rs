@@ -50,6 +50,8 @@ pub struct Report {
     pub transient: u64,
     pub changes: u64,
     pub rows_compared: u64,
+    /// Files left in the spill directory after the final clean drain (crashed runs').
+    pub spill_leftovers: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -174,6 +176,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // One clean final drain (waiting out a crashed run's lease, retrying transients).
     drain_clean(&mut drain_once, report, "final")?;
 
+    report.spill_leftovers = std::fs::read_dir(&spill).map_or(0, |d| d.count() as u64);
     let rows = super::parts::read_table(&dir.join("out"), &source.table())?;
     let source_rows = source.select_all()?;
     let findings = check::check_table(&rows, &spec.key, &source_rows, workload.expected_changes);
