@@ -115,7 +115,23 @@ pub fn run(engine: &dyn Engine) {
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(seed) = seeds(i) else { break };
-                    let report = trial::run(engine, seed);
+                    // A panic in a trial (its setup, a harness bug) fails that trial only,
+                    // so the summary line is still printed.
+                    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        trial::run(engine, seed)
+                    }))
+                    .unwrap_or_else(|panic| Report {
+                        seed,
+                        mismatches: vec![format!(
+                            "the trial panicked: {}",
+                            panic
+                                .downcast_ref::<String>()
+                                .map(String::as_str)
+                                .or_else(|| panic.downcast_ref::<&str>().copied())
+                                .unwrap_or("(no message)")
+                        )],
+                        ..Report::default()
+                    });
                     let failed = !report.mismatches.is_empty();
                     let mut t = totals.lock().unwrap();
                     t.add(engine.name(), report);
