@@ -43,7 +43,16 @@ const TYPES: &[u32] = &[
 
 /// numeric typmods: unconstrained, and (precision, scale) pairs incl. negative and
 /// scale > precision (PostgreSQL 15).
-const TYPMODS: &[(i32, i32)] = &[(0, 0), (10, 2), (38, 10), (50, 10), (76, 0), (5, -2), (2, 5), (1, 0)];
+const TYPMODS: &[(i32, i32)] = &[
+    (0, 0),
+    (10, 2),
+    (38, 10),
+    (50, 10),
+    (76, 0),
+    (5, -2),
+    (2, 5),
+    (1, 0),
+];
 
 fuzz_target!(|data: &[u8]| {
     let [t, m, raw @ ..] = data else { return };
