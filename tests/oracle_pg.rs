@@ -443,7 +443,7 @@ impl PgSource {
 }
 
 impl Source for PgSource {
-    fn apply(&mut self, txn: &Txn) -> Result<(), String> {
+    fn apply(&mut self, txn: &Txn) -> Result<Option<u64>, String> {
         let mut sql = vec!["BEGIN".to_owned()];
         let mut savepoints = 0;
         for stmt in &txn.stmts {
@@ -456,7 +456,9 @@ impl Source for PgSource {
             .map_err(|e| {
                 let _ = self.runtime.block_on(self.client.batch_execute("ROLLBACK"));
                 format!("applying a transaction failed: {e:?}\n{text}")
-            })
+            })?;
+        // PostgreSQL logs every row a statement touches: the model's count holds.
+        Ok(None)
     }
 
     fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String> {

@@ -4,6 +4,13 @@
 //! create a table of the [`workload::TableSpec`], apply [`workload::Txn`]s as SQL, and
 //! render `SELECT *` into the [`canon`] forms.
 //!
+//! Adding an engine (MariaDB): a `tests/oracle_<engine>.rs` with an `Engine` (a fresh
+//! database per trial, the table of the engine's types as [`workload::Kind`]s with the
+//! engine's value bounds, its `SLUICE_FAULT` points) and a `Source` (SQL literals for each
+//! [`workload::Val`], a `SELECT` whose cells are rendered with [`canon`], the config's
+//! `source:` section). An engine that does not log an UPDATE that leaves a row unchanged
+//! returns its changed-row count from `Source::apply`.
+//!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
 //! starting new trials after that long (default 40; `0` = no limit);

@@ -146,6 +146,9 @@ pub enum Stmt {
 pub struct Txn {
     pub stmts: Vec<Stmt>,
     pub commit: bool,
+    /// Change events it makes if committed, by the model: every row a statement touches
+    /// (PostgreSQL logs an UPDATE that sets identical values too), two per key change.
+    pub changes: u64,
 }
 
 /// What the generator knows about the table: the keys that exist.
@@ -263,7 +266,11 @@ impl<'a> Workload<'a> {
             // The keys a rolled-back insert used stay unused: advance the counter anyway.
             self.model.next_key = model.next_key;
         }
-        Txn { stmts, commit }
+        Txn {
+            stmts,
+            commit,
+            changes: if commit { changes } else { 0 },
+        }
     }
 
     fn stmt(&self, model: &mut Model, rng: &mut Rng, nest: bool) -> Stmt {
