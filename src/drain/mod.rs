@@ -93,6 +93,7 @@ pub async fn drain(config: &Config, options: DrainOptions) -> Result<RunSummary>
         }
     };
     tracing::info!(job = %config.job, run_id = %run_id, token = lease.token, "lease acquired");
+    crate::sink::spill_sweep::sweep(&config.spill_dir());
     let mut committer = Committer::new(
         state.as_ref(),
         destination.as_ref(),

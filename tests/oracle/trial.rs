@@ -189,7 +189,15 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // One clean final drain (waiting out a crashed run's lease, retrying transients).
     drain_clean(&mut drain_once, report, "final")?;
 
+    // The final run sweeps what crashed runs left in the spill directory, then cleans up
+    // after itself: nothing may remain.
     report.spill_leftovers = std::fs::read_dir(&spill).map_or(0, |d| d.count() as u64);
+    if report.spill_leftovers > 0 {
+        report.mismatches.push(format!(
+            "{} file(s) left in the spill directory after the final clean drain",
+            report.spill_leftovers
+        ));
+    }
     let rows = super::parts::read_table(&dir.join("out"), &source.table())?;
     let source_rows = source.select_all()?;
     let findings = check::check_table(&rows, &spec.key, &source_rows, expected_changes);
