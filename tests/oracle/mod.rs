@@ -13,7 +13,7 @@
 //!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
-//! starting new trials after that long (default 40; `0` = no limit);
+//! starting new trials after that long (default 30; `0` = no limit);
 //! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
 //! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
 //! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it).
@@ -106,7 +106,7 @@ pub fn run(engine: &dyn Engine) {
             })
         }
     };
-    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(40) {
+    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(30) {
         0 => None,
         s => Some(Duration::from_secs(s)),
     };
