@@ -703,6 +703,31 @@ state: { type: local, path: ./.sluice }
         assert_eq!(Config::parse(json, "json").unwrap().job, "j");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, ..Default::default() })]
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC*") {
+            let _ = Config::parse(&text, "prop");
+        }
+
+        #[test]
+        fn arbitrary_edits_of_a_valid_config_never_panic(
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            insert in "[\\PC\n:{}\\[\\], '\"-]{0,12}",
+            cut in 0usize..8,
+        ) {
+            let start = at.index(MINIMAL.len());
+            let start = (0..=start).rev().find(|i| MINIMAL.is_char_boundary(*i)).unwrap_or(0);
+            let end = (start + cut..=MINIMAL.len()).find(|i| MINIMAL.is_char_boundary(*i)).unwrap_or(MINIMAL.len());
+            let text = format!("{}{insert}{}", &MINIMAL[..start], &MINIMAL[end..]);
+            if let Err(e) = Config::parse(&text, "prop") {
+                // Whatever the edit, the error is a config-class error (exit 1).
+                proptest::prop_assert_eq!(e.class(), crate::error::Class::Config, "{}", e);
+            }
+        }
+    }
+
     #[test]
     fn aws_backends_parse() {
         let text = MINIMAL

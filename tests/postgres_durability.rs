@@ -89,6 +89,11 @@ fn crash_after_checkpoint_written_loses_nothing() {
 }
 
 #[test]
+fn crash_mid_upload_loses_nothing() {
+    crash_then_recover("mid_upload");
+}
+
+#[test]
 fn crash_after_source_acked_loses_nothing() {
     crash_then_recover("source_acked");
 }

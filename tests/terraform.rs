@@ -196,6 +196,8 @@ fn classify(name: &str) -> Option<&'static str> {
         // Fault injection for the durability tests; never set in a deployment.
         "SLUICE_FAULT" => "tests only",
         "AWS_LAMBDA_RUNTIME_API" => "Lambda runtime",
+        // The AWS SDK's standard endpoint override (local stand-ins); unset in AWS.
+        "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" => "aws sdk",
         _ => return None,
     })
 }
@@ -237,9 +239,10 @@ fn env_reads() -> BTreeSet<String> {
                 } else if let Some(value) = constants.get(arg.rsplit("::").next().unwrap()) {
                     names.insert(value.clone());
                 } else {
-                    // A runtime value: the name `source.url_env` configures.
+                    // A runtime value: the name `source.url_env` configures, or the one
+                    // `sluice init --source-env` is given (a CLI-only command).
                     assert!(
-                        arg == "var",
+                        arg == "var" || arg == "source_env",
                         "cannot tell which environment variable `{call}{arg})` reads; name it with a const"
                     );
                 }

@@ -96,6 +96,11 @@ impl Destination for LocalDestination {
             let mut src = File::open(local)?;
             std::io::copy(&mut src, f).map(|_| ())
         })?;
+        if let Err(e) = crate::drain::faults::hit(crate::drain::faults::FaultPoint::MidUpload).await
+        {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         let linked = fs::hard_link(&tmp, &dest);
         let _ = fs::remove_file(&tmp);
         match linked {

@@ -27,6 +27,8 @@ pub enum FaultPoint {
     BeforeCheckpoint,
     /// A baseline chunk's part is durable and the chunk is recorded done.
     ChunkDone,
+    /// Inside a destination's upload: bytes written, the part not yet published.
+    MidUpload,
 }
 
 impl FaultPoint {
@@ -37,6 +39,7 @@ impl FaultPoint {
             FaultPoint::SourceAcked => "source_acked",
             FaultPoint::BeforeCheckpoint => "before_checkpoint",
             FaultPoint::ChunkDone => "chunk_done",
+            FaultPoint::MidUpload => "mid_upload",
         }
     }
 }

@@ -126,6 +126,7 @@ pub async fn drain_with(
         }
     };
     tracing::info!(job = %config.job, run_id = %run_id, token = lease.token, "lease acquired");
+    crate::sink::spill_sweep::sweep(&config.spill_dir());
     let mut committer = Committer::new(
         state,
         destination,

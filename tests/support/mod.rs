@@ -15,6 +15,8 @@ use std::process::{Command, Output, Stdio};
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+pub mod pg_proxy;
+
 /// The URL of a required service from `var`, or `None` (with a loud note) when it is not
 /// configured outside CI. Under `CI=true` a missing service fails the test.
 pub fn service_url(var: &str) -> Option<String> {

@@ -1,0 +1,101 @@
+//! Removes part files that crashed runs left in the spill directory.
+//!
+//! A run that is killed (a Lambda timeout, SIGKILL, an abort) leaves its part under
+//! construction as `sluice-<pid>-<n>-<table>.parquet.partial`. Lambda keeps `/tmp`
+//! between invocations of a warm sandbox, so without a sweep a few crashed runs fill it
+//! and every later run fails with `SLUICE_SPILL_FULL`. [`sweep`] runs at the start of a
+//! drain and removes only files no live process can own: those named with this
+//! process's own pid (a previous process with our pid is gone — on Lambda the runtime
+//! reuses the same pid) and, where `/proc` exists, those of pids that are not running.
+//! Files of live processes (another job sharing the directory) and every file not named
+//! like a spill file are left alone.
+
+use std::path::Path;
+
+/// Removes the dead runs' spill files in `dir`; returns how many were removed.
+pub fn sweep(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let own = std::process::id();
+    let proc_fs = Path::new("/proc/self").exists();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(spill_pid) else {
+            continue;
+        };
+        let dead = pid == own || (proc_fs && !Path::new("/proc").join(pid.to_string()).exists());
+        if dead && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(dir = %dir.display(), files = removed, "removed spill files left by crashed runs");
+    }
+    removed
+}
+
+/// The pid in a spill file name `sluice-<pid>-<n>-<table>.parquet.partial`.
+fn spill_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("sluice-")?;
+    if !name.ends_with(".parquet.partial") {
+        return None;
+    }
+    let (pid, rest) = rest.split_once('-')?;
+    let (n, _) = rest.split_once('-')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_only_files_no_live_process_owns() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = std::process::id();
+        // Above Linux's largest pid_max: never a running process.
+        let dead = 4_194_305 + 17;
+        let names = [
+            format!("sluice-{own}-000001-public.t.parquet.partial"),
+            format!("sluice-{dead}-000000-t.parquet.partial"),
+            "sluice-1-000003-t.parquet.partial".to_owned(),
+            "sluice-x-000003-t.parquet.partial".to_owned(),
+            format!("sluice-{dead}-000000-t.parquet"),
+            "unrelated.txt".to_owned(),
+        ];
+        for name in &names {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let expected = if Path::new("/proc/self").exists() {
+            2
+        } else {
+            1
+        };
+        assert_eq!(sweep(dir.path()), expected);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert!(!left.contains(&names[0]), "{left:?}");
+        assert!(left.contains(&names[2]), "pid 1 is alive: {left:?}");
+        assert!(left.contains(&names[3]) && left.contains(&names[4]) && left.contains(&names[5]));
+        assert_eq!(sweep(Path::new("/nonexistent/dir")), 0);
+    }
+
+    #[test]
+    fn parses_spill_names() {
+        assert_eq!(
+            spill_pid("sluice-42-000007-shop.items.parquet.partial"),
+            Some(42)
+        );
+        assert_eq!(spill_pid("sluice-42-000007-shop.items.parquet"), None);
+        assert_eq!(spill_pid("sluice-42-x-t.parquet.partial"), None);
+        assert_eq!(spill_pid("other-42-000007-t.parquet.partial"), None);
+    }
+}

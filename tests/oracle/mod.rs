@@ -1,0 +1,183 @@
+//! The correctness oracle, engine-neutral: seeded random workloads applied to a source
+//! while drains run (and crash) in between, then a replay of every part compared with the
+//! source cell by cell. An engine plugs in through [`trial::Engine`] / [`trial::Source`]:
+//! create a table of the [`workload::TableSpec`], apply [`workload::Txn`]s as SQL, and
+//! render `SELECT *` into the [`canon`] forms.
+//!
+//! Adding an engine (MariaDB): a `tests/oracle_<engine>.rs` with an `Engine` (a fresh
+//! database per trial, the table of the engine's types as [`workload::Kind`]s with the
+//! engine's value bounds, its `SLUICE_FAULT` points) and a `Source` (SQL literals for each
+//! [`workload::Val`], a `SELECT` whose cells are rendered with [`canon`], the config's
+//! `source:` section). An engine that does not log an UPDATE that leaves a row unchanged
+//! returns its changed-row count from `Source::apply`.
+//!
+//! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
+//! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
+//! starting new trials after that long (default 30; `0` = no limit);
+//! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
+//! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
+//! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it).
+
+#![allow(dead_code)]
+
+pub mod canon;
+pub mod check;
+pub mod drain;
+pub mod parts;
+pub mod rng;
+pub mod trial;
+pub mod workload;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use trial::{Engine, Report};
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
+    })
+}
+
+/// Totals over trials, printed as the summary line.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub trials: u64,
+    pub drains: u64,
+    pub crashes: u64,
+    pub skipped: u64,
+    pub transient: u64,
+    pub changes: u64,
+    pub rows_compared: u64,
+    pub spill_leftovers: u64,
+    pub mismatches: u64,
+    pub failed: Vec<String>,
+}
+
+impl Totals {
+    fn add(&mut self, engine: &str, r: Report) {
+        self.trials += 1;
+        self.drains += r.drains;
+        self.crashes += r.crashes;
+        self.skipped += r.skipped;
+        self.transient += r.transient;
+        self.changes += r.changes;
+        self.rows_compared += r.rows_compared;
+        self.spill_leftovers += r.spill_leftovers;
+        self.mismatches += r.mismatches.len() as u64;
+        if !r.mismatches.is_empty() {
+            let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
+            self.failed.push(format!(
+                "trial seed {seed}: {n} mismatch(es)\n  replay: SLUICE_ORACLE_SEED={seed} cargo test --test oracle_{engine} -- --nocapture\n  kept: {kept:?}\n  {facts}\n  mismatches:\n  - {list}",
+                seed = r.seed,
+                n = r.mismatches.len(),
+                kept = r.kept,
+                facts = r.facts.join("\n  "),
+                list = shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  - "),
+            ));
+        }
+    }
+}
+
+/// Runs the oracle for `engine` as the environment says; panics on any mismatch.
+pub fn run(engine: &dyn Engine) {
+    let started = Instant::now();
+    let seeds: Box<dyn Fn(u64) -> Option<u64> + Sync> = match env_u64("SLUICE_ORACLE_SEED") {
+        Some(seed) => Box::new(move |i| (i == 0).then_some(seed)),
+        None => {
+            let base = env_u64("SLUICE_ORACLE_BASE_SEED").unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
+            eprintln!(
+                "oracle {}: base seed {base} (SLUICE_ORACLE_BASE_SEED)",
+                engine.name()
+            );
+            let cap = env_u64("SLUICE_ORACLE_TRIALS").unwrap_or(u64::MAX);
+            Box::new(move |i| {
+                (i < cap).then(|| {
+                    let mut r = rng::Rng::new(base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    r.next_u64()
+                })
+            })
+        }
+    };
+    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(30) {
+        0 => None,
+        s => Some(Duration::from_secs(s)),
+    };
+    let jobs = env_u64("SLUICE_ORACLE_JOBS").unwrap_or(2).max(1);
+    let next = AtomicU64::new(0);
+    let totals = Mutex::new(Totals::default());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    if budget.is_some_and(|b| started.elapsed() >= b) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(seed) = seeds(i) else { break };
+                    // A panic in a trial (its setup, a harness bug) fails that trial only,
+                    // so the summary line is still printed.
+                    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        trial::run(engine, seed)
+                    }))
+                    .unwrap_or_else(|panic| Report {
+                        seed,
+                        mismatches: vec![format!(
+                            "the trial panicked: {}",
+                            panic
+                                .downcast_ref::<String>()
+                                .map(String::as_str)
+                                .or_else(|| panic.downcast_ref::<&str>().copied())
+                                .unwrap_or("(no message)")
+                        )],
+                        ..Report::default()
+                    });
+                    let failed = !report.mismatches.is_empty();
+                    let mut t = totals.lock().unwrap();
+                    t.add(engine.name(), report);
+                    if failed {
+                        eprintln!("{}", t.failed.last().unwrap());
+                    }
+                    if t.trials % 25 == 0 {
+                        eprintln!(
+                            "oracle {}: {} trials so far, {} mismatches",
+                            engine.name(),
+                            t.trials,
+                            t.mismatches
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let t = totals.into_inner().unwrap();
+    println!(
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} spill_leftovers={} seconds={})",
+        engine.name(),
+        t.trials,
+        t.crashes,
+        t.rows_compared,
+        t.mismatches,
+        t.drains,
+        t.skipped,
+        t.transient,
+        t.changes,
+        t.spill_leftovers,
+        started.elapsed().as_secs()
+    );
+    assert!(t.trials > 0, "the oracle ran no trial");
+    assert!(
+        t.failed.is_empty(),
+        "oracle {}: {} trial(s) failed:\n{}",
+        engine.name(),
+        t.failed.len(),
+        t.failed.join("\n\n")
+    );
+}

@@ -1,0 +1,257 @@
+//! Reads every part a job wrote back into rows of canonical cells, straight from the
+//! Arrow arrays (not through a display formatter), in the order the runs wrote them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Decimal128Type, Decimal256Type, Float32Type, Float64Type, Int8Type, Int16Type,
+    Int32Type, Int64Type, Time64MicrosecondType, TimestampMicrosecondType, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::canon::{self, Cell};
+
+/// One row of a part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartRow {
+    /// The part's file name (`cdc-<run_id>-<nnnnnn>.parquet` or `snapshot/part-…`).
+    pub file: String,
+    /// The run that wrote it (`snapshot` for baseline parts).
+    pub run: String,
+    pub op: String,
+    pub pos: String,
+    pub seq: i64,
+    /// Columns the source did not log in this row.
+    pub unlogged: Vec<String>,
+    /// Every column, metadata included, as canonical cells (for identity checks).
+    pub all: BTreeMap<String, Cell>,
+}
+
+impl PartRow {
+    /// A source column's cell.
+    pub fn cell(&self, column: &str) -> Option<&Cell> {
+        self.all.get(column)
+    }
+}
+
+const META: [&str; 5] = ["__op", "__pos", "__seq", "__ts", "__unlogged"];
+
+/// True for the metadata columns sluice writes before the source's.
+pub fn is_meta(column: &str) -> bool {
+    META.contains(&column)
+}
+
+/// Every row of `<out>/<table>/snapshot/part-*.parquet` then `<out>/<table>/cdc-*.parquet`,
+/// parts in name order (run id, then part number), rows in file order.
+pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
+    let dir = out.join(table);
+    let mut rows = Vec::new();
+    for (path, run) in part_files(&dir)? {
+        let file = path.strip_prefix(&dir).unwrap().display().to_string();
+        let reader = std::fs::File::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string()))
+            .and_then(|b| b.build().map_err(|e| e.to_string()))
+            .map_err(|e| format!("{file}: {e}"))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| format!("{file}: {e}"))?;
+            rows.extend(batch_rows(&batch, &file, &run)?);
+        }
+    }
+    Ok(rows)
+}
+
+fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    let list = |d: &Path, prefix: &str| -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(d)
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| {
+                        let n = p.file_name().unwrap().to_string_lossy();
+                        n.starts_with(prefix) && n.ends_with(".parquet")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    let mut out: Vec<(PathBuf, String)> = list(&dir.join("snapshot"), "part-")
+        .into_iter()
+        .map(|p| (p, "snapshot".to_owned()))
+        .collect();
+    for path in list(dir, "cdc-") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        // cdc-<run_id>-<nnnnnn>: the run id itself contains one '-'.
+        let run = name
+            .strip_prefix("cdc-")
+            .and_then(|rest| rest.rsplit_once('-'))
+            .map(|(run, _)| run.to_owned())
+            .ok_or_else(|| format!("part name {name} is not cdc-<run_id>-<n>"))?;
+        out.push((path, run));
+    }
+    Ok(out)
+}
+
+fn batch_rows(batch: &RecordBatch, file: &str, run: &str) -> Result<Vec<PartRow>, String> {
+    let schema = batch.schema();
+    let columns: Vec<(String, Vec<Cell>)> = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(f, a)| cells(a).map(|c| (f.name().clone(), c)))
+        .collect::<Result<_, String>>()
+        .map_err(|e| format!("{file}: {e}"))?;
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let all: BTreeMap<String, Cell> = columns
+            .iter()
+            .map(|(name, cells)| (name.clone(), cells[i].clone()))
+            .collect();
+        let text = |c: &str| all.get(c).cloned().flatten();
+        let unlogged = match text("__unlogged") {
+            Some(json) => serde_json::from_str::<Vec<Option<String>>>(&json)
+                .map_err(|e| format!("{file}: __unlogged {json}: {e}"))?
+                .into_iter()
+                .map(|c| c.unwrap_or_default())
+                .collect(),
+            None => vec![],
+        };
+        let (op, pos) = if run == "snapshot" {
+            (
+                text("__op").unwrap_or_else(|| "snapshot".into()),
+                text("__pos").unwrap_or_default(),
+            )
+        } else {
+            let need = |c: &str| text(c).ok_or_else(|| format!("{file}: row {i} has no {c}"));
+            (need("__op")?, need("__pos")?)
+        };
+        let seq = text("__seq")
+            .map(|s| {
+                s.parse::<i64>()
+                    .map_err(|e| format!("{file}: __seq {s}: {e}"))
+            })
+            .transpose()?
+            .unwrap_or(i as i64);
+        rows.push(PartRow {
+            file: file.to_owned(),
+            run: run.to_owned(),
+            op,
+            pos,
+            seq,
+            unlogged,
+            all,
+        });
+    }
+    Ok(rows)
+}
+
+/// Canonical cells of one Arrow array.
+fn cells(array: &ArrayRef) -> Result<Vec<Cell>, String> {
+    let n = array.len();
+    let each = |f: &dyn Fn(usize) -> String| -> Vec<Cell> {
+        (0..n).map(|i| (!array.is_null(i)).then(|| f(i))).collect()
+    };
+    Ok(match array.data_type() {
+        DataType::Boolean => {
+            let a = array.as_boolean();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::Int8 => {
+            let a = array.as_primitive::<Int8Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::Int16 => {
+            let a = array.as_primitive::<Int16Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::Int32 => {
+            let a = array.as_primitive::<Int32Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::Int64 => {
+            let a = array.as_primitive::<Int64Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::UInt8 => {
+            let a = array.as_primitive::<UInt8Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::UInt16 => {
+            let a = array.as_primitive::<UInt16Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::UInt32 => {
+            let a = array.as_primitive::<UInt32Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::UInt64 => {
+            let a = array.as_primitive::<UInt64Type>();
+            each(&|i| a.value(i).to_string())
+        }
+        DataType::Float32 => {
+            let a = array.as_primitive::<Float32Type>();
+            each(&|i| canon::float32(a.value(i)))
+        }
+        DataType::Float64 => {
+            let a = array.as_primitive::<Float64Type>();
+            each(&|i| canon::float64(a.value(i)))
+        }
+        DataType::Decimal128(_, scale) => {
+            let a = array.as_primitive::<Decimal128Type>();
+            each(&|i| canon::decimal(&a.value(i).to_string(), *scale))
+        }
+        DataType::Decimal256(_, scale) => {
+            let a = array.as_primitive::<Decimal256Type>();
+            each(&|i| canon::decimal(&a.value(i).to_string(), *scale))
+        }
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            each(&|i| a.value(i).to_owned())
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            each(&|i| a.value(i).to_owned())
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            each(&|i| canon::hex(a.value(i)))
+        }
+        DataType::Date32 => {
+            let a = array.as_primitive::<Date32Type>();
+            each(&|i| canon::date(i64::from(a.value(i))))
+        }
+        DataType::Time64(TimeUnit::Microsecond) => {
+            let a = array.as_primitive::<Time64MicrosecondType>();
+            each(&|i| canon::time(a.value(i)))
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let utc = match tz.as_deref() {
+                None => false,
+                Some("UTC") => true,
+                Some(other) => return Err(format!("timestamp column in zone {other}")),
+            };
+            let a = array.as_primitive::<TimestampMicrosecondType>();
+            each(&|i| canon::timestamp(i128::from(a.value(i)), utc))
+        }
+        DataType::List(_) => {
+            let a = array.as_list::<i32>();
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                if a.is_null(i) {
+                    out.push(None);
+                } else {
+                    out.push(Some(canon::list(&cells(&a.value(i))?)));
+                }
+            }
+            out
+        }
+        other => return Err(format!("no canonical form for Arrow type {other}")),
+    })
+}

@@ -1,0 +1,253 @@
+//! One oracle trial: a fresh source table, a seeded sequence of workload steps with a
+//! (possibly crashed) drain in each, one clean final drain, then every check.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::check::{self, SourceRow};
+use super::drain::{self, Crash, Outcome};
+use super::rng::Rng;
+use super::workload::{TableSpec, Txn, Workload};
+
+/// A source prepared for one trial.
+pub trait Source {
+    /// Applies one transaction (ROLLBACK when `txn.commit` is false). Returns the change
+    /// events the engine logs for it when that differs from the model's `txn.changes`
+    /// (an engine that skips rows an UPDATE left unchanged reports its changed-row count),
+    /// `None` to trust the model.
+    fn apply(&mut self, txn: &Txn) -> Result<Option<u64>, String>;
+    /// Every row of the captured table, canonical cells keyed by column name, by key.
+    fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String>;
+    /// The config's `source:` section (engine knobs chosen from `rng`), indented YAML.
+    fn source_yaml(&self, job: &str, rng: &mut Rng) -> String;
+    /// Environment the drain needs (the URL variable).
+    fn env(&self) -> Vec<(String, String)>;
+    /// The table as the config names it (its output directory).
+    fn table(&self) -> String;
+}
+
+/// A source engine under test.
+pub trait Engine: Sync {
+    /// Short name for the summary line (`pg`).
+    fn name(&self) -> &'static str;
+    /// The captured table.
+    fn spec(&self) -> &TableSpec;
+    /// The fault points of this engine's drain (`SLUICE_FAULT` names).
+    fn fault_points(&self) -> &'static [&'static str];
+    /// Creates the source (database, table) for trial `id`.
+    fn open(&self, id: &str) -> Result<Box<dyn Source>, String>;
+    /// Largest bulk insert of one transaction.
+    fn max_bulk(&self) -> i64 {
+        2000
+    }
+}
+
+/// What one trial did and found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub seed: u64,
+    pub drains: u64,
+    pub crashes: u64,
+    pub skipped: u64,
+    pub transient: u64,
+    pub changes: u64,
+    pub rows_compared: u64,
+    /// Files left in the spill directory after the final clean drain (crashed runs').
+    pub spill_leftovers: u64,
+    pub mismatches: Vec<String>,
+    /// What to know to replay it: knobs and the drain schedule.
+    pub facts: Vec<String>,
+    /// Kept on failure: config, logs, output.
+    pub kept: Option<PathBuf>,
+}
+
+const LEASE_TTL_S: u64 = 2;
+
+/// Runs the trial of `seed`.
+pub fn run(engine: &dyn Engine, seed: u64) -> Report {
+    let mut report = Report {
+        seed,
+        ..Report::default()
+    };
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("oracle-{}-", engine.name()))
+        .tempdir()
+        .unwrap();
+    let result = run_in(engine, seed, dir.path(), &mut report);
+    if let Err(e) = result {
+        report.mismatches.push(e);
+    }
+    if !report.mismatches.is_empty() {
+        report.kept = Some(dir.keep());
+    }
+    report
+}
+
+fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Result<(), String> {
+    let mut rng = Rng::new(seed);
+    let id = format!("{:016x}", seed);
+    let job = format!("oracle_{}_{}", engine.name(), &id[..12]);
+    let mut source = engine.open(&id)?;
+    let source_yaml = source.source_yaml(&job, &mut rng);
+    let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
+    let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
+    let row_group_rows = *rng.pick(&[1usize, 2, 4, 16, 1000]);
+    let spill = dir.join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let yaml = format!(
+        "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
+         state: {{ type: local, path: {state} }}\n\
+         output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
+         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n",
+        out = dir.join("out").display(),
+        state = dir.join("state").display(),
+        spill = spill.display(),
+    );
+    let config = dir.join("sluice.yaml");
+    std::fs::write(&config, &yaml).unwrap();
+    report.facts.push(format!("config:\n{yaml}"));
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let env = source.env();
+    let mut n = 0usize;
+    let mut drain_once = |crash: Crash, report: &mut Report| {
+        n += 1;
+        report.drains += 1;
+        (n, drain::start(&config, &env, crash, &logs, n))
+    };
+
+    // The first run creates the slot/anchor; only what follows is captured.
+    drain_clean(&mut drain_once, report, "first")?;
+
+    let spec = engine.spec();
+    let mut workload = Workload::new(spec, engine.max_bulk());
+    let mut expected_changes = 0u64;
+    let mut apply = |source: &mut Box<dyn Source>, txn: &Txn| -> Result<(), String> {
+        let logged = source.apply(txn)?;
+        expected_changes += if txn.commit {
+            logged.unwrap_or(txn.changes)
+        } else {
+            0
+        };
+        Ok(())
+    };
+    let steps = rng.range(3, 9);
+    for step in 0..steps {
+        let crash = match rng.below(100) {
+            0..=29 => Crash::None,
+            30..=64 => Crash::Fault(format!(
+                "{}@{}",
+                rng.pick(engine.fault_points()),
+                rng.range(1, 4)
+            )),
+            _ => Crash::Kill(Duration::from_millis(rng.range(0, 400) as u64)),
+        };
+        let concurrent = rng.chance(50);
+        let txns: Vec<Txn> = (0..rng.range(0, 6))
+            .map(|_| workload.next_txn(&mut rng))
+            .collect();
+        let (k, outcome) = if concurrent {
+            let (k, running) = drain_once(crash.clone(), report);
+            for txn in &txns {
+                apply(&mut source, txn)?;
+            }
+            (k, running.wait())
+        } else {
+            for txn in &txns {
+                apply(&mut source, txn)?;
+            }
+            let (k, running) = drain_once(crash.clone(), report);
+            (k, running.wait())
+        };
+        report.facts.push(format!(
+            "step {step}: {} txns, drain #{k} {crash:?}{} -> {}",
+            txns.len(),
+            if concurrent {
+                " (concurrent with the writes)"
+            } else {
+                ""
+            },
+            brief(&outcome)
+        ));
+        match outcome {
+            Outcome::Done { .. } => {}
+            Outcome::Crashed => report.crashes += 1,
+            Outcome::Skipped { expires_at_ms } => {
+                report.skipped += 1;
+                if rng.chance(50) {
+                    wait_until_ms(expires_at_ms);
+                }
+            }
+            Outcome::Transient { .. } => report.transient += 1,
+            Outcome::Failed { exit, stderr } => {
+                return Err(format!("drain #{k} ({crash:?}) failed: {exit}\n{stderr}"));
+            }
+        }
+    }
+
+    // One clean final drain (waiting out a crashed run's lease, retrying transients).
+    drain_clean(&mut drain_once, report, "final")?;
+
+    // The final run sweeps what crashed runs left in the spill directory, then cleans up
+    // after itself: nothing may remain.
+    report.spill_leftovers = std::fs::read_dir(&spill).map_or(0, |d| d.count() as u64);
+    if report.spill_leftovers > 0 {
+        report.mismatches.push(format!(
+            "{} file(s) left in the spill directory after the final clean drain",
+            report.spill_leftovers
+        ));
+    }
+    let rows = super::parts::read_table(&dir.join("out"), &source.table())?;
+    let source_rows = source.select_all()?;
+    let findings = check::check_table(&rows, &spec.key, &source_rows, expected_changes);
+    report.changes = expected_changes;
+    report.rows_compared = findings.rows_compared;
+    report.mismatches.extend(findings.mismatches);
+    Ok(())
+}
+
+/// Drains without a crash until a run reports `drained`: a crashed run's lease is waited
+/// out, a transient failure (a slot still held by a killed run's backend) retried.
+fn drain_clean(
+    drain_once: &mut dyn FnMut(Crash, &mut Report) -> (usize, drain::Running),
+    report: &mut Report,
+    what: &str,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (k, running) = drain_once(Crash::None, report);
+        match running.wait() {
+            Outcome::Done { status } if status == "drained" => return Ok(()),
+            Outcome::Skipped { expires_at_ms } => wait_until_ms(expires_at_ms),
+            Outcome::Transient { code } => {
+                report.transient += 1;
+                report
+                    .facts
+                    .push(format!("{what} drain #{k}: transient {code}, retrying"));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => return Err(format!("{what} drain #{k}: {other:?}")),
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the {what} drain never completed within 120 s"));
+        }
+    }
+}
+
+fn brief(o: &Outcome) -> String {
+    match o {
+        Outcome::Done { status } => status.clone(),
+        Outcome::Skipped { .. } => "skipped".into(),
+        Outcome::Crashed => "crashed".into(),
+        Outcome::Transient { code } => format!("transient {code}"),
+        Outcome::Failed { exit, .. } => format!("FAILED {exit}"),
+    }
+}
+
+/// Waits until the wall clock passes `ms` (a lease expiry) plus a little.
+fn wait_until_ms(ms: i64) {
+    let now = chrono::Utc::now().timestamp_millis();
+    let wait = (ms - now + 50).clamp(0, (LEASE_TTL_S * 1000 + 500) as i64);
+    std::thread::sleep(Duration::from_millis(wait as u64));
+}
