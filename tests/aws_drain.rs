@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use support::aws::AwsTarget;
@@ -38,38 +37,12 @@ fn slot_lsn(db: &TestDb) -> String {
     ))
 }
 
-/// Runs drains until one is not `skipped` (a crashed or cut-off run keeps its lease until
-/// it expires) and returns that run's summary.
-fn drain_when_free(job: &Job) -> serde_json::Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let run = job.run(&["drain"], &[]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        let summary = run.summary();
-        if summary["status"] != "skipped" {
-            return summary;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lease was never freed"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-}
-
 /// Asserts that `rows` hold every change of `t (id int, v text)` at least once, that
 /// every duplicate is identical to its original, and that replaying them gives the
 /// table's current content.
 fn assert_complete(db: &TestDb, rows: &[Row], changes: usize) {
-    let mut by_position = BTreeMap::new();
-    for row in rows {
-        let key = (row["__pos"].clone(), row["__seq"].clone());
-        if let Some(previous) = by_position.insert(key.clone(), row.clone()) {
-            assert_eq!(previous, *row, "a duplicate at {key:?} differs");
-        }
-    }
     assert_eq!(
-        by_position.len(),
+        support::distinct_changes(rows),
         changes,
         "every change exactly once (+ identical copies)"
     );
@@ -258,7 +231,7 @@ fn zombie_is_fenced(job: &Job, db: &TestDb, rows: impl Fn() -> Vec<Row>) {
         .unwrap();
     wait_for_line(zombie.stderr.take().unwrap(), "fault injected: pausing");
     // The zombie's part is durable; its lease (2 s) runs out while it sleeps.
-    let taker = drain_when_free(job);
+    let taker = job.drain_when_free();
     assert_eq!(taker["status"], "drained", "{taker}");
     assert_eq!(taker["rows"], 20);
     let checkpoint = checkpoint_of(job);
@@ -388,7 +361,7 @@ fn dynamodb_outage_at_checkpoint_moves_neither_checkpoint_nor_slot() {
     assert_eq!(checkpoint_of(&job), checkpoint);
     assert_eq!(slot_lsn(&db), slot);
 
-    let summary = drain_when_free(&job);
+    let summary = job.drain_when_free();
     assert_eq!(summary["status"], "drained");
     assert_eq!(summary["rows"], 12);
     target.fetch_output(&job);

@@ -34,32 +34,12 @@ fn crash_then_recover(point: &str) {
         "{}",
         crashed.stderr
     );
-    // A crashed run keeps its lease until it expires; the next run must wait it out.
-    let recovered = loop {
-        let run = job.run(&["drain"], &[]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        let summary = run.summary();
-        if summary["status"] != "skipped" {
-            break summary;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
+    // A crashed run keeps its lease until it expires; the next run waits it out.
+    let recovered = job.drain_when_free();
     assert_eq!(recovered["status"], "drained");
     let rows = job.rows("t");
-    // Every (pos, seq) appears with one content only.
-    let mut by_position = std::collections::BTreeMap::new();
-    for row in &rows {
-        let key = (row["__pos"].clone(), row["__seq"].clone());
-        let previous = by_position.insert(key.clone(), row.clone());
-        if let Some(previous) = previous {
-            assert_eq!(
-                previous, *row,
-                "a duplicate at {key:?} differs from its original"
-            );
-        }
-    }
     assert_eq!(
-        by_position.len(),
+        support::distinct_changes(&rows),
         50 + 8 + 5,
         "every change once (plus identical duplicates)"
     );

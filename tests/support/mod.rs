@@ -190,6 +190,25 @@ impl Job {
         cmd
     }
 
+    /// Runs drains until one is not `skipped` (a crashed or cut-off run keeps its lease
+    /// until it expires) and returns that run's summary; every run must exit 0.
+    pub fn drain_when_free(&self) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let run = self.run(&["drain"], &[]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            let summary = run.summary();
+            if summary["status"] != "skipped" {
+                return summary;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lease was never freed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// A drain that must succeed; returns its summary.
     pub fn drain(&self) -> serde_json::Value {
         let run = self.run(&["drain"], &[]);
@@ -318,6 +337,23 @@ pub fn render(batch: &RecordBatch) -> Vec<Row> {
                 .collect()
         })
         .collect()
+}
+
+/// Asserts that every duplicate (same `__pos`, `__seq`) is identical to its original —
+/// at-least-once, never a different value at one position — and returns how many
+/// distinct changes `rows` hold.
+pub fn distinct_changes(rows: &[Row]) -> usize {
+    let mut by_position = BTreeMap::new();
+    for row in rows {
+        let key = (row["__pos"].clone(), row["__seq"].clone());
+        if let Some(previous) = by_position.insert(key.clone(), row) {
+            assert_eq!(
+                previous, row,
+                "a duplicate at {key:?} differs from its original"
+            );
+        }
+    }
+    by_position.len()
 }
 
 /// Latest state per key (the README's replay rule): the row with the highest
