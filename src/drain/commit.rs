@@ -24,13 +24,13 @@ pub struct Committer<'a> {
     pub lease: Lease,
     pub ttl: Duration,
     pub run_id: String,
-    pub source_identity: String,
+    source_identity: String,
     /// Version of the stored checkpoint (0 = none yet).
-    pub version: u64,
+    version: u64,
     /// The stored checkpoint position, if any.
     pub checkpoint: Option<Position>,
     /// The position the source has been acked to.
-    pub acked: Option<Position>,
+    acked: Option<Position>,
     lease_renewed: Instant,
 }
 

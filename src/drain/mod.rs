@@ -29,7 +29,7 @@ use crate::framer::Framer;
 use crate::position::Position;
 use crate::sink::{FinishedPart, Manifest, ManifestRun, ManifestStatus, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
-use crate::state::{self, LeaseOutcome, RunRecord, StateStore};
+use crate::state::{self, Lease, LeaseOutcome, RunRecord, StateStore};
 
 /// How long run records are kept (DynamoDB TTL).
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
@@ -95,7 +95,6 @@ pub async fn drain_with(
         start_baseline(config, backends).await?;
     }
     let state = backends.state.as_ref();
-    let destination = backends.destination.as_ref();
     let owner = format!("{run_id}/pid-{}", std::process::id());
     let lease = match state
         .acquire_lease(&config.job, &owner, config.lease.ttl())
@@ -127,18 +126,8 @@ pub async fn drain_with(
     };
     tracing::info!(job = %config.job, run_id = %run_id, token = lease.token, "lease acquired");
     crate::sink::spill_sweep::sweep(&config.spill_dir());
-    let mut committer = Committer::new(
-        state,
-        destination,
-        lease,
-        config.lease.ttl(),
-        run_id.clone(),
-        String::new(),
-        0,
-        None,
-    );
-    let result = drain_under_lease(config, options, &mut committer, started).await;
-    let lease = committer.lease.clone();
+    // The release needs only the lease's token and owner, which renewals keep.
+    let result = drain_under_lease(config, options, backends, lease.clone(), run_id, started).await;
     if let Err(e) = state.release_lease(&lease).await {
         tracing::warn!(error = %e, "could not release the lease; it expires on its own");
     }
@@ -166,11 +155,13 @@ async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
 async fn drain_under_lease(
     config: &Config,
     options: DrainOptions,
-    committer: &mut Committer<'_>,
+    backends: &Backends,
+    lease: Lease,
+    run_id: String,
     started: Instant,
 ) -> Result<RunSummary> {
     let job = &config.job;
-    let stored = committer.state.load_checkpoint(job).await?;
+    let stored = backends.state.load_checkpoint(job).await?;
     let resume = match &stored {
         Some(cp) => Some(Resume {
             position: Position::parse_tagged(&cp.position)?,
@@ -180,10 +171,17 @@ async fn drain_under_lease(
     };
     let mut stream = source::open(config, resume.as_ref()).await?;
     let info = stream.info().clone();
-    committer.source_identity = info.source_identity.clone();
-    committer.version = stored.as_ref().map_or(0, |c| c.version);
-    committer.checkpoint = resume.as_ref().map(|r| r.position);
-    committer.acked = committer.checkpoint;
+    let mut committer = Committer::new(
+        backends.state.as_ref(),
+        backends.destination.as_ref(),
+        lease,
+        config.lease.ttl(),
+        run_id,
+        info.source_identity.clone(),
+        stored.as_ref().map_or(0, |c| c.version),
+        resume.as_ref().map(|r| r.position),
+    );
+    let committer = &mut committer;
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 
     let settings = PartSettings {
