@@ -132,6 +132,9 @@ async fn run(command: Command) -> i32 {
                 Ok(c) => c,
                 Err(e) => return fail(None, &e),
             };
+            if let Err(e) = config.load_source_secret().await {
+                return fail(Some(&config.job), &e);
+            }
             let deadline = max_duration.map(|d| std::time::Instant::now() + d);
             let options = DrainOptions::with_deadline(deadline, config.deadline.margin());
             match drain::drain(&config, options).await {
@@ -195,6 +198,7 @@ async fn baseline(
     if reset {
         return crate::baseline::reset(&config, &backends).await;
     }
+    config.load_source_secret().await?;
     let parallel = parallel.unwrap_or(config.baseline.parallel);
     let summary = crate::baseline::run_inline(&config, &backends, parallel).await?;
     Ok(serde_json::to_value(summary).unwrap_or_default())

@@ -396,6 +396,9 @@ impl Config {
             )
             .hint("keep exactly one of url, url_env, url_secret_arn"));
         }
+        if let Some(arn) = &self.source.url_secret_arn {
+            crate::secret::region_of(arn)?;
+        }
         match (&self.source.url, &self.source.url_env) {
             (None, None) if self.source.url_secret_arn.is_some() => {}
             (Some(_), Some(_)) => {
@@ -507,17 +510,19 @@ impl Config {
         value
     }
 
-    /// The source URL, resolved from the config or the environment.
+    /// The source URL, resolved from the config, the environment, or the Secrets Manager
+    /// secret [`Config::load_source_secret`] has read.
     pub fn source_url(&self) -> Result<String> {
         if let Some(url) = &self.source.url {
             return Ok(url.clone());
         }
         if let Some(arn) = &self.source.url_secret_arn {
-            return Err(Error::new(
-                Code::ConfigSecret,
-                format!("source.url_secret_arn {arn} cannot be read by this build"),
-            )
-            .hint("Secrets Manager support is not built in yet; use source.url_env"));
+            return crate::secret::cached(arn).ok_or_else(|| {
+                Error::new(
+                    Code::Internal,
+                    format!("source.url_secret_arn {arn} was used before it was read"),
+                )
+            });
         }
         let var = self.source.url_env.as_deref().unwrap_or_default();
         std::env::var(var).map_err(|_| {
@@ -529,6 +534,37 @@ impl Config {
                 "export {var}=postgres://user:password@host:5432/db (source.url_env names it)"
             ))
         })
+    }
+
+    /// Reads `source.url_secret_arn` (once per process; a no-op without one), so
+    /// [`Config::source_url`] can answer.
+    pub async fn load_source_secret(&self) -> Result<()> {
+        match &self.source.url_secret_arn {
+            Some(arn) => crate::secret::load(arn, self.engine_block()).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Reads `source.url_secret_arn` again; true when its URL changed (a rotation).
+    pub async fn refresh_source_secret(&self) -> Result<bool> {
+        match &self.source.url_secret_arn {
+            Some(arn) => crate::secret::refresh(arn, self.engine_block()).await,
+            None => Ok(false),
+        }
+    }
+
+    /// The engine the config's `postgres` / `mysql` / `sqlserver` block implies.
+    fn engine_block(&self) -> Option<crate::source::Engine> {
+        use crate::source::Engine;
+        if self.source.postgres.is_some() {
+            Some(Engine::Postgres)
+        } else if self.source.mysql.is_some() {
+            Some(Engine::MySql)
+        } else if self.source.sqlserver.is_some() {
+            Some(Engine::SqlServer)
+        } else {
+            None
+        }
     }
 
     /// The spill directory for parts under construction.
@@ -760,6 +796,15 @@ state: { type: local, path: ./.sluice }
             &format!("url_secret_arn: {arn}"),
         );
         assert!(Config::parse(&text, "t").is_ok());
+        let not_an_arn = text.replace(arn, "db-credentials");
+        let e = Config::parse(&not_an_arn, "t").unwrap_err();
+        assert_eq!(e.code(), Code::ConfigSecret);
+        assert!(
+            e.hint_text()
+                .unwrap_or_default()
+                .contains("arn:aws:secretsmanager"),
+            "{e}"
+        );
         let both = text.replace("url_secret_arn", "url_env: X\n  url_secret_arn");
         let e = Config::parse(&both, "t").unwrap_err();
         assert!(

@@ -61,6 +61,8 @@ codes! {
     SourceConnect => "SLUICE_SOURCE_CONNECT", Transient;
     SourceQuery => "SLUICE_SOURCE_QUERY", Transient;
     SourceAuth => "SLUICE_SOURCE_AUTH", Refusal;
+    SourceSecretDenied => "SLUICE_SOURCE_SECRET_DENIED", Refusal;
+    SourceSecretUnavailable => "SLUICE_SOURCE_SECRET_UNAVAILABLE", Transient;
     SourceTls => "SLUICE_SOURCE_TLS", Refusal;
     SourcePrerequisite => "SLUICE_SOURCE_PREREQUISITE", Refusal;
     SourceLogGap => "SLUICE_SOURCE_LOG_GAP", Refusal;

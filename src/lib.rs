@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod position;
 pub mod redact;
 pub mod run_id;
+pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod state;

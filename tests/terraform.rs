@@ -8,6 +8,8 @@
 //!   `expected_config.json` (regenerate with `SLUICE_UPDATE_EXPECTED=1`).
 //! * Every environment variable the binary reads is either set on the functions by
 //!   `sluice_table` or classified here as not the module's to set.
+//! * Every AWS action the code names (in its error messages and hints) is granted by the
+//!   function's policy, or classified here as an operator command's, not the function's.
 //!
 //! The tools come from `infra/local/terraform-tools.sh` (run by `make terraform-check`,
 //! which `make lint` runs); without them the test fails under CI=true and is skipped
@@ -380,4 +382,86 @@ fn rendered_values_keep_their_json_types() {
         serde_json::json!({ "zstd_level": 7, "spill_dir": "/tmp" })
     );
     assert_eq!(document["deadline"]["safety_margin_seconds"], 12.5);
+}
+
+/// Actions the code names that belong to operator commands run with the operator's own
+/// credentials, never by the function: `sluice state init` creates the table,
+/// `sluice baseline --reset` deletes records, `doctor` / `init` list the claims.
+const OPERATOR_ACTIONS: &[&str] = &[
+    "dynamodb:CreateTable",
+    "dynamodb:DescribeTable",
+    "dynamodb:DescribeTimeToLive",
+    "dynamodb:UpdateTimeToLive",
+    "dynamodb:DeleteItem",
+    "dynamodb:Scan",
+    "s3:DeleteObject",
+    "s3:GetBucketEncryption",
+];
+
+/// `service:Action` names in `text`, for the services the function's policy covers.
+fn aws_actions(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for service in ["s3", "dynamodb", "secretsmanager", "states", "kms"] {
+        let needle = format!("{service}:");
+        let mut rest = text;
+        while let Some(at) = rest.find(&needle) {
+            let preceded_by_word = rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let action: String = rest[at + needle.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            // `GetItem`, not `REGION` (an ARN placeholder).
+            let action_like = action.starts_with(|c: char| c.is_ascii_uppercase())
+                && action.contains(|c: char| c.is_ascii_lowercase());
+            if !preceded_by_word && action_like {
+                found.insert(format!("{needle}{action}"));
+            }
+            rest = &rest[at + needle.len()..];
+        }
+    }
+    found
+}
+
+fn rust_sources(dir: &Path, out: &mut String) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+#[test]
+fn the_function_policy_grants_every_action_the_code_names() {
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src"), &mut code);
+    let named = aws_actions(&code);
+    assert!(
+        named.contains("dynamodb:PutItem") && named.contains("secretsmanager:GetSecretValue"),
+        "the scan found too little: {named:?}"
+    );
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let granted = aws_actions(&policy);
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|a| !granted.contains(*a) && !OPERATOR_ACTIONS.contains(&a.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "named by the code, not granted to the function: {missing:?}"
+    );
+    // The drain writes its resource claims under `claim#<resource>` keys, outside the
+    // job's own partition.
+    assert!(code.contains("format!(\"claim#{resource}\")"));
+    assert!(
+        policy.contains("\"claim#*\""),
+        "the policy does not reach the claim items"
+    );
 }

@@ -188,8 +188,13 @@ pub async fn run(config: &Config) -> Report {
         job: config.job.clone(),
         checks: Vec::new(),
     };
+    // The engine checks need the source URL; a secret that cannot be read is itself the finding.
+    let secret = config.load_source_secret().await;
+    if let Err(e) = &secret {
+        report.push(Check::from_error("source secret", e));
+    }
     // Engine checks: one arm per source engine.
-    if config.source.postgres.is_some() {
+    if secret.is_ok() && config.source.postgres.is_some() {
         postgres::checks(config, &mut report).await;
     }
     state::checks(config, &mut report).await;

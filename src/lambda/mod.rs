@@ -3,6 +3,9 @@
 //! `main` runs this when `AWS_LAMBDA_RUNTIME_API` is set. The config comes from
 //! `SLUICE_CONFIG` (the same schema as the config file) and is parsed once per container;
 //! state and destination clients are built once per container, on first use, and reused.
+//! The source URL's Secrets Manager secret (`source.url_secret_arn`) is read on the first
+//! invocation and cached; after `SLUICE_SOURCE_AUTH` it is read again and, when it has
+//! been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Logs are JSON lines on stderr; each invocation also
 //! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
@@ -89,19 +92,21 @@ async fn handle(
         .as_ref()
         .map_err(|e| Error::new(e.code(), e.message()).hint(e.hint_text().unwrap_or_default()))?;
     let action = event::action_of(&event.payload)?;
+    let backends = container
+        .backends
+        .get_or_try_init(|| Backends::open(config))
+        .await?;
+    config.load_source_secret().await?;
     match action {
         Action::Drain => {
-            let backends = container
-                .backends
-                .get_or_try_init(|| Backends::open(config))
-                .await?;
             let deadline = deadline::instant_of(
                 event.context.deadline,
                 chrono::Utc::now().timestamp_millis(),
                 now,
             );
             let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin());
-            let result = drain::drain_with(config, backends, options).await;
+            let result =
+                with_rotated_secret(config, || drain::drain_with(config, backends, options)).await;
             let summary = result.as_ref().ok();
             let emf = crate::metrics::emf_document(
                 &config.job,
@@ -113,13 +118,38 @@ async fn handle(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
-        baseline => {
-            let backends = container
-                .backends
-                .get_or_try_init(|| Backends::open(config))
-                .await?;
-            Ok(run_baseline_task(config, backends, &baseline, &event.payload).await?)
+        baseline => Ok(with_rotated_secret(config, || {
+            run_baseline_task(config, backends, &baseline, &event.payload)
+        })
+        .await?),
+    }
+}
+
+/// Runs `attempt`; when it fails with `SLUICE_SOURCE_AUTH` and the source URL comes from
+/// Secrets Manager, reads the secret again and, if it changed (it was rotated), runs
+/// `attempt` once more. Any other outcome is returned as it is.
+async fn with_rotated_secret<T, F, Fut>(config: &Config, mut attempt: F) -> crate::error::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = crate::error::Result<T>>,
+{
+    match attempt().await {
+        Err(e) if e.code() == Code::SourceAuth && config.source.url_secret_arn.is_some() => {
+            match config.refresh_source_secret().await {
+                Ok(true) => {
+                    tracing::info!(
+                        "source secret changed since it was read; retrying with the new value"
+                    );
+                    attempt().await
+                }
+                Ok(false) => Err(e),
+                Err(refresh) => {
+                    tracing::warn!(error = %refresh.chain(), "could not read the source secret again");
+                    Err(e)
+                }
+            }
         }
+        other => other,
     }
 }
 

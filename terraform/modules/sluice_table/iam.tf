@@ -2,7 +2,8 @@
 # * logs: write to its own log group only (Terraform creates the group);
 # * S3: get/put/abort-multipart on `<prefix>/*` and list only with an s3:prefix under it;
 # * DynamoDB: item actions on the state table only for items whose partition key is
-#   this job (dynamodb:LeadingKeys) — the lease, checkpoint, baseline and run records;
+#   this job (dynamodb:LeadingKeys) — the lease, checkpoint, baseline and run records —
+#   plus get/update on the shared `claim#*` items (resource claims);
 # * KMS: the stack key, only through S3, DynamoDB and Lambda (environment);
 # * Secrets Manager: GetSecretValue on its one secret (and its key, through Secrets
 #   Manager, when it has a customer managed one);
@@ -74,6 +75,20 @@ data "aws_iam_policy_document" "function" {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:LeadingKeys"
       values   = [var.job]
+    }
+  }
+
+  # Resource claims (a replication slot, a replica server id) are items keyed
+  # `claim#<resource>`, shared by every job on the table. The function's conditional write
+  # only takes a free claim or renews its own, so it cannot take another job's claim.
+  statement {
+    sid       = "ResourceClaimsInStateTable"
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [var.stack.state_table_arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["claim#*"]
     }
   }
 
