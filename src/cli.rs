@@ -5,7 +5,7 @@
 //! except `doctor` without `--json`, which prints its table there; logs and human
 //! messages go to stderr; the exit code is the error class's (0 done or skipped, 1
 //! config, 3 transient, 5 refusal; 2 is clap's usage error; `doctor`: 5 when a check
-//! fails).
+//! fails), also when stdout or stderr has been closed by the reader.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -115,7 +115,7 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            stderr_line(format!("error: cannot start the async runtime: {e}"));
             return 3;
         }
     };
@@ -139,7 +139,7 @@ async fn run(command: Command) -> i32 {
             let options = DrainOptions::with_deadline(deadline, config.deadline.margin());
             match drain::drain(&config, options).await {
                 Ok(summary) => {
-                    println!("{}", summary.to_line());
+                    stdout_line(summary.to_line());
                     0
                 }
                 Err(e) => fail(Some(&config.job), &e),
@@ -181,9 +181,9 @@ async fn doctor(config: Option<PathBuf>, json: bool) -> i32 {
     };
     let report = crate::doctor::run(&config).await;
     if json {
-        println!("{}", report.to_json());
+        stdout_line(report.to_json());
     } else {
-        print!("{}", report.to_table());
+        stdout_text(&report.to_table());
     }
     report.exit_code()
 }
@@ -218,7 +218,7 @@ async fn init_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
 fn report(result: Result<serde_json::Value>) -> i32 {
     match result {
         Ok(value) => {
-            println!("{value}");
+            stdout_line(value);
             0
         }
         Err(e) => fail(None, &e),
@@ -227,16 +227,35 @@ fn report(result: Result<serde_json::Value>) -> i32 {
 
 /// Prints the error (stderr for people, stdout as the one JSON line) and returns its exit code.
 fn fail(job: Option<&str>, e: &Error) -> i32 {
-    eprintln!("error: {}", e.chain());
+    stderr_line(format!("error: {}", e.chain()));
     if let Some(hint) = e.hint_text() {
-        eprintln!("hint: {hint}");
+        stderr_line(format!("hint: {hint}"));
     }
     let line = serde_json::json!({ "status": "failed", "job": job, "error": e.to_json() });
-    println!("{line}");
+    stdout_line(line);
     if e.code() == Code::Internal {
-        eprintln!("this is a bug in sluice; please report it with the log above");
+        stderr_line("this is a bug in sluice; please report it with the log above");
     }
     e.class().exit_code()
+}
+
+/// Writes one line to stdout. A closed stdout (`sluice state show | head -c 10`) drops
+/// the write instead of panicking, so the exit code is still the command's own.
+fn stdout_line(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// [`stdout_line`] for text that carries its own line ends.
+fn stdout_text(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Writes one line to stderr; a closed stderr drops it.
+fn stderr_line(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 /// Logs to stderr: human-readable text, or JSON lines with `SLUICE_LOG_FORMAT=json`.
