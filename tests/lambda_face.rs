@@ -58,6 +58,58 @@ fn scheduled_event_runs_a_real_drain_and_reports_metrics() {
     );
 }
 
+/// The deployed shape: S3 destination and DynamoDB state on moto, reached by the
+/// function's own SDK clients over HTTP.
+#[test]
+fn scheduled_event_drains_into_s3_with_dynamodb_state() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "lambda_s3");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let target = support::aws::AwsTarget::new(&moto);
+    let job = target.job(&db, &["t"], "");
+    let api = RuntimeApi::start();
+    let _function = Function::start(&api, &job, &[]);
+    let first = response(api.wait(
+        &api.invoke(scheduled_event(), Duration::from_secs(60)),
+        Duration::from_secs(60),
+    ));
+    assert_eq!(first["status"], "drained", "{first}");
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    db.sql("UPDATE t SET v = 'b2' WHERE id = 2");
+    let second = response(api.wait(
+        &api.invoke(scheduled_event(), Duration::from_secs(60)),
+        Duration::from_secs(60),
+    ));
+    assert_eq!(second["status"], "drained", "{second}");
+    assert_eq!(second["rows"], 3);
+    let keys = target.keys();
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("cdc/t/") && k.ends_with("_SUCCESS")),
+        "{keys:?}"
+    );
+    target.fetch_output(&job);
+    let rows = job.rows("t");
+    assert_eq!(
+        support::ops(&rows, "v"),
+        [
+            ("insert".into(), Some("a".into())),
+            ("insert".into(), Some("b".into())),
+            ("update".into(), Some("b2".into())),
+        ]
+    );
+    // The checkpoint the function wrote to DynamoDB is where the run ended.
+    let state = job.run(&["state", "show"], &[]);
+    assert_eq!(state.code, 0, "{}", state.stderr);
+    assert!(
+        state.stdout.contains(second["to"].as_str().unwrap()),
+        "checkpoint {} not in {}",
+        second["to"],
+        state.stdout
+    );
+}
+
 #[test]
 fn deadline_stops_at_a_transaction_boundary_and_the_next_invocation_continues() {
     let admin = pg_or_skip!();
