@@ -9,13 +9,17 @@
 //! engine-independent state and destination checks run for every job.
 
 pub mod destination;
+pub mod encryption;
+pub mod mysql;
 pub mod postgres;
+pub mod sqlserver;
 pub mod state;
 
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::source::Engine;
 
 /// The verdict of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -188,9 +192,15 @@ pub async fn run(config: &Config) -> Report {
         job: config.job.clone(),
         checks: Vec::new(),
     };
-    // Engine checks: one arm per source engine.
-    if config.source.postgres.is_some() {
-        postgres::checks(config, &mut report).await;
+    // Engine checks: one arm per source engine, chosen by the URL as the drain does.
+    match config
+        .source_url()
+        .and_then(|url| crate::source::engine_for_url(&url))
+    {
+        Ok(Engine::Postgres) => postgres::checks(config, &mut report).await,
+        Ok(Engine::MySql) => mysql::checks(config, &mut report).await,
+        Ok(Engine::SqlServer) => sqlserver::checks(config, &mut report).await,
+        Err(e) => report.push(Check::from_error("source connect", &e)),
     }
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;
