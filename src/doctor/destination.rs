@@ -24,7 +24,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
     }
     .await;
     match probe {
-        Ok(true) => match destination.delete(&key).await {
+        Ok(true) => match delete(config, destination.as_ref(), &key).await {
             Ok(()) => report.push(Check::ok(
                 "destination writable",
                 format!(
@@ -56,4 +56,20 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Err(e) => report.push(Check::from_error("destination writable", &e)),
     }
     report.push(super::encryption::check(config).await);
+}
+
+/// Deletes the probe: through the destination, or — for S3, whose destination writes
+/// but does not delete — through doctor's own client ([`super::s3::delete`]).
+async fn delete(
+    config: &Config,
+    destination: &dyn crate::destination::Destination,
+    key: &str,
+) -> crate::error::Result<()> {
+    match destination.delete(key).await {
+        Ok(()) => Ok(()),
+        Err(e) => match &config.destination {
+            crate::config::DestinationConfig::S3 { .. } => super::s3::delete(config, key).await,
+            crate::config::DestinationConfig::Local { .. } => Err(e),
+        },
+    }
 }

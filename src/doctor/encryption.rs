@@ -40,16 +40,10 @@ pub async fn check(config: &Config) -> Check {
             region,
             ..
         } => {
-            let sdk =
-                match crate::aws::shared_config(endpoint_url.as_deref(), region.as_deref()).await {
-                    Ok(s) => s,
-                    Err(e) => return Check::from_error(NAME, &e).as_warning(),
-                };
-            let client = Client::from_conf(
-                aws_sdk_s3::config::Builder::from(&sdk)
-                    .force_path_style(crate::aws::custom_endpoint(&sdk))
-                    .build(),
-            );
+            let client = match super::s3::client(endpoint_url.as_deref(), region.as_deref()).await {
+                Ok(c) => c,
+                Err(e) => return Check::from_error(NAME, &e).as_warning(),
+            };
             verdict(bucket, &ask(&client, bucket).await)
         }
     }

@@ -12,6 +12,7 @@ pub mod destination;
 pub mod encryption;
 pub mod mysql;
 pub mod postgres;
+pub mod s3;
 pub mod sqlserver;
 pub mod state;
 
