@@ -3,7 +3,9 @@
 //! resources in the state store before it takes its lease.
 //!
 //! Guarantees: a resource is named without secrets (`pg:<host>:<port>/<db>/slot/<name>`,
-//! host lower-cased, from the URL and the config); a claim is one conditional write in
+//! `mysql:<host>:<port>/server_id/<n>` with the replica id the dump registers with —
+//! configured or derived from the job name —, host lower-cased, from the URL and the
+//! config); a claim is one conditional write in
 //! the store (first job wins, forever, until an operator removes it); a second job is
 //! refused at start with `SLUICE_CONFIG_RESOURCE_CLAIMED` naming the job that holds it.
 //! Claims protect only jobs that share one state store (directory or table).
@@ -19,8 +21,37 @@ pub fn resources(config: &Config) -> Result<Vec<String>> {
     if let Some(pg) = &config.source.postgres {
         let url = config.source_url()?;
         out.push(format!("{}/slot/{}", pg_server(&url)?, pg.slot));
+    } else if config.source.sqlserver.is_none() {
+        let url = config.source_url()?;
+        if crate::source::engine_for_url(&url)? == crate::source::Engine::MySql {
+            let server_id = config
+                .source
+                .mysql
+                .clone()
+                .unwrap_or_default()
+                .server_id_for(&config.job);
+            out.push(format!("{}/server_id/{server_id}", mysql_server(&url)?));
+        }
     }
     Ok(out)
+}
+
+/// `mysql:<host>:<port>` of a MySQL URL (port 3306 by default). Replica server ids are
+/// per server, not per database, so the database is not part of the name.
+pub fn mysql_server(url: &str) -> Result<String> {
+    let opts = mysql_async::Opts::from_url(url).map_err(|e| {
+        Error::new(
+            Code::ConfigInvalid,
+            format!("source URL {} is not a MySQL URL", redact_url(url)),
+        )
+        .hint("use mysql://user:password@host:3306/database (also for MariaDB)")
+        .source(e)
+    })?;
+    Ok(format!(
+        "mysql:{}:{}",
+        opts.ip_or_hostname().to_ascii_lowercase(),
+        opts.tcp_port()
+    ))
 }
 
 /// `pg:<host>:<port>/<db>` of a PostgreSQL URL (first host; port 5432 and database =
@@ -55,7 +86,12 @@ pub fn refusal(resource: &str, job: &str, holder: &str) -> Error {
         format!("{resource} is claimed by job {holder:?}, so job {job:?} may not use it"),
     )
     .hint(format!(
-        "give job {job} its own slot / server_id in its config; if job {holder} is gone for good, remove its claim from the state store (local: claims/claims.json in state.path)"
+        "{}; if job {holder} is gone for good, remove its claim from the state store (local: claims/claims.json in state.path; DynamoDB: the item pk = claim#{resource}, sk = claim)",
+        if resource.contains("/server_id/") {
+            format!("give job {job} its own source.mysql.server_id, unique among the server's replicas and jobs (two binlog readers with one id make the server drop one)")
+        } else {
+            format!("give job {job} its own source.postgres.slot")
+        }
     ))
 }
 
@@ -90,6 +126,43 @@ mod tests {
         assert_eq!(
             pg_server("host=h port=5433 dbname=d user=u password=p").unwrap(),
             "pg:h:5433/d"
+        );
+        assert_eq!(
+            mysql_server("mysql://u:secret@DB.example.com:3307/app").unwrap(),
+            "mysql:db.example.com:3307"
+        );
+        assert_eq!(
+            mysql_server("mysql://u@10.0.0.1/app").unwrap(),
+            "mysql:10.0.0.1:3306"
+        );
+        let err = mysql_server("mysql://u:secret@[bad/db").unwrap_err();
+        assert!(!err.chain().contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn a_mysql_job_claims_its_replica_server_id() {
+        let config = |job: &str, mysql: &str| {
+            Config::parse(
+                &format!(
+                    "job: {job}\nsource:\n  url: mysql://root@127.0.0.1:33069/app\n  tables: [t]\n{mysql}\
+                     destination: {{ type: local, path: o }}\nstate: {{ type: local, path: s }}\n"
+                ),
+                "t",
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            resources(&config("a", "  mysql: { server_id: 4242 }\n")).unwrap(),
+            ["mysql:127.0.0.1:33069/server_id/4242"]
+        );
+        let derived = crate::config::MysqlConfig::default().server_id_for("a");
+        assert_eq!(
+            resources(&config("a", "")).unwrap(),
+            [format!("mysql:127.0.0.1:33069/server_id/{derived}")]
+        );
+        assert_ne!(
+            resources(&config("a", "")).unwrap(),
+            resources(&config("b", "")).unwrap()
         );
     }
 }

@@ -51,6 +51,12 @@ pub struct DoctorConfig {
     pub retained_wal_warn_bytes: u64,
     /// WAL retained by a slot above this fails.
     pub retained_wal_fail_bytes: u64,
+    /// How often the job runs (the scheduler's interval; the Terraform module's
+    /// `schedule_expression`). A change log (MySQL binlog) kept for less than this fails.
+    pub schedule_interval_seconds: u64,
+    /// Outage the change log should outlast beyond one interval: kept for less than
+    /// interval + margin warns.
+    pub log_retention_margin_seconds: u64,
 }
 
 impl Default for DoctorConfig {
@@ -58,6 +64,8 @@ impl Default for DoctorConfig {
         DoctorConfig {
             retained_wal_warn_bytes: 1 << 30,
             retained_wal_fail_bytes: 10 << 30,
+            schedule_interval_seconds: 300,
+            log_retention_margin_seconds: 86_400,
         }
     }
 }
@@ -497,6 +505,12 @@ impl Config {
                 "doctor.retained_wal_warn_bytes is above doctor.retained_wal_fail_bytes",
             )
             .hint("the warn threshold must not exceed the fail threshold"));
+        }
+        if self.doctor.schedule_interval_seconds == 0 {
+            return Err(
+                invalid("doctor.schedule_interval_seconds must be at least 1")
+                    .hint("set it to the job's schedule interval, e.g. 300 for rate(5 minutes)"),
+            );
         }
         Ok(())
     }

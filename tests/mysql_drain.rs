@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{Job, TestMysqlDb, ops, replay};
+use support::{GlobalSetting, Job, TestMysqlDb, current_binlog_file, ops, replay};
 
 const ORDERS: &str = "CREATE TABLE orders (id bigint PRIMARY KEY, note varchar(20), amount decimal(12,2)) ENGINE=InnoDB";
 
@@ -506,55 +506,6 @@ fn a_url_with_another_scheme_is_a_config_error() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.error_code(), "SLUICE_CONFIG_UNSUPPORTED_SOURCE");
     assert!(!run.stdout.contains("secret"));
-}
-
-/// A global server variable set for one (exclusive) test, restored on drop even when the
-/// test fails.
-struct GlobalSetting<'a> {
-    db: &'a TestMysqlDb,
-    name: &'static str,
-    old: String,
-}
-
-impl<'a> GlobalSetting<'a> {
-    fn set(db: &'a TestMysqlDb, name: &'static str, value: &str) -> Self {
-        // SHOW prints booleans as ON/OFF, which SET accepts back (SELECT gives 0/1).
-        let shown = db.admin(&format!("SHOW GLOBAL VARIABLES LIKE '{name}'"));
-        let old = shown
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        db.admin(&format!("SET GLOBAL {name} = {}", literal(value)));
-        GlobalSetting { db, name, old }
-    }
-}
-
-impl Drop for GlobalSetting<'_> {
-    fn drop(&mut self) {
-        self.db.admin(&format!(
-            "SET GLOBAL {} = {}",
-            self.name,
-            literal(&self.old)
-        ));
-    }
-}
-
-/// A SET value: numbers bare, words quoted.
-fn literal(value: &str) -> String {
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        value.to_owned()
-    } else {
-        format!("'{value}'")
-    }
-}
-
-fn current_binlog_file(db: &TestMysqlDb) -> String {
-    db.admin("SHOW MASTER STATUS")
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
 }
 
 #[test]

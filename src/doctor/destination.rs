@@ -1,8 +1,8 @@
 //! Destination checks: the destination opens, accepts a probe object, returns it, and
-//! deletes it again; encryption at rest (S3 only; a local directory has no such setting).
+//! deletes it again; then encryption at rest ([`super::encryption`]).
 
 use super::{Check, Report};
-use crate::config::{Config, DestinationConfig};
+use crate::config::Config;
 
 /// Where the probe object goes: beside the table directories, never inside one.
 const PROBE_PREFIX: &str = "_sluice_doctor";
@@ -24,7 +24,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
     }
     .await;
     match probe {
-        Ok(true) => match destination.delete(&key).await {
+        Ok(true) => match delete(config, destination.as_ref(), &key).await {
             Ok(()) => report.push(Check::ok(
                 "destination writable",
                 format!(
@@ -55,15 +55,21 @@ pub async fn checks(config: &Config, report: &mut Report) {
         )),
         Err(e) => report.push(Check::from_error("destination writable", &e)),
     }
-    match &config.destination {
-        DestinationConfig::Local { .. } => report.push(Check::ok(
-            "destination encryption",
-            "not applicable to a local directory (S3 only)",
-        )),
-        DestinationConfig::S3 { bucket, .. } => report.push(Check::warn(
-            "destination encryption",
-            format!("s3://{bucket}: default encryption is not inspected by this build"),
-            "enforce SSE on the bucket (the Terraform stack module does: KMS default encryption + a TLS-only policy)",
-        )),
+    report.push(super::encryption::check(config).await);
+}
+
+/// Deletes the probe: through the destination, or — for S3, whose destination writes
+/// but does not delete — through doctor's own client ([`super::s3::delete`]).
+async fn delete(
+    config: &Config,
+    destination: &dyn crate::destination::Destination,
+    key: &str,
+) -> crate::error::Result<()> {
+    match destination.delete(key).await {
+        Ok(()) => Ok(()),
+        Err(e) => match &config.destination {
+            crate::config::DestinationConfig::S3 { .. } => super::s3::delete(config, key).await,
+            crate::config::DestinationConfig::Local { .. } => Err(e),
+        },
     }
 }

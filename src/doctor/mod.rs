@@ -9,13 +9,18 @@
 //! engine-independent state and destination checks run for every job.
 
 pub mod destination;
+pub mod encryption;
+pub mod mysql;
 pub mod postgres;
+pub mod s3;
+pub mod sqlserver;
 pub mod state;
 
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::source::Engine;
 
 /// The verdict of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -188,14 +193,18 @@ pub async fn run(config: &Config) -> Report {
         job: config.job.clone(),
         checks: Vec::new(),
     };
-    // The engine checks need the source URL; a secret that cannot be read is itself the finding.
-    let secret = config.load_source_secret().await;
-    if let Err(e) = &secret {
-        report.push(Check::from_error("source secret", e));
-    }
-    // Engine checks: one arm per source engine.
-    if secret.is_ok() && config.source.postgres.is_some() {
-        postgres::checks(config, &mut report).await;
+    // Engine checks: one arm per source engine, chosen by the URL as the drain does. The
+    // URL may come from a secret; one that cannot be read is itself the finding.
+    match config
+        .load_source_secret()
+        .await
+        .and_then(|()| config.source_url())
+        .and_then(|url| crate::source::engine_for_url(&url))
+    {
+        Ok(Engine::Postgres) => postgres::checks(config, &mut report).await,
+        Ok(Engine::MySql) => mysql::checks(config, &mut report).await,
+        Ok(Engine::SqlServer) => sqlserver::checks(config, &mut report).await,
+        Err(e) => report.push(Check::from_error("source connect", &e)),
     }
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;

@@ -421,6 +421,7 @@ mod tests {
         let limits = DoctorConfig {
             retained_wal_warn_bytes: 10,
             retained_wal_fail_bytes: 100,
+            ..DoctorConfig::default()
         };
         assert_eq!(
             retained_check("n", "s", 9, &limits, true).status,

@@ -539,6 +539,56 @@ pub fn mysql_cli(url: &str, sql: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// A global server variable set for one (exclusive) test, restored on drop even when the
+/// test fails.
+pub struct GlobalSetting<'a> {
+    db: &'a TestMysqlDb,
+    name: &'static str,
+    old: String,
+}
+
+impl<'a> GlobalSetting<'a> {
+    pub fn set(db: &'a TestMysqlDb, name: &'static str, value: &str) -> Self {
+        // SHOW prints booleans as ON/OFF, which SET accepts back (SELECT gives 0/1).
+        let shown = db.admin(&format!("SHOW GLOBAL VARIABLES LIKE '{name}'"));
+        let old = shown
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        db.admin(&format!("SET GLOBAL {name} = {}", literal(value)));
+        GlobalSetting { db, name, old }
+    }
+}
+
+impl Drop for GlobalSetting<'_> {
+    fn drop(&mut self) {
+        self.db.admin(&format!(
+            "SET GLOBAL {} = {}",
+            self.name,
+            literal(&self.old)
+        ));
+    }
+}
+
+/// A SET value: numbers bare, words quoted.
+pub fn literal(value: &str) -> String {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        value.to_owned()
+    } else {
+        format!("'{value}'")
+    }
+}
+
+/// The binlog file the server writes now.
+pub fn current_binlog_file(db: &TestMysqlDb) -> String {
+    db.admin("SHOW MASTER STATUS")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 impl Job {
     /// A MySQL/MariaDB job on `db` capturing `tables`; `mysql` is the body of
     /// `source.mysql` (empty: none), `extra` YAML is appended.

@@ -112,6 +112,16 @@ pub fn decide_start(logs: &[LogFile], checkpoint: &BinlogPosition) -> Result<()>
     }
 }
 
+/// Refuses a checkpoint past the server's current end of the binlog. Pure.
+pub fn check_not_past(checkpoint: &BinlogPosition, bound: &BinlogPosition) -> Result<()> {
+    if checkpoint > bound {
+        return Err(foreign(format!(
+            "the checkpoint {checkpoint} is past the server's current binlog position {bound}: the binlog was reset or this is another server"
+        )));
+    }
+    Ok(())
+}
+
 /// `SLUICE_SOURCE_LOG_GAP` with the re-baseline steps.
 pub fn log_gap(message: String) -> Error {
     Error::new(Code::SourceLogGap, message).hint(

@@ -57,13 +57,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         .map_err(|e| query_error("reading the source user's grants (SHOW GRANTS)", e))?;
     prerequisites::check_grants(&version, &grants)?;
     let (identity, own_server_id) = identity(&mut control, &version).await?;
-    if own_server_id == server_id {
-        return Err(Error::new(
-            Code::ConfigInvalid,
-            format!("source.mysql.server_id {server_id} is the source server's own server_id"),
-        )
-        .hint("choose a server_id unique among the server and its replicas"));
-    }
+    check_server_id(server_id, own_server_id)?;
     let checkpoint = match resume {
         Some(resume) => Some(checkpoint_position(resume, &identity)?),
         None => None,
@@ -77,11 +71,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         Some(cp) => {
             let logs = binlog::log_files(&mut control, &version).await?;
             binlog::decide_start(&logs, &cp)?;
-            if cp > bound {
-                return Err(binlog::foreign(format!(
-                    "the checkpoint {cp} is past the server's current binlog position {bound}: the binlog was reset or this is another server"
-                )));
-            }
+            binlog::check_not_past(&cp, &bound)?;
             let requested = match cp.mark.event {
                 Some((_, len, _)) if len <= cp.offset() && cp.offset() - len >= 4 => {
                     cp.at(cp.offset() - len)
@@ -112,7 +102,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     )))
 }
 
-async fn server_version(conn: &mut Conn) -> Result<ServerVersion> {
+/// The server's family and version (`SELECT VERSION()`).
+pub async fn server_version(conn: &mut Conn) -> Result<ServerVersion> {
     let text: Option<String> = conn
         .query_first("SELECT VERSION()")
         .await
@@ -126,7 +117,8 @@ async fn server_version(conn: &mut Conn) -> Result<ServerVersion> {
     })
 }
 
-async fn global_settings(conn: &mut Conn) -> Result<Settings> {
+/// The global variables [`prerequisites::check_settings`] reads.
+pub async fn global_settings(conn: &mut Conn) -> Result<Settings> {
     let names = prerequisites::SETTING_NAMES
         .iter()
         .map(|n| format!("'{n}'"))
@@ -145,7 +137,7 @@ async fn global_settings(conn: &mut Conn) -> Result<Settings> {
 }
 
 /// The server identity stored with the checkpoint, and the server's own server_id.
-async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(String, u32)> {
+pub async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(String, u32)> {
     match version.flavor {
         Flavor::MySql => {
             let row: Option<(String, u32)> = conn
@@ -169,8 +161,20 @@ async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(String, u
     }
 }
 
+/// Refuses a replica `server_id` equal to the source server's own.
+pub fn check_server_id(server_id: u32, own_server_id: u32) -> Result<()> {
+    if own_server_id == server_id {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!("source.mysql.server_id {server_id} is the source server's own server_id"),
+        )
+        .hint("choose a server_id unique among the server and its replicas"));
+    }
+    Ok(())
+}
+
 /// Checks the checkpoint belongs to this server and returns its position.
-fn checkpoint_position(resume: &Resume, identity: &str) -> Result<BinlogPosition> {
+pub fn checkpoint_position(resume: &Resume, identity: &str) -> Result<BinlogPosition> {
     if resume.source_identity != identity {
         return Err(binlog::foreign(format!(
             "the checkpoint was written for source {:?}, but this server is {identity:?}",

@@ -127,7 +127,7 @@ fn refuse(message: String, hint: String) -> Error {
 }
 
 /// The restart-persistent way to set a variable on this server family.
-fn set_persist(version: &ServerVersion, name: &str, value: &str) -> String {
+pub fn set_persist(version: &ServerVersion, name: &str, value: &str) -> String {
     match version.flavor {
         Flavor::MySql => format!(
             "SET PERSIST {name} = '{value}' (RDS/Aurora: set {name} = {value} in the DB parameter group)"
@@ -235,14 +235,26 @@ pub fn ensure_full_json_values(version: &ServerVersion, settings: &Settings) -> 
     }
 }
 
+/// One setting rule.
+pub type SettingCheck = fn(&ServerVersion, &Settings) -> Result<()>;
+
+/// Every setting rule with the name `doctor` shows it under, in the order an operator
+/// would fix them; [`check_settings`] applies exactly these.
+pub const SETTING_CHECKS: &[(&str, SettingCheck)] = &[
+    ("log_bin", ensure_log_bin),
+    ("binlog_format", ensure_row_format),
+    ("binlog_row_image", ensure_full_row_image),
+    ("binlog_row_metadata", ensure_full_row_metadata),
+    ("binlog compression", ensure_no_compression),
+    ("binlog_row_value_options", ensure_full_json_values),
+];
+
 /// Every setting check, in the order an operator would fix them.
 pub fn check_settings(version: &ServerVersion, settings: &Settings) -> Result<()> {
-    ensure_log_bin(version, settings)?;
-    ensure_row_format(version, settings)?;
-    ensure_full_row_image(version, settings)?;
-    ensure_full_row_metadata(version, settings)?;
-    ensure_no_compression(version, settings)?;
-    ensure_full_json_values(version, settings)
+    for (_, check) in SETTING_CHECKS {
+        check(version, settings)?;
+    }
+    Ok(())
 }
 
 /// Checks the `SHOW GRANTS` lines for REPLICATION SLAVE and REPLICATION CLIENT (or

@@ -54,13 +54,34 @@ pub fn split_name(config_name: &str) -> (String, String) {
     }
 }
 
+/// What the catalog says about the database and the capture instance, before any rule
+/// is applied (`doctor` judges each part on its own).
+#[derive(Debug, Clone)]
+pub struct CatalogFacts {
+    pub status: DatabaseStatus,
+    /// The server's offset from UTC, minutes.
+    pub utc_offset_minutes: i32,
+    /// The instance's `cdc.change_tables` row; `None` when CDC is off for the database
+    /// (the table does not exist then) or the instance does not exist.
+    pub instance: Option<InstanceInfo>,
+    /// The instance's captured columns (empty without an instance).
+    pub columns: Vec<CaptureColumn>,
+    /// The source table's column names (empty without an instance).
+    pub source_columns: Vec<String>,
+}
+
 /// Reads and checks everything the stream needs about the database and the instance.
 pub async fn load(
     client: &mut SqlClient,
     config_name: &str,
     capture_instance: &str,
 ) -> Result<Captured> {
-    let (schema, table) = split_name(config_name);
+    let facts = read_facts(client, capture_instance).await?;
+    decide(config_name, capture_instance, facts)
+}
+
+/// Reads the catalog facts; refuses nothing but a failed query.
+pub async fn read_facts(client: &mut SqlClient, capture_instance: &str) -> Result<CatalogFacts> {
     let row = one_row(
         client,
         queries::DATABASE_STATUS,
@@ -76,9 +97,17 @@ pub async fn load(
         recovery_fork_guid: cell::<tiberius::Uuid>(&row, 3)?.map(|g| g.hyphenated().to_string()),
     };
     let utc_offset_minutes = cell::<i32>(&row, 4)?.unwrap_or(0);
-    let identity = prerequisites::check_database(&status, &schema, &table, capture_instance)?;
-
-    let instance = one_row(
+    let mut facts = CatalogFacts {
+        status,
+        utc_offset_minutes,
+        instance: None,
+        columns: Vec::new(),
+        source_columns: Vec::new(),
+    };
+    if !facts.status.cdc_enabled {
+        return Ok(facts);
+    }
+    facts.instance = one_row(
         client,
         queries::CAPTURE_INSTANCE,
         &[&capture_instance],
@@ -87,10 +116,9 @@ pub async fn load(
     .await?
     .map(|row| instance_info(&row))
     .transpose()?;
-    let instance =
-        prerequisites::check_instance(instance.as_ref(), &schema, &table, capture_instance)?
-            .clone();
-
+    let Some(instance) = &facts.instance else {
+        return Ok(facts);
+    };
     let rows = all_rows(
         client,
         queries::CAPTURED_COLUMNS,
@@ -98,9 +126,8 @@ pub async fn load(
         "reading cdc.captured_columns",
     )
     .await?;
-    let mut columns = Vec::with_capacity(rows.len());
     for row in &rows {
-        columns.push(CaptureColumn {
+        facts.columns.push(CaptureColumn {
             name: cell::<&str>(row, 0)?.unwrap_or_default().to_owned(),
             type_name: cell::<&str>(row, 1)?.unwrap_or_default().to_owned(),
             max_length: cell::<i32>(row, 2)?.unwrap_or(0),
@@ -118,12 +145,28 @@ pub async fn load(
         "reading the table's columns",
     )
     .await?;
-    let source_columns = source_rows
+    facts.source_columns = source_rows
         .iter()
         .map(|r| cell::<&str>(r, 0).map(|n| n.unwrap_or_default().to_owned()))
         .collect::<Result<Vec<_>>>()?;
-    prerequisites::check_columns(&schema, &table, capture_instance, &source_columns, &columns)?;
-    let shape = Arc::new(shape(config_name, &columns)?);
+    Ok(facts)
+}
+
+/// Applies every catalog rule, in the order the drain refuses by. Pure.
+pub fn decide(config_name: &str, capture_instance: &str, facts: CatalogFacts) -> Result<Captured> {
+    let (schema, table) = split_name(config_name);
+    let identity = prerequisites::check_database(&facts.status, &schema, &table, capture_instance)?;
+    let instance =
+        prerequisites::check_instance(facts.instance.as_ref(), &schema, &table, capture_instance)?
+            .clone();
+    prerequisites::check_columns(
+        &schema,
+        &table,
+        capture_instance,
+        &facts.source_columns,
+        &facts.columns,
+    )?;
+    let shape = Arc::new(shape(config_name, &facts.columns)?);
     Ok(Captured {
         config_name: config_name.to_owned(),
         schema,
@@ -131,9 +174,9 @@ pub async fn load(
         capture_instance: capture_instance.to_owned(),
         identity,
         instance,
-        columns,
+        columns: facts.columns,
         shape,
-        utc_offset_minutes,
+        utc_offset_minutes: facts.utc_offset_minutes,
     })
 }
 

@@ -93,16 +93,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let checkpoint = match resume {
         Some(resume) => {
             prerequisites::check_identity(&resume.source_identity, &captured.identity)?;
-            match resume.position {
-                Position::SqlServer(lsn) => Some(lsn),
-                other => {
-                    return Err(Error::new(
-                        Code::SourceForeignCheckpoint,
-                        format!("the checkpoint {other} is not a SQL Server position"),
-                    )
-                    .hint("the job's state belongs to another engine's stream; clear the job's state and re-baseline"));
-                }
-            }
+            Some(prerequisites::checkpoint_lsn(&resume.position)?)
         }
         None => None,
     };

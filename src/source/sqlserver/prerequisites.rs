@@ -104,6 +104,18 @@ pub fn check_identity(stored: &str, current: &SourceIdentity) -> Result<()> {
     Ok(())
 }
 
+/// The checkpoint's LSN; a position of another engine is a foreign checkpoint.
+pub fn checkpoint_lsn(position: &crate::position::Position) -> Result<Lsn> {
+    match position {
+        crate::position::Position::SqlServer(lsn) => Ok(*lsn),
+        other => Err(Error::new(
+            Code::SourceForeignCheckpoint,
+            format!("the checkpoint {other} is not a SQL Server position"),
+        )
+        .hint("the job's state belongs to another engine's stream; clear the job's state and re-baseline")),
+    }
+}
+
 /// Database-level state read at open.
 #[derive(Debug, Clone)]
 pub struct DatabaseStatus {
