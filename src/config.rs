@@ -224,6 +224,9 @@ pub enum DestinationConfig {
         /// A custom endpoint (moto, MinIO); default: `AWS_ENDPOINT_URL`, else AWS's.
         endpoint_url: Option<String>,
         region: Option<String>,
+        /// Server-side encryption requested on every object; default SSE-S3.
+        #[serde(default)]
+        encryption: crate::destination::s3::Encryption,
     },
 }
 
@@ -478,11 +481,15 @@ impl Config {
             return Err(invalid("lease.ttl_seconds must be at least 2"));
         }
         if let DestinationConfig::S3 {
-            endpoint_url: Some(url),
+            endpoint_url,
+            encryption,
             ..
         } = &self.destination
         {
-            check_endpoint("destination.endpoint_url", url)?;
+            if let Some(url) = endpoint_url {
+                check_endpoint("destination.endpoint_url", url)?;
+            }
+            encryption.validate()?;
         }
         if let StateConfig::Dynamodb {
             endpoint_url: Some(url),

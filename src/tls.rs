@@ -107,9 +107,9 @@ pub fn gate(host: &str, mode: TlsMode) -> Gate {
     }
 }
 
-/// The client configuration for `host`: `Ok(None)` means connect without TLS (allowed by
-/// the gate); an error means the connection must not be attempted.
-pub fn client_config(tls: &TlsConfig, host: &str) -> Result<Option<Arc<rustls::ClientConfig>>> {
+/// The mode in force for `host`, after checking the setting and the gate: an error means
+/// no connection to `host` may be attempted (pure, no I/O).
+pub fn checked_mode(tls: &TlsConfig, host: &str) -> Result<TlsMode> {
     tls.validate()?;
     let mode = tls.mode_for(host);
     if gate(host, mode) == Gate::Refuse {
@@ -119,6 +119,21 @@ pub fn client_config(tls: &TlsConfig, host: &str) -> Result<Option<Arc<rustls::C
         )
         .hint("set source.tls.mode to verify-full (the default) and source.tls.ca_file to the server's CA bundle; only loopback hosts may connect without TLS"));
     }
+    Ok(mode)
+}
+
+/// The warning every `require` connection logs: encrypted, not authenticated.
+pub fn warn_unauthenticated(host: &str) {
+    tracing::warn!(
+        host,
+        "source.tls.mode is require: the connection is encrypted but the server is NOT authenticated; use verify-full with source.tls.ca_file"
+    );
+}
+
+/// The client configuration for `host`: `Ok(None)` means connect without TLS (allowed by
+/// the gate); an error means the connection must not be attempted.
+pub fn client_config(tls: &TlsConfig, host: &str) -> Result<Option<Arc<rustls::ClientConfig>>> {
+    let mode = checked_mode(tls, host)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -143,10 +158,7 @@ pub fn client_config(tls: &TlsConfig, host: &str) -> Result<Option<Arc<rustls::C
                 .with_no_client_auth()
         }
         TlsMode::Require => {
-            tracing::warn!(
-                host,
-                "source.tls.mode is require: the connection is encrypted but the server is NOT authenticated; use verify-full with source.tls.ca_file"
-            );
+            warn_unauthenticated(host);
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AnyCert {
@@ -158,9 +170,58 @@ pub fn client_config(tls: &TlsConfig, host: &str) -> Result<Option<Arc<rustls::C
     Ok(Some(Arc::new(config)))
 }
 
+/// The configured trust anchors as DER certificates: `ca_file` or `ca_pem_env`, each
+/// checked to hold at least one usable certificate; `None` when neither is set (the Web
+/// PKI roots apply).
+pub fn ca_certificates(tls: &TlsConfig) -> Result<Option<Vec<CertificateDer<'static>>>> {
+    if tls.ca_file.is_none() && tls.ca_pem_env.is_none() {
+        return Ok(None);
+    }
+    let (pem, what) = ca_pem(tls)?;
+    let mut certs = Vec::new();
+    let mut store = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| {
+            Error::new(Code::ConfigInvalid, format!("{what} is not valid PEM"))
+                .hint("use PEM certificates (-----BEGIN CERTIFICATE-----)")
+                .source(e)
+        })?;
+        store.add(cert.clone()).map_err(|e| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!("{what} holds an unusable CA certificate"),
+            )
+            .source(e)
+        })?;
+        certs.push(cert);
+    }
+    if certs.is_empty() {
+        return Err(
+            Error::new(Code::ConfigInvalid, format!("{what} holds no certificate"))
+                .hint("use a PEM file with -----BEGIN CERTIFICATE----- blocks"),
+        );
+    }
+    Ok(Some(certs))
+}
+
 /// The trust anchors: `ca_file`, `ca_pem_env`, or the Web PKI roots.
 fn roots(tls: &TlsConfig) -> Result<RootCertStore> {
-    let (pem, what) = if let Some(path) = &tls.ca_file {
+    match ca_certificates(tls)? {
+        None => Ok(RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        }),
+        Some(certs) => {
+            // Every certificate was already added once by `ca_certificates`.
+            let mut store = RootCertStore::empty();
+            store.add_parsable_certificates(certs);
+            Ok(store)
+        }
+    }
+}
+
+/// The PEM text of `ca_file` / `ca_pem_env` (one is set) and how to name it in errors.
+fn ca_pem(tls: &TlsConfig) -> Result<(Vec<u8>, String)> {
+    if let Some(path) = &tls.ca_file {
         let pem = std::fs::read(path).map_err(|e| {
             Error::new(
                 Code::ConfigInvalid,
@@ -169,43 +230,17 @@ fn roots(tls: &TlsConfig) -> Result<RootCertStore> {
             .hint("point source.tls.ca_file at a readable PEM file")
             .source(e)
         })?;
-        (pem, format!("source.tls.ca_file {}", path.display()))
-    } else if let Some(var) = &tls.ca_pem_env {
-        let pem = std::env::var(var).map_err(|_| {
-            Error::new(
-                Code::ConfigInvalid,
-                format!("environment variable {var} (source.tls.ca_pem_env) is not set"),
-            )
-            .hint(format!("export {var} with the CA certificates as PEM text"))
-        })?;
-        (pem.into_bytes(), format!("source.tls.ca_pem_env {var}"))
-    } else {
-        return Ok(RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        });
-    };
-    let mut store = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|e| {
-            Error::new(Code::ConfigInvalid, format!("{what} is not valid PEM"))
-                .hint("use PEM certificates (-----BEGIN CERTIFICATE-----)")
-                .source(e)
-        })?;
-        store.add(cert).map_err(|e| {
-            Error::new(
-                Code::ConfigInvalid,
-                format!("{what} holds an unusable CA certificate"),
-            )
-            .source(e)
-        })?;
+        return Ok((pem, format!("source.tls.ca_file {}", path.display())));
     }
-    if store.is_empty() {
-        return Err(
-            Error::new(Code::ConfigInvalid, format!("{what} holds no certificate"))
-                .hint("use a PEM file with -----BEGIN CERTIFICATE----- blocks"),
-        );
-    }
-    Ok(store)
+    let var = tls.ca_pem_env.as_deref().unwrap_or_default();
+    let pem = std::env::var(var).map_err(|_| {
+        Error::new(
+            Code::ConfigInvalid,
+            format!("environment variable {var} (source.tls.ca_pem_env) is not set"),
+        )
+        .hint(format!("export {var} with the CA certificates as PEM text"))
+    })?;
+    Ok((pem.into_bytes(), format!("source.tls.ca_pem_env {var}")))
 }
 
 /// True when `cause` (or anything in its chain, including `io::Error` payloads) is a

@@ -55,14 +55,13 @@ pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
             prefix,
             endpoint_url,
             region,
+            encryption,
         } => {
             let sdk = crate::aws::shared_config(endpoint_url.as_deref(), region.as_deref()).await?;
-            Ok(Box::new(s3::S3Destination::new(
-                &sdk,
-                bucket,
-                prefix,
-                s3::MultipartSettings::default(),
-            )?))
+            Ok(Box::new(
+                s3::S3Destination::new(&sdk, bucket, prefix, s3::MultipartSettings::default())?
+                    .with_encryption(encryption.clone())?,
+            ))
         }
     }
 }

@@ -13,7 +13,11 @@
 //!   be mistaken for a complete one (a lifecycle rule `AbortIncompleteMultipartUpload`
 //!   reclaims the storage of an abort that did not get through);
 //! * `put_part` returns only after S3 acknowledged the whole object (S3 is strongly
-//!   consistent: a later `get`/`list` sees it).
+//!   consistent: a later `get`/`list` sees it);
+//! * every object sluice creates (`PutObject` of parts and markers,
+//!   `CreateMultipartUpload`) requests server-side encryption ([`Encryption`]): SSE-S3
+//!   unless SSE-KMS is configured, never none, so a bucket policy that denies
+//!   unencrypted writes never rejects sluice.
 //!
 //! Markers (`manifest.json`, `_SUCCESS`) are plain `PutObject`s that replace the previous
 //! version.
@@ -26,7 +30,10 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, Length};
-use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::types::{
+    ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
+};
+use serde::{Deserialize, Serialize};
 
 use super::Destination;
 use crate::aws::{self, Failure};
@@ -53,6 +60,56 @@ impl Default for MultipartSettings {
 /// S3's smallest allowed part (all but the last).
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 
+/// `destination.encryption`: the server-side encryption requested on every object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Encryption {
+    /// `sse-s3` (default, `AES256`) or `sse-kms` (`aws:kms`).
+    #[serde(default)]
+    pub mode: SseMode,
+    /// `sse-kms` only: the KMS key (id, ARN or alias ARN); unset means the account's
+    /// AWS-managed `aws/s3` key.
+    pub kms_key_id: Option<String>,
+}
+
+/// The server-side encryption S3 applies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SseMode {
+    /// S3-managed keys (`x-amz-server-side-encryption: AES256`).
+    #[default]
+    SseS3,
+    /// KMS keys (`x-amz-server-side-encryption: aws:kms`).
+    SseKms,
+}
+
+impl Encryption {
+    /// Checks the setting itself (no I/O).
+    pub fn validate(&self) -> Result<()> {
+        match (self.mode, self.kms_key_id.as_deref()) {
+            (SseMode::SseS3, Some(_)) => Err(Error::new(
+                Code::ConfigInvalid,
+                "destination.encryption.kms_key_id is set but destination.encryption.mode is sse-s3",
+            )
+            .hint("set destination.encryption.mode to sse-kms, or remove kms_key_id")),
+            (SseMode::SseKms, Some(id)) if id.trim().is_empty() => Err(Error::new(
+                Code::ConfigInvalid,
+                "destination.encryption.kms_key_id is empty",
+            )
+            .hint("give the KMS key id or ARN, or leave kms_key_id out to use the aws/s3 key")),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `x-amz-server-side-encryption` value and the KMS key id to send.
+    pub fn headers(&self) -> (ServerSideEncryption, Option<&str>) {
+        match self.mode {
+            SseMode::SseS3 => (ServerSideEncryption::Aes256, None),
+            SseMode::SseKms => (ServerSideEncryption::AwsKms, self.kms_key_id.as_deref()),
+        }
+    }
+}
+
 /// A bucket and key prefix.
 #[derive(Debug, Clone)]
 pub struct S3Destination {
@@ -61,6 +118,7 @@ pub struct S3Destination {
     /// Empty, or ends with exactly one `/`.
     prefix: String,
     multipart: MultipartSettings,
+    encryption: Encryption,
 }
 
 impl S3Destination {
@@ -100,7 +158,15 @@ impl S3Destination {
             bucket: bucket.to_owned(),
             prefix: normalize_prefix(prefix)?,
             multipart,
+            encryption: Encryption::default(),
         })
+    }
+
+    /// The same destination requesting `encryption` (default: SSE-S3) on every object.
+    pub fn with_encryption(mut self, encryption: Encryption) -> Result<Self> {
+        encryption.validate()?;
+        self.encryption = encryption;
+        Ok(self)
     }
 
     /// The full object key for a destination key.
@@ -157,12 +223,15 @@ impl S3Destination {
         let body = ByteStream::from_path(local)
             .await
             .map_err(|e| local_error(local, e))?;
+        let (sse, kms_key) = self.encryption.headers();
         self.client
             .put_object()
             .bucket(&self.bucket)
             .key(object_key)
             .if_none_match("*")
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key.map(str::to_owned))
             .body(body)
             .send()
             .await
@@ -171,12 +240,15 @@ impl S3Destination {
     }
 
     async fn put_multipart(&self, object_key: &str, local: &Path, size: u64) -> Result<()> {
+        let (sse, kms_key) = self.encryption.headers();
         let created = self
             .client
             .create_multipart_upload()
             .bucket(&self.bucket)
             .key(object_key)
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key.map(str::to_owned))
             .send()
             .await
             .map_err(|e| self.error(e, "s3:PutObject", object_key))?;
@@ -336,11 +408,14 @@ impl Destination for S3Destination {
 
     async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
         let object_key = self.object_key(key)?;
+        let (sse, kms_key) = self.encryption.headers();
         self.client
             .put_object()
             .bucket(&self.bucket)
             .key(&object_key)
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key.map(str::to_owned))
             .body(ByteStream::from(body.to_vec()))
             .send()
             .await

@@ -453,11 +453,16 @@ impl BinlogLock {
     }
 }
 
-/// A fresh MySQL/MariaDB database for one test, dropped at the end.
+/// A fresh MySQL/MariaDB database for one test and a least-privilege source user for it
+/// (exactly the grants of infra/sql/mysql/grants.sql), both dropped at the end.
 pub struct TestMysqlDb {
     pub admin_url: String,
     pub name: String,
+    /// The admin's URL with the test database (for setup SQL).
     pub url: String,
+    /// The least-privilege user's URL with the test database: what jobs drain with.
+    pub source_url: String,
+    user: String,
     _lock: Option<BinlogLock>,
 }
 
@@ -474,10 +479,31 @@ impl TestMysqlDb {
 
     fn with_lock(admin_url: &str, test: &str, lock: BinlogLock) -> TestMysqlDb {
         let name = unique(&format!("t_{test}"));
-        mysql_cli(admin_url, &format!("CREATE DATABASE {name}"));
+        let user = unique("lp");
+        let password = format!("pw-{user}");
+        let host = url::Url::parse(admin_url)
+            .expect("mysql URL")
+            .host_str()
+            .unwrap_or("127.0.0.1")
+            .to_owned();
+        mysql_cli(
+            admin_url,
+            &format!(
+                "CREATE DATABASE {name};
+                 CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}';
+                 GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'{host}';
+                 GRANT BINLOG MONITOR ON *.* TO '{user}'@'{host}';
+                 GRANT SELECT ON {name}.* TO '{user}'@'{host}';"
+            ),
+        );
+        let mut source = url::Url::parse(&with_database(admin_url, &name)).unwrap();
+        source.set_username(&user).unwrap();
+        source.set_password(Some(&password)).unwrap();
         TestMysqlDb {
             admin_url: admin_url.to_owned(),
             url: with_database(admin_url, &name),
+            source_url: source.to_string(),
+            user: format!("'{user}'@'{host}'"),
             name,
             _lock: Some(lock),
         }
@@ -498,7 +524,10 @@ impl Drop for TestMysqlDb {
     fn drop(&mut self) {
         let _ = mysql_cli_output(
             &self.admin_url,
-            &format!("DROP DATABASE IF EXISTS {}", self.name),
+            &format!(
+                "DROP DATABASE IF EXISTS {}; DROP USER IF EXISTS {}",
+                self.name, self.user
+            ),
         );
     }
 }
@@ -612,7 +641,7 @@ impl Job {
         Job {
             dir,
             config,
-            url_env: ("SLUICE_TEST_SOURCE_URL".into(), db.url.clone()),
+            url_env: ("SLUICE_TEST_SOURCE_URL".into(), db.source_url.clone()),
         }
     }
 

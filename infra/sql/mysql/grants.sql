@@ -1,12 +1,14 @@
 -- infra/sql/mysql/grants.sql — the least privilege sluice needs on MySQL 8 / MariaDB 10.11.
 -- Run as an administrator. Replace sluice / app_db with yours.
--- NOT YET TESTED on this branch: the MySQL/MariaDB source lives on another branch; its
--- drain suite is to run as this user.
+-- Tested on MariaDB 10.11: tests/mysql_security.rs drains over TLS as such a user with
+-- REQUIRE SSL, and the tests/mysql_drain.rs and tests/mysql_durability.rs suites drain as
+-- such a user (tests/support/mod.rs, TestMysqlDb).
 -- The server needs binlog_format = ROW, binlog_row_image = FULL (and on MySQL
 -- binlog_row_metadata = FULL).
 
 CREATE USER 'sluice'@'%' IDENTIFIED BY 'change-me';
--- Optionally refuse plain-text logins for this user (TLS on every non-loopback host):
+-- Recommended: refuse plain-text logins for this user (sluice uses TLS for every
+-- non-loopback host anyway, see source.tls):
 -- ALTER USER 'sluice'@'%' REQUIRE SSL;
 
 -- Reading the binlog as a replica, and SHOW MASTER/BINARY LOG STATUS, SHOW BINARY LOGS.

@@ -1,15 +1,22 @@
-//! Connecting to MySQL / MariaDB: URL parsing, the TLS gate, and error classification.
+//! Connecting to MySQL / MariaDB: URL parsing, `source.tls` mapped onto mysql_async's
+//! rustls options, and error classification.
 //!
-//! Guarantees: a host that is not loopback is only ever reached over TLS (rustls with
-//! ring, the server certificate verified against the Web PKI roots, the host name
-//! checked), decided before any packet is sent, whatever the URL's own TLS parameters
-//! say; the connection never silently switches to a Unix socket; the URL in every
-//! message is redacted; a wrong password is a refusal, a network failure is transient.
+//! Guarantees: the TLS decision is taken from `source.tls` (never from the URL's own TLS
+//! parameters) before any packet is sent, and a non-loopback host is only ever reached
+//! over TLS ([`crate::tls::checked_mode`]); the CA material is loaded by [`crate::tls`];
+//! `verify-full` checks chain and host name, `verify-ca` the chain (see [`probe`] for how
+//! the name check is lifted), `require` encrypts without authenticating and logs so; a
+//! server that does not offer TLS is refused, never downgraded; the connection never
+//! silently switches to a Unix socket; the URL in every message is redacted; a wrong
+//! password is a refusal, a network failure is transient, a rejected certificate is
+//! `SLUICE_SOURCE_TLS`.
 
 use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
 
+use super::probe;
 use crate::error::{Code, Error, Result};
-use crate::redact::{is_loopback_host, redact_url};
+use crate::redact::redact_url;
+use crate::tls::{TlsConfig, TlsMode, checked_mode, handshake_hint, rustls_cause};
 
 /// MySQL server error numbers sluice reacts to.
 pub mod errno {
@@ -31,59 +38,118 @@ pub mod errno {
     pub const FATAL_READING_BINLOG: u16 = 1236;
     /// `ER_NOT_SUPPORTED_YET` / `ER_PARSE_ERROR`: a statement this server does not know.
     pub const PARSE_ERROR: u16 = 1064;
+    /// `ER_SECURE_TRANSPORT_REQUIRED` (MySQL 8): the server refuses plain-text sessions.
+    pub const SECURE_TRANSPORT_REQUIRED: u16 = 3159;
 }
 
-/// Whether the connection must use TLS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Plain,
-    Tls,
-}
-
-/// The TLS decision: plain only for a loopback host.
-pub fn transport_for(host: &str) -> Transport {
-    if is_loopback_host(host) {
-        Transport::Plain
-    } else {
-        Transport::Tls
+/// mysql_async's TLS options for `mode` with the CA certificates `ca` (`None`: the Web
+/// PKI roots); `None` means plain text. Pure.
+pub fn ssl_opts(
+    mode: TlsMode,
+    ca: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
+) -> Option<SslOpts> {
+    let base = match ca {
+        None => SslOpts::default(),
+        // Only the configured CA: mysql_async adds its built-in roots unless told not to.
+        Some(certs) => SslOpts::default()
+            .with_root_certs(
+                certs
+                    .into_iter()
+                    .map(|c| c.as_ref().to_vec().into())
+                    .collect(),
+            )
+            .with_disable_built_in_roots(true),
+    };
+    match mode {
+        TlsMode::Disable => None,
+        TlsMode::Require => Some(base.with_danger_accept_invalid_certs(true)),
+        // verify-ca is verify-full against a name the certificate holds (see `probe`).
+        TlsMode::VerifyCa | TlsMode::VerifyFull => Some(base),
     }
 }
 
-/// Parses the URL into connection options with the TLS gate applied.
-pub fn options(url: &str) -> Result<Opts> {
+/// Parses the URL into connection options with `source.tls` applied (for `verify-ca`
+/// without the certificate name, which [`connect`] adds). No I/O beyond reading the CA.
+pub fn options(url: &str, tls: &TlsConfig) -> Result<Opts> {
+    Ok(prepare(url, tls)?.0)
+}
+
+/// The options and the mode in force for the URL's host.
+fn prepare(url: &str, tls: &TlsConfig) -> Result<(Opts, TlsMode)> {
     let opts = Opts::from_url(url).map_err(|e| {
         Error::new(
             Code::ConfigInvalid,
             format!("source URL {} is not a MySQL URL", redact_url(url)),
         )
-        .hint("use mysql://user:password@host:3306/database (also for MariaDB)")
+        .hint("use mysql://user:password@host:3306/database (also for MariaDB; percent-encode @ / : ? # % in the password)")
         .source(e)
     })?;
-    let ssl = match transport_for(opts.ip_or_hostname()) {
-        Transport::Plain => None,
-        Transport::Tls => {
-            // mysql_async builds its rustls config with the process-default provider;
-            // installing ring is a no-op when one is already installed.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            Some(SslOpts::default())
-        }
+    let mode = checked_mode(tls, opts.ip_or_hostname())?;
+    let ca = match mode {
+        TlsMode::Disable | TlsMode::Require => None,
+        TlsMode::VerifyCa | TlsMode::VerifyFull => crate::tls::ca_certificates(tls)?,
     };
-    Ok(OptsBuilder::from_opts(opts)
-        .ssl_opts(ssl)
+    if mode != TlsMode::Disable {
+        // mysql_async builds its rustls config with the process-default provider;
+        // installing ring is a no-op when one is already installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let opts = OptsBuilder::from_opts(opts)
+        .ssl_opts(ssl_opts(mode, ca))
         .prefer_socket(false)
         .stmt_cache_size(0)
-        .into())
+        .into();
+    Ok((opts, mode))
 }
 
 /// Opens one connection.
-pub async fn connect(url: &str) -> Result<Conn> {
-    let opts = options(url)?;
-    Conn::new(opts).await.map_err(|e| connect_error(url, e))
+pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Conn> {
+    let (mut opts, mode) = prepare(url, tls)?;
+    match mode {
+        TlsMode::Require => crate::tls::warn_unauthenticated(opts.ip_or_hostname()),
+        TlsMode::VerifyCa => {
+            let target = redact_url(url);
+            let name =
+                probe::certificate_name(opts.ip_or_hostname(), opts.tcp_port(), tls, &target)
+                    .await?;
+            if let Some(name) = name {
+                let ssl = opts
+                    .ssl_opts()
+                    .cloned()
+                    .map(|s| s.with_danger_tls_hostname_override(Some(name)));
+                opts = OptsBuilder::from_opts(opts).ssl_opts(ssl).into();
+            }
+        }
+        TlsMode::Disable | TlsMode::VerifyFull => {}
+    }
+    let host = opts.ip_or_hostname().to_owned();
+    Conn::new(opts)
+        .await
+        .map_err(|e| connect_error(url, &host, e))
 }
 
 /// Classifies a connection failure.
-fn connect_error(url: &str, e: mysql_async::Error) -> Error {
+fn connect_error(url: &str, host: &str, e: mysql_async::Error) -> Error {
     let target = redact_url(url);
+    if let Some(cause) = rustls_cause(&e) {
+        return Error::new(
+            Code::SourceTls,
+            format!("TLS handshake with {target} failed: {cause}"),
+        )
+        .hint(handshake_hint(cause, host))
+        .source(e);
+    }
+    if matches!(
+        &e,
+        mysql_async::Error::Driver(mysql_async::DriverError::NoClientSslFlagFromServer)
+    ) {
+        return Error::new(
+            Code::SourceTls,
+            format!("{target} does not accept TLS connections"),
+        )
+        .hint("enable TLS on the server (ssl_cert/ssl_key), or (loopback only) set source.tls.mode to disable")
+        .source(e);
+    }
     if let mysql_async::Error::Server(server) = &e {
         let (code, hint) = match server.code {
             errno::ACCESS_DENIED => (
@@ -97,6 +163,10 @@ fn connect_error(url: &str, e: mysql_async::Error) -> Error {
             errno::TOO_MANY_CONNECTIONS => (
                 Code::SourceConnect,
                 "the server has no free connections; retry later or raise max_connections",
+            ),
+            errno::SECURE_TRANSPORT_REQUIRED => (
+                Code::SourceTls,
+                "the server requires TLS: set source.tls.mode to verify-full (the default off loopback) with source.tls.ca_file",
             ),
             _ => (
                 Code::SourceConnect,
@@ -149,31 +219,92 @@ pub fn query_error(what: &str, e: mysql_async::Error) -> Error {
 mod tests {
     use super::*;
 
+    fn mode(mode: TlsMode) -> TlsConfig {
+        TlsConfig {
+            mode: Some(mode),
+            ..TlsConfig::default()
+        }
+    }
+
     #[test]
-    fn only_loopback_goes_plain() {
-        for (host, want) in [
-            ("127.0.0.1", Transport::Plain),
-            ("localhost", Transport::Plain),
-            ("::1", Transport::Plain),
-            ("db.internal", Transport::Tls),
-            ("10.0.0.5", Transport::Tls),
+    fn only_loopback_goes_plain_by_default() {
+        let tls = TlsConfig::default();
+        for (url, want_tls) in [
+            ("mysql://u@127.0.0.1/", false),
+            ("mysql://u@localhost:3306/", false),
+            ("mysql://u@[::1]/", false),
+            ("mysql://u@db.internal/", true),
+            ("mysql://u@10.0.0.5/", true),
         ] {
-            assert_eq!(transport_for(host), want, "{host}");
+            assert_eq!(
+                options(url, &tls).unwrap().ssl_opts().is_some(),
+                want_tls,
+                "{url}"
+            );
         }
     }
 
     #[test]
     fn remote_urls_always_get_tls_whatever_they_ask_for() {
-        let opts = options("mysql://u:p@db.example.com:3306/app?require_ssl=false").unwrap();
-        assert!(opts.ssl_opts().is_some());
+        let opts = options(
+            "mysql://u:p@db.example.com:3306/app?require_ssl=false",
+            &TlsConfig::default(),
+        )
+        .unwrap();
+        let ssl = opts.ssl_opts().expect("TLS");
+        assert!(!ssl.accept_invalid_certs() && !ssl.skip_domain_validation());
         assert!(!opts.prefer_socket());
-        let local = options("mysql://root@127.0.0.1:33069/").unwrap();
+    }
+
+    #[test]
+    fn disable_off_loopback_is_refused_before_connecting() {
+        let err = options(
+            "mysql://u:secret@db.example.com/app",
+            &mode(TlsMode::Disable),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), Code::ConfigTlsRequired);
+        assert!(err.to_string().contains("source.tls.mode"), "{err}");
+        assert!(!err.chain().contains("secret"));
+        let local = options("mysql://root@127.0.0.1:33069/", &mode(TlsMode::Disable)).unwrap();
         assert!(local.ssl_opts().is_none());
     }
 
     #[test]
+    fn each_mode_maps_onto_ssl_opts() {
+        let ca = vec![rustls::pki_types::CertificateDer::from(vec![1u8, 2, 3])];
+        assert!(ssl_opts(TlsMode::Disable, Some(ca.clone())).is_none());
+        let require = ssl_opts(TlsMode::Require, None).unwrap();
+        assert!(require.accept_invalid_certs());
+        for m in [TlsMode::VerifyCa, TlsMode::VerifyFull] {
+            let web = ssl_opts(m, None).unwrap();
+            assert!(!web.accept_invalid_certs() && !web.skip_domain_validation());
+            assert!(!web.disable_built_in_roots() && web.root_certs().is_empty());
+            let own = ssl_opts(m, Some(ca.clone())).unwrap();
+            assert!(
+                own.disable_built_in_roots(),
+                "only the configured CA is trusted"
+            );
+            assert_eq!(own.root_certs().len(), 1);
+            assert!(!own.accept_invalid_certs() && !own.skip_domain_validation());
+        }
+    }
+
+    #[test]
+    fn a_loopback_host_with_a_ca_defaults_to_verify_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = TlsConfig {
+            ca_file: Some(dir.path().join("missing.pem")),
+            ..TlsConfig::default()
+        };
+        let err = options("mysql://u@127.0.0.1/", &missing).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigInvalid);
+        assert!(err.to_string().contains("source.tls.ca_file"), "{err}");
+    }
+
+    #[test]
     fn a_bad_url_is_a_config_error_without_the_password() {
-        let err = options("mysql://u:secret@[bad/db").unwrap_err();
+        let err = options("mysql://u:secret@[bad/db", &TlsConfig::default()).unwrap_err();
         assert_eq!(err.code(), Code::ConfigInvalid);
         assert!(!err.chain().contains("secret"));
     }

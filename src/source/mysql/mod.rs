@@ -14,7 +14,8 @@
 //! at and its file's creation time ([`crate::position::BinlogPosition`]), verified when
 //! the stream resumes.
 //!
-//! This module only wires the parts: [`connect`] (TLS gate, errors), [`prerequisites`]
+//! This module only wires the parts: [`connect`] (`source.tls`, errors), [`probe`]
+//! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
 //! decision, dump), [`events`] and [`values`] (pure decoders), [`spill`] (the transaction
 //! buffer), [`stream`] (the change stream).
@@ -23,6 +24,7 @@ pub mod binlog;
 pub mod connect;
 pub mod events;
 pub mod prerequisites;
+pub mod probe;
 pub mod schema;
 pub mod spill;
 pub mod stream;
@@ -45,8 +47,10 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let my = config.source.mysql.clone().unwrap_or_default();
     let server_id = my.server_id_for(&config.job);
     let url = config.source_url()?;
-    let default_db = connect::options(&url)?.db_name().map(str::to_owned);
-    let mut control = connect::connect(&url).await?;
+    let default_db = connect::options(&url, &config.source.tls)?
+        .db_name()
+        .map(str::to_owned);
+    let mut control = connect::connect(&url, &config.source.tls).await?;
 
     let version = server_version(&mut control).await?;
     let settings = global_settings(&mut control).await?;
@@ -83,7 +87,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     };
     drop(control);
     tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
-    let dump_conn = connect::connect(&url).await?;
+    let dump_conn = connect::connect(&url, &config.source.tls).await?;
     let dump = binlog::open_dump(dump_conn, &version, server_id, &requested).await?;
     let info = StreamInfo {
         source_identity: identity,

@@ -1,21 +1,35 @@
-//! Connecting to SQL Server: URL parsing, the TLS gate, and error classification.
+//! Connecting to SQL Server: URL parsing, `source.tls` mapped onto tiberius, and error
+//! classification.
 //!
-//! URL: `sqlserver://user:password@host[:1433]/database[?encrypt=true|false&ca_file=PATH&trust_server_certificate=true]`.
+//! URL: `sqlserver://user:password@host[:1433]/database`; TLS comes from `source.tls`
+//! like every engine. The legacy URL parameters `encrypt=true|false`, `ca_file=PATH`
+//! and `trust_server_certificate=true` are still understood, but only without
+//! `source.tls` settings (both at once is a config error), and they never relax the
+//! gate: `encrypt=false` or `trust_server_certificate=true` for a non-loopback host is
+//! refused.
 //!
-//! Guarantees: a host that is not loopback is only ever reached with TDS encryption
-//! required (rustls, server certificate verified against the Web PKI roots plus an
-//! optional `ca_file`, e.g. the AWS RDS bundle), decided before any packet is sent —
-//! `encrypt=false` or `trust_server_certificate=true` for such a host is refused. A
-//! loopback host is reached without TLS unless `encrypt=true`. The same gate applies to
-//! the address an Azure SQL gateway redirects to. The URL in every message is redacted;
-//! login failures are refusals, network failures transient.
+//! `source.tls` on tiberius: `disable` → no TDS encryption (loopback only, the gate);
+//! `require` → encryption required, certificate not checked (`trust_cert`; tiberius
+//! skips the handshake-signature check too), with a warning; `verify-full` → encryption
+//! required, chain checked against the Web PKI roots plus `ca_file` / `ca_pem_env`
+//! (tiberius adds a CA to its base roots, it cannot replace them), host name checked;
+//! `verify-ca` is refused (`SLUICE_CONFIG_INVALID`): tiberius always checks the host
+//! name.
+//!
+//! Guarantees: the decision is taken before any packet is sent, and re-taken for the
+//! address an Azure SQL gateway redirects to; the URL in every message is redacted;
+//! login failures are refusals, a rejected certificate is `SLUICE_SOURCE_TLS`, network
+//! failures are transient.
 
 use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
+use rustls::pki_types::CertificateDer;
+
 use crate::error::{Code, Error, Result};
 use crate::redact::{is_loopback_host, redact_url};
+use crate::tls::{TlsConfig, TlsMode, checked_mode};
 
 /// An open connection.
 pub type SqlClient = Client<Compat<TcpStream>>;
@@ -37,14 +51,22 @@ pub struct Target {
 }
 
 /// How the connection is secured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// No TLS at all (loopback only).
     Plain,
-    /// TLS required, certificate verified.
-    Verified,
-    /// TLS required, certificate not verified (loopback only, on request).
+    /// TLS required, chain and host name verified against the Web PKI roots plus these
+    /// CA certificates (`source.tls`) and the URL's `ca_file`.
+    Verified(Vec<CertificateDer<'static>>),
+    /// TLS required, certificate not verified.
     Unverified,
+}
+
+impl Target {
+    /// Whether the URL carries any of the legacy TLS parameters.
+    fn has_url_tls(&self) -> bool {
+        self.encrypt.is_some() || self.ca_file.is_some() || self.trust_server_certificate
+    }
 }
 
 /// Parses a `sqlserver://` URL.
@@ -112,8 +134,36 @@ fn decode(text: &str) -> String {
         .into_owned()
 }
 
-/// The TLS gate: plain only for loopback (unless asked for TLS), verified TLS otherwise.
-pub fn transport_for(target: &Target) -> Result<Transport> {
+/// The TLS decision for `target` under `source.tls` (pure apart from reading the CA).
+pub fn transport_for(target: &Target, tls: &TlsConfig) -> Result<Transport> {
+    let tls_set = tls.mode.is_some() || tls.ca_file.is_some() || tls.ca_pem_env.is_some();
+    if target.has_url_tls() && tls_set {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            "the SQL Server URL sets encrypt / ca_file / trust_server_certificate and source.tls is set too",
+        )
+        .hint("keep TLS settings in source.tls only (mode, ca_file) and remove them from the URL"));
+    }
+    if target.has_url_tls() {
+        return url_transport(target);
+    }
+    match checked_mode(tls, &target.host)? {
+        TlsMode::Disable => Ok(Transport::Plain),
+        TlsMode::Require => Ok(Transport::Unverified),
+        TlsMode::VerifyFull => Ok(Transport::Verified(
+            crate::tls::ca_certificates(tls)?.unwrap_or_default(),
+        )),
+        TlsMode::VerifyCa => Err(Error::new(
+            Code::ConfigInvalid,
+            "source.tls.mode verify-ca is not supported for SQL Server",
+        )
+        .hint("use verify-full (the certificate must name the host in the URL), or require")),
+    }
+}
+
+/// The legacy URL parameters: plain only for loopback (unless asked for TLS), verified
+/// TLS otherwise.
+fn url_transport(target: &Target) -> Result<Transport> {
     let loopback = is_loopback_host(&target.host);
     if !loopback && target.encrypt == Some(false) {
         return Err(Error::new(
@@ -124,7 +174,7 @@ pub fn transport_for(target: &Target) -> Result<Transport> {
             ),
         )
         .hint(
-            "remove encrypt=false: sluice reaches a non-loopback server only over verified TLS",
+            "remove encrypt=false: sluice reaches a non-loopback server only over TLS (source.tls)",
         ));
     }
     if !loopback && target.trust_server_certificate {
@@ -135,17 +185,17 @@ pub fn transport_for(target: &Target) -> Result<Transport> {
                 target.host
             ),
         )
-        .hint("remove trust_server_certificate and pass the server's CA with ca_file=/path/to/bundle.pem (RDS: the region's certificate bundle)"));
+        .hint("remove trust_server_certificate and set source.tls.ca_file to the server's CA bundle (RDS: the region's certificate bundle)"));
     }
     Ok(match (loopback, target.encrypt) {
         (true, None | Some(false)) => Transport::Plain,
         (true, Some(true)) if target.trust_server_certificate => Transport::Unverified,
-        _ => Transport::Verified,
+        _ => Transport::Verified(Vec::new()),
     })
 }
 
 /// The tiberius configuration for a target that passed the gate.
-pub fn tiberius_config(target: &Target, transport: Transport) -> Config {
+pub fn tiberius_config(target: &Target, transport: &Transport) -> Config {
     let mut config = Config::new();
     config.host(&target.host);
     config.port(target.port);
@@ -158,11 +208,14 @@ pub fn tiberius_config(target: &Target, transport: Transport) -> Config {
             config.encryption(EncryptionLevel::Required);
             config.trust_cert();
         }
-        Transport::Verified => {
+        Transport::Verified(cas) => {
             config.encryption(EncryptionLevel::Required);
             config.trust_webpki_roots();
             if let Some(ca) = &target.ca_file {
                 config.trust_cert_ca(ca);
+            }
+            for ca in cas {
+                config.trust_cert_ca_bundle(ca.as_ref().to_vec());
             }
         }
     }
@@ -170,11 +223,14 @@ pub fn tiberius_config(target: &Target, transport: Transport) -> Config {
 }
 
 /// Opens one connection (following one gateway redirect, through the same gate).
-pub async fn connect(url: &str) -> Result<SqlClient> {
+pub async fn connect(url: &str, tls: &TlsConfig) -> Result<SqlClient> {
     let mut target = parse_url(url)?;
     for _ in 0..2 {
-        let transport = transport_for(&target)?;
-        let config = tiberius_config(&target, transport);
+        let transport = transport_for(&target, tls)?;
+        if transport == Transport::Unverified {
+            crate::tls::warn_unauthenticated(&target.host);
+        }
+        let config = tiberius_config(&target, &transport);
         let tcp = TcpStream::connect(config.get_addr()).await.map_err(|e| {
             Error::new(
                 Code::SourceConnect,
@@ -223,8 +279,8 @@ fn connect_error(url: &str, e: tiberius::error::Error) -> Error {
             ),
         },
         tiberius::error::Error::Tls(_) => (
-            Code::SourceConnect,
-            "the TLS handshake failed: the server certificate must chain to a Web PKI root or to ca_file=… in the URL, and name the host",
+            Code::SourceTls,
+            "the TLS handshake failed: the server certificate must chain to a Web PKI root or to source.tls.ca_file, and name the host in the URL",
         ),
         _ => (
             Code::SourceConnect,
@@ -305,7 +361,8 @@ mod tests {
 
     #[test]
     fn only_loopback_goes_plain_or_unverified() {
-        let gate = |url: &str| transport_for(&parse_url(url).unwrap());
+        let gate = |url: &str| transport_for(&parse_url(url).unwrap(), &TlsConfig::default());
+        let verified = Transport::Verified(Vec::new());
         assert_eq!(
             gate("sqlserver://u@127.0.0.1/db").unwrap(),
             Transport::Plain
@@ -316,19 +373,16 @@ mod tests {
         );
         assert_eq!(
             gate("sqlserver://u@localhost/db?encrypt=true").unwrap(),
-            Transport::Verified
+            verified
         );
         assert_eq!(
             gate("sqlserver://u@localhost/db?encrypt=true&trust_server_certificate=true").unwrap(),
             Transport::Unverified
         );
-        assert_eq!(
-            gate("sqlserver://u@db.example.com/db").unwrap(),
-            Transport::Verified
-        );
+        assert_eq!(gate("sqlserver://u@db.example.com/db").unwrap(), verified);
         assert_eq!(
             gate("sqlserver://u@10.0.0.5/db?encrypt=true").unwrap(),
-            Transport::Verified
+            verified
         );
         for refused in [
             "sqlserver://u@db.example.com/db?encrypt=false",
@@ -339,6 +393,96 @@ mod tests {
                 Code::ConfigTlsRequired,
                 "{refused}"
             );
+        }
+    }
+
+    fn tls(mode: TlsMode) -> TlsConfig {
+        TlsConfig {
+            mode: Some(mode),
+            ..TlsConfig::default()
+        }
+    }
+
+    #[test]
+    fn source_tls_modes_map_onto_tiberius() {
+        let remote = parse_url("sqlserver://u:secret@db.example.com/app").unwrap();
+        let local = parse_url("sqlserver://u@127.0.0.1/app").unwrap();
+        let err = transport_for(&remote, &tls(TlsMode::Disable)).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigTlsRequired);
+        assert!(err.to_string().contains("source.tls.mode"), "{err}");
+        assert_eq!(
+            transport_for(&local, &tls(TlsMode::Disable)).unwrap(),
+            Transport::Plain
+        );
+        assert_eq!(
+            transport_for(&remote, &tls(TlsMode::Require)).unwrap(),
+            Transport::Unverified
+        );
+        assert_eq!(
+            transport_for(&remote, &tls(TlsMode::VerifyFull)).unwrap(),
+            Transport::Verified(Vec::new())
+        );
+        // Loopback with verify-full is TLS too (the default for loopback is plain).
+        assert_eq!(
+            transport_for(&local, &tls(TlsMode::VerifyFull)).unwrap(),
+            Transport::Verified(Vec::new())
+        );
+        let err = transport_for(&remote, &tls(TlsMode::VerifyCa)).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigInvalid);
+        assert!(err.to_string().contains("verify-ca"), "{err}");
+    }
+
+    #[test]
+    fn the_configured_ca_is_loaded_through_source_tls() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = parse_url("sqlserver://u@db.example.com/app").unwrap();
+        let missing = TlsConfig {
+            ca_file: Some(dir.path().join("missing.pem")),
+            ..TlsConfig::default()
+        };
+        let err = transport_for(&remote, &missing).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigInvalid);
+        assert!(err.to_string().contains("source.tls.ca_file"), "{err}");
+        // A real certificate (the local test CA when the stack is up) is carried through.
+        if let Ok(ca) = std::env::var("SLUICE_TEST_TLS_CA_FILE") {
+            let with_ca = TlsConfig {
+                ca_file: Some(ca.into()),
+                ..TlsConfig::default()
+            };
+            match transport_for(&remote, &with_ca).unwrap() {
+                Transport::Verified(cas) => assert_eq!(cas.len(), 1),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn url_tls_parameters_and_source_tls_do_not_mix() {
+        let target = parse_url("sqlserver://u@db.example.com/app?encrypt=true").unwrap();
+        let err = transport_for(&target, &tls(TlsMode::Require)).unwrap_err();
+        assert_eq!(err.code(), Code::ConfigInvalid);
+        assert!(err.hint_text().unwrap().contains("source.tls"), "{err:?}");
+    }
+
+    #[test]
+    fn tiberius_gets_the_encryption_and_trust_of_each_transport() {
+        let target = parse_url("sqlserver://u@db.example.com/app").unwrap();
+        // tiberius keeps its trust settings private; its Debug output shows them.
+        for transport in [
+            Transport::Plain,
+            Transport::Unverified,
+            Transport::Verified(vec![CertificateDer::from(vec![0u8; 4])]),
+        ] {
+            let config = tiberius_config(&target, &transport);
+            let debug = format!("{config:?}");
+            let want: &[&str] = match transport {
+                Transport::Plain => &["NotSupported", "bypass: false"],
+                Transport::Unverified => &["Required", "bypass: true"],
+                Transport::Verified(_) => &["Required", "WebpkiRoots", "Bundle", "bypass: false"],
+            };
+            for want in want {
+                assert!(debug.contains(want), "{transport:?} lacks {want}: {debug}");
+            }
         }
     }
 }

@@ -87,7 +87,7 @@ pub(crate) fn settings(config: &Config) -> Result<SqlServerConfig> {
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let ms = settings(config)?;
     let url = config.source_url()?;
-    let mut client = connect::connect(&url).await?;
+    let mut client = connect::connect(&url, &config.source.tls).await?;
     let captured =
         catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
     let checkpoint = match resume {

@@ -48,7 +48,7 @@ impl SqlServerSnapshot {
     pub async fn open(config: &Config, chunk_rows: u64) -> Result<SqlServerSnapshot> {
         let ms = super::settings(config)?;
         let url = config.source_url()?;
-        let mut client = connect::connect(&url).await?;
+        let mut client = connect::connect(&url, &config.source.tls).await?;
         let captured =
             catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
         let key = captured.key();
