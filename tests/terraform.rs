@@ -197,6 +197,8 @@ fn classify(name: &str) -> Option<&'static str> {
         "SLUICE_LOG_FORMAT" => "cli only",
         // Fault injection for the durability tests; never set in a deployment.
         "SLUICE_FAULT" => "tests only",
+        // Read by a unit test of the SQL Server TLS mapping when the local stack is up.
+        "SLUICE_TEST_TLS_CA_FILE" => "tests only",
         "AWS_LAMBDA_RUNTIME_API" => "Lambda runtime",
         // The AWS SDK's standard endpoint override (local stand-ins); unset in AWS.
         "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" => "aws sdk",
@@ -395,7 +397,7 @@ const OPERATOR_ACTIONS: &[&str] = &[
     "dynamodb:DeleteItem",
     "dynamodb:Scan",
     "s3:DeleteObject",
-    "s3:GetBucketEncryption",
+    "s3:GetEncryptionConfiguration",
 ];
 
 /// `service:Action` names in `text`, for the services the function's policy covers.

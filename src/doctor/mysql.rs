@@ -31,11 +31,11 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(u) => u,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let default_db = match connect::options(&url) {
+    let default_db = match connect::options(&url, &config.source.tls) {
         Ok(o) => o.db_name().map(str::to_owned),
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let mut conn = match connect::connect(&url).await {
+    let mut conn = match connect::connect(&url, &config.source.tls).await {
         Ok(c) => c,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };

@@ -38,6 +38,7 @@ pub async fn delete(config: &Config, key: &str) -> Result<()> {
         prefix,
         endpoint_url,
         region,
+        ..
     } = &config.destination
     else {
         return Err(Error::new(

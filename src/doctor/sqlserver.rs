@@ -33,7 +33,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(u) => u,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let mut client = match connect::connect(&url).await {
+    let mut client = match connect::connect(&url, &config.source.tls).await {
         Ok(c) => c,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };

@@ -23,7 +23,11 @@ import hcl2
 
 # What the test substitutes for values only a real plan knows.
 PLACEHOLDER_ACCOUNT = "123456789012"
-PLACEHOLDER_STACK = {"bucket_name": None, "state_table_name": "sluice-state"}
+PLACEHOLDER_STACK = {
+    "bucket_name": None,
+    "state_table_name": "sluice-state",
+    "kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:key/00000000-0000-0000-0000-000000000000",
+}
 
 
 def load(path):

@@ -51,10 +51,13 @@ locals {
       },
       local.engine_block,
     )
+    # Objects are written under the stack's KMS key, the same key as the bucket default,
+    # so the request never weakens the bucket's encryption.
     destination = {
-      type   = "s3"
-      bucket = var.stack.bucket_name
-      prefix = var.prefix == null ? var.job : var.prefix
+      type       = "s3"
+      bucket     = var.stack.bucket_name
+      prefix     = var.prefix == null ? var.job : var.prefix
+      encryption = { mode = "sse-kms", kms_key_id = var.stack.kms_key_arn }
     }
     state = {
       type  = "dynamodb"

@@ -12,6 +12,7 @@ variable "stack" {
   type = object({
     bucket_name      = string
     state_table_name = string
+    kms_key_arn      = string
   })
 }
 
