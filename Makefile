@@ -69,13 +69,15 @@ terraform-check:
 SOAK_TRIALS ?= 500
 SOAK_JOBS ?= 3
 soak: services
-	eval "$$($(SERVICES) env)" && SLUICE_ORACLE_TRIALS=$(SOAK_TRIALS) SLUICE_ORACLE_BUDGET_SECS=0 \
-	  SLUICE_ORACLE_JOBS=$(SOAK_JOBS) cargo test $(LOCKED) --test oracle_pg -- --nocapture --exact oracle_pg
+	eval "$$($(SERVICES) env)" && for engine in pg mysql; do \
+	  SLUICE_ORACLE_TRIALS=$(SOAK_TRIALS) SLUICE_ORACLE_BUDGET_SECS=0 SLUICE_ORACLE_JOBS=$(SOAK_JOBS) \
+	    cargo test $(LOCKED) --test oracle_$$engine -- --nocapture --exact oracle_$$engine || exit 1; \
+	done
 
 # cargo-fuzz targets (fuzz/, its own workspace), FUZZ_SECS each. libFuzzer needs a
 # nightly toolchain (sanitizer flags); new inputs go to fuzz/corpus, crashes to fuzz/artifacts.
 FUZZ_SECS ?= 60
-FUZZ_TARGETS := pgoutput_decode pg_binary_value config_parse position_parse
+FUZZ_TARGETS := pgoutput_decode pg_binary_value config_parse position_parse mysql_binlog_cell
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

@@ -185,8 +185,20 @@ impl Engine for Pg {
         ]
     }
 
-    fn open(&self, id: &str) -> Result<Box<dyn Source>, String> {
+    fn open(
+        &self,
+        id: &str,
+        rng: &mut Rng,
+        facts: &mut Vec<String>,
+    ) -> Result<Box<dyn Source>, String> {
         let db = TestDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
+        // FULL: every image is complete (unchanged TOAST filled from the old row). DEFAULT:
+        // unchanged TOAST values are unlogged and carried by the replay rule.
+        let full = rng.chance(50);
+        facts.push(format!(
+            "replica identity: {}",
+            if full { "FULL" } else { "DEFAULT" }
+        ));
         let cols: Vec<String> = self
             .spec
             .columns
@@ -196,8 +208,13 @@ impl Engine for Pg {
             .collect();
         db.sql(&format!(
             "CREATE TABLE {TABLE} (id bigint PRIMARY KEY, {}); \
-             ALTER TABLE {TABLE} ALTER COLUMN doc SET STORAGE EXTERNAL",
-            cols.join(", ")
+             ALTER TABLE {TABLE} ALTER COLUMN doc SET STORAGE EXTERNAL{}",
+            cols.join(", "),
+            if full {
+                format!("; ALTER TABLE {TABLE} REPLICA IDENTITY FULL")
+            } else {
+                String::new()
+            }
         ));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -218,6 +235,7 @@ impl Engine for Pg {
             Ok::<_, String>(client)
         })?;
         Ok(Box::new(PgSource {
+            full,
             spec: self.spec.clone(),
             types: self.types.clone(),
             runtime,
@@ -228,6 +246,8 @@ impl Engine for Pg {
 }
 
 struct PgSource {
+    /// `REPLICA IDENTITY FULL`.
+    full: bool,
     spec: TableSpec,
     types: Vec<&'static str>,
     runtime: tokio::runtime::Runtime,
@@ -503,6 +523,10 @@ impl Source for PgSource {
     fn table(&self) -> String {
         TABLE.into()
     }
+
+    fn logs_every_value(&self) -> bool {
+        self.full
+    }
 }
 
 #[test]
@@ -512,30 +536,89 @@ fn oracle_pg() {
 }
 
 /// Found by the oracle: an UPDATE that changes the primary key and leaves an out-of-line
-/// (TOASTed) value unchanged is written as delete(old key) + insert(new key) with the
-/// value listed in `__unlogged` — PostgreSQL does not log it — and the documented replay
-/// ("keep the target's value") has no target row for the new key, so the value is lost
-/// downstream. Ignored until the contract says how such an insert is completed (e.g. from
-/// the row deleted at the same `__pos`, `__seq - 1`, or a refusal); the oracle's workload
-/// rewrites large values in key changes unless `SLUICE_ORACLE_TOAST_KEY_CHANGES=1`.
+/// (TOASTed) value unchanged. PostgreSQL does not log the value in the new tuple.
+///
+/// * `REPLICA IDENTITY FULL`: the old tuple carries it, so sluice fills the insert half
+///   (and every other update's unchanged value) from it: nothing is unlogged, and "latest
+///   `(__pos, __seq)` per key" alone is exact.
+/// * `DEFAULT`: the value is nowhere in the log; the insert half lists it in `__unlogged`
+///   right after the delete half of the old key (same `__pos`, `__seq - 1`), and the
+///   README's replay rule takes it from the row that delete removed.
 #[test]
-#[ignore = "open: key change + unchanged TOAST value is not replayable by the documented rule"]
 fn key_change_keeping_a_toasted_value() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "keytoast");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, body text); ALTER TABLE t ALTER COLUMN body SET STORAGE EXTERNAL");
-    let job = support::Job::postgres(&db, &["t"], "");
-    job.drain();
-    db.sql("INSERT INTO t SELECT 1, string_agg(md5(i::text), '') FROM generate_series(1, 200) i");
-    db.sql("UPDATE t SET id = 2 WHERE id = 1");
-    job.drain();
-    let rows = job.rows("t");
-    let state = support::replay(&rows, &["id"]);
-    let body = db.sql("SELECT body FROM t WHERE id = 2");
-    let replayed = state[&vec![Some("2".to_string())]]["body"].clone();
-    assert_eq!(
-        replayed.as_ref().map(|b| b.len()),
-        Some(body.len()),
-        "the key change lost the unchanged TOASTed value"
+    db.sql(
+        "CREATE TABLE full_t (id int PRIMARY KEY, body text, n int); \
+         CREATE TABLE default_t (id int PRIMARY KEY, body text, n int); \
+         ALTER TABLE full_t ALTER COLUMN body SET STORAGE EXTERNAL; \
+         ALTER TABLE default_t ALTER COLUMN body SET STORAGE EXTERNAL; \
+         ALTER TABLE full_t REPLICA IDENTITY FULL",
     );
+    let job = support::Job::postgres(&db, &["full_t", "default_t"], "");
+    job.drain();
+    for t in ["full_t", "default_t"] {
+        db.sql(&format!(
+            "INSERT INTO {t} SELECT 1, string_agg(md5(i::text), ''), 0 FROM generate_series(1, 200) i; \
+             UPDATE {t} SET n = 1 WHERE id = 1; \
+             UPDATE {t} SET id = 2 WHERE id = 1; \
+             BEGIN; UPDATE {t} SET id = 3, n = 3 WHERE id = 2; UPDATE {t} SET n = 4 WHERE id = 3; COMMIT"
+        ));
+    }
+    job.drain();
+    let body = db.sql("SELECT body FROM full_t WHERE id = 3");
+    assert_eq!(body.len(), 200 * 32);
+    assert_eq!(body, db.sql("SELECT body FROM default_t WHERE id = 3"));
+
+    // FULL: every image is complete, the plain replay is exact.
+    let rows = job.rows("full_t");
+    let ops = support::ops(&rows, "id");
+    assert_eq!(
+        ops.iter()
+            .map(|(op, id)| format!("{op} {}", id.as_deref().unwrap()))
+            .collect::<Vec<_>>(),
+        [
+            "insert 1", "update 1", "delete 1", "insert 2", "delete 2", "insert 3", "update 3"
+        ]
+    );
+    for row in rows
+        .iter()
+        .filter(|r| r["__op"].as_deref() != Some("delete"))
+    {
+        assert_eq!(
+            row["__unlogged"], None,
+            "a FULL image left a value unlogged: {row:?}"
+        );
+        assert_eq!(row["body"].as_deref(), Some(body.as_str()), "{row:?}");
+    }
+    let state = support::replay(&rows, &["id"]);
+    let three = &state[&vec![Some("3".to_string())]];
+    assert_eq!(three["body"].as_deref(), Some(body.as_str()));
+    assert_eq!(three["n"].as_deref(), Some("4"));
+
+    // DEFAULT: the insert halves name the value unlogged, right after their delete halves.
+    let rows = job.rows("default_t");
+    let unlogged = |r: &support::Row| r["__unlogged"].clone();
+    let inserts: Vec<usize> = (1..rows.len())
+        .filter(|&i| rows[i]["__op"].as_deref() == Some("insert"))
+        .collect();
+    assert_eq!(inserts.len(), 2, "two key changes");
+    for i in inserts {
+        assert_eq!(unlogged(&rows[i]).as_deref(), Some("[body]"));
+        assert_eq!(rows[i]["body"], None);
+        let delete = &rows[i - 1];
+        assert_eq!(delete["__op"].as_deref(), Some("delete"));
+        assert_eq!(delete["__pos"], rows[i]["__pos"]);
+        let seq = |r: &support::Row| r["__seq"].as_deref().unwrap().parse::<i64>().unwrap();
+        assert_eq!(seq(delete) + 1, seq(&rows[i]));
+    }
+    // The plain rule loses the value (why the README's rule carries it) …
+    let plain = support::replay(&rows, &["id"]);
+    assert_eq!(plain[&vec![Some("3".to_string())]]["body"], None);
+    // … the documented one keeps it.
+    let state = support::replay_carrying_unlogged(&rows, &["id"]);
+    let three = &state[&vec![Some("3".to_string())]];
+    assert_eq!(three["body"].as_deref(), Some(body.as_str()));
+    assert_eq!(three["n"].as_deref(), Some("4"));
+    assert_eq!(state.len(), 1);
 }

@@ -1,7 +1,8 @@
-//! Removes part files that crashed runs left in the spill directory.
+//! Removes files that crashed runs left in the spill directory.
 //!
 //! A run that is killed (a Lambda timeout, SIGKILL, an abort) leaves its part under
-//! construction as `sluice-<pid>-<n>-<table>.parquet.partial`. Lambda keeps `/tmp`
+//! construction as `sluice-<pid>-<n>-<table>.parquet.partial`, and a MySQL run its
+//! transaction buffer as `sluice-txn-<pid>-<n>.spill`. Lambda keeps `/tmp`
 //! between invocations of a warm sandbox, so without a sweep a few crashed runs fill it
 //! and every later run fails with `SLUICE_SPILL_FULL`. [`sweep`] runs at the start of a
 //! drain and removes only files no live process can own: those named with this
@@ -36,8 +37,16 @@ pub fn sweep(dir: &Path) -> usize {
     removed
 }
 
-/// The pid in a spill file name `sluice-<pid>-<n>-<table>.parquet.partial`.
+/// The pid in a spill file name: `sluice-<pid>-<n>-<table>.parquet.partial` or
+/// `sluice-txn-<pid>-<n>.spill`.
 fn spill_pid(name: &str) -> Option<u32> {
+    if let Some(rest) = name.strip_prefix("sluice-txn-") {
+        let (pid, n) = rest.strip_suffix(".spill")?.split_once('-')?;
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        return pid.parse().ok();
+    }
     let rest = name.strip_prefix("sluice-")?;
     if !name.ends_with(".parquet.partial") {
         return None;
@@ -67,12 +76,14 @@ mod tests {
             "sluice-x-000003-t.parquet.partial".to_owned(),
             format!("sluice-{dead}-000000-t.parquet"),
             "unrelated.txt".to_owned(),
+            format!("sluice-txn-{dead}-000002.spill"),
+            "sluice-txn-1-000000.spill".to_owned(),
         ];
         for name in &names {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
         let expected = if Path::new("/proc/self").exists() {
-            2
+            3
         } else {
             1
         };
@@ -85,6 +96,7 @@ mod tests {
         assert!(!left.contains(&names[0]), "{left:?}");
         assert!(left.contains(&names[2]), "pid 1 is alive: {left:?}");
         assert!(left.contains(&names[3]) && left.contains(&names[4]) && left.contains(&names[5]));
+        assert!(left.contains(&names[7]), "pid 1 is alive: {left:?}");
         assert_eq!(sweep(Path::new("/nonexistent/dir")), 0);
     }
 
@@ -97,5 +109,8 @@ mod tests {
         assert_eq!(spill_pid("sluice-42-000007-shop.items.parquet"), None);
         assert_eq!(spill_pid("sluice-42-x-t.parquet.partial"), None);
         assert_eq!(spill_pid("other-42-000007-t.parquet.partial"), None);
+        assert_eq!(spill_pid("sluice-txn-42-000003.spill"), Some(42));
+        assert_eq!(spill_pid("sluice-txn-42-.spill"), None);
+        assert_eq!(spill_pid("sluice-txn-42-000003.spill.tmp"), None);
     }
 }

@@ -6,8 +6,12 @@
 //!   written after a later change of that key must be a re-delivery of one already written;
 //! * **completeness** — the distinct changes are exactly as many as the workload made;
 //! * **state** — the documented replay (latest `(__pos, __seq)` per key, deletes dropped,
-//!   `__unlogged` columns keep the previous value) equals the source's `SELECT *`, cell by
-//!   cell.
+//!   an `__unlogged` column keeps the key's previous value, or in the insert half of a key
+//!   change the value of the row its delete half removed) equals the source's `SELECT *`,
+//!   cell by cell;
+//! * **logged** — a source that logs every value (`unlogged_allowed` false: PostgreSQL
+//!   under `REPLICA IDENTITY FULL`, MySQL's FULL row image) never lists a column in
+//!   `__unlogged`.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,6 +25,8 @@ pub type SourceRow = BTreeMap<String, Cell>;
 #[derive(Debug, Default)]
 pub struct Findings {
     pub rows_compared: u64,
+    /// Unlogged cells of key-change inserts completed from the deleted old row.
+    pub carried_by_key_change: u64,
     pub mismatches: Vec<String>,
 }
 
@@ -38,6 +44,7 @@ pub fn check_table(
     key: &str,
     source: &BTreeMap<String, SourceRow>,
     expected_changes: u64,
+    unlogged_allowed: bool,
 ) -> Findings {
     let mut f = Findings::default();
     let key_of = |r: &PartRow| r.cell(key).cloned().flatten();
@@ -127,6 +134,9 @@ pub fn check_table(
             .map(|(c, v)| (c.clone(), v.clone()))
             .collect()
     };
+    // The row the latest delete removed, at its position: the insert half of a key change
+    // (the next change at the same `__pos`) takes its unlogged values from it.
+    let mut deleted: Option<(Position, BTreeMap<String, Cell>)> = None;
     for row in snapshot.into_iter().chain(distinct.values().copied()) {
         let Some(k) = key_of(row) else {
             f.fail(format!(
@@ -135,18 +145,37 @@ pub fn check_table(
             ));
             continue;
         };
+        if !row.unlogged.is_empty() && !unlogged_allowed {
+            f.fail(format!(
+                "key {k}: {:?} unlogged at ({}, {}) ({}, {}), but this source logs every value",
+                row.unlogged, row.pos, row.seq, row.op, row.file
+            ));
+        }
         if row.op == "delete" {
-            state.remove(&k);
+            deleted = state
+                .remove(&k)
+                .map(|old| ((row.pos.clone(), row.seq), old));
             continue;
         }
         let mut image = data(row);
+        let key_change_half = match &deleted {
+            Some(((pos, seq), old)) if *pos == row.pos && seq + 1 == row.seq => Some(old),
+            _ => None,
+        };
         for column in &row.unlogged {
-            match state.get(&k).and_then(|prev| prev.get(column)) {
+            let earlier = match state.get(&k) {
+                Some(previous) => Some(previous),
+                None => {
+                    f.carried_by_key_change += u64::from(key_change_half.is_some());
+                    key_change_half
+                }
+            };
+            match earlier.and_then(|prev| prev.get(column)) {
                 Some(previous) => {
                     image.insert(column.clone(), previous.clone());
                 }
                 None => f.fail(format!(
-                    "key {k}: column {column} is unlogged at ({}, {}) ({}, {}) but no earlier row of this key holds its value",
+                    "key {k}: column {column} is unlogged at ({}, {}) ({}, {}) but neither an earlier row of this key nor a key change's deleted row holds its value",
                     row.pos, row.seq, row.op, row.file
                 )),
             }
@@ -249,7 +278,7 @@ mod tests {
             row("r2", "update", "B", 0, "1", Some("a2")),
             row("r2", "delete", "C", 0, "2", None),
         ];
-        let f = check_table(&rows, "id", &source(&[("1", Some("a2"))]), 4);
+        let f = check_table(&rows, "id", &source(&[("1", Some("a2"))]), 4, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         assert_eq!(f.rows_compared, 1);
     }
@@ -264,7 +293,7 @@ mod tests {
         };
         let want = source(&[("1", Some("b"))]);
         let found = |rows: &[PartRow], expected: u64, needle: &str| {
-            let f = check_table(rows, "id", &want, expected);
+            let f = check_table(rows, "id", &want, expected, false);
             assert!(
                 f.mismatches.iter().any(|m| m.contains(needle)),
                 "{needle:?} not in {:?}",
@@ -292,9 +321,9 @@ mod tests {
         let mut invented = base();
         invented.push(row("r1", "insert", "C", 0, "9", Some("x")));
         found(&invented, 3, "not in the source");
-        let f = check_table(&base(), "id", &source(&[]), 2);
+        let f = check_table(&base(), "id", &source(&[]), 2, false);
         assert!(f.mismatches.iter().any(|m| m.contains("not in the source")));
-        let f = check_table(&[], "id", &want, 0);
+        let f = check_table(&[], "id", &want, 0, false);
         assert!(
             f.mismatches
                 .iter()
@@ -307,7 +336,48 @@ mod tests {
         let mut update = row("r1", "update", "B", 0, "1", None);
         update.unlogged = vec!["v".into()];
         let rows = [row("r1", "insert", "A", 0, "1", Some("big")), update];
-        let f = check_table(&rows, "id", &source(&[("1", Some("big"))]), 2);
+        let f = check_table(&rows, "id", &source(&[("1", Some("big"))]), 2, true);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
+        // A source that logs every value must not leave one out.
+        let f = check_table(&rows, "id", &source(&[("1", Some("big"))]), 2, false);
+        assert!(
+            f.mismatches.iter().any(|m| m.contains("logs every value")),
+            "{:?}",
+            f.mismatches
+        );
+    }
+
+    #[test]
+    fn a_key_change_carries_unlogged_values_from_its_delete_half() {
+        let unlogged = |mut r: PartRow| {
+            r.unlogged = vec!["v".into()];
+            r
+        };
+        let rows = [
+            row("r1", "insert", "A", 0, "1", Some("big")),
+            unlogged(row("r1", "delete", "B", 0, "1", None)),
+            unlogged(row("r1", "insert", "B", 1, "2", None)),
+        ];
+        let want = source(&[("2", Some("big"))]);
+        let f = check_table(&rows, "id", &want, 3, true);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
+        assert_eq!(f.carried_by_key_change, 1);
+        // Not right after the delete (another position, or another change between): the
+        // value has no source.
+        for (pos, seq) in [("C", 0), ("B", 2)] {
+            let rows = [
+                rows[0].clone(),
+                rows[1].clone(),
+                unlogged(row("r1", "insert", pos, seq, "2", None)),
+            ];
+            let f = check_table(&rows, "id", &want, 3, true);
+            assert!(
+                f.mismatches
+                    .iter()
+                    .any(|m| m.contains("neither an earlier row")),
+                "{pos} {seq}: {:?}",
+                f.mismatches
+            );
+        }
     }
 }

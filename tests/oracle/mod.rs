@@ -4,12 +4,14 @@
 //! create a table of the [`workload::TableSpec`], apply [`workload::Txn`]s as SQL, and
 //! render `SELECT *` into the [`canon`] forms.
 //!
-//! Adding an engine (MariaDB): a `tests/oracle_<engine>.rs` with an `Engine` (a fresh
-//! database per trial, the table of the engine's types as [`workload::Kind`]s with the
-//! engine's value bounds, its `SLUICE_FAULT` points) and a `Source` (SQL literals for each
-//! [`workload::Val`], a `SELECT` whose cells are rendered with [`canon`], the config's
-//! `source:` section). An engine that does not log an UPDATE that leaves a row unchanged
-//! returns its changed-row count from `Source::apply`.
+//! Engines: `tests/oracle_pg.rs` (PostgreSQL, replica identity FULL or DEFAULT per trial)
+//! and `tests/oracle_mysql.rs` (MariaDB). Adding one: a `tests/oracle_<engine>.rs` with an
+//! `Engine` (a fresh database per trial, the table of the engine's types as
+//! [`workload::Kind`]s with the engine's value bounds, its `SLUICE_FAULT` points) and a
+//! `Source` (SQL literals for each [`workload::Val`], a `SELECT` whose cells are rendered
+//! with [`canon`], the config's `source:` section, whether every value is logged). An
+//! engine that does not log an UPDATE that leaves a row unchanged returns its changed-row
+//! count from `Source::apply`.
 //!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
@@ -51,6 +53,7 @@ pub struct Totals {
     pub transient: u64,
     pub changes: u64,
     pub rows_compared: u64,
+    pub carried_by_key_change: u64,
     pub spill_leftovers: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
@@ -65,6 +68,7 @@ impl Totals {
         self.transient += r.transient;
         self.changes += r.changes;
         self.rows_compared += r.rows_compared;
+        self.carried_by_key_change += r.carried_by_key_change;
         self.spill_leftovers += r.spill_leftovers;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
@@ -159,7 +163,7 @@ pub fn run(engine: &dyn Engine) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} spill_leftovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -169,6 +173,7 @@ pub fn run(engine: &dyn Engine) {
         t.skipped,
         t.transient,
         t.changes,
+        t.carried_by_key_change,
         t.spill_leftovers,
         started.elapsed().as_secs()
     );

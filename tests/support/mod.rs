@@ -371,6 +371,40 @@ pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> 
     state
 }
 
+/// The README's full replay rule (`rows` sorted): like [`replay`], and a column listed in a
+/// row's `__unlogged` keeps the value the key held before; the insert half of a key change
+/// (no row for its key yet) takes it from the row the delete half — the change just
+/// before it at the same `__pos` — removed. Panics when neither holds the value.
+pub fn replay_carrying_unlogged(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
+    let mut state: BTreeMap<Vec<Option<String>>, Row> = BTreeMap::new();
+    let mut deleted: Option<(Option<String>, i64, Row)> = None;
+    let seq = |r: &Row| r["__seq"].as_deref().unwrap().parse::<i64>().unwrap();
+    for row in rows {
+        let k: Vec<Option<String>> = key.iter().map(|c| row[*c].clone()).collect();
+        if row["__op"].as_deref() == Some("delete") {
+            deleted = state
+                .remove(&k)
+                .map(|old| (row["__pos"].clone(), seq(row), old));
+            continue;
+        }
+        let mut image = row.clone();
+        let listed = row["__unlogged"].as_deref().unwrap_or("[]");
+        let listed = listed.trim_start_matches('[').trim_end_matches(']');
+        for column in listed.split(", ").filter(|c| !c.is_empty()) {
+            let earlier = match state.get(&k) {
+                Some(previous) => previous,
+                None => match &deleted {
+                    Some((pos, s, old)) if *pos == row["__pos"] && s + 1 == seq(row) => old,
+                    _ => panic!("{column} of {k:?} is unlogged and no earlier row holds it"),
+                },
+            };
+            image.insert(column.to_owned(), earlier[column].clone());
+        }
+        state.insert(k, image);
+    }
+    state
+}
+
 /// `(op, value of column)` for each row, a compact form for assertions.
 pub fn ops(rows: &[Row], column: &str) -> Vec<(String, Option<String>)> {
     rows.iter()

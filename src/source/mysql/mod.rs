@@ -17,10 +17,11 @@
 //! This module only wires the parts: [`connect`] (`source.tls`, errors), [`probe`]
 //! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
-//! decision, dump), [`events`] and [`values`] (pure decoders), [`spill`] (the transaction
+//! decision, dump), [`events`], [`values`] and [`cell`] (pure decoders), [`spill`] (the transaction
 //! buffer), [`stream`] (the change stream).
 
 pub mod binlog;
+pub mod cell;
 pub mod connect;
 pub mod events;
 pub mod prerequisites;

@@ -8,7 +8,8 @@
 //!
 //! This module only wires the parts: [`connect`] (TLS gate), [`catalog`] (tables and
 //! types at open), [`slot`] (publication, slot, the start decision), [`stream`] (pages of
-//! decoded changes), [`pgoutput`] and [`types`] (pure decoders).
+//! decoded changes), [`pgoutput`] and [`types`] (pure decoders), [`unchanged`] (unchanged TOAST values
+//! completed from a full old image).
 
 pub mod catalog;
 pub mod connect;
@@ -18,6 +19,7 @@ pub mod slot;
 pub mod snapshot;
 pub mod stream;
 pub mod types;
+pub mod unchanged;
 
 use crate::config::{Config, PostgresConfig};
 use crate::error::{Code, Error, Result};

@@ -29,6 +29,7 @@ use super::connect::query_error;
 use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
 use super::slot;
 use super::types::{column_type, decode_binary};
+use super::unchanged;
 use crate::change::{Column, Op, RowChange, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
@@ -168,11 +169,17 @@ impl PgStream {
                 change(table, Op::Insert, None, Some(after))
             }
             PgMessage::Update(update) => {
-                let (table, after) = self.image(update.rel_oid, &update.new, false)?;
+                let (table, mut after) = self.image(update.rel_oid, &update.new, false)?;
                 let before = match &update.old {
                     Some(old) => Some(self.old_image(update.rel_oid, old)?),
                     None => None,
                 };
+                // A full old image holds every unchanged TOASTed value the new one lacks.
+                if let (Some(OldTuple::Full(_)), Some((old, old_unlogged))) = (&update.old, &before)
+                {
+                    let (new, new_unlogged) = &mut after;
+                    unchanged::fill_from_old(old, old_unlogged, new, new_unlogged);
+                }
                 change(table, Op::Update, before, Some(after))
             }
             PgMessage::Delete(delete) => {
