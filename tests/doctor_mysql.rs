@@ -279,6 +279,14 @@ fn a_checkpoint_of_another_server_fails_like_the_drain() {
         check(&doc, "server identity")["code"],
         "SLUICE_SOURCE_FOREIGN_CHECKPOINT"
     );
+    assert!(
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "checkpoint vs binlog"),
+        "a foreign checkpoint is not judged against this binlog: {doc}"
+    );
     agree(&job, &[], &doc, "server identity", 5);
     std::fs::write(&path, &original).unwrap();
     let (run, doc) = doctor(&job, &[]);

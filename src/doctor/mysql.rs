@@ -101,18 +101,14 @@ pub async fn checks(config: &Config, report: &mut Report) {
         }
     }
 
-    let checkpoint = checkpoint_check(config, &identity).await;
-    let at = match checkpoint {
+    // A checkpoint of another server cannot be judged against this server's binlog.
+    match checkpoint_check(config, &identity).await {
         Ok((check, at)) => {
             report.push(check);
-            at
+            report.push(binlog_check(&mut conn, &version, at.as_ref()).await);
         }
-        Err(check) => {
-            report.push(check);
-            None
-        }
-    };
-    report.push(binlog_check(&mut conn, &version, at.as_ref()).await);
+        Err(check) => report.push(check),
+    }
     report.push(match retention_facts(&mut conn).await {
         Ok(facts) => retention_check(&version, &facts, &config.doctor),
         Err(e) => Check::from_error("binlog retention", &e),
