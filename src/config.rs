@@ -495,6 +495,9 @@ impl Config {
             )
             .hint("the warn threshold must not exceed the fail threshold"));
         }
+        if let Some(arn) = &self.baseline.state_machine_arn {
+            crate::baseline::start::region_from_arn(arn)?;
+        }
         Ok(())
     }
 

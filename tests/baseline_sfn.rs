@@ -134,7 +134,7 @@ fn a_drain_anchors_starts_one_execution_and_streams_from_the_anchor() {
 }
 
 #[test]
-fn a_missing_state_machine_is_a_config_error_after_the_anchor_is_recorded() {
+fn a_missing_state_machine_or_a_malformed_arn_is_a_config_error() {
     let endpoint = aws_or_skip!();
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "sfn_missing");
