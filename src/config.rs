@@ -519,6 +519,9 @@ impl Config {
                     .hint("set it to the job's schedule interval, e.g. 300 for rate(5 minutes)"),
             );
         }
+        if let Some(arn) = &self.baseline.state_machine_arn {
+            crate::baseline::start::region_from_arn(arn)?;
+        }
         Ok(())
     }
 

@@ -88,6 +88,8 @@ codes! {
     StateLeaseHeld => "SLUICE_STATE_LEASE_HELD", Transient;
     BaselineIncomplete => "SLUICE_BASELINE_INCOMPLETE", Transient;
     BaselineNotAnchored => "SLUICE_BASELINE_NOT_ANCHORED", Refusal;
+    BaselineStart => "SLUICE_BASELINE_START", Transient;
+    BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
 }

@@ -10,8 +10,9 @@
 //!
 //! [`run_inline`] runs the four [`tasks`] in one process (CLI, small tables); the Step
 //! Functions machine in `infra/stepfunctions/baseline.asl.json` runs them as separate
-//! Lambda invocations.
+//! Lambda invocations, started by a drain through [`start`].
 
+pub mod start;
 pub mod tasks;
 
 use std::time::Instant;

@@ -27,7 +27,8 @@ use crate::state::{ChunkRecord, LeaseOutcome, SnapshotRecord, SnapshotStatus, no
 /// Output of `baseline.anchor`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnchorOutput {
-    /// The stream position the baseline is anchored at (tagged).
+    /// The stream position the baseline is anchored at (tagged): the first table's
+    /// recorded anchor (a table anchored earlier keeps its own).
     pub anchor: String,
     pub tables: Vec<String>,
 }
@@ -137,22 +138,26 @@ async fn anchor_under_lease(
             info.start
         }
     };
-    let anchor = position.just_before().to_string();
+    let fresh = position.just_before().to_string();
+    let mut anchor = None;
     for table in &config.source.tables {
-        if state.load_snapshot(&config.job, table).await?.is_none() {
+        if let Some(existing) = state.load_snapshot(&config.job, table).await? {
+            anchor.get_or_insert(existing.anchor);
+        } else {
+            anchor.get_or_insert_with(|| fresh.clone());
             let record = SnapshotRecord {
                 table: table.clone(),
                 status: SnapshotStatus::Anchored,
-                anchor: anchor.clone(),
+                anchor: fresh.clone(),
                 run_id: run_id.to_owned(),
                 updated_at_ms: now_ms(),
             };
             state.put_snapshot(&config.job, &record).await?;
-            tracing::info!(table = %table, anchor = %anchor, "baseline anchored");
+            tracing::info!(table = %table, anchor = %fresh, "baseline anchored");
         }
     }
     Ok(AnchorOutput {
-        anchor,
+        anchor: anchor.unwrap_or(fresh),
         tables: config.source.tables.clone(),
     })
 }

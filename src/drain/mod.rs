@@ -135,20 +135,24 @@ pub async fn drain_with(
 }
 
 /// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —
-/// with a state machine configured — make sure it is anchored and leave the chunks to
-/// the machine (drains may run meanwhile: the anchor predates every chunk read).
+/// with a state machine configured — anchor it and start the machine's execution for the
+/// chunks (drains run meanwhile: the anchor predates every chunk read).
 async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
     match &config.baseline.state_machine_arn {
         None => {
-            let summary = crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
-            tracing::info!(rows = summary.rows, chunks = summary.chunks, "inline baseline done");
+            let summary =
+                crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
+            tracing::info!(
+                rows = summary.rows,
+                chunks = summary.chunks,
+                "inline baseline done"
+            );
             Ok(())
         }
-        Some(arn) => Err(crate::error::Error::new(
-            crate::error::Code::ConfigInvalid,
-            format!("baseline.state_machine_arn {arn} is set, but starting Step Functions executions is not built in yet"),
-        )
-        .hint("remove baseline.state_machine_arn to run the baseline inline, or start the state machine yourself")),
+        Some(arn) => {
+            crate::baseline::start::start(config, backends, arn).await?;
+            Ok(())
+        }
     }
 }
 

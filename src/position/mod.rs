@@ -60,6 +60,8 @@ impl Position {
         match self {
             Position::Postgres(lsn) => Position::Postgres(PgLsn(lsn.0.saturating_sub(1))),
             Position::SqlServer(lsn) => Position::SqlServer(lsn.decrement().unwrap_or(*lsn)),
+            // A MySQL change's `__pos` is the end of its commit event, which lies strictly
+            // after the position the stream starts at: no change ties with the start.
             Position::MySql(pos) => Position::MySql(*pos),
         }
     }

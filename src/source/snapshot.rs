@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::{TableSchema, Value};
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 
 /// One keyset chunk: `lower < key <= upper`, key values as the engine's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,9 +46,19 @@ pub trait SnapshotSource: Send {
 
 /// Opens a baseline reader for the config's source.
 pub async fn open(config: &Config) -> Result<Box<dyn SnapshotSource>> {
-    Ok(Box::new(
-        super::postgres::snapshot::PgSnapshot::open(config).await?,
-    ))
+    match super::engine_for_url(&config.source_url()?)? {
+        super::Engine::Postgres => Ok(Box::new(
+            super::postgres::snapshot::PgSnapshot::open(config).await?,
+        )),
+        super::Engine::MySql => Ok(Box::new(
+            super::mysql::snapshot::MySnapshot::open(config).await?,
+        )),
+        super::Engine::SqlServer => Err(Error::new(
+            Code::ConfigUnsupportedSource,
+            "baselines of SQL Server sources are not built yet",
+        )
+        .hint("use `initial: none`, or load the table's current state another way before the first drain")),
+    }
 }
 
 /// Evenly spaced split points of the integer range `[min, max]` into `chunks` chunks:

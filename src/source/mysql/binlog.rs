@@ -4,6 +4,8 @@
 //! Guarantees:
 //! * the read bound is the server's coordinates at open (`SHOW MASTER STATUS` /
 //!   `SHOW BINARY LOG STATUS`, by version), a transaction boundary;
+//! * a new stream starts at a [`consistent_position`]: every transaction before it is
+//!   visible to later reads, so a baseline anchored there has no gap;
 //! * a checkpoint is never re-anchored ([`decide_start`], pure): its file purged while
 //!   newer files exist is `SLUICE_SOURCE_LOG_GAP`; its file missing with only
 //!   lower-numbered files present, or shorter than the checkpoint offset, means the binlog
@@ -20,6 +22,7 @@ use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Row};
 
 use super::connect::{errno, query_error, server_errno};
 use super::prerequisites::{Flavor, ServerVersion};
+use super::schema::quote_ident;
 use crate::error::{Code, Error, Result};
 use crate::position::BinlogPosition;
 
@@ -47,6 +50,84 @@ pub async fn current_position(conn: &mut Conn, version: &ServerVersion) -> Resul
     let file: String = row.get(0).unwrap_or_default();
     let offset: u64 = row.get(1).unwrap_or_default();
     position(&file, offset)
+}
+
+/// A binlog position that no committed-but-not-yet-visible transaction precedes: every
+/// transaction written to the binlog before it is visible to any later read, and every
+/// transaction after it is in the binlog after it. The anchor of a baseline.
+///
+/// MariaDB: `START TRANSACTION WITH CONSISTENT SNAPSHOT` records the binlog position of
+/// its snapshot (`binlog_snapshot_file` / `binlog_snapshot_position`), taken in commit
+/// order; the transaction is committed at once. MySQL has no such status, so the captured
+/// tables are locked for reading (`LOCK TABLES … READ`, which waits until every writer of
+/// them has fully committed and holds off new ones) while the coordinates are read.
+pub async fn consistent_position(
+    conn: &mut Conn,
+    version: &ServerVersion,
+    tables: &[(String, String)],
+) -> Result<BinlogPosition> {
+    match version.flavor {
+        Flavor::MariaDb => {
+            conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                .await
+                .map_err(|e| query_error("starting a consistent snapshot for the anchor", e))?;
+            let rows: std::result::Result<Vec<(String, String)>, _> =
+                conn.query("SHOW STATUS LIKE 'binlog_snapshot_%'").await;
+            let committed = conn.query_drop("COMMIT").await;
+            let rows = rows.map_err(|e| query_error("reading binlog_snapshot_file/position", e))?;
+            committed.map_err(|e| query_error("ending the anchor's snapshot", e))?;
+            let get = |name: &str| {
+                rows.iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.clone())
+            };
+            let (Some(file), Some(offset)) =
+                (get("binlog_snapshot_file"), get("binlog_snapshot_position"))
+            else {
+                return Err(Error::new(
+                    Code::SourcePrerequisite,
+                    "the server reports no binlog_snapshot_file / binlog_snapshot_position",
+                )
+                .hint("the binary log must be on (--log-bin) for a baseline anchor"));
+            };
+            if file.is_empty() {
+                return Err(Error::new(
+                    Code::SourcePrerequisite,
+                    "binlog_snapshot_file is empty: the binary log is off",
+                )
+                .hint("start the server with --log-bin and restart it"));
+            }
+            let offset: u64 = offset.parse().map_err(|_| {
+                Error::new(
+                    Code::SourceProtocol,
+                    format!("binlog_snapshot_position {offset:?} is not a number"),
+                )
+            })?;
+            position(&file, offset)
+        }
+        Flavor::MySql => {
+            let list = tables
+                .iter()
+                .map(|(db, t)| format!("{}.{} READ", quote_ident(db), quote_ident(t)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            conn.query_drop(format!("LOCK TABLES {list}"))
+                .await
+                .map_err(|e| {
+                    let lock = query_error("locking the captured tables for the anchor (LOCK TABLES … READ)", e);
+                    if lock.code() == Code::SourcePrerequisite {
+                        lock.hint("the baseline anchor locks the captured tables for a moment: GRANT LOCK TABLES ON `<database>`.* TO '<user>'@'<host>'")
+                    } else {
+                        lock
+                    }
+                })?;
+            let result = current_position(conn, version).await;
+            let unlocked = conn.query_drop("UNLOCK TABLES").await;
+            let result = result?;
+            unlocked.map_err(|e| query_error("unlocking the captured tables", e))?;
+            Ok(result)
+        }
+    }
 }
 
 /// The server's binlog files, oldest first.

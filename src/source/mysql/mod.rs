@@ -18,7 +18,7 @@
 //! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
 //! decision, dump), [`events`], [`values`] and [`cell`] (pure decoders), [`spill`] (the transaction
-//! buffer), [`stream`] (the change stream).
+//! buffer), [`stream`] (the change stream), [`snapshot`] (baseline chunk reads).
 
 pub mod binlog;
 pub mod cell;
@@ -27,6 +27,7 @@ pub mod events;
 pub mod prerequisites;
 pub mod probe;
 pub mod schema;
+pub mod snapshot;
 pub mod spill;
 pub mod stream;
 pub mod values;
@@ -42,8 +43,8 @@ use connect::query_error;
 use prerequisites::{Flavor, ServerVersion, Settings};
 use stream::{MyStream, StreamSettings};
 
-/// Opens the binlog stream at `resume` (or at the current end of the binlog on a first
-/// run), fixing the read bound.
+/// Opens the binlog stream at `resume` (or, on a first run, at a
+/// [`binlog::consistent_position`] — the baseline anchor), fixing the read bound.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let my = config.source.mysql.clone().unwrap_or_default();
     let server_id = my.server_id_for(&config.job);
@@ -70,10 +71,23 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let tables =
         schema::resolve(&mut control, &config.source.tables, default_db.as_deref()).await?;
     let collations = schema::collations(&mut control).await?;
+    let anchor = match checkpoint {
+        None => {
+            let names: Vec<(String, String)> = tables
+                .iter()
+                .map(|t| (t.database.clone(), t.table.clone()))
+                .collect();
+            Some(binlog::consistent_position(&mut control, &version, &names).await?)
+        }
+        Some(_) => None,
+    };
     let bound = binlog::current_position(&mut control, &version).await?;
-    let (start, requested, expect) = match checkpoint {
-        None => (bound, bound, None),
-        Some(cp) => {
+    let (start, requested, expect) = match (checkpoint, anchor) {
+        (None, anchor) => {
+            let start = anchor.unwrap_or(bound);
+            (start, start, None)
+        }
+        (Some(cp), _) => {
             let logs = binlog::log_files(&mut control, &version).await?;
             binlog::decide_start(&logs, &cp)?;
             binlog::check_not_past(&cp, &bound)?;

@@ -26,15 +26,36 @@ pub struct CapturedTable {
     pub config_name: String,
     pub database: String,
     pub table: String,
+    /// The key's column names in index order (empty: no key).
+    pub key: Vec<String>,
     /// The table as of the open.
     pub shape: Arc<TableSchema>,
 }
 
 impl CapturedTable {
+    /// `` `database`.`table` ``.
+    pub fn quoted(&self) -> String {
+        format!(
+            "{}.{}",
+            quote_ident(&self.database),
+            quote_ident(&self.table)
+        )
+    }
+
+    /// The key columns, in index order.
+    pub fn key_columns(&self) -> Vec<&Column> {
+        self.key.iter().filter_map(|k| self.column(k)).collect()
+    }
+
     /// The declared column named `name`.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.shape.columns.iter().find(|c| c.name == name)
     }
+}
+
+/// `` `name` `` with backticks doubled.
+pub fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
 }
 
 /// Splits `database.table`; a bare name uses the URL's database.
@@ -217,6 +238,7 @@ async fn resolve_one(
         config_name: config_name.to_owned(),
         database,
         table,
+        key,
         shape: Arc::new(TableSchema {
             name: config_name.to_owned(),
             columns,

@@ -220,6 +220,73 @@ pub fn convert(
     }
 }
 
+/// Converts one cell of a `SELECT` (binary protocol, `time_zone = '+00:00'`, results in
+/// utf8mb4) into a value of the column's declared type `ty` — the type the change stream
+/// writes for the same column, with the same exactness rules as [`convert`]: DECIMAL from
+/// its text, zero dates and out-of-day TIMEs refused, BIT as an unsigned integer. `json`
+/// marks a MySQL JSON result column, whose text is re-rendered as the binlog path renders
+/// a JSON document; MariaDB's JSON is LONGTEXT and passes through as written.
+pub fn convert_selected(ty: &ColumnType, json: bool, value: MyValue) -> Result<Value, String> {
+    let unsigned = matches!(
+        ty,
+        ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64
+    );
+    match value {
+        MyValue::NULL => Ok(Value::Null),
+        MyValue::Int(v) if unsigned => u64::try_from(v)
+            .map(Value::UInt)
+            .map_err(|_| format!("negative value {v} in an UNSIGNED column")),
+        MyValue::Int(v) => Ok(Value::Int(v)),
+        MyValue::UInt(v) if unsigned => Ok(Value::UInt(v)),
+        MyValue::UInt(v) => i64::try_from(v)
+            .map(Value::Int)
+            .map_err(|_| format!("{v} exceeds a signed column")),
+        MyValue::Float(v) => Ok(Value::Float(f64::from(v))),
+        MyValue::Double(v) => Ok(Value::Float(v)),
+        MyValue::Date(y, m, d, h, i, s, us) => date_time(ty, (y, m, d), (h, i, s, us)),
+        MyValue::Time(negative, days, h, m, s, us) => {
+            if negative || days > 0 {
+                let sign = if negative { "-" } else { "" };
+                return Err(format!(
+                    "TIME {sign}{}:{m:02}:{s:02} is outside a day (00:00:00 to 23:59:59.999999)",
+                    u64::from(days) * 24 + u64::from(h)
+                ));
+            }
+            Ok(Value::Time(
+                ((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1_000_000
+                    + i64::from(us),
+            ))
+        }
+        MyValue::Bytes(bytes) => match ty {
+            ColumnType::Binary => Ok(Value::Bytes(bytes)),
+            ColumnType::Decimal { .. } => decimal(ty, ascii(&bytes)?),
+            ColumnType::UInt64 => {
+                // BIT(n): big-endian bytes.
+                if bytes.len() > 8 {
+                    return Err(format!("BIT value of {} bytes", bytes.len()));
+                }
+                Ok(Value::UInt(
+                    bytes.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
+                ))
+            }
+            ColumnType::Json if json => {
+                let doc: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("JSON value is not valid JSON: {e}"))?;
+                Ok(Value::Text(doc.to_string()))
+            }
+            ColumnType::Utf8 | ColumnType::Json => {
+                String::from_utf8(bytes).map(Value::Text).map_err(|e| {
+                    format!(
+                        "text is not valid UTF-8 (byte {})",
+                        e.utf8_error().valid_up_to()
+                    )
+                })
+            }
+            other => Err(format!("unexpected bytes for a {other:?} column")),
+        },
+    }
+}
+
 fn ascii(bytes: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(bytes).map_err(|_| "malformed numeric text".to_owned())
 }
@@ -668,6 +735,94 @@ mod tests {
                 v(MyValue::Bytes(vec![0x01, 0x02]))
             ),
             Ok(Value::UInt(258))
+        );
+    }
+
+    #[test]
+    fn selected_cells_match_the_binlog_conversion() {
+        let sel = convert_selected;
+        assert_eq!(
+            sel(&ColumnType::UInt64, false, MyValue::UInt(u64::MAX)),
+            Ok(Value::UInt(u64::MAX))
+        );
+        assert_eq!(
+            sel(&ColumnType::UInt8, false, MyValue::Int(255)),
+            Ok(Value::UInt(255))
+        );
+        assert!(sel(&ColumnType::UInt8, false, MyValue::Int(-1)).is_err());
+        assert!(sel(&ColumnType::Int64, false, MyValue::UInt(u64::MAX)).is_err());
+        assert_eq!(
+            sel(&ColumnType::Int16, false, MyValue::UInt(2024)),
+            Ok(Value::Int(2024))
+        );
+        let dec = ColumnType::Decimal {
+            precision: 12,
+            scale: 2,
+        };
+        let bin = col(MyType::MYSQL_TYPE_NEWDECIMAL, &[12, 2]);
+        for text in ["-1234.5", "0.01", "9999999999.99"] {
+            assert_eq!(
+                sel(&dec, false, MyValue::Bytes(text.into())),
+                convert(&bin, &dec, v(MyValue::Bytes(text.into())))
+            );
+        }
+        assert_eq!(
+            sel(
+                &ColumnType::TimestampTz,
+                false,
+                MyValue::Date(2026, 12, 1, 10, 0, 0, 123_000)
+            ),
+            Ok(Value::Timestamp(1_796_119_200_123_000))
+        );
+        assert!(
+            sel(&ColumnType::Date, false, MyValue::Date(0, 0, 0, 0, 0, 0, 0)).is_err(),
+            "zero dates are refused"
+        );
+        assert_eq!(
+            sel(
+                &ColumnType::Date,
+                false,
+                MyValue::Date(1969, 7, 20, 0, 0, 0, 0)
+            ),
+            Ok(Value::Date(-165))
+        );
+        assert!(
+            sel(
+                &ColumnType::Time,
+                false,
+                MyValue::Time(false, 1, 0, 0, 0, 0)
+            )
+            .is_err()
+        );
+        assert_eq!(
+            sel(&ColumnType::UInt64, false, MyValue::Bytes(vec![2, 1])),
+            Ok(Value::UInt(513))
+        );
+        assert_eq!(
+            sel(&ColumnType::Binary, false, MyValue::Bytes(vec![0, 255])),
+            Ok(Value::Bytes(vec![0, 255]))
+        );
+        assert!(sel(&ColumnType::Utf8, false, MyValue::Bytes(vec![0xff])).is_err());
+        assert_eq!(
+            sel(
+                &ColumnType::Json,
+                true,
+                MyValue::Bytes(br#"{"k": [1, 2]}"#.to_vec())
+            ),
+            Ok(Value::Text(r#"{"k":[1,2]}"#.into()))
+        );
+        assert_eq!(
+            sel(
+                &ColumnType::Json,
+                false,
+                MyValue::Bytes(br#"{"k": [1, 2]}"#.to_vec())
+            ),
+            Ok(Value::Text(r#"{"k": [1, 2]}"#.into())),
+            "MariaDB JSON is text, kept as written"
+        );
+        assert_eq!(
+            sel(&ColumnType::Utf8, false, MyValue::NULL),
+            Ok(Value::Null)
         );
     }
 }
