@@ -576,6 +576,7 @@ mod tests {
             config_name: "app.t".into(),
             database: "app".into(),
             table: "t".into(),
+            key: key.iter().map(|k| k.to_string()).collect(),
             shape: std::sync::Arc::new(TableSchema {
                 name: "app.t".into(),
                 columns,

@@ -40,8 +40,10 @@ impl MySnapshot {
     /// Connects and resolves the configured tables.
     pub async fn open(config: &Config) -> Result<MySnapshot> {
         let url = config.source_url()?;
-        let default_db = connect::options(&url)?.db_name().map(str::to_owned);
-        let mut conn = connect::connect(&url).await?;
+        let default_db = connect::options(&url, &config.source.tls)?
+            .db_name()
+            .map(str::to_owned);
+        let mut conn = connect::connect(&url, &config.source.tls).await?;
         conn.query_drop("SET NAMES utf8mb4, time_zone = '+00:00'")
             .await
             .map_err(|e| query_error("configuring the baseline session", e))?;
