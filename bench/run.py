@@ -157,7 +157,7 @@ def markdown(report):
                      f"| {fmt(r['rows_per_s'])} | {r['cpu_s']} | {r['peak_rss_mib']} | {r['parts']} "
                      f"| {r['bytes'] / 1e6:.1f} | {r['gb_s']} |")
     lines += growth(report)
-    lines += ["", f"Release binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
+    lines += ["", f"Binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
               f"`next`): {report['cold_start_ms']} ms (median of 5)."]
     if report.get("zip_bytes"):
         lines.append(f"Lambda zip: {report['zip_bytes']} bytes.")
