@@ -142,6 +142,8 @@ def markdown(report):
              f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB RAM, kernel {m['kernel']}; "
              + ", ".join(f"{e} {m[e]}" for e in ENGINES if e in m)
              + f"; load average {m['loadavg_at_start']} at start, {m.get('loadavg_at_end')} at end.", ""]
+    if not report.get("complete"):
+        lines += ["**Incomplete run**: the scenarios below are those measured before it stopped.", ""]
     if report.get("note"):
         lines += [report["note"], ""]
     lines += [f"Parts, state and spill files in `{report['workdir']}`. "
@@ -180,13 +182,17 @@ def history_lines(report):
             for r in report["scenarios"]]
 
 
-def write(report, out):
+def write(report, out, history=True):
+    """latest.json and latest.md (rewritten after every scenario, so a run cut short
+    leaves what it measured, marked incomplete); history.md gets the run's lines once."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")
     with open(os.path.join(out, "latest.md"), "w") as f:
         f.write(markdown(report))
+    if not history:
+        return
     history = os.path.join(out, "history.md")
     fresh = not os.path.exists(history)
     with open(history, "a") as f:
@@ -232,29 +238,34 @@ def main():
                                          "release", "sluice")
     sizes = [int(x) for x in args.rows.split(",")]
     wanted = args.scenarios.split(",")
-    plan = [(s, n) for s in ("single_row_txns", "one_big_txn") if s in wanted for n in sizes]
-    plan += [(s, n) for s, n in (("wide_rows", args.wide_rows), ("idle", args.idle_rows)) if s in wanted]
+    # Smallest sizes first, so a run cut short still has every scenario.
+    plan = [("idle", args.idle_rows)]
+    plan += [(s, sizes[0]) for s in ("single_row_txns", "one_big_txn")]
+    plan += [("wide_rows", args.wide_rows)]
+    plan += [(s, n) for n in sizes[1:] for s in ("single_row_txns", "one_big_txn")]
+    plan = [(s, n) for s, n in plan if s in wanted]
     engines = engines_to_run(args.engines.split(","))
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": git_commit(), "binary": binary, "repeat": args.repeat, "note": args.note,
-              "workdir": args.workdir or tempfile.gettempdir(),
-              "machine": machine(engines), "scenarios": []}
+              "workdir": args.workdir or tempfile.gettempdir(), "machine": machine(engines),
+              "binary_bytes": os.path.getsize(binary), "cold_start_ms": cold_start(binary),
+              "zip_bytes": os.path.getsize(args.zip) if args.zip and os.path.exists(args.zip) else None,
+              "complete": False, "scenarios": []}
+    print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes", flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="sluice-bench-") as workdir:
         for name, (var, module) in engines.items():
             for scenario, rows in plan:
                 with tempfile.TemporaryDirectory(dir=workdir) as scratch:
                     r = module.run_scenario(binary, os.environ[var], scenario, rows, args.repeat, scratch)
                 report["scenarios"].append(r)
+                report["machine"]["loadavg_at_end"] = round(os.getloadavg()[0], 1)
+                write(report, args.out, history=False)
                 transfer = f" transfer={r['transfer_floor_s']}s" if "transfer_floor_s" in r else ""
                 print(f"bench {name} {scenario}: rows={rows} drain={r['drain_s']}s floor={r['floor_s']}s{transfer} "
                       f"ratio={r['ratio_vs_floor']} rss={r['peak_rss_mib']}MiB rows/s={r['rows_per_s']}", flush=True)
             if module is mariadb:
                 mariadb.finish(os.environ[var], args.keep_binlog)
-    report["machine"]["loadavg_at_end"] = round(os.getloadavg()[0], 1)
-    report["binary_bytes"] = os.path.getsize(binary)
-    report["cold_start_ms"] = cold_start(binary)
-    report["zip_bytes"] = os.path.getsize(args.zip) if args.zip and os.path.exists(args.zip) else None
-    print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes")
+    report["complete"] = True
     write(report, args.out)
     return 0
 
