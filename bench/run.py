@@ -1,153 +1,47 @@
 #!/usr/bin/env python3
 """sluice benchmarks: drain throughput and memory against the source's own decode floor.
 
-Run by `make bench` (1M-row scenarios) and `make bench-quick` (small sizes, also the CI
-smoke run). For each scenario the backlog is seeded once, then measured side by side in
-the same run:
+Run by `make bench` (full sizes, release build) and `make bench-quick` (small sizes,
+debug build; the CI smoke run). For every engine (PostgreSQL: bench/postgres.py,
+MariaDB: bench/mariadb.py) and scenario — single-row transactions and one big
+transaction at each of --rows, wide rows (40 columns, long text) at --wide-rows, an idle
+run — the backlog is seeded once, then the drain and the floor are measured side by side,
+--repeat times (medians). Ratios, not absolute times, are the comparable numbers on a
+noisy machine.
 
-* floor: PostgreSQL's own decode of the same backlog,
-  `SELECT count(*), sum(length(data)) FROM pg_logical_slot_peek_binary_changes(...)`
-  (peek does not consume, so the drain afterwards reads the same changes);
-* sluice: `sluice drain` (release build) wall time, user+sys CPU and peak RSS of the
-  process (wait4), parts and bytes written.
-
-Each measurement is the median of --repeat runs (the backlog is re-read each time: the
-drain runs against a copy of the slot made with pg_copy_logical_replication_slot, and the
-checkpoint is reset). Results: bench/results/latest.json and latest.md, plus one line per
-scenario on stdout. Ratios, not absolute times, are the comparable numbers on a noisy
-machine.
+Output: <out>/latest.json, <out>/latest.md (the table, growth between sizes, the issue's
+targets), one line appended per scenario to <out>/history.md, and one line per scenario
+on stdout. The benchmarks are reported, never asserted.
 """
 
 import argparse
 import datetime
+import http.server
 import json
 import os
 import platform
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mariadb  # noqa: E402
+import postgres  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def psql(url, sql):
-    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
-    return out.stdout.strip()
-
-
-def with_db(url, db):
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{db}"
-
-
-def timed_child(cmd, env):
-    """Runs cmd; returns (wall_s, cpu_s, peak_rss_kib, stdout)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    stdout = proc.stdout.read().decode()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise RuntimeError(f"{cmd} exited {code}: {stdout}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, stdout
-
-
-SCENARIOS = {
-    "single_row_txns": "CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), "
-                       "label text, at timestamptz, flag boolean)",
-    "one_big_txn": "CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), "
-                   "label text, at timestamptz, flag boolean)",
-    "wide_rows": "CREATE TABLE t (id bigint PRIMARY KEY, "
-                 + ", ".join(f"c{i} {'text' if i % 4 == 0 else 'int' if i % 4 == 1 else 'numeric(18,4)' if i % 4 == 2 else 'timestamptz'}"
-                             for i in range(1, 40)) + ")",
-    "idle": "CREATE TABLE t (id bigint PRIMARY KEY, v text)",
-}
-
-
-def seed(url, scenario, rows):
-    six = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
-    if scenario == "single_row_txns":
-        psql(url, f"DO $$ BEGIN FOR i IN 1..{rows} LOOP INSERT INTO t SELECT {six}; COMMIT; END LOOP; END $$")
-    elif scenario == "one_big_txn":
-        psql(url, f"INSERT INTO t SELECT {six} FROM generate_series(1, {rows}) i")
-    elif scenario == "wide_rows":
-        cols = ", ".join(
-            "repeat(md5(i::text), 8)" if c % 4 == 0 else "i" if c % 4 == 1 else "i / 7.0" if c % 4 == 2 else "now()"
-            for c in range(1, 40))
-        psql(url, f"INSERT INTO t SELECT i, {cols} FROM generate_series(1, {rows}) i")
-    elif scenario == "idle":
-        psql(url, "CREATE TABLE noise (id serial PRIMARY KEY, v text)")
-        psql(url, f"INSERT INTO noise (v) SELECT 'x' FROM generate_series(1, {rows}) i")
-
-
-def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
-    db = f"bench_{scenario}"
-    psql(admin_url, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '{db}'")
-    psql(admin_url, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    psql(admin_url, f"CREATE DATABASE {db}")
-    url = with_db(admin_url, db)
-    psql(url, SCENARIOS[scenario])
-    psql(url, f"CREATE PUBLICATION p_{db} FOR TABLE t")
-    slot = f"s_{db}"
-    start_lsn = psql(url, f"SELECT lsn FROM pg_create_logical_replication_slot('{slot}', 'pgoutput')")
-    seed_start = time.monotonic()
-    seed(url, scenario, rows)
-    seed_s = time.monotonic() - seed_start
-    floor_sql = (f"SELECT count(*), coalesce(sum(length(data)), 0) FROM pg_logical_slot_peek_binary_changes("
-                 f"'{slot}', NULL, NULL, 'proto_version', '1', 'publication_names', 'p_{db}', 'binary', 'true')")
-    floors, drains = [], []
-    changes = 0
-    for attempt in range(repeat):
-        t0 = time.monotonic()
-        changes = int(psql(url, floor_sql).split("|")[0])
-        floors.append(time.monotonic() - t0)
-        copy = f"{slot}_r{attempt}"
-        psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
-        job_dir = os.path.join(workdir, f"{scenario}_{attempt}")
-        os.makedirs(job_dir)
-        config = os.path.join(job_dir, "sluice.yaml")
-        with open(config, "w") as f:
-            f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [t]\n"
-                    f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false }}\n"
-                    f"destination: {{ type: local, path: {job_dir}/out }}\nstate: {{ type: local, path: {job_dir}/state }}\n"
-                    f"output: {{ spill_dir: {job_dir} }}\n")
-        env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")
-        wall, cpu, rss, out = timed_child([binary, "drain", "--config", config], env)
-        summary = json.loads(out.strip().splitlines()[-1])
-        drains.append({"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss / 1024, "rows": summary["rows"],
-                       "parts": summary["parts"], "bytes": summary["bytes"]})
-        psql(url, f"SELECT pg_drop_replication_slot('{copy}')")
-        shutil.rmtree(job_dir)
-    wall = statistics.median(d["wall_s"] for d in drains)
-    floor = statistics.median(floors)
-    peak = statistics.median(d["peak_rss_mib"] for d in drains)
-    result = {
-        "scenario": scenario, "engine": "postgres", "rows": rows, "changes_decoded": changes,
-        "seed_s": round(seed_s, 2), "floor_s": round(floor, 3), "drain_s": round(wall, 3),
-        "ratio_vs_floor": round(wall / floor, 2) if floor > 0 else None,
-        "rows_per_s": round(drains[0]["rows"] / wall) if wall > 0 else None,
-        "cpu_s": round(statistics.median(d["cpu_s"] for d in drains), 3),
-        "peak_rss_mib": round(peak, 1), "parts": drains[0]["parts"], "bytes": drains[0]["bytes"],
-        "rows_written": drains[0]["rows"], "gb_s": round(peak / 1024 * wall, 4), "runs": repeat,
-    }
-    psql(admin_url, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '{db}'")
-    psql(admin_url, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    return result
+ENGINES = {"postgres": ("SLUICE_TEST_PG_URL", postgres), "mariadb": ("SLUICE_TEST_MYSQL_URL", mariadb)}
+# The issue's targets (notes, not assertions).
+TARGET_PG_RATIO, TARGET_MARIADB_RATIO = 1.3, 1.0
+TARGET_BIG_TXN_RSS_MB, TARGET_ZIP_MB, TARGET_COLD_MS, TARGET_IDLE_MS = 150, 15, 30, 150
 
 
 def cold_start(binary):
     """Process start to the first Runtime API `next` request, median of 5, in ms."""
-    import http.server
-    import threading
-
     times = []
     for _ in range(5):
         hit = threading.Event()
@@ -177,75 +71,202 @@ def cold_start(binary):
     return round(statistics.median(times), 1)
 
 
-def machine():
+def machine(engines):
     mem_kib = int(open("/proc/meminfo").read().split()[1])
-    pg = subprocess.run(["psql", os.environ["SLUICE_TEST_PG_URL"], "-tAc", "SHOW server_version"],
-                        capture_output=True, text=True).stdout.strip()
-    return {"cores": os.cpu_count(), "memory_gib": round(mem_kib / 1024 / 1024, 1),
-            "kernel": platform.release(), "postgres": pg, "python": platform.python_version()}
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
+    desc = {"cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(mem_kib / 1024 / 1024, 1),
+            "kernel": platform.release(), "python": platform.python_version(),
+            "loadavg_at_start": round(os.getloadavg()[0], 1)}
+    for name, (var, module) in engines.items():
+        desc[name] = module.version(os.environ[var])
+    return desc
+
+
+def git_commit():
+    out = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def fmt(value):
+    return "–" if value is None else value
+
+
+def growth(report):
+    """Pairs of one scenario at its smallest and largest size: time and memory growth."""
+    lines = []
+    for engine in sorted({r["engine"] for r in report["scenarios"]}):
+        for scenario in ("single_row_txns", "one_big_txn"):
+            runs = sorted((r for r in report["scenarios"] if (r["engine"], r["scenario"]) == (engine, scenario)),
+                          key=lambda r: r["rows"])
+            if len(runs) >= 2 and runs[0]["drain_s"] > 0 and runs[0]["peak_rss_mib"] > 0:
+                small, big = runs[0], runs[-1]
+                lines.append(f"| {engine} {scenario} | {small['rows']} → {big['rows']} (×{big['rows'] / small['rows']:g}) "
+                             f"| ×{big['drain_s'] / small['drain_s']:.2f} | ×{big['peak_rss_mib'] / small['peak_rss_mib']:.2f} |")
+    if not lines:
+        return []
+    return ["", "Growth with work (linear time, flat memory is the goal):", "",
+            "| scenario | rows | drain time | peak RSS |", "| --- | --- | --- | --- |", *lines]
+
+
+def targets(report):
+    rows = report["scenarios"]
+    out = ["", "Against the issue's targets (notes, not assertions):", ""]
+    for r in rows:
+        if r["scenario"] == "idle":
+            continue
+        limit = TARGET_PG_RATIO if r["engine"] == "postgres" else TARGET_MARIADB_RATIO
+        ok = r["ratio_vs_floor"] is not None and r["ratio_vs_floor"] <= limit
+        out.append(f"* {r['engine']} {r['scenario']} {r['rows']}: sluice/decode floor {r['ratio_vs_floor']} "
+                   f"(target ≤ {limit}) — {'met' if ok else 'NOT met'}")
+    for r in rows:
+        if r["scenario"] == "one_big_txn":
+            mb = r["peak_rss_mib"] * 1.048576
+            out.append(f"* {r['engine']} one_big_txn {r['rows']}: peak RSS {mb:.1f} MB (target ≤ "
+                       f"{TARGET_BIG_TXN_RSS_MB}) — {'met' if mb <= TARGET_BIG_TXN_RSS_MB else 'NOT met'}")
+        if r["scenario"] == "idle":
+            ms = r["drain_s"] * 1000
+            out.append(f"* {r['engine']} idle run: {ms:.0f} ms (target ≤ {TARGET_IDLE_MS}) — "
+                       f"{'met' if ms <= TARGET_IDLE_MS else 'NOT met'}")
+    cold = report["cold_start_ms"]
+    out.append(f"* cold start: {cold} ms (target ≤ {TARGET_COLD_MS}) — {'met' if cold <= TARGET_COLD_MS else 'NOT met'}")
+    if report.get("zip_bytes"):
+        mb = report["zip_bytes"] / 1e6
+        out.append(f"* zip: {mb:.1f} MB (target ≤ {TARGET_ZIP_MB}) — {'met' if mb <= TARGET_ZIP_MB else 'NOT met'}")
+    return out
 
 
 def markdown(report):
+    m = report["machine"]
     lines = [f"# sluice benchmarks — {report['date']}", "",
-             f"Machine: {report['machine']}", "",
-             "| scenario | rows | floor s | sluice s | sluice/floor | rows/s | CPU s | peak RSS MiB | parts | GB-s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"Commit {report['commit']}, binary `{report['binary']}`, medians of {report['repeat']} runs.", "",
+             f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB RAM, kernel {m['kernel']}; "
+             + ", ".join(f"{e} {m[e]}" for e in ENGINES if e in m)
+             + f"; load average {m['loadavg_at_start']} at start, {m.get('loadavg_at_end')} at end.", ""]
+    if not report.get("complete"):
+        lines += ["**Incomplete run**: the scenarios below are those measured before it stopped.", ""]
+    if report.get("note"):
+        lines += [report["note"], ""]
+    lines += [f"Parts, state and spill files in `{report['workdir']}`. "
+              "Floors: PostgreSQL `pg_logical_slot_peek_binary_changes` (count + sum of lengths) on the same "
+              "slot; MariaDB `mariadb-binlog --read-from-remote-server -v` over the same binlog range to "
+              "/dev/null (decode) and `--raw` (transfer).", "",
+              "| engine | scenario | rows | decode floor s | transfer floor s | sluice s | sluice/decode "
+              "| sluice/transfer | rows/s | CPU s | peak RSS MiB | parts | MB written | GB-s |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["scenarios"]:
-        lines.append(f"| {r['engine']} {r['scenario']} | {r['rows']} | {r['floor_s']} | {r['drain_s']} | "
-                     f"{r['ratio_vs_floor']} | {r['rows_per_s']} | {r['cpu_s']} | {r['peak_rss_mib']} | "
-                     f"{r['parts']} | {r['gb_s']} |")
-    lines += ["", f"Release binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
+        lines.append(f"| {r['engine']} | {r['scenario']} | {r['rows']} | {r['floor_s']} | {fmt(r.get('transfer_floor_s'))} "
+                     f"| {r['drain_s']} | {r['ratio_vs_floor']} | {fmt(r.get('ratio_vs_transfer_floor'))} "
+                     f"| {fmt(r['rows_per_s'])} | {r['cpu_s']} | {r['peak_rss_mib']} | {r['parts']} "
+                     f"| {r['bytes'] / 1e6:.1f} | {r['gb_s']} |")
+    lines += growth(report)
+    lines += ["", f"Binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
               f"`next`): {report['cold_start_ms']} ms (median of 5)."]
     if report.get("zip_bytes"):
         lines.append(f"Lambda zip: {report['zip_bytes']} bytes.")
-    idle = [r for r in report["scenarios"] if r["scenario"] == "idle"]
-    busy = [r for r in report["scenarios"] if r["scenario"] == "single_row_txns"]
-    if idle:
-        lines.append(f"Cost: idle run {idle[0]['gb_s']} GB-s.")
-    if busy and busy[0]["rows_written"]:
-        per_million = busy[0]["gb_s"] / busy[0]["rows_written"] * 1e6
-        lines.append(f"Cost: {per_million:.3f} GB-s per million single-row-transaction changes.")
+    for engine in sorted({r["engine"] for r in report["scenarios"]}):
+        idle = [r for r in report["scenarios"] if (r["engine"], r["scenario"]) == (engine, "idle")]
+        busy = sorted((r for r in report["scenarios"] if (r["engine"], r["scenario"]) == (engine, "single_row_txns")),
+                      key=lambda r: r["rows"])
+        if idle:
+            lines.append(f"Cost ({engine}): idle run {idle[0]['gb_s']} GB-s (peak RSS × wall).")
+        if busy and busy[-1]["rows_written"]:
+            per_million = busy[-1]["gb_s"] / busy[-1]["rows_written"] * 1e6
+            lines.append(f"Cost ({engine}): {per_million:.3f} GB-s per million single-row-transaction changes.")
+    lines += targets(report)
     return "\n".join(lines) + "\n"
 
 
+def history_lines(report):
+    return [f"| {report['date']} | {report['commit']} | {r['engine']} {r['scenario']} | {r['rows']} | "
+            f"{r['ratio_vs_floor']} | {fmt(r.get('ratio_vs_transfer_floor'))} | {r['peak_rss_mib']} | {r['runs']} |"
+            for r in report["scenarios"]]
+
+
+def write(report, out, history=True):
+    """latest.json and latest.md (rewritten after every scenario, so a run cut short
+    leaves what it measured, marked incomplete); history.md gets the run's lines once."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "latest.json"), "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out, "latest.md"), "w") as f:
+        f.write(markdown(report))
+    if not history:
+        return
+    history = os.path.join(out, "history.md")
+    fresh = not os.path.exists(history)
+    with open(history, "a") as f:
+        if fresh:
+            f.write("# Benchmark history\n\nOne line per scenario per run (`make bench`); ratios are sluice / "
+                    "the source's own floor, measured side by side.\n\n| date | commit | scenario | rows | "
+                    "sluice/decode | sluice/transfer | peak RSS MiB | runs |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+        f.write("\n".join(history_lines(report)) + "\n")
+
+
+def engines_to_run(names):
+    chosen = {}
+    for name in names:
+        var, module = ENGINES[name]
+        if os.environ.get(var):
+            chosen[name] = (var, module)
+        elif os.environ.get("CI") == "true":
+            raise SystemExit(f"bench: {var} is not set (CI=true: every engine must run)")
+        else:
+            print(f"bench: {var} is not set; skipping {name}", file=sys.stderr)
+    return chosen
+
+
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", default="100000,1000000",
+                        help="comma-separated sizes of the single-row and one-transaction scenarios")
     parser.add_argument("--wide-rows", type=int, default=200_000)
+    parser.add_argument("--idle-rows", type=int, default=10_000, help="rows written to an uncaptured table")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--engines", default="postgres,mariadb")
+    parser.add_argument("--scenarios", default="single_row_txns,one_big_txn,wide_rows,idle")
     parser.add_argument("--binary", default=None)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     parser.add_argument("--zip", default=None)
+    parser.add_argument("--note", default=None, help="a line for latest.md (e.g. how loaded the machine was)")
+    parser.add_argument("--workdir", default="/dev/shm" if os.access("/dev/shm", os.W_OK) else None,
+                        help="where the jobs' parts, state and spill files go (default tmpfs: the local "
+                             "disk's fsync latency is not what is measured)")
+    parser.add_argument("--keep-binlog", action="store_true", help="do not purge the binlog files a scenario wrote")
     args = parser.parse_args()
-    admin = os.environ["SLUICE_TEST_PG_URL"]
     binary = args.binary or os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")),
                                          "release", "sluice")
-    sizes = {"single_row_txns": args.rows, "one_big_txn": args.rows, "wide_rows": args.wide_rows, "idle": 10000}
-    results = []
-    with tempfile.TemporaryDirectory() as workdir:
-        for scenario, rows in sizes.items():
-            r = run_scenario(binary, admin, scenario, rows, args.repeat, workdir)
-            results.append(r)
-            print(f"bench {r['engine']} {scenario}: rows={rows} drain={r['drain_s']}s floor={r['floor_s']}s "
-                  f"ratio={r['ratio_vs_floor']} rss={r['peak_rss_mib']}MiB rows/s={r['rows_per_s']}", flush=True)
-    report = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(), "scenarios": results, "binary_bytes": os.path.getsize(binary),
-        "cold_start_ms": cold_start(binary),
-        "zip_bytes": os.path.getsize(args.zip) if args.zip and os.path.exists(args.zip) else None,
-    }
-    print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes")
-    os.makedirs(args.out, exist_ok=True)
-    latest = os.path.join(args.out, "latest.json")
-    if os.path.exists(latest):
-        history_dir = os.path.join(args.out, "history")
-        os.makedirs(history_dir, exist_ok=True)
-        previous = json.load(open(latest))
-        shutil.copy(latest, os.path.join(history_dir, previous["date"].replace(":", "") + ".json"))
-    with open(latest, "w") as f:
-        json.dump(report, f, indent=2)
-    with open(os.path.join(args.out, "latest.md"), "w") as f:
-        f.write(markdown(report))
+    sizes = [int(x) for x in args.rows.split(",")]
+    wanted = args.scenarios.split(",")
+    # Smallest sizes first, so a run cut short still has every scenario.
+    plan = [("idle", args.idle_rows)]
+    plan += [(s, sizes[0]) for s in ("single_row_txns", "one_big_txn")]
+    plan += [("wide_rows", args.wide_rows)]
+    plan += [(s, n) for n in sizes[1:] for s in ("single_row_txns", "one_big_txn")]
+    plan = [(s, n) for s, n in plan if s in wanted]
+    engines = engines_to_run(args.engines.split(","))
+    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": git_commit(), "binary": binary, "repeat": args.repeat, "note": args.note,
+              "workdir": args.workdir or tempfile.gettempdir(), "machine": machine(engines),
+              "binary_bytes": os.path.getsize(binary), "cold_start_ms": cold_start(binary),
+              "zip_bytes": os.path.getsize(args.zip) if args.zip and os.path.exists(args.zip) else None,
+              "complete": False, "scenarios": []}
+    print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes", flush=True)
+    with tempfile.TemporaryDirectory(dir=args.workdir, prefix="sluice-bench-") as workdir:
+        for name, (var, module) in engines.items():
+            for scenario, rows in plan:
+                with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+                    r = module.run_scenario(binary, os.environ[var], scenario, rows, args.repeat, scratch)
+                report["scenarios"].append(r)
+                report["machine"]["loadavg_at_end"] = round(os.getloadavg()[0], 1)
+                write(report, args.out, history=False)
+                transfer = f" transfer={r['transfer_floor_s']}s" if "transfer_floor_s" in r else ""
+                print(f"bench {name} {scenario}: rows={rows} drain={r['drain_s']}s floor={r['floor_s']}s{transfer} "
+                      f"ratio={r['ratio_vs_floor']} rss={r['peak_rss_mib']}MiB rows/s={r['rows_per_s']}", flush=True)
+            if module is mariadb:
+                mariadb.finish(os.environ[var], args.keep_binlog)
+    report["complete"] = True
+    write(report, args.out)
     return 0
 
 

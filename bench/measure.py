@@ -1,0 +1,74 @@
+"""Measuring one process and folding repeated measurements into one result row.
+
+Guarantees: every time is wall-clock of a child process measured by this process
+(monotonic clock, start to wait4); CPU and peak RSS are that child's own (wait4 rusage,
+not its children's); a result row carries the median of its runs, and the
+sluice / floor ratios are ratios of those medians, measured side by side on the same
+backlog in the same run. A child that exits non-zero raises with its stderr tail.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def timed_child(cmd, env=None, stdout=subprocess.PIPE, cwd=None):
+    """Runs cmd; returns (wall_s, cpu_s, peak_rss_kib, stdout text or "")."""
+    with tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=err, cwd=cwd)
+        out = proc.stdout.read().decode() if stdout == subprocess.PIPE else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{cmd[0]} exited {proc.returncode}: {out[-500:]}\n{tail}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out
+
+
+def drain(binary, config, env):
+    """One `sluice drain`: its cost and the fields of its run summary the report uses."""
+    wall, cpu, rss, out = timed_child([binary, "drain", "--config", config], env)
+    summary = json.loads(out.strip().splitlines()[-1])
+    if summary["status"] != "drained":
+        raise RuntimeError(f"the bench drain ended {summary['status']}: {summary}")
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss / 1024, "rows": summary["rows"],
+            "parts": summary["parts"], "bytes": summary["bytes"], "to": summary["to"]}
+
+
+def floor(cmd, env=None, stdout=subprocess.DEVNULL, cwd=None):
+    """One floor measurement (the source's own tool): wall and CPU of the client process."""
+    wall, cpu, _, _ = timed_child(cmd, env, stdout=stdout, cwd=cwd)
+    return {"wall_s": wall, "cpu_s": cpu}
+
+
+def _median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def result(engine, scenario, rows, seed_s, drains, floors, extra=None):
+    """One report row. `floors` maps a floor name ("decode", "transfer") to its runs;
+    "decode" is the floor the targets are stated against."""
+    wall = _median(drains, "wall_s")
+    peak = _median(drains, "peak_rss_mib")
+    row = {
+        "scenario": scenario, "engine": engine, "rows": rows, "seed_s": round(seed_s, 2),
+        "drain_s": round(wall, 3), "cpu_s": round(_median(drains, "cpu_s"), 3),
+        "rows_per_s": round(drains[0]["rows"] / wall) if wall > 0 else None,
+        "peak_rss_mib": round(peak, 1), "parts": drains[0]["parts"], "bytes": drains[0]["bytes"],
+        "rows_written": drains[0]["rows"], "gb_s": round(peak / 1024 * wall, 4), "runs": len(drains),
+        "drain_runs_s": [round(d["wall_s"], 3) for d in drains],
+    }
+    for name, runs in floors.items():
+        f = _median(runs, "wall_s")
+        prefix = "" if name == "decode" else f"{name}_"
+        row[f"{prefix}floor_s"] = round(f, 3)
+        row[f"ratio_vs_{prefix}floor"] = round(wall / f, 2) if f > 0 else None
+        row[f"{prefix}floor_runs_s"] = [round(r["wall_s"], 3) for r in runs]
+    row.update(extra or {})
+    return row

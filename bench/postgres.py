@@ -1,0 +1,112 @@
+"""PostgreSQL scenarios: a backlog in a logical slot, drained by sluice and decoded by the
+server itself.
+
+Each scenario gets its own database `bench_<scenario>` (dropped with its slots before and
+after). The backlog is written after the slot is created, so the slot holds exactly it
+(plus nothing else: the database is private). Per repeat:
+
+* floor ("decode"): `SELECT count(*), sum(length(data)) FROM
+  pg_logical_slot_peek_binary_changes(...)` on the slot with the drain's own pgoutput
+  options — the server's decode of the same changes, without consuming them;
+* sluice: `sluice drain` on a copy of the slot (pg_copy_logical_replication_slot), so
+  every repeat reads the full backlog.
+"""
+
+import os
+import shutil
+import subprocess
+import time
+
+import measure
+
+SIX = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
+       "at timestamptz, flag boolean)")
+WIDE = ("CREATE TABLE t (id bigint PRIMARY KEY, "
+        + ", ".join(f"c{i} {('text', 'int', 'numeric(18,4)', 'timestamptz')[i % 4]}" for i in range(1, 40))
+        + ")")
+TABLES = {"single_row_txns": SIX, "one_big_txn": SIX, "wide_rows": WIDE,
+          "idle": "CREATE TABLE t (id bigint PRIMARY KEY, v text)"}
+SIX_VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+WIDE_VALUES = ", ".join(("repeat(md5(i::text), 8)", "i", "i / 7.0", "now()")[c % 4] for c in range(1, 40))
+# Wide rows are written in transactions of this many rows (as an application would).
+WIDE_TXN_ROWS = 1000
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
+    return out.stdout.strip()
+
+
+def with_db(url, db):
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{db}"
+
+
+def version(admin_url):
+    return psql(admin_url, "SHOW server_version")
+
+
+def seed(url, scenario, rows):
+    if scenario == "single_row_txns":
+        psql(url, f"DO $$ BEGIN FOR i IN 1..{rows} LOOP INSERT INTO t SELECT {SIX_VALUES}; COMMIT; END LOOP; END $$")
+    elif scenario == "one_big_txn":
+        psql(url, f"INSERT INTO t SELECT {SIX_VALUES} FROM generate_series(1, {rows}) i")
+    elif scenario == "wide_rows":
+        psql(url, f"DO $$ BEGIN FOR k IN 0..{(rows - 1) // WIDE_TXN_ROWS} LOOP "
+                  f"INSERT INTO t SELECT i, {WIDE_VALUES} FROM generate_series(k * {WIDE_TXN_ROWS} + 1, "
+                  f"least((k + 1) * {WIDE_TXN_ROWS}, {rows})) i; COMMIT; END LOOP; END $$")
+    elif scenario == "idle":
+        psql(url, "CREATE TABLE noise (id serial PRIMARY KEY, v text)")
+        psql(url, f"INSERT INTO noise (v) SELECT 'x' FROM generate_series(1, {rows}) i")
+
+
+def _drop(admin_url, db):
+    psql(admin_url, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '{db}'")
+    psql(admin_url, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
+    db = f"bench_{scenario}"
+    _drop(admin_url, db)
+    psql(admin_url, f"CREATE DATABASE {db}")
+    try:
+        return _measure(binary, with_db(admin_url, db), db, scenario, rows, repeat, workdir)
+    finally:
+        _drop(admin_url, db)
+
+
+def _measure(binary, url, db, scenario, rows, repeat, workdir):
+    psql(url, TABLES[scenario])
+    psql(url, f"CREATE PUBLICATION p_{db} FOR TABLE t")
+    slot = f"s_{db}"
+    psql(url, f"SELECT lsn FROM pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+    seed_start = time.monotonic()
+    seed(url, scenario, rows)
+    seed_s = time.monotonic() - seed_start
+    floor_sql = (f"SELECT count(*), coalesce(sum(length(data)), 0) FROM pg_logical_slot_peek_binary_changes("
+                 f"'{slot}', NULL, NULL, 'proto_version', '1', 'publication_names', 'p_{db}', 'binary', 'true')")
+    floors, drains = [], []
+    decoded = (0, 0)
+    for attempt in range(repeat):
+        t0 = time.monotonic()
+        decoded = tuple(int(x) for x in psql(url, floor_sql).split("|"))
+        floors.append({"wall_s": time.monotonic() - t0})
+        copy = f"{slot}_r{attempt}"
+        psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
+        job_dir = os.path.join(workdir, f"pg_{scenario}_{attempt}")
+        os.makedirs(job_dir)
+        config = os.path.join(job_dir, "sluice.yaml")
+        with open(config, "w") as f:
+            f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [t]\n"
+                    f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false }}\n"
+                    f"destination: {{ type: local, path: {job_dir}/out }}\n"
+                    f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
+        env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")
+        drains.append(measure.drain(binary, config, env))
+        psql(url, f"SELECT pg_drop_replication_slot('{copy}')")
+        shutil.rmtree(job_dir)
+    return measure.result("postgres", scenario, rows, seed_s, drains, {"decode": floors},
+                          {"changes_decoded": decoded[0], "decoded_bytes": decoded[1]})
