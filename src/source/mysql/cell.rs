@@ -32,11 +32,30 @@ pub fn decode_cell(col: &BinlogColumn, raw: &[u8]) -> Result<(Value, usize), Str
     if col.raw == MyType::MYSQL_TYPE_NEWDECIMAL {
         packed_decimal_is_well_formed(col.meta[0].into(), col.meta[1].into(), raw)?;
     }
+    if col.raw == MyType::MYSQL_TYPE_TIME2 {
+        time2_is_decodable(col.meta[0], raw)?;
+    }
     let mut buf = ParseBuf(raw);
     let cell = BinlogValue::deserialize((col.raw, &col.meta[..], col.unsigned, false), &mut buf)
         .map_err(|e| format!("cannot decode a {:?} cell: {e}", col.raw))?;
     let used = raw.len() - buf.0.len();
     values::convert(col, &ty, cell).map(|v| (v, used))
+}
+
+/// mysql_common 0.37 decodes a negative TIME2 of 1 or 2 fractional digits with a
+/// non-zero fraction by `u32 - 0x100`, which overflows (a panic in debug builds, a wrong
+/// value in release builds). Such a cell is refused here instead.
+fn time2_is_decodable(decimals: u8, raw: &[u8]) -> Result<(), String> {
+    const TIMEF_INT_OFS: i64 = 0x80_0000;
+    if matches!(decimals, 1 | 2) && raw.len() >= 4 {
+        let intpart = i64::from(u32::from_be_bytes([0, raw[0], raw[1], raw[2]])) - TIMEF_INT_OFS;
+        if intpart < 0 && raw[3] > 0 {
+            return Err(format!(
+                "a negative TIME({decimals}) with a fraction cannot be decoded by mysql_common 0.37"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Digits per 4-byte group of MySQL's packed DECIMAL, and the bytes of a partial group.
@@ -253,5 +272,15 @@ mod tests {
                 .unwrap_err()
                 .contains("metadata")
         );
+    }
+
+    #[test]
+    fn a_negative_time2_with_a_fraction_is_refused_not_overflowed() {
+        let col = column(MyType::MYSQL_TYPE_TIME2, vec![1], false, "utf8mb4");
+        // -00:00:01 (intpart below TIMEF_INT_OFS) with fraction byte 0x01.
+        let err = decode_cell(&col, &[0x7f, 0xff, 0xff, 0x01]).unwrap_err();
+        assert!(err.contains("negative TIME(1)"), "{err}");
+        // A positive value with the same fraction decodes.
+        assert!(decode_cell(&col, &[0x80, 0x00, 0x01, 0x01]).is_ok());
     }
 }
