@@ -44,6 +44,36 @@ pub trait SnapshotSource: Send {
     ) -> Result<u64>;
 }
 
+/// The captured table `name` of `tables`, refused when it has no key to chunk by
+/// (`key_names` says what counts as one on the engine). One rule for every engine.
+pub fn keyed_table<'a, T>(
+    tables: &'a [T],
+    name: &str,
+    config_name: impl Fn(&T) -> &str,
+    has_key: impl Fn(&T) -> bool,
+    key_names: &str,
+) -> Result<&'a T> {
+    let table = tables
+        .iter()
+        .find(|t| config_name(t) == name)
+        .ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("table {name} is not part of this job"),
+            )
+        })?;
+    if !has_key(table) {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!("{name} has no {key_names} to baseline by"),
+        )
+        .hint(format!(
+            "add a primary key to {name}; a keyset baseline needs one"
+        )));
+    }
+    Ok(table)
+}
+
 /// Opens a baseline reader for the config's source.
 pub async fn open(config: &Config) -> Result<Box<dyn SnapshotSource>> {
     match super::engine_for_url(&config.source_url()?)? {

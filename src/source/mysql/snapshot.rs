@@ -53,26 +53,13 @@ impl MySnapshot {
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        let table = self
-            .tables
-            .iter()
-            .find(|t| t.config_name == name)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::Internal,
-                    format!("table {name} is not part of this job"),
-                )
-            })?;
-        if table.key.is_empty() {
-            return Err(Error::new(
-                Code::SourcePrerequisite,
-                format!("{name} has no primary key or NOT NULL unique index to baseline by"),
-            )
-            .hint(format!(
-                "add a primary key to {name}; a keyset baseline needs one"
-            )));
-        }
-        Ok(table)
+        crate::source::snapshot::keyed_table(
+            &self.tables,
+            name,
+            |t| &t.config_name,
+            |t| !t.key.is_empty(),
+            "primary key or NOT NULL unique index",
+        )
     }
 }
 

@@ -19,7 +19,7 @@ use super::copy_binary::CopyParser;
 use super::types::decode_binary;
 use crate::change::{ColumnType, TableSchema, Value};
 use crate::config::Config;
-use crate::error::{Code, Error, Result};
+use crate::error::{Error, Result};
 use crate::source::snapshot::{
     ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, split_integer_range,
 };
@@ -43,26 +43,13 @@ impl PgSnapshot {
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        let table = self
-            .tables
-            .iter()
-            .find(|t| t.config_name == name)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::Internal,
-                    format!("table {name} is not part of this job"),
-                )
-            })?;
-        if table.key.is_empty() {
-            return Err(Error::new(
-                Code::SourcePrerequisite,
-                format!("{name} has no primary key to baseline by"),
-            )
-            .hint(format!(
-                "add a primary key to {name}; a keyset baseline needs one"
-            )));
-        }
-        Ok(table)
+        crate::source::snapshot::keyed_table(
+            &self.tables,
+            name,
+            |t| &t.config_name,
+            |t| !t.key.is_empty(),
+            "primary key",
+        )
     }
 }
 
