@@ -8,69 +8,16 @@
 set -euo pipefail
 # shellcheck source=infra/local/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-
+MY_NAME=mariadb
+MY_PORT=$SLUICE_MARIADB_PORT
 MYHOME=$SLUICE_STACK_DIR/mariadb
-MYDATA=$MYHOME/data
-MYSOCK=$MYHOME/mariadb.sock
-MYPID=$MYHOME/mariadb.pid
-MYLOG=$MYHOME/mariadb.log
-
-pid() { cat "$MYPID" 2>/dev/null || true; }
-running() { local p; p=$(pid); [ -n "$p" ] && sluice_alive "$p" && [ "$(cat "/proc/$p/comm")" = mariadbd ]; }
-ping() { mariadb-admin --no-defaults --socket="$MYSOCK" -uroot ping; }
-answers_or_died() { ping || { [ -n "${launched:-}" ] && sluice_dead "$launched"; }; }
-sql() { mariadb --no-defaults --socket="$MYSOCK" -uroot -e "$1"; }
-
-ensure_root() {
-  sql "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
-       ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '';
-       ALTER USER 'root'@'localhost' IDENTIFIED BY '';
-       GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
-       GRANT ALL PRIVILEGES ON *.* TO 'root'@'localhost' WITH GRANT OPTION;"
-}
-
-start() {
-  [ -x /usr/sbin/mariadbd ] || sluice_apt_install mariadb-server
-  if running && ping >/dev/null 2>&1; then return 0; fi
-  mkdir -p "$SLUICE_STACK_DIR"
-  sluice_traverse mysql "$SLUICE_STACK_DIR"
-  install -d -o mysql -g mysql -m 750 "$MYHOME"
-  if [ ! -f "$MYHOME/.initialized" ]; then
-    rm -rf "$MYDATA"
-    mariadb-install-db --no-defaults --datadir="$MYDATA" --user=mysql --skip-test-db \
-      --auth-root-authentication-method=normal >"$MYHOME/install-db.log" 2>&1 ||
-      { echo "mariadb: mariadb-install-db failed, see $MYHOME/install-db.log" >&2; return 1; }
-    touch "$MYHOME/.initialized"
-  fi
-  launched=""
-  if ! running; then
-    rm -f "$MYPID" "$MYSOCK"
-    setsid nohup /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$MYDATA" \
-      --port="$SLUICE_MARIADB_PORT" --bind-address=127.0.0.1 --socket="$MYSOCK" \
-      --pid-file="$MYPID" --log-error="$MYLOG" --skip-name-resolve --server-id=1 \
-      --log-bin="$MYDATA/mariadb-bin" --binlog-format=ROW --binlog-row-image=FULL \
-      --binlog-row-metadata=FULL --character-set-server=utf8mb4 \
-      --collation-server=utf8mb4_general_ci </dev/null >>"$MYHOME/mariadbd.out" 2>&1 &
-    launched=$!
-  fi
-  sluice_wait 60 answers_or_died
-  ping >/dev/null 2>&1 ||
-    { echo "mariadb: not answering, see $MYLOG" >&2; tail -n 20 "$MYLOG" >&2; return 1; }
-  ensure_root
-}
-
-stop() {
-  running || return 0
-  local p; p=$(pid)
-  kill "$p"
-  sluice_wait 60 sluice_dead "$p" ||
-    { echo "mariadb: pid $p ignored SIGTERM for 60s, killing" >&2; kill -9 "$p"; }
-}
+# shellcheck source=infra/local/mariadb-instance.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mariadb-instance.sh"
 
 case "${1:-}" in
-  start) start ;;
-  stop) stop ;;
-  status) if running && ping >/dev/null 2>&1; then echo "mariadb: running on 127.0.0.1:$SLUICE_MARIADB_PORT"; else echo "mariadb: stopped"; exit 3; fi ;;
-  url) echo "mysql://root@127.0.0.1:$SLUICE_MARIADB_PORT/" ;;
+  start) instance_start ;;
+  stop) instance_stop ;;
+  status) instance_status ;;
+  url) echo "mysql://root@127.0.0.1:$MY_PORT/" ;;
   *) echo "usage: $0 {start|stop|status|url}" >&2; exit 2 ;;
 esac
