@@ -20,7 +20,7 @@ use oracle::canon;
 use oracle::check::SourceRow;
 use oracle::rng::Rng;
 use oracle::trial::{Engine, Source};
-use oracle::workload::{Column, Kind, Stmt, TableSpec, Txn, Val};
+use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
 use support::TestMysqlDb;
 
 const TABLE: &str = "items";
@@ -152,22 +152,8 @@ struct Maria {
 
 impl Maria {
     fn new(admin: String) -> Self {
-        let cols = columns();
-        Maria {
-            admin,
-            types: cols.iter().map(|(_, t, _)| *t).collect(),
-            spec: TableSpec {
-                name: TABLE.into(),
-                key: "id".into(),
-                columns: cols
-                    .into_iter()
-                    .map(|(name, _, kind)| Column {
-                        name: name.into(),
-                        kind,
-                    })
-                    .collect(),
-            },
-        }
+        let (spec, types) = TableSpec::from_typed(TABLE, columns());
+        Maria { admin, spec, types }
     }
 }
 

@@ -12,7 +12,7 @@ use oracle::canon;
 use oracle::check::SourceRow;
 use oracle::rng::Rng;
 use oracle::trial::{Engine, Source};
-use oracle::workload::{Column, Kind, Stmt, TableSpec, Txn, Val};
+use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
 use support::TestDb;
 
 const TABLE: &str = "public.items";
@@ -148,22 +148,8 @@ struct Pg {
 
 impl Pg {
     fn new(admin: String) -> Self {
-        let cols = columns();
-        Pg {
-            admin,
-            types: cols.iter().map(|(_, t, _)| *t).collect(),
-            spec: TableSpec {
-                name: TABLE.into(),
-                key: "id".into(),
-                columns: cols
-                    .into_iter()
-                    .map(|(name, _, kind)| Column {
-                        name: name.into(),
-                        kind,
-                    })
-                    .collect(),
-            },
-        }
+        let (spec, types) = TableSpec::from_typed(TABLE, columns());
+        Pg { admin, spec, types }
     }
 }
 

@@ -82,6 +82,29 @@ pub struct TableSpec {
     pub columns: Vec<Column>,
 }
 
+impl TableSpec {
+    /// The table `name` keyed by `id`, from `(column, source type, kind)` triples; also
+    /// returns the source types in column order (for the engine's DDL).
+    pub fn from_typed(
+        name: &str,
+        columns: Vec<(&str, &'static str, Kind)>,
+    ) -> (TableSpec, Vec<&'static str>) {
+        let types = columns.iter().map(|(_, ty, _)| *ty).collect();
+        let spec = TableSpec {
+            name: name.into(),
+            key: "id".into(),
+            columns: columns
+                .into_iter()
+                .map(|(name, _, kind)| Column {
+                    name: name.into(),
+                    kind,
+                })
+                .collect(),
+        };
+        (spec, types)
+    }
+}
+
 /// A generated value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
