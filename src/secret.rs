@@ -59,19 +59,13 @@ pub async fn refresh(arn: &str, engine: Option<Engine>) -> Result<bool> {
 /// The region field of a Secrets Manager ARN
 /// (`arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME`).
 pub fn region_of(arn: &str) -> Result<&str> {
-    let parts: Vec<&str> = arn.splitn(7, ':').collect();
-    match parts.as_slice() {
-        ["arn", _, "secretsmanager", region, _, "secret", name]
-            if !region.is_empty() && !name.is_empty() =>
-        {
-            Ok(region)
-        }
-        _ => Err(Error::new(
+    aws::arn_region(arn, "secretsmanager", "secret").ok_or_else(|| {
+        Error::new(
             Code::ConfigSecret,
             format!("source.url_secret_arn {arn:?} is not a Secrets Manager secret ARN"),
         )
-        .hint("write the full ARN: arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME")),
-    }
+        .hint("write the full ARN: arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME")
+    })
 }
 
 async fn fetch(arn: &str) -> Result<String> {

@@ -29,23 +29,13 @@ pub struct Started {
 
 /// The region of a Step Functions ARN (`arn:<partition>:states:<region>:<account>:stateMachine:<name>`).
 pub fn region_from_arn(arn: &str) -> Result<&str> {
-    let parts: Vec<&str> = arn.splitn(7, ':').collect();
-    match parts[..] {
-        ["arn", partition, "states", region, account, "stateMachine", name]
-            if !partition.is_empty()
-                && !region.is_empty()
-                && account.len() == 12
-                && account.bytes().all(|b| b.is_ascii_digit())
-                && !name.is_empty() =>
-        {
-            Ok(region)
-        }
-        _ => Err(Error::new(
+    crate::aws::arn_region(arn, "states", "stateMachine").ok_or_else(|| {
+        Error::new(
             Code::ConfigInvalid,
             format!("baseline.state_machine_arn {arn:?} is not a Step Functions state machine ARN"),
         )
-        .hint("use the ARN of the baseline machine, arn:aws:states:<region>:<account>:stateMachine:<name> (the Terraform module's state_machine_arn output)")),
-    }
+        .hint("use the ARN of the baseline machine, arn:aws:states:<region>:<account>:stateMachine:<name> (the Terraform module's state_machine_arn output)")
+    })
 }
 
 /// The execution name for `job`'s baseline at `anchor`: at most 80 characters of
