@@ -110,29 +110,9 @@ fn crashed_baseline_resumes_with_only_the_remaining_chunks() {
         &["t"],
         "baseline: { chunk_rows: 500 }\nlease: { ttl_seconds: 2 }",
     );
-    let crashed = job.run(&["baseline"], &[("SLUICE_FAULT", "chunk_done@3")]);
-    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
-    assert!(
-        crashed.stderr.contains("fault injected"),
-        "{}",
-        crashed.stderr
-    );
-    assert!(!job.out().join("t/snapshot/_SUCCESS").exists());
-    db.sql("UPDATE t SET v = 'changed' WHERE id <= 10");
-    let resumed = job.run(&["baseline"], &[]);
-    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
-    let summary = resumed.summary();
-    let chunks = summary["chunks"].as_u64().unwrap();
-    assert!(chunks >= 5, "{summary}");
-    assert_eq!(
-        summary["chunks_read"].as_u64().unwrap(),
-        chunks - 3,
-        "only the chunks not done are read"
-    );
-    assert_eq!(
-        support::part_files(&job.out().join("t/snapshot"), "part-").len() as u64,
-        chunks
-    );
+    support::baseline_crash_then_resume(&job, "t", "chunk_done@3", 3, || {
+        db.sql("UPDATE t SET v = 'changed' WHERE id <= 10");
+    });
     job.drain();
     assert_eq!(replayed(&job, "t"), source_state(&db));
 }

@@ -743,3 +743,38 @@ pub fn refusing_replication_proxy(upstream: &str) -> u16 {
     });
     port
 }
+
+/// Runs `sluice baseline` of `table` crashed by `fault` after `done` chunks, runs `between` (writes
+/// to the source while the baseline is incomplete), then resumes it; asserts the resumed
+/// run reads only the chunks not done and leaves one part per chunk. Returns the resumed
+/// run's summary.
+pub fn baseline_crash_then_resume(
+    job: &Job,
+    table: &str,
+    fault: &str,
+    done: u64,
+    between: impl FnOnce(),
+) -> serde_json::Value {
+    let crashed = job.run(&["baseline"], &[("SLUICE_FAULT", fault)]);
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    assert!(
+        crashed.stderr.contains("fault injected"),
+        "{}",
+        crashed.stderr
+    );
+    let snapshot = job.out().join(table).join("snapshot");
+    assert!(!snapshot.join("_SUCCESS").exists());
+    between();
+    let resumed = job.run(&["baseline"], &[]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let summary = resumed.summary();
+    let chunks = summary["chunks"].as_u64().unwrap();
+    assert!(chunks >= 5, "{summary}");
+    assert_eq!(
+        summary["chunks_read"].as_u64().unwrap(),
+        chunks - done,
+        "only the chunks not done are read"
+    );
+    assert_eq!(part_files(&snapshot, "part-").len() as u64, chunks);
+    summary
+}
