@@ -44,6 +44,13 @@ fn bucket_default_encryption_absent_warns_and_present_passes() {
     let (_, bare) = check(&job, "destination encryption");
     assert_eq!(bare["status"], "warn", "{bare}");
     assert!(
+        bare["detail"]
+            .as_str()
+            .unwrap()
+            .contains("sluice's own writes request SSE-S3"),
+        "{bare}"
+    );
+    assert!(
         bare["fix"]
             .as_str()
             .unwrap()

@@ -4,12 +4,14 @@
 //! Guarantees: read-only (one `GetBucketEncryption` call); `ok` only when S3 reports a
 //! default-encryption rule, naming its algorithm (and KMS key); no rule, or a call that
 //! is denied or fails, is a warning with the statement or permission that fixes it —
-//! the drain does not refuse by it. A local directory has no such setting.
+//! the drain does not refuse by it (its own writes request `destination.encryption`,
+//! which the row then names). A local directory has no such setting.
 
 use aws_sdk_s3::Client;
 
 use super::Check;
 use crate::config::{Config, DestinationConfig};
+use crate::destination::s3::SseMode;
 
 /// The check's name in the report.
 pub const NAME: &str = "destination encryption";
@@ -38,13 +40,27 @@ pub async fn check(config: &Config) -> Check {
             bucket,
             endpoint_url,
             region,
+            encryption,
             ..
         } => {
             let client = match super::s3::client(endpoint_url.as_deref(), region.as_deref()).await {
                 Ok(c) => c,
                 Err(e) => return Check::from_error(NAME, &e).as_warning(),
             };
-            verdict(bucket, &ask(&client, bucket).await)
+            let answer = ask(&client, bucket).await;
+            let mut row = verdict(bucket, &answer);
+            if matches!(&answer, Answer::NotConfigured)
+                || matches!(&answer, Answer::Rules(r) if r.is_empty())
+            {
+                let requested = match encryption.mode {
+                    SseMode::SseS3 => "SSE-S3",
+                    SseMode::SseKms => "SSE-KMS",
+                };
+                row.detail.push_str(&format!(
+                    " (sluice's own writes request {requested} on every object)"
+                ));
+            }
+            row
         }
     }
 }
