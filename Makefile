@@ -80,7 +80,7 @@ soak: services
 # cargo-fuzz targets (fuzz/, its own workspace), FUZZ_SECS each. libFuzzer needs a
 # nightly toolchain (sanitizer flags); new inputs go to fuzz/corpus, crashes to fuzz/artifacts.
 FUZZ_SECS ?= 60
-FUZZ_TARGETS := pgoutput_decode pg_binary_value config_parse position_parse mysql_binlog_cell
+FUZZ_TARGETS := pgoutput_decode pg_binary_value config_parse position_parse mysql_binlog_cell mysql_binlog_rows
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

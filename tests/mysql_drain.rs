@@ -462,6 +462,32 @@ fn a_zero_date_fails_loudly_never_null() {
     assert!(support::part_files(&job.out().join("t"), "cdc-").is_empty());
 }
 
+/// A negative TIME with one or two fractional digits is the cell mysql_common 0.37's
+/// decoder overflows on (`u32 - 0x100`): the drain must refuse it like any other TIME
+/// outside a day — exit 5 with the column named — not abort, and write nothing.
+#[test]
+fn a_negative_fractional_time_is_refused_not_a_crash() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "negtime");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, t1 time(1), t2 time(2))");
+    let job = Job::mysql(&db, &["t"], "", "");
+    job.drain();
+    db.sql("INSERT INTO t VALUES (1, '00:00:01.5', '23:59:59.99')");
+    let ok = job.drain();
+    assert_eq!(ok["rows"], 1, "{ok}");
+    db.sql("INSERT INTO t VALUES (2, '12:00:00.1', '-00:00:01.25')");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_VALUE_UNREPRESENTABLE");
+    assert!(run.stderr.contains("t.t2"), "{}", run.stderr);
+    assert!(run.stderr.contains("outside a day"), "{}", run.stderr);
+    assert_eq!(
+        support::part_files(&job.out().join("t"), "cdc-").len(),
+        1,
+        "only the first run's part"
+    );
+}
+
 #[test]
 fn a_missing_table_and_missing_grants_are_refused_with_the_fix() {
     let admin = mysql_or_skip!();

@@ -1,13 +1,18 @@
 //! One binlog row-image cell, bytes → [`Value`]. Pure.
 //!
-//! [`decode_cell`] is the per-cell path of a rows event as one function: mysql_common's
-//! binlog cell decoder (the one its row iterator runs), then [`values::convert`]. It exists
-//! so the conversion can be fuzzed (`fuzz/fuzz_targets/mysql_binlog_cell.rs`) and
-//! property-tested over arbitrary bytes. Guarantee: for any column description and any
-//! bytes it returns a value or an error, never panics, and never reads past `raw`.
+//! [`decode_cell_as`] is the per-cell path of every rows event the drain reads
+//! ([`super::rows`] walks the row images cell by cell through it): mysql_common's binlog
+//! cell decoder, then [`values::convert`]. It is fuzzed
+//! (`fuzz/fuzz_targets/mysql_binlog_cell.rs`) and property-tested over arbitrary bytes.
+//! Guarantee: for any column description and any bytes it returns a value or an error,
+//! never panics, and never reads past `raw`. Inputs on which mysql_common 0.37's decoder
+//! would overflow (ill-formed packed DECIMAL groups, negative TIME2 of 1–2 fractional
+//! digits) are refused before it runs.
 //!
 //! The column's metadata must be as long as a TABLE_MAP event gives it for its type (the
 //! decoder indexes it unchecked); a shorter one is refused before decoding.
+
+use std::fmt;
 
 use mysql_async::binlog::value::BinlogValue;
 use mysql_async::consts::ColumnType as MyType;
@@ -15,45 +20,83 @@ use mysql_common::io::ParseBuf;
 use mysql_common::proto::MyDeserialize;
 
 use super::values::{self, BinlogColumn};
-use crate::change::Value;
+use crate::change::{ColumnType, Value};
 
-/// Decodes the non-NULL cell of `col` at the start of `raw`; returns the value and the
-/// number of bytes the cell occupied.
-pub fn decode_cell(col: &BinlogColumn, raw: &[u8]) -> Result<(Value, usize), String> {
-    let ty = values::binlog_type(col)?;
+/// Why a cell could not be turned into a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellError {
+    /// The bytes are not a cell of the column's binlog type (the event does not match its
+    /// TABLE_MAP, or the log is corrupt).
+    Malformed(String),
+    /// A well-formed cell whose value has no exact representation in the output type.
+    Unrepresentable(String),
+}
+
+impl CellError {
+    /// The reason, without the kind.
+    pub fn reason(&self) -> &str {
+        match self {
+            CellError::Malformed(r) | CellError::Unrepresentable(r) => r,
+        }
+    }
+}
+
+impl fmt::Display for CellError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
+/// Decodes the non-NULL cell of `col` at the start of `raw` as the column's own binlog
+/// type; returns the value and the number of bytes the cell occupied.
+pub fn decode_cell(col: &BinlogColumn, raw: &[u8]) -> Result<(Value, usize), CellError> {
+    let ty = values::binlog_type(col).map_err(CellError::Unrepresentable)?;
+    decode_cell_as(col, &ty, raw)
+}
+
+/// Decodes the non-NULL cell of `col` at the start of `raw` into a value of `ty` (the
+/// output column's type, which [`values::compatible`] accepts for the binlog type);
+/// returns the value and the number of bytes the cell occupied.
+pub fn decode_cell_as(
+    col: &BinlogColumn,
+    ty: &ColumnType,
+    raw: &[u8],
+) -> Result<(Value, usize), CellError> {
     let need = metadata_len(col.raw);
     if col.meta.len() < need {
-        return Err(format!(
+        return Err(CellError::Malformed(format!(
             "{:?} needs {need} metadata bytes, the column has {}",
             col.raw,
             col.meta.len()
-        ));
+        )));
     }
     if col.raw == MyType::MYSQL_TYPE_NEWDECIMAL {
-        packed_decimal_is_well_formed(col.meta[0].into(), col.meta[1].into(), raw)?;
+        packed_decimal_is_well_formed(col.meta[0].into(), col.meta[1].into(), raw)
+            .map_err(CellError::Malformed)?;
     }
     if col.raw == MyType::MYSQL_TYPE_TIME2 {
-        time2_is_decodable(col.meta[0], raw)?;
+        time2_is_not_negative(raw).map_err(CellError::Unrepresentable)?;
     }
     let mut buf = ParseBuf(raw);
     let cell = BinlogValue::deserialize((col.raw, &col.meta[..], col.unsigned, false), &mut buf)
-        .map_err(|e| format!("cannot decode a {:?} cell: {e}", col.raw))?;
+        .map_err(|e| CellError::Malformed(format!("cannot decode a {:?} cell: {e}", col.raw)))?;
     let used = raw.len() - buf.0.len();
-    values::convert(col, &ty, cell).map(|v| (v, used))
+    values::convert(col, ty, cell)
+        .map(|v| (v, used))
+        .map_err(CellError::Unrepresentable)
 }
 
-/// mysql_common 0.37 decodes a negative TIME2 of 1 or 2 fractional digits with a
-/// non-zero fraction by `u32 - 0x100`, which overflows (a panic in debug builds, a wrong
-/// value in release builds). Such a cell is refused here instead.
-fn time2_is_decodable(decimals: u8, raw: &[u8]) -> Result<(), String> {
-    const TIMEF_INT_OFS: i64 = 0x80_0000;
-    if matches!(decimals, 1 | 2) && raw.len() >= 4 {
-        let intpart = i64::from(u32::from_be_bytes([0, raw[0], raw[1], raw[2]])) - TIMEF_INT_OFS;
-        if intpart < 0 && raw[3] > 0 {
-            return Err(format!(
-                "a negative TIME({decimals}) with a fraction cannot be decoded by mysql_common 0.37"
-            ));
-        }
+/// A TIME2 cell's first three bytes are its integer part (sign, hours, minutes, seconds)
+/// offset by 0x800000, so a value below the offset is negative. Every negative TIME is
+/// outside a day and refused by [`values::convert`] anyway; refusing it here, before
+/// decoding, also keeps mysql_common 0.37 away from the `u32 - 0x100` overflow it hits on
+/// a negative TIME(1|2) with a fraction.
+fn time2_is_not_negative(raw: &[u8]) -> Result<(), String> {
+    const TIMEF_INT_OFS: u32 = 0x80_0000;
+    if let [a, b, c, ..] = *raw
+        && u32::from_be_bytes([0, a, b, c]) < TIMEF_INT_OFS
+    {
+        return Err("a negative TIME is outside a day (00:00:00 to 23:59:59.999999)".to_owned());
     }
     Ok(())
 }
@@ -234,6 +277,7 @@ mod tests {
         assert!(
             decode_cell(&found, &[0, 0, 3, 71, 0])
                 .unwrap_err()
+                .reason()
                 .contains("malformed")
         );
         let col = column(MyType::MYSQL_TYPE_NEWDECIMAL, vec![3, 1], false, "binary");
@@ -250,16 +294,19 @@ mod tests {
         assert!(
             decode_cell(&col, &[0x80 | 12, 0x7f])
                 .unwrap_err()
+                .reason()
                 .contains("malformed")
         );
         assert!(
             decode_cell(&col, &[0x80 | 100, 3])
                 .unwrap_err()
+                .reason()
                 .contains("malformed")
         );
         assert!(
             decode_cell(&col, &[0x80])
                 .unwrap_err()
+                .reason()
                 .contains("needs 2 bytes")
         );
     }
@@ -270,17 +317,49 @@ mod tests {
         assert!(
             decode_cell(&col, b"\x01a")
                 .unwrap_err()
+                .reason()
                 .contains("metadata")
         );
     }
 
     #[test]
-    fn a_negative_time2_with_a_fraction_is_refused_not_overflowed() {
-        let col = column(MyType::MYSQL_TYPE_TIME2, vec![1], false, "utf8mb4");
-        // -00:00:01 (intpart below TIMEF_INT_OFS) with fraction byte 0x01.
-        let err = decode_cell(&col, &[0x7f, 0xff, 0xff, 0x01]).unwrap_err();
-        assert!(err.contains("negative TIME(1)"), "{err}");
-        // A positive value with the same fraction decodes.
-        assert!(decode_cell(&col, &[0x80, 0x00, 0x01, 0x01]).is_ok());
+    fn a_negative_time2_is_refused_as_outside_a_day_not_overflowed() {
+        for decimals in 0..=6u8 {
+            let col = column(MyType::MYSQL_TYPE_TIME2, vec![decimals], false, "utf8mb4");
+            let frac_len = usize::from(decimals).div_ceil(2);
+            // -00:00:01 (the integer part just below TIMEF_INT_OFS) with a non-zero fraction.
+            let mut negative = vec![0x7f, 0xff, 0xff];
+            negative.extend(std::iter::repeat_n(0x01, frac_len));
+            let err = decode_cell(&col, &negative).unwrap_err();
+            assert!(
+                matches!(&err, CellError::Unrepresentable(r) if r.contains("outside a day")),
+                "TIME({decimals}): {err:?}"
+            );
+            // 00:00:01 with the same fraction bytes decodes, and uses every byte.
+            let mut positive = vec![0x80, 0x00, 0x01];
+            positive.extend(std::iter::repeat_n(0x01, frac_len));
+            let (value, used) = decode_cell(&col, &positive).unwrap();
+            assert_eq!(used, 3 + frac_len, "TIME({decimals})");
+            assert!(
+                matches!(value, Value::Time(us) if (1_000_000..2_000_000).contains(&us)),
+                "TIME({decimals}): {value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_and_unrepresentable_cells_are_told_apart() {
+        let dec = column(MyType::MYSQL_TYPE_NEWDECIMAL, vec![3, 1], false, "binary");
+        assert!(matches!(
+            decode_cell(&dec, &[0x80 | 12, 0x7f]),
+            Err(CellError::Malformed(_))
+        ));
+        let date = column(MyType::MYSQL_TYPE_NEWDATE, vec![], false, "binary");
+        // 0000-00-00: a well-formed cell with no calendar date.
+        let zero = decode_cell(&date, &[0, 0, 0]);
+        assert!(
+            matches!(zero, Err(CellError::Unrepresentable(_))),
+            "{zero:?}"
+        );
     }
 }

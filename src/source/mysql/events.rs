@@ -20,12 +20,13 @@ use std::sync::Arc;
 use mysql_async::binlog::events::{
     OptionalMetaExtractor, OptionalMetadataField, RowsEventData, TableMapEvent,
 };
-use mysql_async::binlog::row::BinlogRow;
 use mysql_async::consts::ColumnType as MyType;
 
+use super::cell::CellError;
+use super::rows::{ImageColumns, RowError, RowImages};
 use super::schema::CapturedTable;
-use super::values::{BinlogColumn, binlog_type, compatible, convert};
-use crate::change::{Column, Op, RowChange, TableSchema, Value};
+use super::values::{BinlogColumn, binlog_type, compatible};
+use crate::change::{Column, ColumnType, Op, RowChange, TableSchema};
 use crate::error::{Code, Error, Result};
 
 /// MariaDB event type numbers.
@@ -266,6 +267,8 @@ pub fn describe_table_map(
 pub struct MappedTable {
     pub schema: Arc<TableSchema>,
     pub columns: Vec<BinlogColumn>,
+    /// The output type of each column (`schema`'s, in binlog column order).
+    pub types: Vec<ColumnType>,
 }
 
 /// Builds the output schema of a TABLE_MAP event: binlog column order and names, the
@@ -310,14 +313,18 @@ pub fn map_table(
     } else {
         Arc::new(schema)
     };
-    Ok(MappedTable { schema, columns })
+    let types = schema.columns.iter().map(|c| c.ty.clone()).collect();
+    Ok(MappedTable {
+        schema,
+        columns,
+        types,
+    })
 }
 
 /// Decodes every row of a rows event for a captured table, in order, into `sink`.
 pub fn decode_rows(
     mapped: &MappedTable,
     rows: &RowsEventData<'_>,
-    tme: &TableMapEvent<'_>,
     at: &str,
     mut sink: impl FnMut(RowChange) -> Result<()>,
 ) -> Result<()> {
@@ -333,17 +340,17 @@ pub fn decode_rows(
             .hint("SET GLOBAL binlog_row_value_options = '' (and in every session that set it); then re-baseline the table"));
         }
     };
-    let name = &mapped.schema.name;
-    for pair in rows.rows(tme) {
-        let (before, after) = pair.map_err(|e| {
-            Error::new(
-                Code::SourceProtocol,
-                format!("{name} at {at}: cannot decode a row: {e}"),
-            )
-            .hint("the binlog event does not match its TABLE_MAP; report it with the run's log")
-        })?;
-        let before = before.map(|row| image(mapped, row, at)).transpose()?;
-        let after = after.map(|row| image(mapped, row, at)).transpose()?;
+    let images = RowImages::new(
+        &mapped.columns,
+        &mapped.types,
+        rows.columns_before_image()
+            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
+        rows.columns_after_image()
+            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
+        rows.rows_data(),
+    );
+    for pair in images {
+        let (before, after) = pair.map_err(|e| row_error(mapped, e, at))?;
         sink(RowChange {
             table: mapped.schema.clone(),
             op,
@@ -356,38 +363,38 @@ pub fn decode_rows(
     Ok(())
 }
 
-fn image(mapped: &MappedTable, mut row: BinlogRow, at: &str) -> Result<Vec<Value>> {
+/// The run's error for a row image that could not be decoded.
+fn row_error(mapped: &MappedTable, error: RowError, at: &str) -> Error {
     let name = &mapped.schema.name;
-    if row.len() != mapped.columns.len() {
-        return Err(Error::new(
+    match error {
+        RowError::PartialImage { present, total } => Error::new(
             Code::SourcePrerequisite,
             format!(
-                "{name} at {at}: the row image has {} of {} columns (binlog_row_image is not FULL for the session that wrote it)",
-                row.len(),
-                mapped.columns.len()
+                "{name} at {at}: the row image has {present} of {total} columns (binlog_row_image is not FULL for the session that wrote it)"
             ),
         )
-        .hint("SET GLOBAL binlog_row_image = 'FULL' and make sure no session overrides it; then re-baseline the table"));
+        .hint("SET GLOBAL binlog_row_image = 'FULL' and make sure no session overrides it; then re-baseline the table"),
+        RowError::Cell { column, error } => {
+            let col = &mapped.schema.columns[column];
+            match error {
+                CellError::Unrepresentable(reason) => Error::new(
+                    Code::ValueUnrepresentable,
+                    format!("{name}.{} ({}) at {at}: {reason}", col.name, col.source_type),
+                )
+                .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline"),
+                CellError::Malformed(reason) => malformed(name, at, &format!("column {}: {reason}", col.name)),
+            }
+        }
+        RowError::Malformed(reason) => malformed(name, at, &reason),
     }
-    let mut values = Vec::with_capacity(row.len());
-    for (i, col) in mapped.columns.iter().enumerate() {
-        let column = &mapped.schema.columns[i];
-        let cell = row.take(i).ok_or_else(|| {
-            Error::new(
-                Code::Internal,
-                format!("{name}.{}: cell taken twice", col.name),
-            )
-        })?;
-        let value = convert(col, &column.ty, cell).map_err(|reason| {
-            Error::new(
-                Code::ValueUnrepresentable,
-                format!("{name}.{} ({}) at {at}: {reason}", col.name, column.source_type),
-            )
-            .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline")
-        })?;
-        values.push(value);
-    }
-    Ok(values)
+}
+
+fn malformed(table: &str, at: &str, reason: &str) -> Error {
+    Error::new(
+        Code::SourceProtocol,
+        format!("{table} at {at}: cannot decode a row: {reason}"),
+    )
+    .hint("the binlog event does not match its TABLE_MAP; report it with the run's log")
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub mod connect;
 pub mod events;
 pub mod prerequisites;
 pub mod probe;
+pub mod rows;
 pub mod schema;
 pub mod snapshot;
 pub mod spill;

@@ -259,7 +259,7 @@ impl MyStream {
                             return Err(xa_refused(&mapped.schema.name, &at));
                         }
                         let buffer = &mut self.buffer;
-                        events::decode_rows(&mapped, &rows, &known.tme, &at, |change| {
+                        events::decode_rows(&mapped, &rows, &at, |change| {
                             buffer.push(change).map_err(|e| spill_error(e, &at))
                         })?;
                     }
