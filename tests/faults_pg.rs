@@ -5,11 +5,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::pg_proxy::PgProxy;
+use support::tmpfs::Tmpfs;
 use support::{Job, TestDb};
 
 /// What "nothing moved" compares: the stored checkpoint, the slot, and the parts.
@@ -132,45 +133,6 @@ fn source_unreachable_at_start_fails_transient_and_moves_nothing() {
     proxy.refuse(false);
     assert_eq!(job.drain()["rows"], 100);
     assert_exact(&job, "t", 100);
-}
-
-/// A tmpfs of `size` mounted at `dir`, unmounted on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Some(Tmpfs(dir.to_path_buf()));
-        }
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "cannot mount a tmpfs at {} (the test needs root / CAP_SYS_ADMIN)",
-            dir.display()
-        );
-        eprintln!("SKIPPED: cannot mount a tmpfs (needs root)");
-        None
-    }
-
-    fn resize(&self, size: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 #[test]

@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod lambda_api;
 pub mod proxy;
+pub mod tmpfs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
