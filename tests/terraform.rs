@@ -467,3 +467,31 @@ fn the_function_policy_grants_every_action_the_code_names() {
         "the policy does not reach the claim items"
     );
 }
+
+#[test]
+fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
+    let folder = sluice::baseline::delivery::CHUNKS_FOLDER;
+    assert!(
+        sluice::baseline::delivery::chunks_key("j").starts_with(folder),
+        "chunk lists are written to {folder}"
+    );
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let grant =
+        format!("chunk_lists_arn = \"${{var.stack.bucket_arn}}/${{local.prefix}}/{folder}*\"");
+    assert!(policy.contains(&grant), "iam.tf lacks {grant}");
+    let read = policy
+        .split("sid ")
+        .find(|s| s.contains("\"ReadChunkLists\""))
+        .expect("a ReadChunkLists statement");
+    assert!(
+        read.contains("\"s3:GetObject\"") && read.contains("[local.chunk_lists_arn]"),
+        "{read}"
+    );
+    // The definition's ItemReader is the S3 GetObject the grant allows.
+    let asl =
+        std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json"))
+            .unwrap();
+    assert!(asl.contains("\"Resource\": \"arn:aws:states:::s3:getObject\""));
+}
