@@ -374,7 +374,14 @@ fn rendered_values_keep_their_json_types() {
     });
     inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null });
     inputs["safety_margin_seconds"] = serde_json::json!(12.5);
+    inputs["baseline"] = serde_json::json!({ "chunk_rows": 5000, "inline_plan_max_bytes": 0 });
     let document = render(&bin, &inputs);
+    assert_eq!(document["baseline"]["chunk_rows"], 5000);
+    assert_eq!(
+        document["baseline"]["inline_plan_max_bytes"], 0,
+        "sluice_config passes baseline.inline_plan_max_bytes through"
+    );
+    assert_eq!(validate(&document)["config"], document);
     assert_eq!(
         document["source"]["postgres"],
         serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000 })

@@ -4,12 +4,12 @@
 //!
 //! Guarantees: the anchor is created and recorded before any row is read, so every
 //! change after it is in the stream (overlap, never a gap); the plan is stored once
-//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift (and
-//! the chunk list `baseline.plan` returns inline or through S3 — see [`super::delivery`]
-//! — is the same on every retry); a
-//! chunk is recorded done only after its part is durable, a retried chunk adopts an
-//! existing part instead of writing a second one, and the first chunk record wins; the
-//! snapshot's `manifest.json` and `_SUCCESS` are written only when every chunk is done.
+//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift and
+//! every retry of `baseline.plan` hands over the same chunk list (inline or through S3,
+//! see [`super::delivery`]); a chunk is recorded done only after its part is durable, a
+//! retried chunk adopts an existing part instead of writing a second one, and the first
+//! chunk record wins; the snapshot's `manifest.json` and `_SUCCESS` are written only
+//! when every chunk is done.
 
 use std::collections::BTreeMap;
 
