@@ -107,6 +107,7 @@ pub async fn deliver(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::destination::S3Object;
     use crate::destination::local::LocalDestination;
     use crate::source::snapshot::ChunkBounds;
 
@@ -144,14 +145,112 @@ mod tests {
         assert_eq!(mode_for(1 << 30, 0, false), PlanMode::Inline);
     }
 
+    /// An S3-like destination in memory: markers are recorded, objects are `lake/cdc/…`.
+    #[derive(Default)]
+    struct FakeS3 {
+        markers: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Destination for FakeS3 {
+        fn describe(&self) -> String {
+            "s3://lake/cdc/".into()
+        }
+        async fn put_part(&self, key: &str, _local: &std::path::Path) -> Result<()> {
+            Err(Error::new(Code::Internal, format!("unexpected part {key}")))
+        }
+        async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
+            let mut markers = self.markers.lock().unwrap();
+            markers.push((key.to_owned(), body.to_vec()));
+            Ok(())
+        }
+        async fn get(&self, _key: &str) -> Result<Option<Vec<u8>>> {
+            Ok(None)
+        }
+        async fn list(&self, _prefix: &str) -> Result<Vec<String>> {
+            Ok(vec![])
+        }
+        fn s3_object(&self, key: &str) -> Result<Option<S3Object>> {
+            Ok(Some(S3Object {
+                bucket: "lake".into(),
+                key: format!("cdc/{key}"),
+            }))
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_s3_destination_takes_a_long_list_and_keeps_a_short_one_inline() {
+        let list = chunks(5);
+        let encoded = serde_json::to_vec(&list).unwrap().len() as u64;
+
+        let dest = FakeS3::default();
+        let out = rt()
+            .block_on(deliver(&config(encoded), &dest, list.clone()))
+            .unwrap();
+        assert_eq!(
+            (out.mode, out.chunks.len(), out.items),
+            (PlanMode::Inline, 5, None)
+        );
+        assert!(dest.markers.lock().unwrap().is_empty(), "nothing written");
+
+        let out = rt()
+            .block_on(deliver(&config(encoded - 1), &dest, list.clone()))
+            .unwrap();
+        assert_eq!(out.mode, PlanMode::S3);
+        assert!(out.chunks.is_empty());
+        assert_eq!((out.chunk_count, out.parallel), (5, 3));
+        assert_eq!(
+            out.items,
+            Some(S3Object {
+                bucket: "lake".into(),
+                key: "cdc/_baseline/chunks-j.json".into()
+            })
+        );
+        let markers = dest.markers.lock().unwrap();
+        assert_eq!(markers.len(), 1);
+        assert_eq!(markers[0].0, "_baseline/chunks-j.json");
+        let written: Vec<ChunkTask> = serde_json::from_slice(&markers[0].1).unwrap();
+        assert_eq!(written, list, "the object holds every chunk task");
+    }
+
+    #[test]
+    fn a_list_too_long_for_one_distributed_map_is_refused_before_anything_is_written() {
+        let dest = FakeS3::default();
+        let err = rt()
+            .block_on(deliver(
+                &config(0),
+                &dest,
+                chunks(MAX_DISTRIBUTED_CHUNKS as u32 + 1),
+            ))
+            .unwrap_err();
+        assert_eq!(err.code(), Code::ConfigInvalid);
+        assert!(
+            err.hint_text().unwrap().contains("baseline.chunk_rows"),
+            "{err:?}"
+        );
+        assert!(dest.markers.lock().unwrap().is_empty());
+        let out = rt()
+            .block_on(deliver(
+                &config(0),
+                &dest,
+                chunks(MAX_DISTRIBUTED_CHUNKS as u32),
+            ))
+            .unwrap();
+        assert_eq!(out.mode, PlanMode::S3);
+    }
+
     #[test]
     fn a_local_destination_keeps_even_a_long_list_inline() {
         let dir = tempfile::tempdir().unwrap();
         let dest = LocalDestination::new(dir.path()).unwrap();
         let config = config(0);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let rt = rt();
         let out = rt.block_on(deliver(&config, &dest, chunks(5))).unwrap();
         assert_eq!(out.mode, PlanMode::Inline);
         assert_eq!(out.chunks, chunks(5));
@@ -194,9 +293,7 @@ mod tests {
     fn every_job_name_gives_a_valid_key_in_the_chunks_folder() {
         let dir = tempfile::tempdir().unwrap();
         let dest = LocalDestination::new(dir.path()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let rt = rt();
         for job in ["orders", ".", "..", "a.b-c_d"] {
             let key = chunks_key(job);
             assert!(key.starts_with(CHUNKS_FOLDER) && !key[CHUNKS_FOLDER.len()..].contains('/'));
