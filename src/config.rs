@@ -92,6 +92,16 @@ pub struct BaselineConfig {
     /// When set, a drain that finds no anchor creates it and starts this Step Functions
     /// state machine for the chunks instead of reading them inline.
     pub state_machine_arn: Option<String>,
+    /// `baseline.plan`: an encoded chunk list longer than this many bytes is written to
+    /// the S3 destination for the state machine's Distributed Map to read, instead of
+    /// being returned inline (at most [`BaselineConfig::MAX_INLINE_PLAN_BYTES`]).
+    pub inline_plan_max_bytes: u64,
+}
+
+impl BaselineConfig {
+    /// Step Functions passes at most 256 KiB between states; an inline chunk list shares
+    /// that with the rest of the execution's state, so it may take at most 192 KiB.
+    pub const MAX_INLINE_PLAN_BYTES: u64 = 192 * 1024;
 }
 
 impl Default for BaselineConfig {
@@ -100,6 +110,7 @@ impl Default for BaselineConfig {
             chunk_rows: 100_000,
             parallel: 1,
             state_machine_arn: None,
+            inline_plan_max_bytes: 128 * 1024,
         }
     }
 }
@@ -522,6 +533,14 @@ impl Config {
         if let Some(arn) = &self.baseline.state_machine_arn {
             crate::baseline::start::region_from_arn(arn)?;
         }
+        if self.baseline.inline_plan_max_bytes > BaselineConfig::MAX_INLINE_PLAN_BYTES {
+            return Err(invalid(format!(
+                "baseline.inline_plan_max_bytes {} is above {} (192 KiB)",
+                self.baseline.inline_plan_max_bytes,
+                BaselineConfig::MAX_INLINE_PLAN_BYTES
+            ))
+            .hint("Step Functions passes at most 256 KiB between states; larger chunk lists go through S3 (0 sends every plan of an S3 destination through S3)"));
+        }
         Ok(())
     }
 
@@ -712,6 +731,12 @@ state: { type: local, path: ./.sluice }
         assert_eq!(c.output.rollover_rows, 1_000_000);
         assert_eq!(c.lease.ttl_seconds, 900);
         assert!(c.source.postgres.as_ref().unwrap().create);
+        assert_eq!(c.baseline.inline_plan_max_bytes, 128 * 1024);
+        for bytes in [0, BaselineConfig::MAX_INLINE_PLAN_BYTES] {
+            let text = format!("{MINIMAL}baseline: {{ inline_plan_max_bytes: {bytes} }}\n");
+            let c = Config::parse(&text, "test").unwrap();
+            assert_eq!(c.baseline.inline_plan_max_bytes, bytes);
+        }
     }
 
     #[test]
@@ -884,6 +909,10 @@ state: { type: local, path: ./.sluice }
             (
                 MINIMAL.replace("postgres@127.0.0.1", "u:secret@db.example.com"),
                 "carries a password",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ inline_plan_max_bytes: 196609 }}\n"),
+                "baseline.inline_plan_max_bytes 196609 is above 196608",
             ),
         ];
         for (text, needle) in cases {

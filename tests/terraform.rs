@@ -374,7 +374,14 @@ fn rendered_values_keep_their_json_types() {
     });
     inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null });
     inputs["safety_margin_seconds"] = serde_json::json!(12.5);
+    inputs["baseline"] = serde_json::json!({ "chunk_rows": 5000, "inline_plan_max_bytes": 0 });
     let document = render(&bin, &inputs);
+    assert_eq!(document["baseline"]["chunk_rows"], 5000);
+    assert_eq!(
+        document["baseline"]["inline_plan_max_bytes"], 0,
+        "sluice_config passes baseline.inline_plan_max_bytes through"
+    );
+    assert_eq!(validate(&document)["config"], document);
     assert_eq!(
         document["source"]["postgres"],
         serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000 })
@@ -466,4 +473,32 @@ fn the_function_policy_grants_every_action_the_code_names() {
         policy.contains("\"claim#*\""),
         "the policy does not reach the claim items"
     );
+}
+
+#[test]
+fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
+    let folder = sluice::baseline::delivery::CHUNKS_FOLDER;
+    assert!(
+        sluice::baseline::delivery::chunks_key("j").starts_with(folder),
+        "chunk lists are written to {folder}"
+    );
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let grant =
+        format!("chunk_lists_arn = \"${{var.stack.bucket_arn}}/${{local.prefix}}/{folder}*\"");
+    assert!(policy.contains(&grant), "iam.tf lacks {grant}");
+    let read = policy
+        .split("sid ")
+        .find(|s| s.contains("\"ReadChunkLists\""))
+        .expect("a ReadChunkLists statement");
+    assert!(
+        read.contains("\"s3:GetObject\"") && read.contains("[local.chunk_lists_arn]"),
+        "{read}"
+    );
+    // The definition's ItemReader is the S3 GetObject the grant allows.
+    let asl =
+        std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json"))
+            .unwrap();
+    assert!(asl.contains("\"Resource\": \"arn:aws:states:::s3:getObject\""));
 }

@@ -10,8 +10,10 @@
 //!
 //! [`run_inline`] runs the four [`tasks`] in one process (CLI, small tables); the Step
 //! Functions machine in `infra/stepfunctions/baseline.asl.json` runs them as separate
-//! Lambda invocations, started by a drain through [`start`].
+//! Lambda invocations, started by a drain through [`start`]; [`delivery`] decides whether
+//! the plan's chunk list reaches the machine inline or as an S3 object.
 
+pub mod delivery;
 pub mod start;
 pub mod tasks;
 
@@ -61,12 +63,12 @@ pub async fn run_inline(
 ) -> Result<BaselineSummary> {
     let started = Instant::now();
     let anchor = tasks::anchor(config, backends).await?;
-    let plan = tasks::plan(config, backends).await?;
-    let total = plan.chunks.len();
+    let chunks = tasks::plan_chunks(config, backends).await?;
+    let total = chunks.len();
     let mut done = 0usize;
     let mut rows = 0u64;
     let mut read = 0usize;
-    let mut results = futures_util::stream::iter(plan.chunks.iter())
+    let mut results = futures_util::stream::iter(chunks.iter())
         .map(|task| async move {
             let before = backends
                 .state

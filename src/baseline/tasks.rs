@@ -4,10 +4,12 @@
 //!
 //! Guarantees: the anchor is created and recorded before any row is read, so every
 //! change after it is in the stream (overlap, never a gap); the plan is stored once
-//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift; a
-//! chunk is recorded done only after its part is durable, a retried chunk adopts an
-//! existing part instead of writing a second one, and the first chunk record wins; the
-//! snapshot's `manifest.json` and `_SUCCESS` are written only when every chunk is done.
+//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift and
+//! every retry of `baseline.plan` hands over the same chunk list (inline or through S3,
+//! see [`super::delivery`]); a chunk is recorded done only after its part is durable, a
+//! retried chunk adopts an existing part instead of writing a second one, and the first
+//! chunk record wins; the snapshot's `manifest.json` and `_SUCCESS` are written only
+//! when every chunk is done.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::{ChangeEvent, Op};
 use crate::config::Config;
+use crate::destination::S3Object;
 use crate::drain::Backends;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
@@ -44,10 +47,28 @@ pub struct ChunkTask {
     pub anchor: String,
 }
 
-/// Output of `baseline.plan`.
+/// Where `baseline.plan` put the chunk list: the state machine's Choice on `mode`
+/// selects the Map that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanMode {
+    /// In `chunks`, for the INLINE Map.
+    Inline,
+    /// In the S3 object `items` (a JSON array of [`ChunkTask`]), for the DISTRIBUTED Map.
+    S3,
+}
+
+/// Output of `baseline.plan`. Every field is always present (`items` is null inline), so
+/// the state machine's `ResultSelector` paths resolve in both modes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanOutput {
+    pub mode: PlanMode,
+    /// Every chunk to read (`mode: inline`); empty for `mode: s3`.
     pub chunks: Vec<ChunkTask>,
+    /// `mode: s3`: the object holding every chunk to read; null for `mode: inline`.
+    pub items: Option<S3Object>,
+    /// How many chunks there are, in either mode.
+    pub chunk_count: usize,
     /// Chunks to read at once (`baseline.parallel`; the Map's MaxConcurrency).
     pub parallel: usize,
 }
@@ -162,8 +183,15 @@ async fn anchor_under_lease(
     })
 }
 
-/// Step ②a: the chunk list of every table not yet done (planned once, then reused).
+/// The `baseline.plan` task: [`plan_chunks`], handed to the state machine inline or
+/// through S3 ([`super::delivery::deliver`]).
 pub async fn plan(config: &Config, backends: &Backends) -> Result<PlanOutput> {
+    let chunks = plan_chunks(config, backends).await?;
+    super::delivery::deliver(config, backends.destination.as_ref(), chunks).await
+}
+
+/// Step ②a: the chunk list of every table not yet done (planned once, then reused).
+pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<ChunkTask>> {
     let state = backends.state.as_ref();
     let mut source = None;
     let mut chunks = Vec::new();
@@ -221,10 +249,7 @@ pub async fn plan(config: &Config, backends: &Backends) -> Result<PlanOutput> {
             });
         }
     }
-    Ok(PlanOutput {
-        chunks,
-        parallel: config.baseline.parallel,
-    })
+    Ok(chunks)
 }
 
 fn not_anchored(table: &str) -> Error {

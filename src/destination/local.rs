@@ -219,6 +219,13 @@ mod tests {
     }
 
     #[test]
+    fn a_local_directory_has_no_s3_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = LocalDestination::new(dir.path()).unwrap();
+        assert_eq!(dest.s3_object("_baseline/chunks-j.json").unwrap(), None);
+    }
+
+    #[test]
     fn keys_cannot_escape_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let dest = LocalDestination::new(dir.path()).unwrap();

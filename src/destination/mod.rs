@@ -5,7 +5,9 @@
 //! `SLUICE_DESTINATION_EXISTS`, and the first object is left as it was); a failed or
 //! partial upload leaves no object that could be mistaken for a complete one.
 //! [`Destination::put_marker`] writes small documents (`manifest.json`, `_SUCCESS`) that a
-//! later clean run replaces.
+//! later clean run replaces. [`Destination::s3_object`] names the S3 object a key is
+//! stored as, for readers outside sluice (a Step Functions `ItemReader`); only an S3
+//! backend has one.
 
 pub mod local;
 pub mod s3;
@@ -13,9 +15,17 @@ pub mod s3;
 use std::path::Path;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, DestinationConfig};
 use crate::error::Result;
+
+/// An object in S3: the bucket and the full object key (destination prefix included).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct S3Object {
+    pub bucket: String,
+    pub key: String,
+}
 
 /// Object storage for one job's output. Keys are `/`-separated and relative to the
 /// destination's root (bucket prefix or directory).
@@ -35,6 +45,13 @@ pub trait Destination: Send + Sync {
 
     /// Keys under `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>>;
+
+    /// The S3 object `key` is (or would be) stored as; `None` for a backend that is not
+    /// S3. Errors only for a key that is not a valid destination key.
+    fn s3_object(&self, key: &str) -> Result<Option<S3Object>> {
+        let _ = key;
+        Ok(None)
+    }
 
     /// Removes a small document (only `doctor`'s probe uses it); absent is fine.
     async fn delete(&self, key: &str) -> Result<()> {

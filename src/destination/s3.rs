@@ -35,7 +35,7 @@ use aws_sdk_s3::types::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::Destination;
+use super::{Destination, S3Object};
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
 
@@ -469,6 +469,13 @@ impl Destination for S3Destination {
         keys.sort();
         Ok(keys)
     }
+
+    fn s3_object(&self, key: &str) -> Result<Option<S3Object>> {
+        Ok(Some(S3Object {
+            bucket: self.bucket.clone(),
+            key: self.object_key(key)?,
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -519,6 +526,19 @@ mod tests {
             "the cause is kept: {}",
             missing.chain()
         );
+    }
+
+    #[test]
+    fn a_key_names_its_object_under_the_prefix() {
+        let dest = destination();
+        assert_eq!(
+            dest.s3_object("_baseline/chunks-j.json").unwrap(),
+            Some(S3Object {
+                bucket: "lake".into(),
+                key: "cdc/_baseline/chunks-j.json".into()
+            })
+        );
+        assert!(dest.s3_object("../x").is_err());
     }
 
     #[test]

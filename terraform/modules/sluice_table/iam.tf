@@ -9,6 +9,10 @@
 #   Manager, when it has a customer managed one);
 # * Step Functions: StartExecution on its own baseline machine, drain function only;
 # * EC2: the ENI actions Lambda needs, only when the function runs in a VPC.
+# The baseline machine's role: invoke its worker; read the chunk lists under
+# `<prefix>/_baseline/` (and decrypt them through S3) for the Distributed Map's
+# ItemReader; start, describe and stop its own executions (the Distributed Map's child
+# executions); deliver its logs.
 
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
@@ -29,6 +33,9 @@ locals {
   sg_arns = var.vpc == null ? [] : [
     for id in var.vpc.security_group_ids : "arn:${local.partition}:ec2:${local.region}:${local.account_id}:security-group/${id}"
   ]
+  # src/baseline/delivery.rs CHUNKS_FOLDER: where baseline.plan writes a chunk list too
+  # large to pass between states.
+  chunk_lists_arn = "${var.stack.bucket_arn}/${local.prefix}/_baseline/*"
 }
 
 # The statements both functions share; `log_group_arn` and `start_machine` differ.
@@ -202,7 +209,8 @@ data "aws_iam_policy_document" "assume_states" {
       type        = "Service"
       identifiers = ["states.amazonaws.com"]
     }
-    # Only this account's state machine of this name may use the role (confused deputy).
+    # Only this account's state machine of this name may use the role (confused deputy);
+    # the Distributed Map's child executions run as `stateMachine:<machine>/<map label>`.
     condition {
       test     = "StringEquals"
       variable = "aws:SourceAccount"
@@ -211,7 +219,10 @@ data "aws_iam_policy_document" "assume_states" {
     condition {
       test     = "ArnLike"
       variable = "aws:SourceArn"
-      values   = ["arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}"]
+      values = [
+        "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}",
+        "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}/*",
+      ]
     }
   }
 }
@@ -223,6 +234,42 @@ data "aws_iam_policy_document" "machine" {
     sid       = "InvokeOwnWorker"
     actions   = ["lambda:InvokeFunction"]
     resources = [aws_lambda_function.worker[0].arn, "${aws_lambda_function.worker[0].arn}:*"]
+  }
+
+  # The Distributed Map's ItemReader reads the chunk list Plan wrote (SSE-KMS under the
+  # stack key) — that folder only, not the stream's data.
+  statement {
+    sid       = "ReadChunkLists"
+    actions   = ["s3:GetObject"]
+    resources = [local.chunk_lists_arn]
+  }
+
+  statement {
+    sid       = "DecryptChunkListsThroughS3"
+    actions   = ["kms:Decrypt"]
+    resources = [var.stack.kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["s3.${local.region}.amazonaws.com"]
+    }
+  }
+
+  # A Distributed Map runs each chunk as a child execution of this machine
+  # (`execution:<machine>/<map label>:<id>`), which it starts, watches and stops.
+  statement {
+    sid       = "StartOwnChildExecutions"
+    actions   = ["states:StartExecution"]
+    resources = [local.machine_arn]
+  }
+
+  statement {
+    sid     = "WatchOwnExecutions"
+    actions = ["states:DescribeExecution", "states:StopExecution"]
+    resources = [
+      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}:*",
+      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}/*",
+    ]
   }
 
   statement {

@@ -120,10 +120,11 @@ variable "initial" {
 }
 
 variable "baseline" {
-  description = "Baseline chunking: rows per chunk and chunks read at once; unset keys keep the binary's defaults."
+  description = "Baseline chunking: rows per chunk, chunks read at once, and the largest chunk list (bytes of JSON) passed inline between states — a longer one goes to the state machine through `<prefix>/_baseline/` in S3; unset keys keep the binary's defaults."
   type = object({
-    chunk_rows = optional(number)
-    parallel   = optional(number)
+    chunk_rows            = optional(number)
+    parallel              = optional(number)
+    inline_plan_max_bytes = optional(number)
   })
   default = {}
 }
