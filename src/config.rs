@@ -533,6 +533,13 @@ impl Config {
         if let Some(arn) = &self.baseline.state_machine_arn {
             crate::baseline::start::region_from_arn(arn)?;
         }
+        if self.baseline.parallel == 0 || self.baseline.chunk_rows == 0 {
+            return Err(invalid(format!(
+                "baseline.parallel ({}) and baseline.chunk_rows ({}) must be at least 1",
+                self.baseline.parallel, self.baseline.chunk_rows
+            ))
+            .hint("parallel is how many chunks are read at once (Step Functions reads a MaxConcurrency of 0 as unlimited); chunk_rows sizes each chunk"));
+        }
         if self.baseline.inline_plan_max_bytes > BaselineConfig::MAX_INLINE_PLAN_BYTES {
             return Err(invalid(format!(
                 "baseline.inline_plan_max_bytes {} is above {} (192 KiB)",
@@ -913,6 +920,14 @@ state: { type: local, path: ./.sluice }
             (
                 format!("{MINIMAL}baseline: {{ inline_plan_max_bytes: 196609 }}\n"),
                 "baseline.inline_plan_max_bytes 196609 is above 196608",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ parallel: 0 }}\n"),
+                "baseline.parallel (0)",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ chunk_rows: 0 }}\n"),
+                "baseline.chunk_rows (0) must be at least 1",
             ),
         ];
         for (text, needle) in cases {
