@@ -247,7 +247,8 @@ mod tests {
             precision: 10,
             scale: 0,
             computed: false,
-            key: name == "id",
+            key_ordinal: (name == "id").then_some(1),
+            collation: None,
             nullable: name != "id",
         }
     }
