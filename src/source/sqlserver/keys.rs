@@ -28,6 +28,7 @@ use super::values::{
 };
 use crate::change::{ColumnType, Value};
 use crate::error::{Code, Error, Result};
+use crate::source::snapshot::keyed_table;
 
 /// How a key column's values are written as bound text and bound as parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +94,23 @@ pub fn key_columns(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<K
         .map(|(_, i)| key_column(config_name, i, &columns[i]))
         .collect()
 }
+
+/// The key a baseline of the captured table chunks by ([`key_columns`]); a table without
+/// one is refused by the rule every engine shares ([`keyed_table`]).
+pub fn baseline_key(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<KeyColumn>> {
+    let keys = key_columns(config_name, columns)?;
+    keyed_table(
+        std::slice::from_ref(&config_name),
+        config_name,
+        |name| name,
+        |_| !keys.is_empty(),
+        KEY_NAMES,
+    )?;
+    Ok(keys)
+}
+
+/// What counts as a key on SQL Server, for refusals.
+pub const KEY_NAMES: &str = "primary key (nor a unique index named by the capture instance)";
 
 fn key_column(config_name: &str, index: usize, c: &CaptureColumn) -> Result<KeyColumn> {
     let refuse = |why: &str| {

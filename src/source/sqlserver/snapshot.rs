@@ -60,14 +60,14 @@ impl SqlServerSnapshot {
             name,
             |t| &t.config_name,
             |t| !t.key().is_empty(),
-            "primary key (nor a unique index named by the capture instance)",
+            keys::KEY_NAMES,
         )
     }
 
     /// The table and its key, refused when the key cannot bound chunks exactly.
     fn keyset(&self, name: &str) -> Result<(Captured, Vec<KeyColumn>)> {
         let table = self.table(name)?.clone();
-        let keys = keys::key_columns(&table.config_name, &table.columns)?;
+        let keys = keys::baseline_key(&table.config_name, &table.columns)?;
         Ok((table, keys))
     }
 
