@@ -16,8 +16,10 @@
 mod support;
 
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use support::{Job, ops, replay};
+use support::{Job, Row, ops, read_rows, replay};
 
 const URL_VAR: &str = "SLUICE_TEST_MSSQL_URL";
 
@@ -38,7 +40,12 @@ const LIVE_TESTS: &[&str] = &[
     "column_added_after_the_capture_instance_is_refused",
     "missing_cdc_or_capture_instance_is_a_prerequisite_error",
     "unsupported_column_type_fails_at_open_naming_the_column",
-    "baseline_reads_every_row_in_key_chunks",
+    "baseline_plans_and_reads_a_composite_key_through_the_snapshot_trait",
+    "baseline_with_concurrent_writes_replays_to_the_exact_table",
+    "crashed_baseline_resumes_with_only_the_remaining_chunks",
+    "keys_of_every_kind_are_chunked_without_gaps_or_overlap",
+    "drain_with_initial_snapshot_baselines_first_then_streams",
+    "keys_a_baseline_cannot_bound_are_refused",
 ];
 
 /// Writes to the process's stderr directly, past the test harness's output capture.
@@ -671,44 +678,352 @@ fn unsupported_column_type_fails_at_open_naming_the_column() {
     assert!(text.contains("dbo.t.v"), "{text}");
 }
 
-#[test]
-fn baseline_reads_every_row_in_key_chunks() {
-    let admin = mssql_or_not_run!("baseline_reads_every_row_in_key_chunks");
-    let db = MsDb::new(&admin, "baseline");
-    db.sql("CREATE TABLE dbo.t (region varchar(4), id int, v money, PRIMARY KEY (region, id))");
-    db.sql(
-        "INSERT INTO dbo.t SELECT CASE WHEN n % 2 = 0 THEN 'eu' ELSE 'us' END, n, n * 1.5 \
-         FROM (SELECT TOP (25) ROW_NUMBER() OVER (ORDER BY (SELECT 1)) AS n FROM sys.all_objects) AS s",
-    );
-    db.enable("t");
-    let job = db.job("t", "");
+/// Every snapshot and change row of `dbo.<table>`, sorted by (`__pos`, `__seq`): the
+/// snapshot's `__pos` (just before the anchor) sorts before every change.
+fn all_rows(job: &Job, table: &str) -> Vec<Row> {
+    let dir = job.out().join(format!("dbo.{table}"));
+    let mut rows = read_rows(&dir.join("snapshot"), "part-");
+    rows.extend(read_rows(&dir, "cdc-"));
+    rows.sort_by(|a, b| {
+        let key = |r: &Row| {
+            (
+                r["__pos"].clone(),
+                r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    rows
+}
+
+/// The replayed state as sorted `key=v` texts (`key` the output column).
+fn replayed(job: &Job, table: &str, key: &str) -> Vec<String> {
+    let mut state: Vec<String> = replay(&all_rows(job, table), &[key])
+        .values()
+        .map(|r| {
+            format!(
+                "{}={}",
+                r[key].as_deref().unwrap(),
+                r["v"].as_deref().unwrap_or("NULL")
+            )
+        })
+        .collect();
+    state.sort();
+    state
+}
+
+/// The source's rows as sorted `key=v` texts (`key` a T-SQL expression of the row).
+fn source_state(db: &MsDb, table: &str, key: &str) -> Vec<String> {
+    let mut state: Vec<String> = db
+        .sql(&format!(
+            "SELECT CAST(CONCAT({key}, N'=', ISNULL(v, N'NULL')) AS nvarchar(400)) FROM dbo.{table}"
+        ))
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    state.sort();
+    state
+}
+
+/// `n` = 1…`rows`, for `INSERT … SELECT … FROM` this.
+fn numbers(rows: u32) -> String {
+    format!(
+        "(SELECT TOP ({rows}) CAST(ROW_NUMBER() OVER (ORDER BY (SELECT 1)) AS int) AS n \
+         FROM sys.all_objects AS a CROSS JOIN sys.all_objects AS b) AS s"
+    )
+}
+
+fn config_of(db: &MsDb, job: &Job) -> sluice::config::Config {
     let mut config = sluice::config::Config::load(Some(&job.config)).unwrap();
     config.source.url_env = None;
     config.source.url = Some(db.url.clone());
+    config
+}
+
+#[test]
+fn baseline_plans_and_reads_a_composite_key_through_the_snapshot_trait() {
+    let admin =
+        mssql_or_not_run!("baseline_plans_and_reads_a_composite_key_through_the_snapshot_trait");
+    let db = MsDb::new(&admin, "baseline");
+    db.sql("CREATE TABLE dbo.t (region varchar(4), id int, v money, PRIMARY KEY (region, id))");
+    db.sql(&format!(
+        "INSERT INTO dbo.t SELECT CASE WHEN n % 2 = 0 THEN 'eu' ELSE 'us' END, n, n * 1.5 FROM {}",
+        numbers(25)
+    ));
+    db.enable("t");
+    let job = db.job("t", "");
+    let config = config_of(&db, &job);
     let mut keys = Vec::new();
     runtime().block_on(async {
-        let mut snap = sluice::source::sqlserver::snapshot::SqlServerSnapshot::open(&config, 10)
+        let mut snap = sluice::source::snapshot::open(&config)
             .await
             .unwrap_or_else(|e| panic!("{}", e.chain()));
-        assert!(snap.anchor().to_string().starts_with("mssql:"));
-        let mut after: Option<Vec<sluice::change::Value>> = None;
-        let mut chunks = 0;
-        loop {
-            let chunk = snap.read_chunk(after.as_deref()).await.unwrap();
-            chunks += 1;
-            for row in &chunk.rows {
-                keys.push((row[0].clone(), row[1].clone()));
-            }
-            match chunk.next_after {
-                Some(next) => after = Some(next),
-                None => break,
-            }
+        let plan = snap.plan("dbo.t", 10).await.unwrap();
+        // The walk: eu has the 12 even ids, us the 13 odd ones; every 10th key splits.
+        let uppers: Vec<_> = plan.iter().map(|c| c.upper.clone()).collect();
+        assert_eq!(
+            uppers,
+            [
+                Some(vec!["eu".to_owned(), "20".to_owned()]),
+                Some(vec!["us".to_owned(), "15".to_owned()]),
+                None
+            ]
+        );
+        for bounds in &plan {
+            let mut sink = |row: Vec<sluice::change::Value>| {
+                keys.push((row[0].clone(), row[1].clone(), row[2].clone()));
+                Ok::<(), sluice::error::Error>(())
+            };
+            let read = snap.read_chunk("dbo.t", bounds, &mut sink).await.unwrap();
+            assert!(read <= 10, "{bounds:?}: {read}");
         }
-        assert_eq!(chunks, 3);
     });
     assert_eq!(keys.len(), 25);
-    let mut sorted = keys.clone();
-    sorted.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-    sorted.dedup();
-    assert_eq!(sorted.len(), 25, "no row twice");
+    let mut distinct = keys.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 25, "no row twice, in key order");
+    assert_eq!(
+        keys[0],
+        (
+            sluice::change::Value::Text("eu".into()),
+            sluice::change::Value::Int(2),
+            sluice::change::Value::Decimal(30_000)
+        )
+    );
+}
+
+#[test]
+fn baseline_with_concurrent_writes_replays_to_the_exact_table() {
+    let admin = mssql_or_not_run!("baseline_with_concurrent_writes_replays_to_the_exact_table");
+    let db = MsDb::new(&admin, "bl_concurrent");
+    db.sql("CREATE TABLE dbo.t (id bigint PRIMARY KEY, v nvarchar(40))");
+    db.sql(&format!(
+        "INSERT INTO dbo.t SELECT n, CONCAT(N'seed', n) FROM {}",
+        numbers(20_000)
+    ));
+    db.enable("t");
+    let job = db.job("t", "baseline: { chunk_rows: 1000, parallel: 2 }");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (url, stop) = (db.url.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let rt = runtime();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let (a, b, c) = (
+                    (i * 7919) % 20_000 + 1,
+                    (i * 104_729) % 20_000 + 1,
+                    20_000 + i % 500,
+                );
+                run_sql(
+                    &rt,
+                    &url,
+                    &format!(
+                        "BEGIN TRANSACTION; UPDATE dbo.t SET v = N'upd{i}' WHERE id = {a}; DELETE FROM dbo.t WHERE id = {b}; \
+                         MERGE dbo.t AS t USING (SELECT CAST({c} AS bigint) AS id) AS s ON t.id = s.id \
+                         WHEN MATCHED THEN UPDATE SET v = N'again{i}' WHEN NOT MATCHED THEN INSERT VALUES (s.id, N'new{i}'); \
+                         COMMIT"
+                    ),
+                );
+            }
+            i
+        })
+    };
+    let baseline = job.run(&["baseline"], &[]);
+    stop.store(true, Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    let summary = baseline.summary();
+    assert_eq!(summary["status"], "done");
+    assert!(summary["chunks"].as_u64().unwrap() >= 10, "{summary}");
+    assert!(writes > 0);
+    db.capture();
+    job.drain();
+    assert_eq!(replayed(&job, "t", "id"), source_state(&db, "t", "id"));
+    // Snapshot rows carry the change-row shape, at one position before every change.
+    let snap = read_rows(&job.out().join("dbo.t/snapshot"), "part-");
+    assert!(
+        snap.iter()
+            .all(|r| r["__op"].as_deref() == Some("snapshot") && r["__seq"].as_deref() == Some("0"))
+    );
+    let anchor = snap[0]["__pos"].clone().unwrap();
+    assert!(
+        snap.iter()
+            .all(|r| r["__pos"].as_deref() == Some(anchor.as_str()))
+    );
+    let changes = job.rows("dbo.t");
+    assert!(!changes.is_empty());
+    assert!(
+        changes
+            .iter()
+            .all(|r| r["__pos"].as_deref().unwrap() > anchor.as_str()),
+        "every change sorts after the snapshot"
+    );
+    assert!(job.out().join("dbo.t/snapshot/_SUCCESS").exists());
+    let again = job.run(&["baseline"], &[]).summary();
+    assert_eq!(again["chunks_read"], 0);
+}
+
+#[test]
+fn crashed_baseline_resumes_with_only_the_remaining_chunks() {
+    let admin = mssql_or_not_run!("crashed_baseline_resumes_with_only_the_remaining_chunks");
+    let db = MsDb::new(&admin, "bl_crash");
+    db.sql("CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(20))");
+    db.sql(&format!(
+        "INSERT INTO dbo.t SELECT n, CONCAT(N'v', n) FROM {}",
+        numbers(5_000)
+    ));
+    db.enable("t");
+    let job = db.job(
+        "t",
+        "baseline: { chunk_rows: 500 }\nlease: { ttl_seconds: 2 }",
+    );
+    support::baseline_crash_then_resume(&job, "dbo.t", "chunk_done@3:crash", 3, || {
+        db.sql("UPDATE dbo.t SET v = N'changed' WHERE id <= 10; DELETE FROM dbo.t WHERE id = 4999");
+    });
+    db.capture();
+    job.drain_when_free();
+    assert_eq!(replayed(&job, "t", "id"), source_state(&db, "t", "id"));
+}
+
+#[test]
+fn keys_of_every_kind_are_chunked_without_gaps_or_overlap() {
+    let admin = mssql_or_not_run!("keys_of_every_kind_are_chunked_without_gaps_or_overlap");
+    let db = MsDb::new(&admin, "bl_keys");
+    // Each table: its key, the key expression of row n (1…3000), v unique per row.
+    let tables = [
+        // Index order (id, region) differs from column order; a SQL collation on varchar.
+        (
+            "c",
+            "region varchar(8) COLLATE SQL_Latin1_General_CP1_CI_AS NOT NULL, id int NOT NULL, v nvarchar(20), PRIMARY KEY (id, region)",
+            "region, id",
+            "CHOOSE(n % 4 + 1, 'eu', 'US', 'ap', 'Ärger'), n / 4",
+        ),
+        (
+            "n",
+            "k nvarchar(20) COLLATE Latin1_General_100_CS_AS_SC NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "CONCAT(NCHAR(65 + n % 26), N'é🦀', RIGHT(CONCAT('0000', n), 5))",
+        ),
+        (
+            "g",
+            "k uniqueidentifier NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "NEWID()",
+        ),
+        (
+            "d",
+            "k datetime NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "DATEADD(millisecond, n * 7, CAST('1800-01-01' AS datetime))",
+        ),
+        (
+            "o",
+            "k datetimeoffset(3) NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "TODATETIMEOFFSET(DATEADD(second, n, CAST('2024-01-01' AS datetime2(3))), (n % 3) * 90)",
+        ),
+        (
+            "m",
+            "k decimal(20,5) NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "n * 1.00001 - 1500",
+        ),
+        (
+            "b",
+            "k varbinary(16) NOT NULL PRIMARY KEY, v nvarchar(20)",
+            "k",
+            "CAST(n * 7919 AS varbinary(4))",
+        ),
+    ];
+    for (table, columns, key_columns, key) in tables {
+        db.sql(&format!("CREATE TABLE dbo.{table} ({columns})"));
+        db.sql(&format!(
+            "INSERT INTO dbo.{table} ({key_columns}, v) SELECT {key}, CONCAT(N'v', n) FROM {}",
+            numbers(3_000)
+        ));
+        db.enable(table);
+        let job = db.job(table, "baseline: { chunk_rows: 250 }");
+        let baseline = job.run(&["baseline"], &[]);
+        assert_eq!(baseline.code, 0, "{table}: {}", baseline.stderr);
+        let summary = baseline.summary();
+        assert_eq!(
+            summary["tables"][format!("dbo.{table}")]["rows"],
+            3000,
+            "{table}: {summary}"
+        );
+        let parts = support::part_files(&job.out().join(format!("dbo.{table}/snapshot")), "part-");
+        assert!(parts.len() >= 8, "{table}: {summary}");
+        db.sql(&format!(
+            "UPDATE dbo.{table} SET v = CONCAT(N'x', v) WHERE v LIKE N'v1%'; \
+             DELETE FROM dbo.{table} WHERE v LIKE N'v2%'"
+        ));
+        db.capture();
+        job.drain();
+        // v is unique per row, so equal v sets mean equal tables.
+        let key: Vec<&str> = key_columns.split(", ").collect();
+        let mut got: Vec<String> = replay(&all_rows(&job, table), &key)
+            .into_values()
+            .map(|r| r["v"].clone().unwrap())
+            .collect();
+        got.sort();
+        let mut want: Vec<String> = db
+            .sql(&format!("SELECT v FROM dbo.{table}"))
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
+        want.sort();
+        assert_eq!(
+            got.len(),
+            3000 - 1111,
+            "{table}: 1111 of 1…3000 start with 2"
+        );
+        assert_eq!(got, want, "{table}");
+    }
+}
+
+#[test]
+fn drain_with_initial_snapshot_baselines_first_then_streams() {
+    let admin = mssql_or_not_run!("drain_with_initial_snapshot_baselines_first_then_streams");
+    let db = MsDb::new(&admin, "bl_initial");
+    db.sql("CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(10)); INSERT INTO dbo.t VALUES (1, N'a'), (2, N'b')");
+    db.enable("t");
+    let job = db.job("t", "initial: snapshot");
+    let first = job.drain();
+    assert_eq!(first["status"], "drained");
+    assert!(job.out().join("dbo.t/snapshot/_SUCCESS").exists());
+    db.sql("UPDATE dbo.t SET v = N'b2' WHERE id = 2; INSERT INTO dbo.t VALUES (3, N'c')");
+    db.capture();
+    job.drain();
+    assert_eq!(replayed(&job, "t", "id"), ["1=a", "2=b2", "3=c"]);
+    job.drain();
+    assert_eq!(
+        support::part_files(&job.out().join("dbo.t/snapshot"), "part-").len(),
+        1
+    );
+}
+
+#[test]
+fn keys_a_baseline_cannot_bound_are_refused() {
+    let admin = mssql_or_not_run!("keys_a_baseline_cannot_bound_are_refused");
+    let db = MsDb::new(&admin, "bl_refused");
+    // No key at all (a heap), and a capture instance on a unique index of a nullable column.
+    db.sql("CREATE TABLE dbo.heap (v int); CREATE TABLE dbo.nul (id int NULL, v int); CREATE UNIQUE INDEX ux_nul ON dbo.nul (id)");
+    db.enable("heap");
+    db.sql(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'nul', \
+         @capture_instance = N'dbo_nul', @role_name = NULL, @index_name = N'ux_nul', @supports_net_changes = 0",
+    );
+    for (table, needle) in [("heap", "primary key"), ("nul", "nullable")] {
+        let run = db.job(table, "").run(&["baseline"], &[]);
+        assert_eq!(run.code, 5, "{table}: {}", run.stderr);
+        assert_eq!(
+            run.error_code(),
+            "SLUICE_SOURCE_PREREQUISITE",
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(needle), "{table}: {}", run.stderr);
+    }
 }

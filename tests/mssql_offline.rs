@@ -1,6 +1,7 @@
 //! The SQL Server source's refusals that need no server, through the real binary: the
 //! TLS gate decides before any packet is sent, and an unreachable server is a transient
-//! failure with exit code 3.
+//! failure with exit code 3 — for drains and for baselines, whose reader is opened like
+//! the other engines' (no longer refused as unsupported).
 
 mod support;
 
@@ -63,4 +64,50 @@ fn config_refuses_several_tables_for_one_capture_instance() {
         run.stdout,
         run.stderr
     );
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    port
+}
+
+#[test]
+fn baseline_reader_opens_a_sql_server_connection() {
+    let j = job(
+        &format!("sqlserver://sa:secret@127.0.0.1:{}/app", closed_port()),
+        "",
+    );
+    let mut config = sluice::config::Config::load(Some(&j.config)).unwrap();
+    config.source.url_env = None;
+    config.source.url = Some(j.url_env.1.clone());
+    let err = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(sluice::source::snapshot::open(&config))
+        .err()
+        .expect("nothing listens there");
+    assert_eq!(
+        err.code().as_str(),
+        "SLUICE_SOURCE_CONNECT",
+        "{}",
+        err.chain()
+    );
+}
+
+#[test]
+fn baseline_against_an_unreachable_server_is_transient() {
+    let j = job(
+        &format!("sqlserver://sa:secret@127.0.0.1:{}/app", closed_port()),
+        "",
+    );
+    let text = std::fs::read_to_string(&j.config).unwrap() + "initial: snapshot\n";
+    std::fs::write(&j.config, text).unwrap();
+    let run = j.run(&["baseline"], &[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT");
+    assert!(!run.stdout.contains("secret") && !run.stderr.contains("secret"));
 }

@@ -8,17 +8,20 @@
 //! change data readable), [`prerequisites::check_columns`] + [`catalog::shape`] (the
 //! instance covers the table's columns with supported types),
 //! [`prerequisites::check_identity`], [`prerequisites::checkpoint_lsn`] and
-//! [`prerequisites::decide_start`] (the checkpoint ≥ `fn_cdc_get_min_lsn`). The Agent row
-//! is advice: the drain does not refuse a stopped Agent, but no change reaches the change
-//! table while it is stopped.
+//! [`prerequisites::decide_start`] (the checkpoint ≥ `fn_cdc_get_min_lsn`), and
+//! [`keys::baseline_key`] (the key a baseline chunks by). The Agent row is advice: the
+//! drain does not refuse a stopped Agent, but no change reaches the change table while
+//! it is stopped.
 
 use super::{Check, Report};
-use crate::config::Config;
+use crate::config::{Config, Initial};
 use crate::error::Result;
 use crate::position::{Position, SqlServerLsn as Lsn};
 use crate::redact::redact_url;
 use crate::source::sqlserver::catalog::{self, CatalogFacts};
+use crate::source::sqlserver::keys;
 use crate::source::sqlserver::prerequisites::{self, SourceIdentity, StartDecision};
+use crate::source::sqlserver::values::CaptureColumn;
 use crate::source::sqlserver::{self as source, connect};
 
 /// The stored checkpoint: source identity text and position.
@@ -53,6 +56,11 @@ pub async fn checks(config: &Config, report: &mut Report) {
     let Some(identity) = identity else {
         return;
     };
+    report.push(baseline_key_check(
+        config_name,
+        &facts.columns,
+        config.initial,
+    ));
     let stored = match crate::state::open(config).await {
         Ok(store) => store.load_checkpoint(&config.job).await,
         Err(e) => Err(e),
@@ -158,6 +166,29 @@ pub fn catalog_checks(
     (rows, Some(identity), instance.min_lsn)
 }
 
+const BASELINE_KEY: &str = "baseline key";
+
+/// The key a baseline chunks by, by the baseline's own rule ([`keys::baseline_key`]): a
+/// table it would refuse fails with `initial: snapshot` and warns otherwise (a later
+/// re-baseline would need it). Pure.
+pub fn baseline_key_check(config_name: &str, columns: &[CaptureColumn], initial: Initial) -> Check {
+    let judged = keys::baseline_key(config_name, columns);
+    match judged {
+        Ok(keys) => Check::ok(
+            BASELINE_KEY,
+            format!(
+                "keyset chunks by ({})",
+                keys.iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Err(e) if initial == Initial::Snapshot => Check::from_error(BASELINE_KEY, &e),
+        Err(e) => Check::from_error(BASELINE_KEY, &e).as_warning(),
+    }
+}
+
 /// The capture job: `fn_cdc_get_max_lsn` must have a value (the drain's
 /// [`catalog::max_lsn`] refuses otherwise), and SQL Server Agent, which runs the job,
 /// must be running when its status is visible. Pure.
@@ -247,7 +278,8 @@ mod tests {
             precision: 10,
             scale: 0,
             computed: false,
-            key: name == "id",
+            key_ordinal: (name == "id").then_some(1),
+            collation: None,
             nullable: name != "id",
         }
     }
@@ -295,6 +327,25 @@ mod tests {
         assert_eq!(min, lsn(5));
         // The drain's own composition agrees.
         assert!(catalog::decide("dbo.orders", "dbo_orders", good()).is_ok());
+    }
+
+    #[test]
+    fn the_baseline_key_row_applies_the_baselines_rule() {
+        let ok = baseline_key_check("dbo.orders", &good().columns, Initial::Snapshot);
+        assert_eq!(ok.status, Status::Ok);
+        assert_eq!(ok.detail, "keyset chunks by (id)");
+        let mut nullable = good().columns;
+        nullable[0].nullable = true;
+        let mut keyless = good().columns;
+        keyless[0].key_ordinal = None;
+        for (columns, needle) in [(nullable, "nullable"), (keyless, "no primary key")] {
+            let fail = baseline_key_check("dbo.orders", &columns, Initial::Snapshot);
+            assert_eq!(fail.status, Status::Fail);
+            assert_eq!(fail.code.as_deref(), Some("SLUICE_SOURCE_PREREQUISITE"));
+            assert!(fail.detail.contains(needle), "{}", fail.detail);
+            let warn = baseline_key_check("dbo.orders", &columns, Initial::None);
+            assert_eq!(warn.status, Status::Warn);
+        }
     }
 
     #[test]

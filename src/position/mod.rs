@@ -143,6 +143,26 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// A SQL Server baseline's `__pos` is `just_before` the stream's start (the max
+        /// LSN at the anchor): it sorts, as text, right before the start and so before
+        /// every change the stream reads (all after the start), and round-trips tagged.
+        #[test]
+        fn sql_server_baseline_position_sorts_right_before_the_start(
+            vlf in 0u32..=u32::MAX, block in any::<u32>(), record in any::<u16>(),
+        ) {
+            let start = SqlServerLsn { vlf, block, record };
+            prop_assume!(!start.is_zero());
+            let before = Position::SqlServer(start).just_before();
+            let Position::SqlServer(lsn) = before else { panic!("{before:?}") };
+            prop_assert_eq!(lsn.increment(), Some(start));
+            let start = Position::SqlServer(start);
+            prop_assert!(before.sortable_text() < start.sortable_text());
+            prop_assert_eq!(before.partial_cmp(&start), Some(std::cmp::Ordering::Less));
+            prop_assert_eq!(Position::parse_tagged(&before.to_string()).unwrap(), before);
+        }
+    }
+
     #[test]
     fn mysql_checkpoint_keeps_its_mark_and_never_compares_with_pg() {
         let text = "mysql:mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123";

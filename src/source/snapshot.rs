@@ -83,11 +83,9 @@ pub async fn open(config: &Config) -> Result<Box<dyn SnapshotSource>> {
         super::Engine::MySql => Ok(Box::new(
             super::mysql::snapshot::MySnapshot::open(config).await?,
         )),
-        super::Engine::SqlServer => Err(Error::new(
-            Code::ConfigUnsupportedSource,
-            "baselines of SQL Server sources are not built yet",
-        )
-        .hint("use `initial: none`, or load the table's current state another way before the first drain")),
+        super::Engine::SqlServer => Ok(Box::new(
+            super::sqlserver::snapshot::SqlServerSnapshot::open(config).await?,
+        )),
     }
 }
 

@@ -134,8 +134,9 @@ pub async fn read_facts(client: &mut SqlClient, capture_instance: &str) -> Resul
             precision: cell::<i32>(row, 3)?.unwrap_or(0),
             scale: cell::<i32>(row, 4)?.unwrap_or(0),
             computed: cell::<i32>(row, 5)? == Some(1),
-            key: cell::<i32>(row, 6)? == Some(1),
+            key_ordinal: cell::<i32>(row, 6)?,
             nullable: cell::<i32>(row, 7)? != Some(0),
+            collation: cell::<&str>(row, 8)?.map(str::to_owned),
         });
     }
     let source_rows = all_rows(
@@ -195,7 +196,7 @@ pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema
             name: c.name.clone(),
             ty,
             nullable: c.nullable,
-            key: c.key,
+            key: c.is_key(),
             source_type: c.declaration(),
         });
     }
@@ -319,8 +320,9 @@ mod tests {
             precision: 10,
             scale: 0,
             computed: false,
-            key,
+            key_ordinal: key.then_some(1),
             nullable: !key,
+            collation: None,
         }
     }
 

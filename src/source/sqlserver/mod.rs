@@ -29,11 +29,13 @@
 //! This module only wires the parts: [`connect`] (URL, TLS gate), [`catalog`] (state and
 //! columns at open), [`prerequisites`] (refusals), [`queries`] (SQL text), [`values`]
 //! (types and cells), [`changes`] (rows → events), [`stream`] (windows), [`snapshot`]
-//! (baseline chunks).
+//! (baseline chunks), [`keys`] (baseline key bounds), [`key_walk`] (chunk planning).
 
 pub mod catalog;
 pub mod changes;
 pub mod connect;
+pub mod key_walk;
+pub mod keys;
 pub mod prerequisites;
 pub mod queries;
 pub mod snapshot;

@@ -368,7 +368,8 @@ mod tests {
             precision: 10,
             scale: 0,
             computed: false,
-            key: false,
+            key_ordinal: None,
+            collation: None,
             nullable: true,
         }
     }

@@ -4,8 +4,13 @@
 //! table) is bracket-quoted with `]` doubled, so no configured name can change a
 //! statement's meaning; every value (LSNs, keys, names compared in `WHERE`) travels as a
 //! parameter (`@P1`…), never as text. Keyset parameters are `CAST` to the key column's
-//! own type so a comparison never converts the column (which would defeat its index).
+//! own type (and, for `char`/`varchar`, given its collation — a name validated by
+//! [`keys`](super::keys) to letters, digits and `_`), so a comparison never converts the
+//! column (which would defeat its index) and orders exactly as `ORDER BY` the key does.
+//! Baseline key comparisons are row-value comparisons spelled out (T-SQL has none), led
+//! by a range on the key's first column so the optimizer seeks the key's index.
 
+use super::keys::KeyColumn;
 use super::values::{CaptureColumn, select_expr};
 
 /// The row filter that makes an UPDATE two rows: its old image (operation 3) and its new
@@ -51,12 +56,13 @@ pub const MAX_LSN: &str = "SELECT sys.fn_cdc_get_max_lsn()";
 pub const MIN_LSN: &str = "SELECT sys.fn_cdc_get_min_lsn(@P1)";
 
 /// The captured columns of change table `@P1` in change-table order, with their types as
-/// the change table holds them, whether they are part of the instance's unique index,
-/// whether they are computed, and their nullability in the source table `@P2`.
+/// the change table holds them, whether they are computed, their position in the
+/// instance's unique index (NULL outside it), and their nullability and collation in the
+/// source table `@P2`.
 pub const CAPTURED_COLUMNS: &str = "SELECT cc.column_name, TYPE_NAME(c.system_type_id), \
      CAST(c.max_length AS int), CAST(c.precision AS int), CAST(c.scale AS int), \
-     CAST(cc.is_computed AS int), CAST(CASE WHEN ic.column_name IS NULL THEN 0 ELSE 1 END AS int), \
-     CAST(ISNULL(src.is_nullable, 1) AS int) \
+     CAST(cc.is_computed AS int), CAST(ic.index_ordinal AS int), \
+     CAST(ISNULL(src.is_nullable, 1) AS int), src.collation_name \
      FROM cdc.captured_columns AS cc \
      JOIN sys.columns AS c ON c.object_id = cc.object_id AND c.name = cc.column_name \
      LEFT JOIN cdc.index_columns AS ic ON ic.object_id = cc.object_id AND ic.column_name = cc.column_name \
@@ -123,50 +129,130 @@ pub fn reenable_statements(schema: &str, table: &str, capture_instance: &str) ->
     )
 }
 
-/// The first keyset chunk of a baseline: `TOP (@P1)` rows in key order.
-pub fn first_chunk(schema: &str, table: &str, columns: &[CaptureColumn], key: &[usize]) -> String {
-    chunk(schema, table, columns, key, false)
+/// The approximate row count of object `@P1` as the storage engine keeps it (the heap or
+/// clustered index partitions in `sys.partitions`): no scan.
+pub const ROW_ESTIMATE: &str = "SELECT CAST(ISNULL(SUM(p.rows), 0) AS bigint) FROM sys.partitions AS p \
+     WHERE p.object_id = @P1 AND p.index_id IN (0, 1)";
+
+/// The exact row count of a table (a scan; only when there is no estimate).
+pub fn row_count(schema: &str, table: &str) -> String {
+    format!("SELECT COUNT_BIG(*) FROM {}", qualified(schema, table))
 }
 
-/// A following keyset chunk: `TOP (@P1)` rows whose key sorts after the previous chunk's
-/// last key, given as `@P2`… in key order.
-pub fn next_chunk(schema: &str, table: &str, columns: &[CaptureColumn], key: &[usize]) -> String {
-    chunk(schema, table, columns, key, true)
+/// `MIN` and `MAX` of a single integer key, as `bigint` (two index lookups).
+pub fn key_range(schema: &str, table: &str, key: &KeyColumn) -> String {
+    let k = format!("t.{}", quote(&key.name));
+    format!(
+        "SELECT CAST(MIN({k}) AS bigint), CAST(MAX({k}) AS bigint) FROM {} AS t",
+        qualified(schema, table)
+    )
 }
 
-fn chunk(
+/// The key `@P<k+1>` rows past the start of the table (`after` false) or past the key
+/// `@P1…@Pk` (`after` true), in key order: one step of the keyset walk that plans
+/// chunks. Reads only the key columns.
+pub fn key_walk(
     schema: &str,
     table: &str,
     columns: &[CaptureColumn],
-    key: &[usize],
+    keys: &[KeyColumn],
     after: bool,
 ) -> String {
-    let list: Vec<String> = columns.iter().map(|c| select_expr("t", c)).collect();
-    let order: Vec<String> = key
+    let list: Vec<String> = keys
         .iter()
-        .map(|&k| format!("t.{}", quote(&columns[k].name)))
+        .map(|k| select_expr("t", &columns[k.index]))
         .collect();
-    let mut sql = format!(
-        "SELECT TOP (@P1) {} FROM {} AS t",
+    let (filter, skip) = if after {
+        (format!(" WHERE {}", keyset_above(keys, 1)), keys.len() + 1)
+    } else {
+        (String::new(), 1)
+    };
+    format!(
+        "SELECT {} FROM {} AS t{filter} ORDER BY {} OFFSET @P{skip} ROWS FETCH NEXT 1 ROWS ONLY",
         list.join(", "),
-        qualified(schema, table)
-    );
-    if after {
-        // (k1, k2, …) > (@P2, @P3, …), spelled out: T-SQL has no row-value comparison.
-        let param = |i: usize| format!("CAST(@P{} AS {})", i + 2, columns[key[i]].declaration());
-        let disjuncts: Vec<String> = (0..key.len())
-            .map(|i| {
-                let mut terms: Vec<String> = (0..i)
-                    .map(|j| format!("{} = {}", order[j], param(j)))
-                    .collect();
-                terms.push(format!("{} > {}", order[i], param(i)));
-                format!("({})", terms.join(" AND "))
-            })
-            .collect();
-        sql.push_str(&format!(" WHERE {}", disjuncts.join(" OR ")));
+        qualified(schema, table),
+        order_by(keys)
+    )
+}
+
+/// One baseline chunk: every column of the rows whose key is above the lower bound
+/// (`@P1…@Pk`, when `lower`) and at most the upper bound (the next `k` parameters, when
+/// `upper`), in key order.
+pub fn chunk(
+    schema: &str,
+    table: &str,
+    columns: &[CaptureColumn],
+    keys: &[KeyColumn],
+    lower: bool,
+    upper: bool,
+) -> String {
+    let list: Vec<String> = columns.iter().map(|c| select_expr("t", c)).collect();
+    let mut conditions = Vec::new();
+    let mut next = 1;
+    if lower {
+        conditions.push(keyset_above(keys, next));
+        next += keys.len();
     }
-    sql.push_str(&format!(" ORDER BY {}", order.join(", ")));
-    sql
+    if upper {
+        conditions.push(keyset_at_most(keys, next));
+    }
+    let filter = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
+    };
+    format!(
+        "SELECT {} FROM {} AS t{filter} ORDER BY {}",
+        list.join(", "),
+        qualified(schema, table),
+        order_by(keys)
+    )
+}
+
+fn order_by(keys: &[KeyColumn]) -> String {
+    keys.iter()
+        .map(|k| format!("t.{}", quote(&k.name)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `(k1, k2, …) > (@P<first>, @P<first+1>, …)`.
+fn keyset_above(keys: &[KeyColumn], first: usize) -> String {
+    keyset_compare(keys, first, ">", ">", ">=")
+}
+
+/// `(k1, k2, …) <= (@P<first>, @P<first+1>, …)`.
+fn keyset_at_most(keys: &[KeyColumn], first: usize) -> String {
+    keyset_compare(keys, first, "<", "<=", "<=")
+}
+
+/// A row-value comparison spelled out, since T-SQL has none:
+/// `(k1 OP p1) OR (k1 = p1 AND k2 OP p2) … (… AND kn LAST pn)`, with `OP` on every
+/// column but the last, which takes `LAST`. For a composite key the whole is prefixed
+/// by `k1 LEAD p1`, implied by it, so the optimizer sees a range on the index's first
+/// column and seeks.
+fn keyset_compare(keys: &[KeyColumn], first: usize, op: &str, last: &str, lead: &str) -> String {
+    let column = |i: usize| format!("t.{}", quote(&keys[i].name));
+    let param = |i: usize| keys[i].placeholder(first + i);
+    let disjuncts: Vec<String> = (0..keys.len())
+        .map(|i| {
+            let mut terms: Vec<String> = (0..i)
+                .map(|j| format!("{} = {}", column(j), param(j)))
+                .collect();
+            let op = if i + 1 == keys.len() { last } else { op };
+            terms.push(format!("{} {op} {}", column(i), param(i)));
+            terms.join(" AND ")
+        })
+        .collect();
+    match disjuncts.as_slice() {
+        [single] => single.clone(),
+        _ => format!(
+            "{} {lead} {} AND (({}))",
+            column(0),
+            param(0),
+            disjuncts.join(") OR (")
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -187,7 +273,8 @@ mod tests {
             precision,
             scale,
             computed: false,
-            key: false,
+            key_ordinal: None,
+            collation: None,
             nullable: true,
         }
     }
@@ -234,24 +321,133 @@ mod tests {
         );
     }
 
-    #[test]
-    fn keyset_chunks_compare_typed_parameters() {
+    fn baseline_columns() -> Vec<CaptureColumn> {
         let mut cols = vec![
-            column("a", "varchar", 20, 0, 0),
-            column("b", "int", 4, 10, 0),
             column("v", "smallmoney", 4, 10, 4),
+            column("id", "int", 4, 10, 0),
+            column("re]gion", "varchar", 20, 0, 0),
         ];
-        cols[0].key = true;
-        cols[1].key = true;
+        cols[1].key_ordinal = Some(2);
+        cols[1].nullable = false;
+        cols[2].key_ordinal = Some(1);
+        cols[2].nullable = false;
+        cols[2].collation = Some("Latin1_General_100_CI_AS".into());
+        cols
+    }
+
+    #[test]
+    fn single_key_chunks_are_plain_ranges() {
+        let mut cols = baseline_columns();
+        cols[2].key_ordinal = None;
+        let keys = crate::source::sqlserver::keys::key_columns("dbo.t", &cols).unwrap();
+        let select =
+            "SELECT CAST(t.[v] AS decimal(10,4)) AS [v], t.[id], t.[re]]gion] FROM [dbo].[t] AS t";
         assert_eq!(
-            first_chunk("dbo", "t", &cols, &[0, 1]),
-            "SELECT TOP (@P1) t.[a], t.[b], CAST(t.[v] AS decimal(10,4)) AS [v] FROM [dbo].[t] AS t ORDER BY t.[a], t.[b]"
+            chunk("dbo", "t", &cols, &keys, true, true),
+            format!(
+                "{select} WHERE t.[id] > CAST(@P1 AS int) AND t.[id] <= CAST(@P2 AS int) ORDER BY t.[id]"
+            )
         );
         assert_eq!(
-            next_chunk("dbo", "t", &cols, &[0, 1]),
-            "SELECT TOP (@P1) t.[a], t.[b], CAST(t.[v] AS decimal(10,4)) AS [v] FROM [dbo].[t] AS t \
-             WHERE (t.[a] > CAST(@P2 AS varchar(20))) OR (t.[a] = CAST(@P2 AS varchar(20)) AND t.[b] > CAST(@P3 AS int)) \
-             ORDER BY t.[a], t.[b]"
+            chunk("dbo", "t", &cols, &keys, false, true),
+            format!("{select} WHERE t.[id] <= CAST(@P1 AS int) ORDER BY t.[id]")
+        );
+        assert_eq!(
+            chunk("dbo", "t", &cols, &keys, true, false),
+            format!("{select} WHERE t.[id] > CAST(@P1 AS int) ORDER BY t.[id]")
+        );
+        assert_eq!(
+            chunk("dbo", "t", &cols, &keys, false, false),
+            format!("{select} ORDER BY t.[id]")
+        );
+        assert_eq!(
+            key_range("dbo", "t", &keys[0]),
+            "SELECT CAST(MIN(t.[id]) AS bigint), CAST(MAX(t.[id]) AS bigint) FROM [dbo].[t] AS t"
+        );
+        assert_eq!(
+            key_walk("dbo", "t", &cols, &keys, true),
+            "SELECT t.[id] FROM [dbo].[t] AS t WHERE t.[id] > CAST(@P1 AS int) \
+             ORDER BY t.[id] OFFSET @P2 ROWS FETCH NEXT 1 ROWS ONLY"
+        );
+        assert_eq!(row_count("dbo", "t"), "SELECT COUNT_BIG(*) FROM [dbo].[t]");
+    }
+
+    #[test]
+    fn composite_key_chunks_expand_the_row_comparison_in_index_order() {
+        let cols = baseline_columns();
+        let keys = crate::source::sqlserver::keys::key_columns("dbo.t", &cols).unwrap();
+        let r = |n: usize| format!("CAST(@P{n} COLLATE Latin1_General_100_CI_AS AS varchar(20))");
+        let i = |n: usize| format!("CAST(@P{n} AS int)");
+        let above = format!(
+            "t.[re]]gion] >= {r1} AND ((t.[re]]gion] > {r1}) OR (t.[re]]gion] = {r1} AND t.[id] > {i2}))",
+            r1 = r(1),
+            i2 = i(2)
+        );
+        let at_most = format!(
+            "t.[re]]gion] <= {r3} AND ((t.[re]]gion] < {r3}) OR (t.[re]]gion] = {r3} AND t.[id] <= {i4}))",
+            r3 = r(3),
+            i4 = i(4)
+        );
+        assert_eq!(
+            chunk("dbo", "t", &cols, &keys, true, true),
+            format!(
+                "SELECT CAST(t.[v] AS decimal(10,4)) AS [v], t.[id], t.[re]]gion] FROM [dbo].[t] AS t \
+                 WHERE {above} AND {at_most} ORDER BY t.[re]]gion], t.[id]"
+            )
+        );
+        assert_eq!(
+            key_walk("dbo", "t", &cols, &keys, true),
+            format!(
+                "SELECT t.[re]]gion], t.[id] FROM [dbo].[t] AS t WHERE {above} \
+                 ORDER BY t.[re]]gion], t.[id] OFFSET @P3 ROWS FETCH NEXT 1 ROWS ONLY"
+            )
+        );
+        assert_eq!(
+            key_walk("dbo", "t", &cols, &keys, false),
+            "SELECT t.[re]]gion], t.[id] FROM [dbo].[t] AS t \
+             ORDER BY t.[re]]gion], t.[id] OFFSET @P1 ROWS FETCH NEXT 1 ROWS ONLY"
+        );
+    }
+
+    #[test]
+    fn three_column_keys_compare_lexicographically() {
+        let mut cols = vec![
+            column("a", "int", 4, 10, 0),
+            column("b", "int", 4, 10, 0),
+            column("c", "int", 4, 10, 0),
+        ];
+        for (n, c) in cols.iter_mut().enumerate() {
+            c.key_ordinal = Some(n as i32 + 1);
+            c.nullable = false;
+        }
+        let keys = crate::source::sqlserver::keys::key_columns("dbo.t", &cols).unwrap();
+        let p = |n: usize| format!("CAST(@P{n} AS int)");
+        assert_eq!(
+            keyset_above(&keys, 1),
+            format!(
+                "t.[a] >= {p1} AND ((t.[a] > {p1}) OR (t.[a] = {p1} AND t.[b] > {p2}) \
+                 OR (t.[a] = {p1} AND t.[b] = {p2} AND t.[c] > {p3}))",
+                p1 = p(1),
+                p2 = p(2),
+                p3 = p(3)
+            )
+        );
+        assert_eq!(
+            keyset_at_most(&keys, 4),
+            format!(
+                "t.[a] <= {p4} AND ((t.[a] < {p4}) OR (t.[a] = {p4} AND t.[b] < {p5}) \
+                 OR (t.[a] = {p4} AND t.[b] = {p5} AND t.[c] <= {p6}))",
+                p4 = p(4),
+                p5 = p(5),
+                p6 = p(6)
+            )
+        );
+    }
+
+    #[test]
+    fn estimate_reads_the_base_partitions() {
+        assert!(
+            ROW_ESTIMATE.contains("sys.partitions") && ROW_ESTIMATE.contains("index_id IN (0, 1)")
         );
     }
 

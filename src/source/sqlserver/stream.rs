@@ -316,7 +316,8 @@ mod tests {
             precision: 10,
             scale: 0,
             computed: false,
-            key: name == "id",
+            key_ordinal: (name == "id").then_some(1),
+            collation: None,
             nullable: name != "id",
         };
         let cols = vec![cc("id", "int"), cc("note", "varchar")];
@@ -328,7 +329,7 @@ mod tests {
                     name: c.name.clone(),
                     ty: c.column_type().unwrap(),
                     nullable: c.nullable,
-                    key: c.key,
+                    key: c.is_key(),
                     source_type: c.declaration(),
                 })
                 .collect(),

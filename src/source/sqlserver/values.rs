@@ -18,11 +18,11 @@ use tiberius::ColumnData;
 use crate::change::{ColumnType, Value};
 
 /// Microseconds per day.
-const DAY_US: i64 = 86_400_000_000;
+pub(super) const DAY_US: i64 = 86_400_000_000;
 /// Days from 0001-01-01 (the `date`/`datetime2` epoch) to 1970-01-01.
-const DAYS_0001_TO_1970: i64 = 719_162;
+pub(super) const DAYS_0001_TO_1970: i64 = 719_162;
 /// Days from 1900-01-01 (the `datetime`/`smalldatetime` epoch) to 1970-01-01.
-const DAYS_1900_TO_1970: i64 = 25_567;
+pub(super) const DAYS_1900_TO_1970: i64 = 25_567;
 
 /// A captured column as the catalog describes it (change-table type, source nullability).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,9 +36,13 @@ pub struct CaptureColumn {
     pub scale: i32,
     /// Computed columns are captured as NULL always.
     pub computed: bool,
-    /// Part of the capture instance's unique index (normally the primary key).
-    pub key: bool,
+    /// Position (1-based) in the capture instance's unique index (normally the primary
+    /// key); `None` for a column outside it.
+    pub key_ordinal: Option<i32>,
     pub nullable: bool,
+    /// The source column's collation (`sys.columns.collation_name`); `None` for
+    /// non-character types.
+    pub collation: Option<String>,
 }
 
 /// How the CDC capture process logs a column's value in old images.
@@ -56,6 +60,11 @@ pub enum Logging {
 }
 
 impl CaptureColumn {
+    /// True for a column of the capture instance's unique index.
+    pub fn is_key(&self) -> bool {
+        self.key_ordinal.is_some()
+    }
+
     /// The column's type as SQL Server declares it (`decimal(12,2)`, `nvarchar(max)`).
     pub fn declaration(&self) -> String {
         let t = self.type_name.as_str();
@@ -267,7 +276,8 @@ mod tests {
             precision,
             scale,
             computed: false,
-            key: false,
+            key_ordinal: None,
+            collation: None,
             nullable: true,
         }
     }
