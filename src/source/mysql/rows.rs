@@ -85,24 +85,17 @@ impl<'a> RowImages<'a> {
                 self.columns.len()
             )));
         }
-        let before = match &self.before {
-            Some(present) => Some(decode_image(
-                self.columns,
-                self.types,
-                present,
-                &mut self.data,
-            )?),
-            None => None,
+        let (columns, types) = (self.columns, self.types);
+        let mut data = self.data;
+        let mut decode = |present: &Option<ImageColumns>| {
+            present
+                .as_ref()
+                .map(|present| decode_image(columns, types, present, &mut data))
+                .transpose()
         };
-        let after = match &self.after {
-            Some(present) => Some(decode_image(
-                self.columns,
-                self.types,
-                present,
-                &mut self.data,
-            )?),
-            None => None,
-        };
+        let before = decode(&self.before)?;
+        let after = decode(&self.after)?;
+        self.data = data;
         if before.is_none() && after.is_none() {
             return Err(RowError::Malformed("a rows event with no image".to_owned()));
         }
