@@ -265,12 +265,14 @@ fn init_logging() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(crate::progress::Stderr);
     if std::env::var("SLUICE_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();
     } else {
-        builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        if terminal {
+            crate::progress::enable();
+        }
+        builder.with_ansi(terminal).init();
     }
 }

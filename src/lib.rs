@@ -19,6 +19,7 @@ pub mod init;
 pub mod lambda;
 pub mod metrics;
 pub mod position;
+pub mod progress;
 pub mod redact;
 pub mod run_id;
 pub mod secret;

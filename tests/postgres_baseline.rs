@@ -156,3 +156,54 @@ fn reset_refuses_while_snapshot_parts_exist_and_clears_records_otherwise() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.summary()["chunks_read"], 1);
 }
+
+/// On a terminal `sluice baseline` draws one progress bar (chunks, rows, rows/s, ETA)
+/// beneath its log lines; piped, it logs plain `baseline progress` lines instead.
+#[test]
+fn baseline_shows_a_progress_bar_on_a_terminal_and_plain_lines_otherwise() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "baseline_bar");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 2000) i; ANALYZE t");
+    let job = Job::postgres(&db, &["t"], "baseline: { chunk_rows: 500 }");
+    // `script` (util-linux, in every Debian) runs the command on a pseudo-terminal.
+    let line = format!(
+        "{} baseline --config {}",
+        env!("CARGO_BIN_EXE_sluice"),
+        job.config.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env(&job.url_env.0, &job.url_env.1)
+        .env("SLUICE_LOG", "info")
+        .env_remove("SLUICE_FAULT")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script runs");
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    assert!(
+        tty.contains("baseline [########################] 4/4 chunks  2,000 rows"),
+        "{tty}"
+    );
+    assert!(tty.contains("rows/s  ETA"), "{tty}");
+    assert!(
+        tty.contains("\r\x1b[2K"),
+        "the bar is redrawn in place: {tty:?}"
+    );
+    assert!(!tty.contains("baseline progress"), "{tty}");
+
+    let plain = TestDb::new(&admin, "baseline_plain");
+    plain.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    plain.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 2000) i; ANALYZE t");
+    let job = Job::postgres(&plain, &["t"], "baseline: { chunk_rows: 500 }");
+    let piped = job.run(&["baseline"], &[]);
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    assert!(
+        piped.stderr.contains("baseline progress"),
+        "{}",
+        piped.stderr
+    );
+    assert!(!piped.stderr.contains("\x1b[2K"), "{:?}", piped.stderr);
+    assert!(!piped.stderr.contains("baseline ["), "{}", piped.stderr);
+}

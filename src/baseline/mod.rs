@@ -68,6 +68,7 @@ pub async fn run_inline(
     let mut done = 0usize;
     let mut rows = 0u64;
     let mut read = 0usize;
+    let _bar = crate::progress::FinishOnDrop;
     let mut results = futures_util::stream::iter(chunks.iter())
         .map(|task| async move {
             let before = backends
@@ -85,16 +86,24 @@ pub async fn run_inline(
             read += 1;
             rows += output.rows;
         }
-        let elapsed = started.elapsed().as_secs_f64().max(1e-3);
-        let eta = elapsed / done as f64 * (total - done) as f64;
-        tracing::info!(
-            chunk = %format!("{done}/{total}"),
-            table = %output.table,
+        let progress = crate::progress::BaselineProgress {
+            chunks_done: done,
+            chunks: total,
             rows,
-            rows_per_s = (rows as f64 / elapsed) as u64,
-            eta_s = eta as u64,
-            "baseline progress"
-        );
+            elapsed: started.elapsed(),
+        };
+        if crate::progress::enabled() {
+            crate::progress::show(progress.render());
+        } else {
+            tracing::info!(
+                chunk = %format!("{done}/{total}"),
+                table = %output.table,
+                rows,
+                rows_per_s = progress.rows_per_second(),
+                eta_s = progress.eta().unwrap_or_default().as_secs(),
+                "baseline progress"
+            );
+        }
     }
     drop(results);
     let finished = tasks::finish(config, backends).await?;
