@@ -96,6 +96,9 @@ pub struct BaselineConfig {
     /// the S3 destination for the state machine's Distributed Map to read, instead of
     /// being returned inline (at most [`BaselineConfig::MAX_INLINE_PLAN_BYTES`]).
     pub inline_plan_max_bytes: u64,
+    /// Declared baseline keys of tables without a primary key: table (as in
+    /// `source.tables`) → NOT NULL columns to chunk by, in order. Need not be unique.
+    pub keys: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl BaselineConfig {
@@ -111,6 +114,7 @@ impl Default for BaselineConfig {
             parallel: 1,
             state_machine_arn: None,
             inline_plan_max_bytes: 128 * 1024,
+            keys: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -533,6 +537,20 @@ impl Config {
         if let Some(arn) = &self.baseline.state_machine_arn {
             crate::baseline::start::region_from_arn(arn)?;
         }
+        for (table, columns) in &self.baseline.keys {
+            if !self.source.tables.contains(table) {
+                return Err(invalid(format!(
+                    "baseline.keys names {table:?}, which is not in source.tables"
+                ))
+                .hint("key a table by its name exactly as source.tables lists it"));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            if columns.is_empty() || !columns.iter().all(|c| seen.insert(c)) {
+                return Err(invalid(format!(
+                    "baseline.keys.{table} must list one or more distinct columns"
+                )));
+            }
+        }
         if self.baseline.parallel == 0 || self.baseline.chunk_rows == 0 {
             return Err(invalid(format!(
                 "baseline.parallel ({}) and baseline.chunk_rows ({}) must be at least 1",
@@ -920,6 +938,18 @@ state: { type: local, path: ./.sluice }
             (
                 format!("{MINIMAL}baseline: {{ inline_plan_max_bytes: 196609 }}\n"),
                 "baseline.inline_plan_max_bytes 196609 is above 196608",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ keys: {{ other: [id] }} }}\n"),
+                "baseline.keys names \"other\", which is not in source.tables",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ keys: {{ public.orders: [] }} }}\n"),
+                "baseline.keys.public.orders must list one or more distinct columns",
+            ),
+            (
+                format!("{MINIMAL}baseline: {{ keys: {{ public.orders: [a, a] }} }}\n"),
+                "distinct columns",
             ),
             (
                 format!("{MINIMAL}baseline: {{ parallel: 0 }}\n"),

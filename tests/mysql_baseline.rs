@@ -316,3 +316,49 @@ fn a_table_without_a_key_is_refused() {
     );
     assert!(run.stderr.contains("primary key"), "{}", run.stderr);
 }
+
+/// A table without a key is refused until `baseline.keys` declares NOT NULL columns; a
+/// declared key need not be unique (equal keys share a chunk): every row is read once
+/// and the replay is exact.
+#[test]
+fn a_table_without_a_key_is_baselined_by_a_declared_non_unique_key() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "declared_key");
+    db.sql("CREATE TABLE t (id int NOT NULL, grp int NOT NULL, v varchar(20))");
+    db.sql("INSERT INTO t SELECT seq, seq DIV 10, CONCAT('v', seq) FROM seq_1_to_3000; ANALYZE TABLE t");
+    let refused =
+        Job::mysql(&db, &["t"], "", "baseline: { chunk_rows: 500 }").run(&["baseline"], &[]);
+    assert_eq!(refused.code, 5, "{}", refused.stderr);
+    assert_eq!(
+        refused.error_code(),
+        "SLUICE_SOURCE_PREREQUISITE",
+        "{}",
+        refused.stdout
+    );
+    assert!(
+        refused.stdout.contains("baseline.keys"),
+        "{}",
+        refused.stdout
+    );
+
+    let other = TestMysqlDb::new(&admin, "declared_key2");
+    other.sql("CREATE TABLE t (id int NOT NULL, grp int NOT NULL, v varchar(20))");
+    other.sql("INSERT INTO t SELECT seq, seq DIV 10, CONCAT('v', seq) FROM seq_1_to_3000; ANALYZE TABLE t");
+    let job = Job::mysql(
+        &other,
+        &["t"],
+        "",
+        "baseline: { chunk_rows: 500, keys: { t: [grp] } }",
+    );
+    let run = job.run(&["baseline"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["rows"], 3000, "{summary}");
+    assert!(summary["chunks"].as_u64().unwrap() >= 4, "{summary}");
+    other.sql("UPDATE t SET v = 'changed' WHERE id <= 10; DELETE FROM t WHERE id > 2990; INSERT INTO t VALUES (5000, 500, 'new')");
+    job.drain();
+    assert_eq!(
+        replayed(&job, "t", &["id"]),
+        source_state(&other, "t", &["id"])
+    );
+}

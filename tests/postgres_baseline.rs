@@ -207,3 +207,62 @@ fn baseline_shows_a_progress_bar_on_a_terminal_and_plain_lines_otherwise() {
     assert!(!piped.stderr.contains("\x1b[2K"), "{:?}", piped.stderr);
     assert!(!piped.stderr.contains("baseline ["), "{}", piped.stderr);
 }
+
+/// A table without a key (REPLICA IDENTITY FULL) is refused until `baseline.keys`
+/// declares NOT NULL columns; a nullable declared column is refused; with a declared key
+/// the baseline chunks by it and replays exactly.
+#[test]
+fn a_table_without_a_key_is_baselined_by_its_declared_key() {
+    let admin = pg_or_skip!();
+    let keyless = |name: &str| {
+        let db = TestDb::new(&admin, name);
+        db.sql("CREATE TABLE t (id int NOT NULL, v text); ALTER TABLE t REPLICA IDENTITY FULL");
+        db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+        db
+    };
+    let bare = keyless("baseline_keyless");
+    let run = Job::postgres(&bare, &["t"], "baseline: { chunk_rows: 500 }").run(&["baseline"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_SOURCE_PREREQUISITE",
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("baseline.keys"),
+        "the hint names the setting: {}",
+        run.stdout
+    );
+
+    let nullable = keyless("baseline_nullkey");
+    let run = Job::postgres(
+        &nullable,
+        &["t"],
+        "baseline: { chunk_rows: 500, keys: { t: [v] } }",
+    )
+    .run(&["baseline"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_SOURCE_PREREQUISITE",
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("nullable"), "{}", run.stdout);
+
+    let db = keyless("baseline_declared");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "baseline: { chunk_rows: 500, keys: { t: [id] } }",
+    );
+    let summary = job.run(&["baseline"], &[]);
+    assert_eq!(summary.code, 0, "{}", summary.stderr);
+    let summary = summary.summary();
+    assert_eq!(summary["rows"], 3000, "{summary}");
+    assert!(summary["chunks"].as_u64().unwrap() >= 4, "{summary}");
+    db.sql("UPDATE t SET v = 'changed' WHERE id <= 10; DELETE FROM t WHERE id > 2990; INSERT INTO t VALUES (5000, 'new')");
+    job.drain();
+    assert_eq!(replayed(&job, "t"), source_state(&db));
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::change::{TableSchema, Value};
+use crate::change::{Column, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
 
@@ -44,6 +44,68 @@ pub trait SnapshotSource: Send {
     ) -> Result<u64>;
 }
 
+/// The key a baseline chunks `table` by: its own key, or — for a table without one — the
+/// columns `baseline.keys` declares, resolved against `columns` (an exact name first, else
+/// the one column equal ignoring ASCII case). A declared key need not be unique (a chunk
+/// is a range of key values, so equal keys share a chunk), but every column must be NOT
+/// NULL: a row whose key is NULL would fall in no chunk. A table with its own key and a
+/// declared one is a config error, so the key used is never ambiguous.
+pub fn baseline_key(
+    declared: &std::collections::BTreeMap<String, Vec<String>>,
+    table: &str,
+    own_key: &[String],
+    columns: &[Column],
+) -> Result<Vec<String>> {
+    let Some(names) = declared.get(table) else {
+        return Ok(own_key.to_vec());
+    };
+    if !own_key.is_empty() {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!(
+                "baseline.keys.{table} is declared, but {table} has its own key ({})",
+                own_key.join(", ")
+            ),
+        )
+        .hint(format!(
+            "remove baseline.keys.{table}: a table with a key is chunked by it"
+        )));
+    }
+    names
+        .iter()
+        .map(|name| {
+            let column = columns
+                .iter()
+                .find(|c| c.name == *name)
+                .or_else(|| {
+                    let mut folded = columns.iter().filter(|c| c.name.eq_ignore_ascii_case(name));
+                    folded.next().filter(|_| folded.next().is_none())
+                })
+                .ok_or_else(|| {
+                    Error::new(
+                        Code::ConfigInvalid,
+                        format!("baseline.keys.{table}: {table} has no column {name:?}"),
+                    )
+                    .hint(format!("list columns of {table} as the source names them"))
+                })?;
+            if column.nullable {
+                return Err(Error::new(
+                    Code::SourcePrerequisite,
+                    format!(
+                        "baseline.keys.{table}: column {} is nullable; a row whose key is NULL would be in no chunk",
+                        column.name
+                    ),
+                )
+                .hint(format!(
+                    "declare NOT NULL columns, or make {}.{} NOT NULL",
+                    table, column.name
+                )));
+            }
+            Ok(column.name.clone())
+        })
+        .collect()
+}
+
 /// The captured table `name` of `tables`, refused when it has no key to chunk by
 /// (`key_names` says what counts as one on the engine). One rule for every engine.
 pub fn keyed_table<'a, T>(
@@ -68,7 +130,7 @@ pub fn keyed_table<'a, T>(
             format!("{name} has no {key_names} to baseline by"),
         )
         .hint(format!(
-            "add a primary key to {name}; a keyset baseline needs one"
+            "add a primary key to {name}, or declare NOT NULL columns to chunk it by in baseline.keys ({{ {name}: [col, …] }})"
         )));
     }
     Ok(table)
@@ -121,6 +183,78 @@ pub fn chunks_from_splits(splits: Vec<Vec<String>>) -> Vec<ChunkBounds> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn column(name: &str, nullable: bool) -> Column {
+        Column {
+            name: name.into(),
+            ty: crate::change::ColumnType::Int64,
+            nullable,
+            key: false,
+            source_type: "bigint".into(),
+        }
+    }
+
+    #[test]
+    fn a_declared_key_is_used_only_for_a_table_without_one() {
+        let columns = vec![
+            column("Created", false),
+            column("seq", false),
+            column("note", true),
+        ];
+        let declared: std::collections::BTreeMap<String, Vec<String>> = [(
+            "log".to_owned(),
+            vec!["created".to_owned(), "seq".to_owned()],
+        )]
+        .into();
+        assert_eq!(
+            baseline_key(&declared, "log", &[], &columns).unwrap(),
+            vec!["Created".to_owned(), "seq".to_owned()],
+            "names resolve as the source spells them"
+        );
+        assert_eq!(
+            baseline_key(&declared, "other", &["id".into()], &columns).unwrap(),
+            vec!["id".to_owned()]
+        );
+        assert!(
+            baseline_key(&declared, "other", &[], &columns)
+                .unwrap()
+                .is_empty()
+        );
+        let both = baseline_key(&declared, "log", &["id".into()], &columns).unwrap_err();
+        assert_eq!(both.code(), Code::ConfigInvalid);
+        let nullable: std::collections::BTreeMap<String, Vec<String>> =
+            [("log".to_owned(), vec!["note".to_owned()])].into();
+        let err = baseline_key(&nullable, "log", &[], &columns).unwrap_err();
+        assert_eq!(err.code(), Code::SourcePrerequisite);
+        assert!(err.to_string().contains("nullable"), "{err}");
+        let missing: std::collections::BTreeMap<String, Vec<String>> =
+            [("log".to_owned(), vec!["nope".to_owned()])].into();
+        assert_eq!(
+            baseline_key(&missing, "log", &[], &columns)
+                .unwrap_err()
+                .code(),
+            Code::ConfigInvalid
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_case_folded_name_is_refused() {
+        let columns = vec![
+            column("A", false),
+            column("a2", false),
+            column("Ab", false),
+            column("aB", false),
+        ];
+        let declared: std::collections::BTreeMap<String, Vec<String>> =
+            [("t".to_owned(), vec!["ab".to_owned()])].into();
+        assert!(baseline_key(&declared, "t", &[], &columns).is_err());
+        let exact: std::collections::BTreeMap<String, Vec<String>> =
+            [("t".to_owned(), vec!["aB".to_owned()])].into();
+        assert_eq!(
+            baseline_key(&exact, "t", &[], &columns).unwrap(),
+            vec!["aB".to_owned()]
+        );
+    }
 
     #[test]
     fn chunks_cover_the_whole_key_space() {

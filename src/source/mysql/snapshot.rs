@@ -2,6 +2,9 @@
 //! autocommit `SELECT` (binary protocol), decoded into the declared column types the
 //! change stream writes ([`super::values::convert_selected`]).
 //!
+//! Tables without a key are chunked by the NOT NULL columns `baseline.keys` declares for
+//! them ([`crate::source::snapshot::baseline_key`]).
+//!
 //! Guarantees: the session runs with `time_zone = '+00:00'` and utf8mb4 results, so
 //! TIMESTAMPs are instants and every supported character set arrives as UTF-8; a chunk is
 //! `lower < key <= upper` in the key's index order, the bounds bound as typed parameters
@@ -47,8 +50,16 @@ impl MySnapshot {
         conn.query_drop("SET NAMES utf8mb4, time_zone = '+00:00'")
             .await
             .map_err(|e| query_error("configuring the baseline session", e))?;
-        let tables =
+        let mut tables =
             schema::resolve(&mut conn, &config.source.tables, default_db.as_deref()).await?;
+        for table in &mut tables {
+            table.key = crate::source::snapshot::baseline_key(
+                &config.baseline.keys,
+                &table.config_name,
+                &table.key,
+                &table.shape.columns,
+            )?;
+        }
         Ok(MySnapshot { conn, tables })
     }
 

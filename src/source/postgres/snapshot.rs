@@ -1,6 +1,9 @@
 //! PostgreSQL baseline reads: keyset chunks through `COPY (SELECT …) TO STDOUT (FORMAT
 //! binary)`, decoded by the same binary decoders as the change stream.
 //!
+//! Tables without a primary key are chunked by the NOT NULL columns `baseline.keys`
+//! declares for them ([`crate::source::snapshot::baseline_key`]).
+//!
 //! Guarantees: the session runs with `TimeZone = UTC`, `DateStyle = ISO` and standard
 //! strings, so key bounds written as text round-trip exactly; every chunk is one short
 //! statement ordered by the primary key; planning uses the planner's row estimate and the
@@ -38,7 +41,15 @@ impl PgSnapshot {
             .batch_execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET standard_conforming_strings = on; SET extra_float_digits = 3")
             .await
             .map_err(|e| query_error("configuring the baseline session", e))?;
-        let tables = catalog::resolve(&client, &config.source.tables).await?;
+        let mut tables = catalog::resolve(&client, &config.source.tables).await?;
+        for table in &mut tables {
+            table.key = crate::source::snapshot::baseline_key(
+                &config.baseline.keys,
+                &table.config_name,
+                &table.key,
+                &table.shape.columns,
+            )?;
+        }
         Ok(PgSnapshot { client, tables })
     }
 

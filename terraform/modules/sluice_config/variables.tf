@@ -99,7 +99,7 @@ variable "initial" {
 }
 
 variable "baseline" {
-  description = "Baseline chunking: { chunk_rows, parallel, inline_plan_max_bytes }; unset keys keep the binary's defaults."
+  description = "Baseline chunking: { chunk_rows, parallel, inline_plan_max_bytes, keys = { table = [NOT NULL columns] } for tables without a primary key }; unset keys keep the binary's defaults."
   type        = any
   default     = {}
 }
