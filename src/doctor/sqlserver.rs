@@ -59,6 +59,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
     report.push(baseline_key_check(
         config_name,
         &facts.columns,
+        &config.baseline.keys,
         config.initial,
     ));
     let stored = match crate::state::open(config).await {
@@ -171,8 +172,14 @@ const BASELINE_KEY: &str = "baseline key";
 /// The key a baseline chunks by, by the baseline's own rule ([`keys::baseline_key`]): a
 /// table it would refuse fails with `initial: snapshot` and warns otherwise (a later
 /// re-baseline would need it). Pure.
-pub fn baseline_key_check(config_name: &str, columns: &[CaptureColumn], initial: Initial) -> Check {
-    let judged = keys::baseline_key(config_name, columns);
+pub fn baseline_key_check(
+    config_name: &str,
+    columns: &[CaptureColumn],
+    declared: &std::collections::BTreeMap<String, Vec<String>>,
+    initial: Initial,
+) -> Check {
+    let judged = catalog::shape(config_name, columns)
+        .and_then(|shape| keys::baseline_key(config_name, columns, &shape.columns, declared));
     match judged {
         Ok(keys) => Check::ok(
             BASELINE_KEY,
@@ -331,7 +338,8 @@ mod tests {
 
     #[test]
     fn the_baseline_key_row_applies_the_baselines_rule() {
-        let ok = baseline_key_check("dbo.orders", &good().columns, Initial::Snapshot);
+        let no_keys = std::collections::BTreeMap::new();
+        let ok = baseline_key_check("dbo.orders", &good().columns, &no_keys, Initial::Snapshot);
         assert_eq!(ok.status, Status::Ok);
         assert_eq!(ok.detail, "keyset chunks by (id)");
         let mut nullable = good().columns;
@@ -339,13 +347,27 @@ mod tests {
         let mut keyless = good().columns;
         keyless[0].key_ordinal = None;
         for (columns, needle) in [(nullable, "nullable"), (keyless, "no primary key")] {
-            let fail = baseline_key_check("dbo.orders", &columns, Initial::Snapshot);
+            let fail = baseline_key_check("dbo.orders", &columns, &no_keys, Initial::Snapshot);
             assert_eq!(fail.status, Status::Fail);
             assert_eq!(fail.code.as_deref(), Some("SLUICE_SOURCE_PREREQUISITE"));
             assert!(fail.detail.contains(needle), "{}", fail.detail);
-            let warn = baseline_key_check("dbo.orders", &columns, Initial::None);
+            let warn = baseline_key_check("dbo.orders", &columns, &no_keys, Initial::None);
             assert_eq!(warn.status, Status::Warn);
         }
+        // A table without a key baselines by the columns `baseline.keys` declares.
+        let mut keyless = good().columns;
+        keyless[0].key_ordinal = None;
+        let declared = [("dbo.orders".to_owned(), vec![keyless[0].name.clone()])].into();
+        let ok = baseline_key_check("dbo.orders", &keyless, &declared, Initial::Snapshot);
+        assert_eq!(ok.status, Status::Ok, "{}", ok.detail);
+        assert_eq!(ok.detail, format!("keyset chunks by ({})", keyless[0].name));
+        keyless[0].nullable = true;
+        let fail = baseline_key_check("dbo.orders", &keyless, &declared, Initial::Snapshot);
+        assert_eq!(fail.status, Status::Fail);
+        assert!(fail.detail.contains("nullable"), "{}", fail.detail);
+        // A declared key beside the table's own is a config error.
+        let both = baseline_key_check("dbo.orders", &good().columns, &declared, Initial::Snapshot);
+        assert_eq!(both.code.as_deref(), Some("SLUICE_CONFIG_INVALID"));
     }
 
     #[test]

@@ -95,10 +95,35 @@ pub fn key_columns(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<K
         .collect()
 }
 
-/// The key a baseline of the captured table chunks by ([`key_columns`]); a table without
-/// one is refused by the rule every engine shares ([`keyed_table`]).
-pub fn baseline_key(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<KeyColumn>> {
-    let keys = key_columns(config_name, columns)?;
+/// The key a baseline of the captured table chunks by: its own ([`key_columns`]), or for
+/// a table without one the columns `baseline.keys` declares (`declared`, resolved by the
+/// rule every engine shares, [`crate::source::snapshot::baseline_key`], then held to the
+/// same exactness rules). A table with neither is refused by [`keyed_table`].
+pub fn baseline_key(
+    config_name: &str,
+    columns: &[CaptureColumn],
+    shape: &[crate::change::Column],
+    declared: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Result<Vec<KeyColumn>> {
+    let own = key_columns(config_name, columns)?;
+    let own_names: Vec<String> = own.iter().map(|k| k.name.clone()).collect();
+    let names = crate::source::snapshot::baseline_key(declared, config_name, &own_names, shape)?;
+    let keys = if names == own_names {
+        own
+    } else {
+        names
+            .iter()
+            .map(|name| {
+                let i = columns
+                    .iter()
+                    .position(|c| c.name == *name)
+                    .ok_or_else(|| {
+                        Error::new(Code::Internal, format!("{config_name}: no column {name}"))
+                    })?;
+                key_column(config_name, i, &columns[i])
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
     keyed_table(
         std::slice::from_ref(&config_name),
         config_name,

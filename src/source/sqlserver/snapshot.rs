@@ -42,6 +42,8 @@ use crate::source::snapshot::{
 pub struct SqlServerSnapshot {
     client: SqlClient,
     captured: Captured,
+    /// `baseline.keys`: declared keys of tables without one.
+    declared: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl SqlServerSnapshot {
@@ -51,7 +53,11 @@ impl SqlServerSnapshot {
         let mut client = connect::connect(&config.source_url()?, &config.source.tls).await?;
         let captured =
             catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
-        Ok(SqlServerSnapshot { client, captured })
+        Ok(SqlServerSnapshot {
+            client,
+            captured,
+            declared: config.baseline.keys.clone(),
+        })
     }
 
     fn table(&self, name: &str) -> Result<&Captured> {
@@ -59,7 +65,7 @@ impl SqlServerSnapshot {
             std::slice::from_ref(&self.captured),
             name,
             |t| &t.config_name,
-            |t| !t.key().is_empty(),
+            |t| !t.key().is_empty() || self.declared.contains_key(&t.config_name),
             keys::KEY_NAMES,
         )
     }
@@ -67,7 +73,12 @@ impl SqlServerSnapshot {
     /// The table and its key, refused when the key cannot bound chunks exactly.
     fn keyset(&self, name: &str) -> Result<(Captured, Vec<KeyColumn>)> {
         let table = self.table(name)?.clone();
-        let keys = keys::baseline_key(&table.config_name, &table.columns)?;
+        let keys = keys::baseline_key(
+            &table.config_name,
+            &table.columns,
+            &table.shape.columns,
+            &self.declared,
+        )?;
         Ok((table, keys))
     }
 
