@@ -118,6 +118,33 @@ pub fn check_table(
         written.insert(at);
     }
 
+    // The baseline: one row per key, all at the anchor (`__seq` 0), which sorts before
+    // every change of the stream (overlap is replayed on top, never under).
+    let mut snapshot_keys = std::collections::HashSet::new();
+    for row in &snapshot {
+        if row.op != "snapshot" || row.seq != 0 || row.pos != snapshot[0].pos {
+            f.fail(format!(
+                "{}: snapshot row ({}, {}, {}) is not at the anchor ({}, 0, snapshot)",
+                row.file, row.op, row.pos, row.seq, snapshot[0].pos
+            ));
+        }
+        if !snapshot_keys.insert(key_of(row)) {
+            f.fail(format!(
+                "{}: key {:?} appears twice in the baseline",
+                row.file,
+                key_of(row)
+            ));
+        }
+    }
+    if let (Some(anchor), Some(((first, _), row))) = (snapshot.first(), distinct.first_key_value())
+        && *first <= anchor.pos
+    {
+        f.fail(format!(
+            "change at {first} ({}) does not sort after the baseline's anchor {}",
+            row.file, anchor.pos
+        ));
+    }
+
     if distinct.len() as u64 != expected_changes {
         f.fail(format!(
             "the parts hold {} distinct changes, the workload made {expected_changes}",
@@ -379,5 +406,38 @@ mod tests {
                 f.mismatches
             );
         }
+    }
+
+    #[test]
+    fn a_baseline_is_the_base_once_per_key_and_before_every_change() {
+        let snap = |id: &str, v: &str, pos: &str| row("snapshot", "snapshot", pos, 0, id, Some(v));
+        let rows = [
+            snap("1", "a", "A"),
+            snap("2", "b", "A"),
+            row("r1", "update", "B", 0, "1", Some("a2")),
+        ];
+        let want = source(&[("1", Some("a2")), ("2", Some("b"))]);
+        let f = check_table(&rows, "id", &want, 1, false);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
+        let found = |rows: &[PartRow], needle: &str| {
+            let f = check_table(rows, "id", &want, 1, false);
+            assert!(
+                f.mismatches.iter().any(|m| m.contains(needle)),
+                "{needle:?} not in {:?}",
+                f.mismatches
+            );
+        };
+        // A chunk read twice.
+        let mut twice = rows.to_vec();
+        twice.push(snap("2", "b", "A"));
+        found(&twice, "appears twice in the baseline");
+        // A snapshot row away from the anchor.
+        let mut moved = rows.to_vec();
+        moved[1] = snap("2", "b", "A2");
+        found(&moved, "is not at the anchor");
+        // A change that sorts before the anchor (a gap between baseline and stream).
+        let mut early = rows.to_vec();
+        early[2] = row("r1", "update", "0", 0, "1", Some("a2"));
+        found(&early, "does not sort after the baseline's anchor");
     }
 }

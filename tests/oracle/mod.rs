@@ -55,6 +55,9 @@ pub struct Totals {
     pub rows_compared: u64,
     pub carried_by_key_change: u64,
     pub spill_leftovers: u64,
+    /// Trials that started from a baseline, and the baseline rows compared in them.
+    pub baselines: u64,
+    pub snapshot_rows: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -70,6 +73,8 @@ impl Totals {
         self.rows_compared += r.rows_compared;
         self.carried_by_key_change += r.carried_by_key_change;
         self.spill_leftovers += r.spill_leftovers;
+        self.baselines += u64::from(r.snapshot_rows.is_some());
+        self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -163,7 +168,7 @@ pub fn run(engine: &dyn Engine) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -175,6 +180,8 @@ pub fn run(engine: &dyn Engine) {
         t.changes,
         t.carried_by_key_change,
         t.spill_leftovers,
+        t.baselines,
+        t.snapshot_rows,
         started.elapsed().as_secs()
     );
     assert!(t.trials > 0, "the oracle ran no trial");

@@ -66,6 +66,8 @@ pub struct Report {
     pub carried_by_key_change: u64,
     /// Files left in the spill directory after the final clean drain (crashed runs').
     pub spill_leftovers: u64,
+    /// Baseline trials: the snapshot rows the final replay started from.
+    pub snapshot_rows: Option<u64>,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -104,13 +106,22 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
     let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
     let row_group_rows = *rng.pick(&[1usize, 2, 4, 16, 1000]);
+    // A third of the trials start from a baseline of rows written before the stream.
+    let baseline = rng.chance(33).then(|| {
+        format!(
+            "initial: snapshot\nbaseline: {{ chunk_rows: {}, parallel: {} }}\n",
+            rng.pick(&[1u64, 3, 7, 40, 100_000]),
+            rng.range(1, 4)
+        )
+    });
     let spill = dir.join("spill");
     std::fs::create_dir_all(&spill).unwrap();
     let yaml = format!(
         "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
          state: {{ type: local, path: {state} }}\n\
          output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
-         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n",
+         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n{baseline}",
+        baseline = baseline.as_deref().unwrap_or(""),
         out = dir.join("out").display(),
         state = dir.join("state").display(),
         spill = spill.display(),
@@ -128,11 +139,45 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         (n, drain::start(&config, &env, crash, &logs, n))
     };
 
-    // The first run creates the slot/anchor; only what follows is captured.
-    drain_clean(&mut drain_once, report, "first")?;
-
     let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
+    if baseline.is_some() {
+        // Rows that predate the stream: only the baseline can deliver them. The first
+        // drain anchors and reads them, and may be crashed anywhere in the baseline (a
+        // chunk recorded done, an upload, a SIGKILL); the clean drain after it resumes.
+        let before: Vec<Txn> = (0..rng.range(1, 5))
+            .map(|_| workload.next_txn(&mut rng))
+            .collect();
+        for txn in &before {
+            source.apply(txn)?;
+        }
+        let crash = match rng.below(100) {
+            0..=24 => Crash::None,
+            25..=59 => Crash::Fault(format!("chunk_done@{}", rng.range(1, 6))),
+            60..=74 => Crash::Fault(format!("mid_upload@{}", rng.range(1, 4))),
+            _ => Crash::Kill(Duration::from_millis(rng.range(0, 400) as u64)),
+        };
+        let (k, running) = drain_once(crash.clone(), report);
+        let outcome = running.wait();
+        report.facts.push(format!(
+            "baseline: {} txns before the stream, drain #{k} {crash:?} -> {}",
+            before.len(),
+            brief(&outcome)
+        ));
+        match outcome {
+            Outcome::Crashed => report.crashes += 1,
+            Outcome::Failed { exit, stderr } => {
+                return Err(format!(
+                    "baseline drain #{k} ({crash:?}) failed: {exit}\n{stderr}"
+                ));
+            }
+            _ => {}
+        }
+    }
+    // The first clean run creates the slot/anchor (and finishes a baseline); only what
+    // follows is captured as changes.
+    drain_clean(&mut drain_once, report, "first")?;
+
     let mut expected_changes = 0u64;
     let mut apply = |source: &mut Box<dyn Source>, txn: &Txn| -> Result<(), String> {
         let logged = source.apply(txn)?;
@@ -210,6 +255,9 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         ));
     }
     let rows = super::parts::read_table(&dir.join("out"), &source.table())?;
+    if baseline.is_some() {
+        report.snapshot_rows = Some(rows.iter().filter(|r| r.run == "snapshot").count() as u64);
+    }
     let source_rows = source.select_all()?;
     let findings = check::check_table(
         &rows,
