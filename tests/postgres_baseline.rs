@@ -151,7 +151,15 @@ fn reset_refuses_while_snapshot_parts_exist_and_clears_records_otherwise() {
     std::fs::remove_dir_all(job.out().join("t/snapshot")).unwrap();
     let reset = job.run(&["baseline", "--reset"], &[]);
     assert_eq!(reset.code, 0, "{}", reset.stderr);
-    assert_eq!(reset.summary()["cleared"], serde_json::json!(["t"]));
+    let summary = reset.summary();
+    assert_eq!(summary["cleared"], serde_json::json!(["t"]));
+    assert_eq!(summary["records"]["t"]["status"], "done", "{summary}");
+    assert!(
+        summary["records"]["t"]["anchor"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("pg:")),
+        "{summary}"
+    );
     let again = job.run(&["baseline"], &[]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.summary()["chunks_read"], 1);

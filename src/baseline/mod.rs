@@ -119,10 +119,12 @@ pub async fn run_inline(
     })
 }
 
-/// Clears every table's baseline records so the next baseline starts over. Refuses while
-/// snapshot objects exist (parts are never overwritten): it names the prefix to remove.
+/// Clears every table's baseline records so the next baseline starts over, and reports
+/// what each table's record was. Refuses while snapshot objects exist (parts are never
+/// overwritten): it names the prefix to remove and how many objects are under it.
 pub async fn reset(config: &Config, backends: &Backends) -> Result<serde_json::Value> {
     let mut cleared = Vec::new();
+    let mut records = std::collections::BTreeMap::new();
     for table in &config.source.tables {
         let prefix = format!("{table}/snapshot/");
         let objects = backends.destination.list(&prefix).await?;
@@ -133,8 +135,23 @@ pub async fn reset(config: &Config, backends: &Backends) -> Result<serde_json::V
             )
             .hint(format!("parts are never overwritten: move or delete {prefix} first, then run `sluice baseline --reset` again")));
         }
+        let record = backends.state.load_snapshot(&config.job, table).await?;
         backends.state.clear_snapshot(&config.job, table).await?;
+        if let Some(record) = &record {
+            tracing::info!(table = %table, status = ?record.status, anchor = %record.anchor,
+                "baseline records cleared (the snapshot record and every chunk record)");
+        }
         cleared.push(table.clone());
+        records.insert(
+            table.clone(),
+            record.map(|r| serde_json::json!({ "status": r.status, "anchor": r.anchor, "run_id": r.run_id })),
+        );
     }
-    Ok(serde_json::json!({ "status": "reset", "job": config.job, "cleared": cleared }))
+    Ok(serde_json::json!({
+        "status": "reset",
+        "job": config.job,
+        "cleared": cleared,
+        "records": records,
+        "next": "the next `sluice baseline` (or drain with initial: snapshot) anchors at the stream's checkpoint and reads every table again",
+    }))
 }
