@@ -1,8 +1,9 @@
 //! The drain end to end against AWS stand-ins: real PostgreSQL → S3 parts + DynamoDB
 //! state on moto's server mode, through the real binary and the real SDK clients. Covers
 //! the single-writer lease under contention, a zombie run fenced off after its lease was
-//! taken over, and S3 / DynamoDB outages (cut through a severable proxy) that must move
-//! neither the checkpoint nor the slot.
+//! taken over, and S3 / DynamoDB outages (cut through a severable proxy) — before the data
+//! is durable they must move neither the checkpoint nor the slot; after it (manifest, run
+//! record, lease release) they fail the run loudly and lose nothing.
 
 mod support;
 
@@ -392,4 +393,51 @@ fn endpoint_comes_from_aws_endpoint_url_when_the_config_has_none() {
         "{:?}",
         target.keys()
     );
+}
+
+/// S3 or DynamoDB cut after the data is durable, checkpointed and acked (the manifest,
+/// `_SUCCESS`, run record and lease release remain): the run fails loudly with the
+/// endpoint's code, the data it made durable stays, and the next run is exact.
+#[test]
+fn outage_after_the_data_is_durable_fails_loudly_and_loses_nothing() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    for (endpoint, code) in [
+        ("s3", "SLUICE_DESTINATION_UNAVAILABLE"),
+        ("dynamodb", "SLUICE_STATE_UNAVAILABLE"),
+    ] {
+        let db = TestDb::new(&admin, &format!("aws_late_{endpoint}"));
+        db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+        let proxy = Proxy::start(moto.trim_start_matches("http://"));
+        let mut target = AwsTarget::new(&moto);
+        match endpoint {
+            "s3" => target.s3_endpoint = proxy.url(),
+            _ => target.dynamodb_endpoint = proxy.url(),
+        }
+        let job = target.job(&db, &["t"], "lease: { ttl_seconds: 2 }");
+        job.drain();
+        db.sql("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 12) g");
+        let mut run = job
+            .command(
+                &["drain"],
+                &[("SLUICE_FAULT", "source_acked:pause=500"), ONE_ATTEMPT],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_line(run.stderr.take().unwrap(), "fault injected: pausing");
+        proxy.sever();
+        let cut = support::Run::from(run.wait_with_output().unwrap());
+        proxy.restore();
+        assert_eq!(cut.code, 3, "{endpoint}: {}", cut.stdout);
+        assert_eq!(cut.error_code(), code, "{endpoint}: {}", cut.stdout);
+        assert!(cut.stdout.contains("hint"), "{endpoint}: {}", cut.stdout);
+
+        db.sql("UPDATE t SET v = 'x' WHERE id = 3");
+        let next = job.drain_when_free();
+        assert_eq!(next["status"], "drained", "{endpoint}: {next}");
+        target.fetch_output(&job);
+        assert_complete(&db, &job.rows("t"), 13);
+    }
 }
