@@ -14,7 +14,7 @@ use std::process::Command;
 use serde_json::{Map, Value, json};
 use support::aws::AwsTarget;
 use support::lambda_api::{Function, RuntimeApi};
-use support::{Job, TestDb, read_rows, replay};
+use support::{Job, TestDb, replay};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
 
@@ -331,14 +331,7 @@ fn walk(walker: &mut Walker) -> Value {
 
 /// The replayed snapshot + changes under `out/t`, as `id=v,…` ordered by the id's text.
 fn replayed(out: &Path) -> String {
-    let mut rows = read_rows(&out.join("t/snapshot"), "part-");
-    rows.extend(read_rows(&out.join("t"), "cdc-"));
-    rows.sort_by_key(|r| {
-        (
-            r["__pos"].clone(),
-            r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
-        )
-    });
+    let rows = support::baseline_and_changes(&out.join("t"));
     replay(&rows, &["id"])
         .values()
         .map(|r| {

@@ -5,7 +5,7 @@
 mod support;
 
 use support::aws::{runtime, sdk, unique_name};
-use support::{Job, Row, TestDb, read_rows, replay};
+use support::{Job, TestDb, replay};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
 
@@ -50,15 +50,7 @@ async fn executions(sdk: &aws_config::SdkConfig, arn: &str) -> Vec<(String, serd
 }
 
 fn replayed(job: &Job, table: &str) -> String {
-    let dir = job.out().join(table);
-    let mut rows: Vec<Row> = read_rows(&dir.join("snapshot"), "part-");
-    rows.extend(read_rows(&dir, "cdc-"));
-    rows.sort_by_key(|r| {
-        (
-            r["__pos"].clone(),
-            r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
-        )
-    });
+    let rows = support::baseline_and_changes(&job.out().join(table));
     replay(&rows, &["id"])
         .values()
         .map(|r| {

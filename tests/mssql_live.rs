@@ -681,19 +681,7 @@ fn unsupported_column_type_fails_at_open_naming_the_column() {
 /// Every snapshot and change row of `dbo.<table>`, sorted by (`__pos`, `__seq`): the
 /// snapshot's `__pos` (just before the anchor) sorts before every change.
 fn all_rows(job: &Job, table: &str) -> Vec<Row> {
-    let dir = job.out().join(format!("dbo.{table}"));
-    let mut rows = read_rows(&dir.join("snapshot"), "part-");
-    rows.extend(read_rows(&dir, "cdc-"));
-    rows.sort_by(|a, b| {
-        let key = |r: &Row| {
-            (
-                r["__pos"].clone(),
-                r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
-    rows
+    support::baseline_and_changes(&job.out().join(format!("dbo.{table}")))
 }
 
 /// The replayed state as sorted `key=v` texts (`key` the output column).

@@ -10,19 +10,7 @@ use support::{Job, Row, TestDb, read_rows, replay};
 
 /// Every snapshot and change row of `table`, sorted by (`__pos`, `__seq`).
 fn all_rows(job: &Job, table: &str) -> Vec<Row> {
-    let dir = job.out().join(table);
-    let mut rows = read_rows(&dir.join("snapshot"), "part-");
-    rows.extend(read_rows(&dir, "cdc-"));
-    rows.sort_by(|a, b| {
-        let key = |r: &Row| {
-            (
-                r["__pos"].clone(),
-                r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
-    rows
+    support::baseline_and_changes(&job.out().join(table))
 }
 
 /// The replayed state as `id=v` text, for comparison with the source.

@@ -269,6 +269,21 @@ impl Run {
 /// One output row: column name → rendered cell (`None` for NULL).
 pub type Row = BTreeMap<String, Option<String>>;
 
+/// Every row of a table's output directory `dir` — the baseline (`snapshot/part-*`) and
+/// the changes (`cdc-*`) — in replay order: by `__pos`, then `__seq` as a number (the
+/// snapshot's `__pos` sorts before every change of the stream).
+pub fn baseline_and_changes(dir: &Path) -> Vec<Row> {
+    let mut rows = read_rows(&dir.join("snapshot"), "part-");
+    rows.extend(read_rows(dir, "cdc-"));
+    rows.sort_by_key(|r| {
+        (
+            r["__pos"].clone(),
+            r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
+        )
+    });
+    rows
+}
+
 /// Reads every `<prefix>*.parquet` in `dir`, sorted by (`__pos`, `__seq`).
 pub fn read_rows(dir: &Path, prefix: &str) -> Vec<Row> {
     let mut rows = Vec::new();
