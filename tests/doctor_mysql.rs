@@ -384,3 +384,34 @@ fn binlog_retention_is_compared_with_the_schedule_interval() {
     assert_eq!(status(&doc, "binlog retention"), "ok", "{doc}");
     assert_eq!(run.code, 0, "{doc}");
 }
+
+/// A table without a key drains, but a baseline needs one: the "baseline key" row fails
+/// with `initial: snapshot` (the baseline's very code), warns otherwise, and passes once
+/// `baseline.keys` declares NOT NULL columns.
+#[test]
+fn the_baseline_key_row_agrees_with_the_baseline() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "doctor_bkey");
+    db.sql("CREATE TABLE k (id int NOT NULL, v text); INSERT INTO k VALUES (1, 'a')");
+    let row = "table k baseline key";
+    let job = Job::mysql(&db, &["k"], "", "initial: snapshot");
+    let (_, doc) = doctor(&job, &[]);
+    let c = check(&doc, row).clone();
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("baseline.keys"), "{c}");
+    let baseline = job.run(&["baseline"], &[]);
+    assert_eq!(baseline.code, 5, "{}", baseline.stderr);
+    assert_eq!(c["code"].as_str().unwrap(), baseline.error_code());
+
+    let plain = Job::mysql(&db, &["k"], "", "");
+    assert_eq!(status(&doctor(&plain, &[]).1, row), "warn");
+    let declared = Job::mysql(
+        &db,
+        &["k"],
+        "",
+        "initial: snapshot\nbaseline: { keys: { k: [id] } }",
+    );
+    let c = check(&doctor(&declared, &[]).1, row).clone();
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(c["detail"], "keyset chunks by (id)");
+}

@@ -22,6 +22,22 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::source::Engine;
 
+/// The "baseline key" row of a table, from the baselines' own decision (`judged`: the
+/// key columns, or the refusal): a table a baseline would refuse fails with
+/// `initial: snapshot` and warns otherwise (a later re-baseline would need the fix).
+pub fn baseline_key_row(
+    table: &str,
+    judged: crate::error::Result<Vec<String>>,
+    initial: crate::config::Initial,
+) -> Check {
+    let name = format!("table {table} baseline key");
+    match judged {
+        Ok(key) => Check::ok(name, format!("keyset chunks by ({})", key.join(", "))),
+        Err(e) if initial == crate::config::Initial::Snapshot => Check::from_error(name, &e),
+        Err(e) => Check::from_error(name, &e).as_warning(),
+    }
+}
+
 /// The verdict of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -202,7 +202,20 @@ async fn table_checks(
         Ok(mut t) => t.remove(0),
         Err(e) => return vec![Check::from_error(check, &e)],
     };
-    let mut out = vec![key_advice(&check, &table)];
+    let mut out = vec![
+        key_advice(&check, &table),
+        super::baseline_key_row(
+            name,
+            crate::source::snapshot::chunk_key(
+                &config.baseline.keys,
+                name,
+                &table.key,
+                &table.shape.columns,
+                "primary key or NOT NULL unique index",
+            ),
+            config.initial,
+        ),
+    ];
     let probe = format!(
         "SELECT * FROM {}.{} LIMIT 0",
         quote_ident(&table.database),

@@ -59,6 +59,17 @@ pub async fn checks(config: &Config, report: &mut Report) {
             Ok(mut t) => {
                 let table = t.remove(0);
                 report.push(toast_check(&client, &check, &table).await);
+                report.push(super::baseline_key_row(
+                    name,
+                    crate::source::snapshot::chunk_key(
+                        &config.baseline.keys,
+                        name,
+                        &table.key,
+                        &table.shape.columns,
+                        "primary key",
+                    ),
+                    config.initial,
+                ));
                 tables.push(table);
             }
             Err(e) => report.push(Check::from_error(check, &e)),

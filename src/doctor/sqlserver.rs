@@ -167,8 +167,6 @@ pub fn catalog_checks(
     (rows, Some(identity), instance.min_lsn)
 }
 
-const BASELINE_KEY: &str = "baseline key";
-
 /// The key a baseline chunks by, by the baseline's own rule ([`keys::baseline_key`]): a
 /// table it would refuse fails with `initial: snapshot` and warns otherwise (a later
 /// re-baseline would need it). Pure.
@@ -179,21 +177,9 @@ pub fn baseline_key_check(
     initial: Initial,
 ) -> Check {
     let judged = catalog::shape(config_name, columns)
-        .and_then(|shape| keys::baseline_key(config_name, columns, &shape.columns, declared));
-    match judged {
-        Ok(keys) => Check::ok(
-            BASELINE_KEY,
-            format!(
-                "keyset chunks by ({})",
-                keys.iter()
-                    .map(|k| k.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
-        Err(e) if initial == Initial::Snapshot => Check::from_error(BASELINE_KEY, &e),
-        Err(e) => Check::from_error(BASELINE_KEY, &e).as_warning(),
-    }
+        .and_then(|shape| keys::baseline_key(config_name, columns, &shape.columns, declared))
+        .map(|keys| keys.into_iter().map(|k| k.name).collect());
+    super::baseline_key_row(config_name, judged, initial)
 }
 
 /// The capture job: `fn_cdc_get_max_lsn` must have a value (the drain's

@@ -106,6 +106,20 @@ pub fn baseline_key(
         .collect()
 }
 
+/// The key columns a baseline of `table` chunks by ([`baseline_key`]), refused by the
+/// rule of [`keyed_table`] when there are none. What `sluice doctor` reports.
+pub fn chunk_key(
+    declared: &std::collections::BTreeMap<String, Vec<String>>,
+    table: &str,
+    own_key: &[String],
+    columns: &[Column],
+    key_names: &str,
+) -> Result<Vec<String>> {
+    let key = baseline_key(declared, table, own_key, columns)?;
+    keyed_table(&[table], table, |t| t, |_| !key.is_empty(), key_names)?;
+    Ok(key)
+}
+
 /// The captured table `name` of `tables`, refused when it has no key to chunk by
 /// (`key_names` says what counts as one on the engine). One rule for every engine.
 pub fn keyed_table<'a, T>(
