@@ -122,7 +122,9 @@ impl FromStr for Lsn {
             u32::from_str_radix(part, 16).map_err(|_| fail())
         };
         if let Some(digits) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-            if digits.len() != 2 * LSN_BYTES {
+            // Checked whole before slicing: a multi-byte character would put a slice
+            // boundary inside it.
+            if digits.len() != 2 * LSN_BYTES || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(fail());
             }
             return Ok(Lsn {
@@ -148,6 +150,28 @@ impl FromStr for Lsn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `position_parse` fuzz target: a non-ASCII character inside the 20
+    /// digits of the `0x` form put a slice boundary inside it (a panic).
+    #[test]
+    fn non_ascii_in_the_hex_form_is_refused_not_sliced() {
+        for text in [
+            "0X000000000020309\u{23c}223",
+            "0x0000000\u{e9}00000000000",
+            "0x\u{1F600}0000000000000000",
+        ] {
+            assert!(text.parse::<Lsn>().is_err(), "{text:?}");
+        }
+        assert!(
+            "mssql:0X000000000020309\u{23c}223"
+                .parse::<crate::position::Position>()
+                .is_err()
+        );
+        assert_eq!(
+            "0x0000002a0000000b0001".parse::<Lsn>().unwrap(),
+            "0000002A:0000000B:0001".parse::<Lsn>().unwrap()
+        );
+    }
     use proptest::prelude::*;
 
     fn lsn() -> impl Strategy<Value = Lsn> {
