@@ -128,6 +128,19 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// Any text after an engine tag — hex-like, with separators and multi-byte
+        /// characters — parses and prints back identically, or is refused; never a panic.
+        #[test]
+        fn any_tagged_text_parses_back_or_is_refused(
+            tag in proptest::sample::select(vec!["pg:", "mysql:", "mssql:", "mssql:0x", "mssql:0X", ""]),
+            body in "[0-9a-fA-F:/.#@ xXȼé😀-]{0,40}",
+        ) {
+            let text = format!("{tag}{body}");
+            if let Ok(position) = Position::parse_tagged(&text) {
+                prop_assert_eq!(Position::parse_tagged(&position.to_string()).ok(), Some(position));
+            }
+        }
+
         #[test]
         fn tagged_form_round_trips(raw in any::<u64>()) {
             let pos = Position::Postgres(PgLsn(raw));

@@ -167,6 +167,18 @@ mod tests {
                 .parse::<crate::position::Position>()
                 .is_err()
         );
+        // Every placement of a 2-, 3- or 4-byte character among 20 bytes of digits.
+        for wide in ['\u{e9}', '\u{2603}', '\u{1F600}'] {
+            for at in 0..=20 - wide.len_utf8() {
+                let text = format!(
+                    "0x{}{wide}{}",
+                    "0".repeat(at),
+                    "0".repeat(20 - at - wide.len_utf8())
+                );
+                assert_eq!(text.len(), 22);
+                assert!(text.parse::<Lsn>().is_err(), "{text:?}");
+            }
+        }
         assert_eq!(
             "0x0000002a0000000b0001".parse::<Lsn>().unwrap(),
             "0000002A:0000000B:0001".parse::<Lsn>().unwrap()
