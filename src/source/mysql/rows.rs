@@ -25,20 +25,35 @@ pub enum RowError {
     Malformed(String),
 }
 
-/// The columns an image of the event carries: bit `i` set when column `i` is present.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageColumns(Vec<bool>);
+/// How many of the table's columns an image of the event carries (from the event's
+/// column bitmap, counted once per event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageColumns {
+    present: usize,
+    listed: usize,
+}
 
 impl ImageColumns {
     /// From the event's column bitmap, one flag per column.
     pub fn new(present: impl IntoIterator<Item = bool>) -> ImageColumns {
-        ImageColumns(present.into_iter().collect())
+        present.into_iter().fold(
+            ImageColumns {
+                present: 0,
+                listed: 0,
+            },
+            |n, p| ImageColumns {
+                present: n.present + usize::from(p),
+                listed: n.listed + 1,
+            },
+        )
     }
 
-    fn check_full(&self, total: usize) -> Result<(), RowError> {
-        let present = self.0.iter().filter(|p| **p).count();
-        if self.0.len() != total || present != total {
-            return Err(RowError::PartialImage { present, total });
+    fn check_full(self, total: usize) -> Result<(), RowError> {
+        if self.listed != total || self.present != total {
+            return Err(RowError::PartialImage {
+                present: self.present,
+                total,
+            });
         }
         Ok(())
     }
@@ -51,9 +66,12 @@ pub type RowPair = (Option<Vec<Value>>, Option<Vec<Value>>);
 pub struct RowImages<'a> {
     columns: &'a [BinlogColumn],
     types: &'a [ColumnType],
-    before: Option<ImageColumns>,
-    after: Option<ImageColumns>,
+    /// Which images each row carries.
+    before: bool,
+    after: bool,
     data: &'a [u8],
+    /// Why the event cannot be decoded at all (checked once, reported at the first row).
+    refused: Option<RowError>,
     failed: bool,
 }
 
@@ -67,38 +85,45 @@ impl<'a> RowImages<'a> {
         after: Option<ImageColumns>,
         data: &'a [u8],
     ) -> RowImages<'a> {
+        let refused = if types.len() != columns.len() {
+            Some(RowError::Malformed(format!(
+                "{} output types for {} columns",
+                types.len(),
+                columns.len()
+            )))
+        } else if before.is_none() && after.is_none() {
+            Some(RowError::Malformed("a rows event with no image".to_owned()))
+        } else {
+            [before, after]
+                .into_iter()
+                .flatten()
+                .find_map(|image| image.check_full(columns.len()).err())
+        };
         RowImages {
             columns,
             types,
-            before,
-            after,
+            before: before.is_some(),
+            after: after.is_some(),
             data,
+            refused,
             failed: false,
         }
     }
 
     fn next_row(&mut self) -> Result<RowPair, RowError> {
-        if self.types.len() != self.columns.len() {
-            return Err(RowError::Malformed(format!(
-                "{} output types for {} columns",
-                self.types.len(),
-                self.columns.len()
-            )));
+        if let Some(refused) = self.refused.take() {
+            return Err(refused);
         }
         let (columns, types) = (self.columns, self.types);
         let mut data = self.data;
-        let mut decode = |present: &Option<ImageColumns>| {
-            present
-                .as_ref()
-                .map(|present| decode_image(columns, types, present, &mut data))
+        let mut decode = |carried: bool| {
+            carried
+                .then(|| decode_image(columns, types, &mut data))
                 .transpose()
         };
-        let before = decode(&self.before)?;
-        let after = decode(&self.after)?;
+        let before = decode(self.before)?;
+        let after = decode(self.after)?;
         self.data = data;
-        if before.is_none() && after.is_none() {
-            return Err(RowError::Malformed("a rows event with no image".to_owned()));
-        }
         Ok((before, after))
     }
 }
@@ -120,10 +145,8 @@ impl Iterator for RowImages<'_> {
 fn decode_image(
     columns: &[BinlogColumn],
     types: &[ColumnType],
-    present: &ImageColumns,
     data: &mut &[u8],
 ) -> Result<Vec<Value>, RowError> {
-    present.check_full(columns.len())?;
     let nulls_len = columns.len().div_ceil(8);
     let Some((nulls, mut rest)) = data.split_at_checked(nulls_len) else {
         return Err(RowError::Malformed(format!(
