@@ -28,7 +28,6 @@ use super::values::{
 };
 use crate::change::{ColumnType, Value};
 use crate::error::{Code, Error, Result};
-use crate::source::snapshot::keyed_table;
 
 /// How a key column's values are written as bound text and bound as parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +97,8 @@ pub fn key_columns(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<K
 /// The key a baseline of the captured table chunks by: its own ([`key_columns`]), or for
 /// a table without one the columns `baseline.keys` declares (`declared`, resolved by the
 /// rule every engine shares, [`crate::source::snapshot::baseline_key`], then held to the
-/// same exactness rules). A table with neither is refused by [`keyed_table`].
+/// same exactness rules). A table with neither is refused
+/// ([`crate::source::snapshot::chunk_key`]).
 pub fn baseline_key(
     config_name: &str,
     columns: &[CaptureColumn],
@@ -107,31 +107,23 @@ pub fn baseline_key(
 ) -> Result<Vec<KeyColumn>> {
     let own = key_columns(config_name, columns)?;
     let own_names: Vec<String> = own.iter().map(|k| k.name.clone()).collect();
-    let names = crate::source::snapshot::baseline_key(declared, config_name, &own_names, shape)?;
-    let keys = if names == own_names {
-        own
-    } else {
-        names
-            .iter()
-            .map(|name| {
-                let i = columns
-                    .iter()
-                    .position(|c| c.name == *name)
-                    .ok_or_else(|| {
-                        Error::new(Code::Internal, format!("{config_name}: no column {name}"))
-                    })?;
-                key_column(config_name, i, &columns[i])
-            })
-            .collect::<Result<Vec<_>>>()?
-    };
-    keyed_table(
-        std::slice::from_ref(&config_name),
-        config_name,
-        |name| name,
-        |_| !keys.is_empty(),
-        KEY_NAMES,
-    )?;
-    Ok(keys)
+    let names =
+        crate::source::snapshot::chunk_key(declared, config_name, &own_names, shape, KEY_NAMES)?;
+    if names == own_names {
+        return Ok(own);
+    }
+    names
+        .iter()
+        .map(|name| {
+            let i = columns
+                .iter()
+                .position(|c| c.name == *name)
+                .ok_or_else(|| {
+                    Error::new(Code::Internal, format!("{config_name}: no column {name}"))
+                })?;
+            key_column(config_name, i, &columns[i])
+        })
+        .collect()
 }
 
 /// What counts as a key on SQL Server, for refusals.

@@ -60,12 +60,14 @@ impl SqlServerSnapshot {
         })
     }
 
+    /// The captured table `name`; whether it has a key to chunk by is [`Self::keyset`]'s
+    /// decision (its own key or a declared one).
     fn table(&self, name: &str) -> Result<&Captured> {
         keyed_table(
             std::slice::from_ref(&self.captured),
             name,
             |t| &t.config_name,
-            |t| !t.key().is_empty() || self.declared.contains_key(&t.config_name),
+            |_| true,
             keys::KEY_NAMES,
         )
     }
