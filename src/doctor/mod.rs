@@ -22,6 +22,25 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::source::Engine;
 
+/// The "baseline key" row of a PostgreSQL or MySQL table: its own key or the one
+/// `baseline.keys` declares, judged by the baselines' [`crate::source::snapshot::chunk_key`].
+pub fn baseline_key_check(
+    config: &Config,
+    table: &str,
+    own_key: &[String],
+    columns: &[crate::change::Column],
+    key_names: &str,
+) -> Check {
+    let judged = crate::source::snapshot::chunk_key(
+        &config.baseline.keys,
+        table,
+        own_key,
+        columns,
+        key_names,
+    );
+    baseline_key_row(table, judged, config.initial)
+}
+
 /// The "baseline key" row of a table, from the baselines' own decision (`judged`: the
 /// key columns, or the refusal): a table a baseline would refuse fails with
 /// `initial: snapshot` and warns otherwise (a later re-baseline would need the fix).

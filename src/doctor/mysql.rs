@@ -204,16 +204,12 @@ async fn table_checks(
     };
     let mut out = vec![
         key_advice(&check, &table),
-        super::baseline_key_row(
+        super::baseline_key_check(
+            config,
             name,
-            crate::source::snapshot::chunk_key(
-                &config.baseline.keys,
-                name,
-                &table.key,
-                &table.shape.columns,
-                "primary key or NOT NULL unique index",
-            ),
-            config.initial,
+            &table.key,
+            &table.shape.columns,
+            schema::KEY_NAMES,
         ),
     ];
     let probe = format!(

@@ -59,16 +59,12 @@ pub async fn checks(config: &Config, report: &mut Report) {
             Ok(mut t) => {
                 let table = t.remove(0);
                 report.push(toast_check(&client, &check, &table).await);
-                report.push(super::baseline_key_row(
+                report.push(super::baseline_key_check(
+                    config,
                     name,
-                    crate::source::snapshot::chunk_key(
-                        &config.baseline.keys,
-                        name,
-                        &table.key,
-                        &table.shape.columns,
-                        "primary key",
-                    ),
-                    config.initial,
+                    &table.key,
+                    &table.shape.columns,
+                    catalog::KEY_NAMES,
                 ));
                 tables.push(table);
             }

@@ -69,7 +69,7 @@ impl MySnapshot {
             name,
             |t| &t.config_name,
             |t| !t.key.is_empty(),
-            "primary key or NOT NULL unique index",
+            schema::KEY_NAMES,
         )
     }
 }

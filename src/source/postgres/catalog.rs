@@ -145,6 +145,9 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
     })
 }
 
+/// What counts as a key to chunk a baseline by, for refusals.
+pub const KEY_NAMES: &str = "primary key";
+
 /// The replica-identity rule, as a pure decision (also used by `doctor`).
 pub fn check_identity(config_name: &str, replident: &str, key: &[String]) -> Result<()> {
     match replident {

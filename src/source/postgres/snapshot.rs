@@ -59,7 +59,7 @@ impl PgSnapshot {
             name,
             |t| &t.config_name,
             |t| !t.key.is_empty(),
-            "primary key",
+            catalog::KEY_NAMES,
         )
     }
 }
