@@ -339,18 +339,12 @@ fn dynamodb_outage_at_checkpoint_moves_neither_checkpoint_nor_slot() {
     let checkpoint = checkpoint_of(&job);
     let slot = slot_lsn(&db);
 
-    let mut run = job
-        .command(
-            &["drain"],
-            &[("SLUICE_FAULT", "before_checkpoint:pause=500"), ONE_ATTEMPT],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_line(run.stderr.take().unwrap(), "fault injected: pausing");
-    proxy.sever();
-    let cut = support::Run::from(run.wait_with_output().unwrap());
+    let cut = job.run_interrupted(
+        &["drain"],
+        &[("SLUICE_FAULT", "before_checkpoint:pause=500"), ONE_ATTEMPT],
+        "fault injected: pausing",
+        || proxy.sever(),
+    );
     assert_eq!(cut.code, 3, "{}", cut.stdout);
     assert_eq!(
         cut.error_code(),
@@ -417,18 +411,12 @@ fn outage_after_the_data_is_durable_fails_loudly_and_loses_nothing() {
         let job = target.job(&db, &["t"], "lease: { ttl_seconds: 2 }");
         job.drain();
         db.sql("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 12) g");
-        let mut run = job
-            .command(
-                &["drain"],
-                &[("SLUICE_FAULT", "source_acked:pause=500"), ONE_ATTEMPT],
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_for_line(run.stderr.take().unwrap(), "fault injected: pausing");
-        proxy.sever();
-        let cut = support::Run::from(run.wait_with_output().unwrap());
+        let cut = job.run_interrupted(
+            &["drain"],
+            &[("SLUICE_FAULT", "source_acked:pause=500"), ONE_ATTEMPT],
+            "fault injected: pausing",
+            || proxy.sever(),
+        );
         proxy.restore();
         assert_eq!(cut.code, 3, "{endpoint}: {}", cut.stdout);
         assert_eq!(cut.error_code(), code, "{endpoint}: {}", cut.stdout);

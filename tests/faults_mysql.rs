@@ -6,8 +6,6 @@
 
 mod support;
 
-use std::process::Stdio;
-
 use support::proxy::Proxy;
 use support::tmpfs::Tmpfs;
 use support::{Job, TestMysqlDb};
@@ -65,28 +63,27 @@ fn upstream(source_url: &str) -> String {
     rest[..rest.find('/').unwrap_or(rest.len())].to_owned()
 }
 
-#[test]
-fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
-    let admin = mysql_or_skip!();
-    let db = TestMysqlDb::new(&admin, "fault_cut");
+/// A fresh `t (id, pad)` in database `name`, drained once by a job that reaches the
+/// server through a severable proxy.
+fn proxied_job(admin: &str, name: &str) -> (TestMysqlDb, Proxy, Job) {
+    let db = TestMysqlDb::new(admin, name);
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
     let proxy = Proxy::start(&upstream(&db.source_url));
     let mut job = Job::mysql(&db, &["t"], "", "");
     job.url_env.1 = through(&proxy, &db.source_url);
     job.drain();
+    (db, proxy, job)
+}
+
+#[test]
+fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
+    let admin = mysql_or_skip!();
+    let (db, proxy, job) = proxied_job(&admin, "fault_cut");
     // One transaction large enough that the binlog is still streaming when we cut: no
     // part can be written before its commit is read, so nothing may move.
     seed_rows(&db, 1, 200_000);
     let before = progress(&job, &db, "t");
-    let mut child = job
-        .command(&["drain"], &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
-    proxy.sever();
-    let run = support::Run::from(child.wait_with_output().unwrap());
+    let run = job.run_interrupted(&["drain"], &[], "stream open", || proxy.sever());
     assert_eq!(run.code, 3, "stdout: {}", run.stdout);
     assert!(
         run.error_code().starts_with("SLUICE_SOURCE_"),
@@ -109,12 +106,7 @@ fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
 #[test]
 fn source_unreachable_at_start_fails_transient_and_moves_nothing() {
     let admin = mysql_or_skip!();
-    let db = TestMysqlDb::new(&admin, "fault_refused");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.source_url));
-    let mut job = Job::mysql(&db, &["t"], "", "");
-    job.url_env.1 = through(&proxy, &db.source_url);
-    job.drain();
+    let (db, proxy, job) = proxied_job(&admin, "fault_refused");
     seed_rows(&db, 1, 100);
     let before = progress(&job, &db, "t");
     proxy.sever();
@@ -149,17 +141,8 @@ fn full_spill_volume_under_a_large_transaction_fails_spill_full_and_moves_nothin
     // One ~4 MB transaction: it must spill, and the volume holds a fraction of it.
     seed_rows(&db, 1, 20_000);
     let before = progress(&job, &db, "t");
-    let run = job.run(&["drain"], &[]);
-    assert_eq!(run.code, 3, "{}", run.stderr);
-    assert_eq!(run.error_code(), "SLUICE_SPILL_FULL", "{}", run.stdout);
-    assert!(
-        run.stdout.contains("output.spill_dir"),
-        "the hint names the setting: {}",
-        run.stdout
-    );
+    support::tmpfs::assert_spill_full(&job.run(&["drain"], &[]), spill_dir.path());
     assert_eq!(progress(&job, &db, "t"), before);
-    let left: Vec<_> = std::fs::read_dir(spill_dir.path()).unwrap().collect();
-    assert!(left.is_empty(), "spill files left behind: {left:?}");
 
     tmpfs.resize("256m");
     assert_eq!(job.drain()["rows"], 20_000);

@@ -6,7 +6,6 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::pg_proxy::PgProxy;
@@ -89,16 +88,7 @@ fn source_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
     // One transaction large enough that the server is still decoding it when we cut.
     seed_rows(&db, 150_000);
     let before = progress(&job, &db, "t");
-    let mut child = job
-        .command(&["drain"], &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
-    proxy.cut();
-    let out = child.wait_with_output().unwrap();
-    let run = support::Run::from(out);
+    let run = job.run_interrupted(&["drain"], &[], "stream open", || proxy.cut());
     assert_eq!(run.code, 3, "stdout: {}", run.stdout);
     assert_eq!(run.error_code(), "SLUICE_SOURCE_QUERY", "{}", run.stdout);
     assert_eq!(
@@ -156,17 +146,8 @@ fn full_spill_volume_fails_spill_full_and_moves_nothing() {
     // ~20 MB of hex text: far more than the volume holds even compressed.
     db.sql("INSERT INTO t SELECT i, repeat(md5(i::text) || md5((i + 1)::text), 8) FROM generate_series(1, 40000) i");
     let before = progress(&job, &db, "t");
-    let run = job.run(&["drain"], &[]);
-    assert_eq!(run.code, 3, "{}", run.stderr);
-    assert_eq!(run.error_code(), "SLUICE_SPILL_FULL", "{}", run.stdout);
-    assert!(
-        run.stdout.contains("output.spill_dir"),
-        "the hint names the setting: {}",
-        run.stdout
-    );
+    support::tmpfs::assert_spill_full(&job.run(&["drain"], &[]), spill_dir.path());
     assert_eq!(progress(&job, &db, "t"), before);
-    let left: Vec<_> = std::fs::read_dir(spill_dir.path()).unwrap().collect();
-    assert!(left.is_empty(), "spill files left behind: {left:?}");
 
     tmpfs.resize("256m");
     assert_eq!(job.drain()["rows"], 40_000);

@@ -210,6 +210,26 @@ impl Job {
         }
     }
 
+    /// Runs `sluice <args>`; as soon as its log shows a line containing `needle`, runs
+    /// `meanwhile` (cut a connection, …) while the process goes on, then waits for it.
+    pub fn run_interrupted(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        needle: &str,
+        meanwhile: impl FnOnce(),
+    ) -> Run {
+        let mut child = self
+            .command(args, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_line(child.stderr.take().unwrap(), needle);
+        meanwhile();
+        Run::from(child.wait_with_output().unwrap())
+    }
+
     /// A drain that must succeed; returns its summary.
     pub fn drain(&self) -> serde_json::Value {
         let run = self.run(&["drain"], &[]);

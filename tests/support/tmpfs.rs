@@ -1,8 +1,25 @@
-//! A tiny tmpfs for "volume full" fault tests (spill directories). Mounting needs root;
-//! without it the test fails under `CI=true` and is skipped (saying so) otherwise.
+//! A tiny tmpfs for "volume full" fault tests (spill directories), and what such a run
+//! must report. Mounting needs root; without it the test fails under `CI=true` and is
+//! skipped (saying so) otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use super::Run;
+
+/// A run that filled the spill volume at `spill_dir`: a transient failure
+/// (`SLUICE_SPILL_FULL`) whose hint names `output.spill_dir`, with nothing left behind.
+pub fn assert_spill_full(run: &Run, spill_dir: &Path) {
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SPILL_FULL", "{}", run.stdout);
+    assert!(
+        run.stdout.contains("output.spill_dir"),
+        "the hint names the setting: {}",
+        run.stdout
+    );
+    let left: Vec<_> = std::fs::read_dir(spill_dir).unwrap().collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
+}
 
 /// A tmpfs of `size` mounted at `dir`, unmounted on drop.
 pub struct Tmpfs(PathBuf);
