@@ -14,7 +14,7 @@ use std::process::Command;
 use serde_json::{Map, Value, json};
 use support::aws::AwsTarget;
 use support::lambda_api::{Function, RuntimeApi};
-use support::{Job, TestDb, replay};
+use support::{Job, TestDb};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
 
@@ -331,22 +331,11 @@ fn walk(walker: &mut Walker) -> Value {
 
 /// The replayed snapshot + changes under `out/t`, as `id=v,…` ordered by the id's text.
 fn replayed(out: &Path) -> String {
-    let rows = support::baseline_and_changes(&out.join("t"));
-    replay(&rows, &["id"])
-        .values()
-        .map(|r| {
-            format!(
-                "{}={}",
-                r["id"].as_deref().unwrap(),
-                r["v"].as_deref().unwrap()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    support::replayed_text(&out.join("t"), &["id"])
 }
 
 fn source_rows(db: &TestDb) -> String {
-    db.sql("SELECT string_agg(id || '=' || v, ',' ORDER BY id::text) FROM t")
+    db.id_v_text()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 mod support;
 
 use support::aws::{runtime, sdk, unique_name};
-use support::{Job, TestDb, replay};
+use support::{Job, TestDb};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
 
@@ -50,18 +50,7 @@ async fn executions(sdk: &aws_config::SdkConfig, arn: &str) -> Vec<(String, serd
 }
 
 fn replayed(job: &Job, table: &str) -> String {
-    let rows = support::baseline_and_changes(&job.out().join(table));
-    replay(&rows, &["id"])
-        .values()
-        .map(|r| {
-            format!(
-                "{}={}",
-                r["id"].as_deref().unwrap(),
-                r["v"].as_deref().unwrap()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    support::replayed_text(&job.out().join(table), &["id"])
 }
 
 #[test]

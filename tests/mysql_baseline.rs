@@ -7,23 +7,11 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use support::{Job, Row, TestMysqlDb, read_batches, read_rows, replay};
-
-/// Every snapshot and change row of `table`, sorted by (`__pos`, `__seq`).
-fn all_rows(job: &Job, table: &str) -> Vec<Row> {
-    support::baseline_and_changes(&job.out().join(table))
-}
+use support::{Job, Row, TestMysqlDb, read_batches, read_rows};
 
 /// The replayed state as `k1|k2=v` text in key-text order, for comparison with the source.
 fn replayed(job: &Job, table: &str, key: &[&str]) -> String {
-    replay(&all_rows(job, table), key)
-        .values()
-        .map(|r| {
-            let k: Vec<&str> = key.iter().map(|c| r[*c].as_deref().unwrap()).collect();
-            format!("{}={}", k.join("|"), r["v"].as_deref().unwrap_or("NULL"))
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    support::replayed_text(&job.out().join(table), key)
 }
 
 /// The same text from the source (`key` as SQL expressions of the key columns).

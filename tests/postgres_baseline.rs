@@ -6,31 +6,15 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use support::{Job, Row, TestDb, read_rows, replay};
-
-/// Every snapshot and change row of `table`, sorted by (`__pos`, `__seq`).
-fn all_rows(job: &Job, table: &str) -> Vec<Row> {
-    support::baseline_and_changes(&job.out().join(table))
-}
+use support::{Job, TestDb, read_rows};
 
 /// The replayed state as `id=v` text, for comparison with the source.
 fn replayed(job: &Job, table: &str) -> String {
-    let rows = all_rows(job, table);
-    replay(&rows, &["id"])
-        .values()
-        .map(|r| {
-            format!(
-                "{}={}",
-                r["id"].as_deref().unwrap(),
-                r["v"].as_deref().unwrap_or("NULL")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    support::replayed_text(&job.out().join(table), &["id"])
 }
 
 fn source_state(db: &TestDb) -> String {
-    db.sql("SELECT coalesce(string_agg(id || '=' || coalesce(v, 'NULL'), ',' ORDER BY id::text), '') FROM t")
+    db.id_v_text()
 }
 
 #[test]

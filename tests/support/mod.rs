@@ -62,6 +62,12 @@ fn unique(prefix: &str) -> String {
 }
 
 impl TestDb {
+    /// `t (id, v)` as `id=v,…` in id-text order (`NULL` for a null `v`), the form of
+    /// [`replayed_text`] with key `id`.
+    pub fn id_v_text(&self) -> String {
+        self.sql("SELECT coalesce(string_agg(id || '=' || coalesce(v, 'NULL'), ',' ORDER BY id::text), '') FROM t")
+    }
+
     pub fn new(admin_url: &str, test: &str) -> TestDb {
         let name = unique(&format!("t_{test}"));
         psql(admin_url, &format!("CREATE DATABASE {name}"));
@@ -302,6 +308,20 @@ pub fn baseline_and_changes(dir: &Path) -> Vec<Row> {
         )
     });
     rows
+}
+
+/// The replayed state of a table's output directory `dir` (baseline + changes) as
+/// `k1|k2=v,…` in key-text order, `v` the column `v` (`NULL` when null): the text the
+/// baseline suites compare with the source's own rendering.
+pub fn replayed_text(dir: &Path, key: &[&str]) -> String {
+    replay(&baseline_and_changes(dir), key)
+        .values()
+        .map(|r| {
+            let k: Vec<&str> = key.iter().map(|c| r[*c].as_deref().unwrap()).collect();
+            format!("{}={}", k.join("|"), r["v"].as_deref().unwrap_or("NULL"))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Reads every `<prefix>*.parquet` in `dir`, sorted by (`__pos`, `__seq`).
