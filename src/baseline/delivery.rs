@@ -54,54 +54,50 @@ pub async fn deliver(
     destination: &dyn Destination,
     chunks: Vec<ChunkTask>,
 ) -> Result<PlanOutput> {
-    let body = serde_json::to_vec(&chunks)
-        .map_err(|e| Error::new(Code::Internal, "encoding the chunk list").source(e))?;
     let key = chunks_key(&config.job);
     let object = destination.s3_object(&key)?;
-    let inline_max = config.baseline.inline_plan_max_bytes;
+    // Only a list that may go through S3 needs its encoded size.
+    let body = match object {
+        Some(_) => serde_json::to_vec(&chunks)
+            .map_err(|e| Error::new(Code::Internal, "encoding the chunk list").source(e))?,
+        None => Vec::new(),
+    };
     let chunk_count = chunks.len();
     let parallel = config.baseline.parallel;
-    match (mode_for(body.len(), inline_max, object.is_some()), object) {
-        (PlanMode::S3, Some(object)) => {
-            if chunk_count > MAX_DISTRIBUTED_CHUNKS {
-                return Err(Error::new(
-                    Code::ConfigInvalid,
-                    format!(
-                        "job {}: the baseline has {chunk_count} chunks; one Step Functions Distributed Map can run at most {MAX_DISTRIBUTED_CHUNKS}",
-                        config.job
-                    ),
-                )
-                .hint("raise baseline.chunk_rows, then plan again: remove <table>/snapshot/ from the destination and run `sluice baseline --reset` (or run `sluice baseline` from a machine near the source)"));
-            }
-            destination.put_marker(&key, &body).await?;
-            tracing::info!(chunks = chunk_count, bytes = body.len(), object = %format!("s3://{}/{}", object.bucket, object.key),
-                "chunk list written for the Distributed Map");
-            Ok(PlanOutput {
-                mode: PlanMode::S3,
-                chunks: Vec::new(),
-                items: Some(object),
-                chunk_count,
-                parallel,
-            })
-        }
-        _ => {
-            if body.len() as u64 > inline_max {
-                tracing::warn!(
-                    chunks = chunk_count,
-                    bytes = body.len(),
-                    destination = %destination.describe(),
-                    "the chunk list is above baseline.inline_plan_max_bytes but the destination is not S3, so it stays inline"
-                );
-            }
-            Ok(PlanOutput {
-                mode: PlanMode::Inline,
-                chunks,
-                items: None,
-                chunk_count,
-                parallel,
-            })
-        }
+    let mode = mode_for(
+        body.len(),
+        config.baseline.inline_plan_max_bytes,
+        object.is_some(),
+    );
+    let (PlanMode::S3, Some(object)) = (mode, object) else {
+        return Ok(PlanOutput {
+            mode: PlanMode::Inline,
+            chunks,
+            items: None,
+            chunk_count,
+            parallel,
+        });
+    };
+    if chunk_count > MAX_DISTRIBUTED_CHUNKS {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!(
+                "job {}: the baseline has {chunk_count} chunks; one Step Functions Distributed Map can run at most {MAX_DISTRIBUTED_CHUNKS}",
+                config.job
+            ),
+        )
+        .hint("raise baseline.chunk_rows, then plan again: remove <table>/snapshot/ from the destination and run `sluice baseline --reset` (or run `sluice baseline` from a machine near the source)"));
     }
+    destination.put_marker(&key, &body).await?;
+    tracing::info!(chunks = chunk_count, bytes = body.len(), object = %format!("s3://{}/{}", object.bucket, object.key),
+        "chunk list written for the Distributed Map");
+    Ok(PlanOutput {
+        mode: PlanMode::S3,
+        chunks: Vec::new(),
+        items: Some(object),
+        chunk_count,
+        parallel,
+    })
 }
 
 #[cfg(test)]
