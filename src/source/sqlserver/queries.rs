@@ -259,26 +259,6 @@ fn keyset_compare(keys: &[KeyColumn], first: usize, op: &str, last: &str, lead: 
 mod tests {
     use super::*;
 
-    fn column(
-        name: &str,
-        type_name: &str,
-        max_length: i32,
-        precision: i32,
-        scale: i32,
-    ) -> CaptureColumn {
-        CaptureColumn {
-            name: name.into(),
-            type_name: type_name.into(),
-            max_length,
-            precision,
-            scale,
-            computed: false,
-            key_ordinal: None,
-            collation: None,
-            nullable: true,
-        }
-    }
-
     #[test]
     fn identifiers_are_bracketed_and_escaped() {
         assert_eq!(quote("orders"), "[orders]");
@@ -290,9 +270,9 @@ mod tests {
     #[test]
     fn change_query_reads_the_instance_function_in_commit_order() {
         let cols = [
-            column("id", "int", 4, 10, 0),
-            column("price", "money", 8, 19, 4),
-            column("x]y", "nvarchar", 100, 0, 0),
+            CaptureColumn::sample("id", "int", 4, 10, 0),
+            CaptureColumn::sample("price", "money", 8, 19, 4),
+            CaptureColumn::sample("x]y", "nvarchar", 100, 0, 0),
         ];
         let sql = changes("dbo_orders", &cols);
         assert_eq!(
@@ -323,9 +303,9 @@ mod tests {
 
     fn baseline_columns() -> Vec<CaptureColumn> {
         let mut cols = vec![
-            column("v", "smallmoney", 4, 10, 4),
-            column("id", "int", 4, 10, 0),
-            column("re]gion", "varchar", 20, 0, 0),
+            CaptureColumn::sample("v", "smallmoney", 4, 10, 4),
+            CaptureColumn::sample("id", "int", 4, 10, 0),
+            CaptureColumn::sample("re]gion", "varchar", 20, 0, 0),
         ];
         cols[1].key_ordinal = Some(2);
         cols[1].nullable = false;
@@ -412,9 +392,9 @@ mod tests {
     #[test]
     fn three_column_keys_compare_lexicographically() {
         let mut cols = vec![
-            column("a", "int", 4, 10, 0),
-            column("b", "int", 4, 10, 0),
-            column("c", "int", 4, 10, 0),
+            CaptureColumn::sample("a", "int", 4, 10, 0),
+            CaptureColumn::sample("b", "int", 4, 10, 0),
+            CaptureColumn::sample("c", "int", 4, 10, 0),
         ];
         for (n, c) in cols.iter_mut().enumerate() {
             c.key_ordinal = Some(n as i32 + 1);

@@ -45,6 +45,31 @@ pub struct CaptureColumn {
     pub collation: Option<String>,
 }
 
+#[cfg(test)]
+impl CaptureColumn {
+    /// A nullable, non-key, non-computed column without a collation (tests build the
+    /// variants they need from it).
+    pub(crate) fn sample(
+        name: &str,
+        type_name: &str,
+        max_length: i32,
+        precision: i32,
+        scale: i32,
+    ) -> CaptureColumn {
+        CaptureColumn {
+            name: name.into(),
+            type_name: type_name.into(),
+            max_length,
+            precision,
+            scale,
+            computed: false,
+            key_ordinal: None,
+            nullable: true,
+            collation: None,
+        }
+    }
+}
+
 /// How the CDC capture process logs a column's value in old images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Logging {

@@ -11,16 +11,11 @@ fn column(
     scale: i32,
 ) -> CaptureColumn {
     CaptureColumn {
-        name: name.into(),
-        type_name: type_name.into(),
-        max_length,
-        precision,
-        scale,
-        computed: false,
         key_ordinal: Some(1),
         nullable: false,
         collation: matches!(type_name, "char" | "varchar" | "nchar" | "nvarchar")
             .then(|| "SQL_Latin1_General_CP1_CI_AS".to_owned()),
+        ..CaptureColumn::sample(name, type_name, max_length, precision, scale)
     }
 }
 
