@@ -75,27 +75,6 @@ pub async fn shared_config(endpoint_url: Option<&str>, region: Option<&str>) -> 
     Ok(config)
 }
 
-/// The region of an ARN of `service` whose resource part starts with `resource_type`
-/// (`arn:<partition>:<service>:<region>:<12-digit account>:<resource_type>:<name>`), or
-/// `None` when `arn` is not such an ARN. Callers turn `None` into their own config error.
-pub fn arn_region<'a>(arn: &'a str, service: &str, resource_type: &str) -> Option<&'a str> {
-    let parts: Vec<&str> = arn.splitn(7, ':').collect();
-    match parts[..] {
-        ["arn", partition, svc, region, account, kind, name]
-            if svc == service
-                && kind == resource_type
-                && !partition.is_empty()
-                && !region.is_empty()
-                && account.len() == 12
-                && account.bytes().all(|b| b.is_ascii_digit())
-                && !name.is_empty() =>
-        {
-            Some(region)
-        }
-        _ => None,
-    }
-}
-
 /// True when requests go to a custom endpoint (moto, LocalStack, MinIO), which usually
 /// needs path-style S3 addressing.
 pub fn custom_endpoint(config: &SdkConfig) -> bool {

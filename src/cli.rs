@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::Config;
-use crate::drain::{self, Backends, DrainOptions};
+use crate::backends::Backends;
+use crate::drain::DrainOptions;
 use crate::error::{Code, Error, Result};
+use crate::job;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -128,16 +129,17 @@ async fn run(command: Command) -> i32 {
             config,
             max_duration,
         } => {
-            let config = match Config::load(config.as_deref()) {
+            let config = match job::config::load(config.as_deref()) {
                 Ok(c) => c,
                 Err(e) => return fail(None, &e),
             };
-            if let Err(e) = config.load_source_secret().await {
-                return fail(Some(&config.job), &e);
-            }
+            let config = match crate::secret::resolve(&config).await {
+                Ok(c) => c,
+                Err(e) => return fail(Some(&config.job), &e),
+            };
             let deadline = max_duration.map(|d| std::time::Instant::now() + d);
             let options = DrainOptions::with_deadline(deadline, config.deadline.margin());
-            match drain::drain(&config, options).await {
+            match job::run(&config, options).await {
                 Ok(summary) => {
                     stdout_line(summary.to_line());
                     0
@@ -160,7 +162,7 @@ async fn run(command: Command) -> i32 {
             config_json: Some(text),
             ..
         } => report(crate::validate::document(&text)),
-        Command::Validate { config, .. } => report(Config::load(config.as_deref()).map(
+        Command::Validate { config, .. } => report(job::config::load(config.as_deref()).map(
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables, "config": c.normalized() }),
         )),
         Command::Doctor { config, json } => doctor(config, json).await,
@@ -175,7 +177,7 @@ async fn run(command: Command) -> i32 {
 
 /// Prints the doctor report (table on stdout, or JSON); exit 0 unless a check failed (5).
 async fn doctor(config: Option<PathBuf>, json: bool) -> i32 {
-    let config = match Config::load(config.as_deref()) {
+    let config = match job::config::load(config.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(None, &e),
     };
@@ -193,25 +195,25 @@ async fn baseline(
     parallel: Option<usize>,
     reset: bool,
 ) -> Result<serde_json::Value> {
-    let config = Config::load(config.as_deref())?;
+    let config = job::config::load(config.as_deref())?;
     let backends = Backends::open(&config).await?;
     if reset {
         return crate::baseline::reset(&config, &backends).await;
     }
-    config.load_source_secret().await?;
+    let config = crate::secret::resolve(&config).await?;
     let parallel = parallel.unwrap_or(config.baseline.parallel);
     let summary = crate::baseline::run_inline(&config, &backends, parallel).await?;
     Ok(serde_json::to_value(summary).unwrap_or_default())
 }
 
 async fn show_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
-    let config = Config::load(config.as_deref())?;
+    let config = job::config::load(config.as_deref())?;
     let store = crate::state::open(&config).await?;
     store.show(&config.job).await
 }
 
 async fn init_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
-    let config = Config::load(config.as_deref())?;
+    let config = job::config::load(config.as_deref())?;
     crate::state::open(&config).await?.init().await
 }
 

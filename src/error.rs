@@ -21,7 +21,7 @@ pub enum Class {
 }
 
 impl Class {
-    /// Process exit code for this class (DESIGN.md "Exit codes"; 2 is clap's).
+    /// Process exit code for this class (docs/operations.md, Exit codes; 2 is clap's).
     pub fn exit_code(self) -> i32 {
         match self {
             Class::Config => 1,

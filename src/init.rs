@@ -297,7 +297,7 @@ mod tests {
             text.contains("WARNING: the drain refuses this table"),
             "{text}"
         );
-        let config = crate::config::Config::parse(&text, "init").unwrap();
+        let config = crate::job::config::parse(&text, "init").unwrap();
         assert_eq!(config.source.postgres.unwrap().slot, "sluice_shop_app_a");
         assert!(render_terraform(&many).contains("module \"shop_app_a\""));
     }

@@ -2,20 +2,33 @@
 //!
 //! Each run drains a database's change log from its checkpoint up to the log's end as of
 //! the run's start, writes typed Parquet parts with manifests, advances the checkpoint
-//! under a fenced single-writer lease, and exits. See `DESIGN.md` for the contract.
+//! under a fenced single-writer lease, and exits. `README.md` and `docs/` describe the contract.
+//!
+//! Rooms and the direction of imports (`docs/development.md` has the map; a test in
+//! `tests/` fails on any cycle): faces (`cli`, `lambda`, `doctor`, `init`, `validate`) →
+//! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
+//! owner of part → fenced checkpoint → ack), `backends` → `source`, `sink`,
+//! `destination`, `state`, `claims`, `secret` → core types and services (`config`,
+//! `faults`, `change`, `position`, `framer`, `summary`, `error`, `redact`, `tls`, `aws`,
+//! `arn`).
 
+pub mod arn;
 pub mod aws;
+pub mod backends;
 pub mod baseline;
 pub mod change;
 pub mod claims;
 pub mod cli;
+pub mod commit;
 pub mod config;
 pub mod destination;
 pub mod doctor;
 pub mod drain;
 pub mod error;
+pub mod faults;
 pub mod framer;
 pub mod init;
+pub mod job;
 pub mod lambda;
 pub mod metrics;
 pub mod position;
@@ -26,5 +39,6 @@ pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod state;
+pub mod summary;
 pub mod tls;
 pub mod validate;

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::drain::summary::{RunStatus, RunSummary};
+use crate::summary::{RunStatus, RunSummary};
 
 /// CloudWatch namespace of every sluice metric.
 pub const NAMESPACE: &str = "sluice";

@@ -1,10 +1,10 @@
 //! Source credentials from AWS Secrets Manager (`source.url_secret_arn`).
 //!
 //! Guarantees:
-//! * A secret is fetched at most once per process ([`load`]) and kept in a process-wide
-//!   cache, so a Lambda container reads it on its first invocation only; [`refresh`]
-//!   fetches it again (the Lambda face calls it after `SLUICE_SOURCE_AUTH`, so a rotated
-//!   password works without a redeploy).
+//! * A secret is read only when a face asks ([`resolve`], [`read_url`]); nothing is cached
+//!   here. The face keeps the URL it read in the [`Config`] it passes down (the Lambda
+//!   face for the container's lifetime, reading it again after `SLUICE_SOURCE_AUTH`, so a
+//!   rotated password works without a redeploy).
 //! * The secret holds either a URL (`postgres://…`, `mysql://…`, `sqlserver://…`) or the
 //!   JSON object the RDS rotation functions maintain (`engine`, `host`, `port`,
 //!   `username`, `password`, `dbname`). [`url_from_secret`] turns the JSON form into a URL,
@@ -15,51 +15,35 @@
 //! * The client's region is the ARN's; the endpoint is the SDK's standard override
 //!   (`AWS_ENDPOINT_URL_SECRETS_MANAGER`, else `AWS_ENDPOINT_URL`).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
-
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::aws::{self, Failure};
+use crate::config::{Config, Engine};
 use crate::error::{Code, Error, Result};
-use crate::source::Engine;
 
-/// Process-wide cache: ARN → source URL.
-fn cache() -> &'static Mutex<HashMap<String, String>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
-
-/// The cached URL of `arn`, when [`load`] or [`refresh`] has read it.
-pub fn cached(arn: &str) -> Option<String> {
-    cache().lock().ok()?.get(arn).cloned()
-}
-
-/// Reads `arn` unless it is cached. `engine` is the config's engine block, used when
-/// the JSON form has no `engine` field.
-pub async fn load(arn: &str, engine: Option<Engine>) -> Result<()> {
-    if cached(arn).is_some() {
-        return Ok(());
+/// `config` carrying the URL its `source.url_secret_arn` holds; `config` as it is when
+/// it names no secret.
+pub async fn resolve(config: &Config) -> Result<Config> {
+    match &config.source.url_secret_arn {
+        None => Ok(config.clone()),
+        Some(arn) => {
+            let url = read_url(arn, config.engine_block()).await?;
+            Ok(config.clone().with_secret_url(url))
+        }
     }
-    refresh(arn, engine).await.map(|_| ())
 }
 
-/// Reads `arn` again and replaces the cached URL; true when the URL changed.
-pub async fn refresh(arn: &str, engine: Option<Engine>) -> Result<bool> {
+/// Reads `arn` and returns the source URL it holds. `engine` is the config's engine
+/// block, used when the JSON form has no `engine` field.
+pub async fn read_url(arn: &str, engine: Option<Engine>) -> Result<String> {
     let text = fetch(arn).await?;
-    let url = url_from_secret(arn, &text, engine)?;
-    let mut cache = cache()
-        .lock()
-        .map_err(|_| Error::new(Code::Internal, "the secret cache lock is poisoned"))?;
-    let changed = cache.get(arn) != Some(&url);
-    cache.insert(arn.to_owned(), url);
-    Ok(changed)
+    url_from_secret(arn, &text, engine)
 }
 
 /// The region field of a Secrets Manager ARN
 /// (`arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME`).
 pub fn region_of(arn: &str) -> Result<&str> {
-    aws::arn_region(arn, "secretsmanager", "secret").ok_or_else(|| {
+    crate::arn::region(arn, "secretsmanager", "secret").ok_or_else(|| {
         Error::new(
             Code::ConfigSecret,
             format!("source.url_secret_arn {arn:?} is not a Secrets Manager secret ARN"),

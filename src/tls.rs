@@ -8,87 +8,17 @@
 //! server (handshake signatures are still checked) and logs a warning saying so. Without
 //! `ca_file` / `ca_pem_env` the chain is checked against the Web PKI roots.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use crate::config::{TlsConfig, TlsMode};
+use crate::error::{Code, Error, Result};
+use crate::redact::is_loopback_host;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use serde::Deserialize;
-
-use crate::error::{Code, Error, Result};
-use crate::redact::is_loopback_host;
-
-/// How the connection to the source is protected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TlsMode {
-    /// No TLS; allowed only for loopback hosts.
-    Disable,
-    /// TLS without authenticating the server.
-    Require,
-    /// TLS; the chain is verified against the CA, the host name is not checked.
-    VerifyCa,
-    /// TLS; chain and host name verified.
-    VerifyFull,
-}
-
-impl TlsMode {
-    /// The setting's text, as written in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TlsMode::Disable => "disable",
-            TlsMode::Require => "require",
-            TlsMode::VerifyCa => "verify-ca",
-            TlsMode::VerifyFull => "verify-full",
-        }
-    }
-}
-
-/// `source.tls`.
-#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsConfig {
-    /// When unset: `verify-full`, except that a loopback host with no CA configured
-    /// connects without TLS.
-    pub mode: Option<TlsMode>,
-    /// PEM file with the CA certificates that sign the server's certificate (for RDS:
-    /// the global bundle from https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem).
-    pub ca_file: Option<PathBuf>,
-    /// Name of an environment variable holding the CA certificates as PEM text.
-    pub ca_pem_env: Option<String>,
-}
-
-impl TlsConfig {
-    /// The mode in force for `host`.
-    pub fn mode_for(&self, host: &str) -> TlsMode {
-        match self.mode {
-            Some(mode) => mode,
-            None if is_loopback_host(host)
-                && self.ca_file.is_none()
-                && self.ca_pem_env.is_none() =>
-            {
-                TlsMode::Disable
-            }
-            None => TlsMode::VerifyFull,
-        }
-    }
-
-    /// Checks the setting itself (no I/O).
-    pub fn validate(&self) -> Result<()> {
-        if self.ca_file.is_some() && self.ca_pem_env.is_some() {
-            return Err(Error::new(
-                Code::ConfigInvalid,
-                "source.tls.ca_file and source.tls.ca_pem_env are both set",
-            )
-            .hint("keep exactly one"));
-        }
-        Ok(())
-    }
-}
 
 /// The gate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,13 @@
 //! `sluice validate --config-json`: checks a config document given as text (what
 //! Terraform renders into `SLUICE_CONFIG`) and prints it back normalized.
 //!
-//! Guarantees: the document is checked by exactly the parser the drain uses
-//! ([`Config::parse`]); the echo is the document as written (keys sorted, defaults not
-//! filled in) with `source.url` redacted, so no password reaches stdout.
+//! Guarantees: the document is checked exactly as the drain's config is
+//! (`crate::job::config::parse`: the parser, then every room's check of its block); the
+//! echo is the document as written (keys sorted, defaults not filled in) with
+//! `source.url` redacted, so no password reaches stdout.
 
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 
@@ -16,7 +16,7 @@ const ORIGIN: &str = "--config-json";
 
 /// Validates `text` and returns `{valid, job, tables, config}`.
 pub fn document(text: &str) -> Result<Value> {
-    let config = Config::parse(text, ORIGIN)?;
+    let config = crate::job::config::parse(text, ORIGIN)?;
     let mut echo: Value = serde_yaml::from_str(text).map_err(|e| {
         Error::new(Code::ConfigInvalid, format!("{ORIGIN}: {e}"))
             .hint("pass the config document as JSON or YAML")

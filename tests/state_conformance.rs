@@ -7,15 +7,39 @@ mod support;
 use std::time::Duration;
 
 use sluice::error::Code;
+use sluice::position::Position;
 use sluice::state::dynamodb::DynamoStateStore;
 use sluice::state::local::LocalStateStore;
 use sluice::state::{
-    ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, SnapshotStatus, StateStore, now_ms,
+    Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
+    SnapshotStatus, StateStore, now_ms,
 };
 use support::aws::{runtime, sdk, unique_name};
 
 const LONG: Duration = Duration::from_secs(60);
 const SHORT: Duration = Duration::from_millis(300);
+
+/// One checkpoint advance, written as the committer writes it.
+async fn advance(
+    store: &dyn StateStore,
+    lease: &Lease,
+    ttl: Duration,
+    expected_version: u64,
+    position: &str,
+    source_identity: &str,
+    run_id: &str,
+) -> sluice::error::Result<(Checkpoint, Lease)> {
+    let position = Position::parse_tagged(position).expect("a tagged position");
+    let write = CheckpointWrite {
+        lease,
+        ttl,
+        expected_version,
+        position: &position,
+        source_identity,
+        run_id,
+    };
+    store.advance_checkpoint(&write).await
+}
 
 async fn acquired(store: &dyn StateStore, job: &str, owner: &str, ttl: Duration) -> Lease {
     match store.acquire_lease(job, owner, ttl).await.unwrap() {
@@ -82,16 +106,14 @@ async fn concurrent_requests_grant_one_lease(store: &dyn StateStore, job: &str) 
 
 async fn an_expired_lease_is_taken_over_and_its_holder_fenced(store: &dyn StateStore, job: &str) {
     let a = acquired(store, job, "a", SHORT).await;
-    let (_, a) = store
-        .advance_checkpoint(&a, SHORT, 0, "pg:00000000/00000010", "id", "run-a")
+    let (_, a) = advance(store, &a, SHORT, 0, "pg:00000000/00000010", "id", "run-a")
         .await
         .unwrap();
     outlive(&a).await;
     let b = acquired(store, job, "b", LONG).await;
     assert!(b.token > a.token);
     // The zombie can neither move the checkpoint, nor renew, nor release b's lease.
-    let err = store
-        .advance_checkpoint(&a, LONG, 1, "pg:00000000/00000020", "id", "run-a")
+    let err = advance(store, &a, LONG, 1, "pg:00000000/00000020", "id", "run-a")
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
@@ -109,8 +131,7 @@ async fn an_expired_lease_is_taken_over_and_its_holder_fenced(store: &dyn StateS
         ("pg:00000000/00000010", 1)
     );
     // The new holder continues from the stored version.
-    let (cp, _) = store
-        .advance_checkpoint(&b, LONG, 1, "pg:00000000/00000030", "id", "run-b")
+    let (cp, _) = advance(store, &b, LONG, 1, "pg:00000000/00000030", "id", "run-b")
         .await
         .unwrap();
     assert_eq!(cp.version, 2);
@@ -119,28 +140,56 @@ async fn an_expired_lease_is_taken_over_and_its_holder_fenced(store: &dyn StateS
 async fn checkpoints_are_conditional_on_the_version(store: &dyn StateStore, job: &str) {
     let lease = acquired(store, job, "a", LONG).await;
     assert_eq!(store.load_checkpoint(job).await.unwrap(), None);
-    let (cp, renewed) = store
-        .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000100", "sys-1", "run-1")
-        .await
-        .unwrap();
+    let (cp, renewed) = advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000100",
+        "sys-1",
+        "run-1",
+    )
+    .await
+    .unwrap();
     assert_eq!(cp.version, 1);
     assert_eq!(renewed.token, lease.token);
     assert!(renewed.expires_at_ms >= lease.expires_at_ms);
     // A writer that read version 0 cannot overwrite version 1.
-    let err = store
-        .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000050", "sys-1", "run-1")
-        .await
-        .unwrap_err();
+    let err = advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000050",
+        "sys-1",
+        "run-1",
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
-    let err = store
-        .advance_checkpoint(&lease, LONG, 7, "pg:00000000/00000050", "sys-1", "run-1")
-        .await
-        .unwrap_err();
+    let err = advance(
+        store,
+        &lease,
+        LONG,
+        7,
+        "pg:00000000/00000050",
+        "sys-1",
+        "run-1",
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code(), Code::StateFenced);
-    let (cp, _) = store
-        .advance_checkpoint(&lease, LONG, 1, "pg:00000000/00000200", "sys-1", "run-2")
-        .await
-        .unwrap();
+    let (cp, _) = advance(
+        store,
+        &lease,
+        LONG,
+        1,
+        "pg:00000000/00000200",
+        "sys-1",
+        "run-2",
+    )
+    .await
+    .unwrap();
     assert_eq!(cp.version, 2);
     let stored = store.load_checkpoint(job).await.unwrap().unwrap();
     assert_eq!(stored, cp);
@@ -151,8 +200,7 @@ async fn checkpoints_are_conditional_on_the_version(store: &dyn StateStore, job:
 
 async fn an_advance_extends_the_lease(store: &dyn StateStore, job: &str) {
     let lease = acquired(store, job, "a", SHORT).await;
-    let (_, lease) = store
-        .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000001", "id", "r")
+    let (_, lease) = advance(store, &lease, LONG, 0, "pg:00000000/00000001", "id", "r")
         .await
         .unwrap();
     let renewed = store.renew_lease(&lease, LONG).await.unwrap();
@@ -265,10 +313,17 @@ async fn show_reports_everything_in_one_shape(store: &dyn StateStore, job: &str)
     assert_eq!(empty["lease_token"], 0, "{empty}");
     assert!(empty["checkpoint"].is_null(), "{empty}");
     let lease = acquired(store, job, "a", LONG).await;
-    store
-        .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000001", "id", "run-1")
-        .await
-        .unwrap();
+    advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000001",
+        "id",
+        "run-1",
+    )
+    .await
+    .unwrap();
     store
         .put_snapshot(
             job,
@@ -339,29 +394,27 @@ async fn jobs_are_independent(store: &dyn StateStore, job: &str) {
     let other = format!("{job}-other");
     let a = acquired(store, job, "a", LONG).await;
     let b = acquired(store, &other, "b", LONG).await;
-    store
-        .advance_checkpoint(&a, LONG, 0, "pg:00000000/00000001", "id", "r")
+    advance(store, &a, LONG, 0, "pg:00000000/00000001", "id", "r")
         .await
         .unwrap();
     assert_eq!(store.load_checkpoint(&other).await.unwrap(), None);
     // A lease of one job does not fence another.
-    let err = store
-        .advance_checkpoint(
-            &Lease {
-                job: other.clone(),
-                ..a.clone()
-            },
-            LONG,
-            0,
-            "pg:0/1",
-            "id",
-            "r",
-        )
-        .await
-        .unwrap_err();
+    let err = advance(
+        store,
+        &Lease {
+            job: other.clone(),
+            ..a.clone()
+        },
+        LONG,
+        0,
+        "pg:0/1",
+        "id",
+        "r",
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code(), Code::StateFenced);
-    store
-        .advance_checkpoint(&b, LONG, 0, "pg:00000000/00000002", "id", "r")
+    advance(store, &b, LONG, 0, "pg:00000000/00000002", "id", "r")
         .await
         .unwrap();
 }
@@ -496,10 +549,17 @@ fn dynamodb_items_follow_the_documented_layout() {
         let sdk = sdk(&moto).await;
         let store = dynamo_store(&moto).await;
         let lease = acquired(&store, "orders", "run-x/pid-1", LONG).await;
-        store
-            .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000001", "sys", "run-x")
-            .await
-            .unwrap();
+        advance(
+            &store,
+            &lease,
+            LONG,
+            0,
+            "pg:00000000/00000001",
+            "sys",
+            "run-x",
+        )
+        .await
+        .unwrap();
         store
             .put_chunk(
                 "orders",
@@ -600,16 +660,14 @@ fn dynamodb_unreachable_is_transient() {
         let store = DynamoStateStore::new(&proxied, &table).unwrap();
         let lease = acquired(&store, "j", "a", LONG).await;
         proxy.sever();
-        let err = store
-            .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000001", "id", "r")
+        let err = advance(&store, &lease, LONG, 0, "pg:00000000/00000001", "id", "r")
             .await
             .unwrap_err();
         assert_eq!(err.code(), Code::StateUnavailable, "{}", err.chain());
         assert_eq!(err.class().exit_code(), 3);
         proxy.restore();
         assert_eq!(store.load_checkpoint("j").await.unwrap(), None);
-        store
-            .advance_checkpoint(&lease, LONG, 0, "pg:00000000/00000001", "id", "r")
+        advance(&store, &lease, LONG, 0, "pg:00000000/00000001", "id", "r")
             .await
             .unwrap();
     });

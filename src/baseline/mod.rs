@@ -22,8 +22,8 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::drain::Backends;
+use crate::backends::Backends;
+use crate::config::{BaselineConfig, Config, invalid};
 use crate::error::{Code, Error, Result};
 use crate::state::SnapshotStatus;
 
@@ -38,6 +38,44 @@ pub struct BaselineSummary {
     pub rows: u64,
     pub duration_ms: u64,
     pub tables: std::collections::BTreeMap<String, tasks::TableBaseline>,
+}
+
+/// Checks the `baseline` block: the state machine ARN, declared keys, chunking and the
+/// inline plan ceiling.
+pub fn check_config(config: &Config) -> Result<()> {
+    if let Some(arn) = &config.baseline.state_machine_arn {
+        start::region_from_arn(arn)?;
+    }
+    for (table, columns) in &config.baseline.keys {
+        if !config.source.tables.contains(table) {
+            return Err(invalid(format!(
+                "baseline.keys names {table:?}, which is not in source.tables"
+            ))
+            .hint("key a table by its name exactly as source.tables lists it"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if columns.is_empty() || !columns.iter().all(|c| seen.insert(c)) {
+            return Err(invalid(format!(
+                "baseline.keys.{table} must list one or more distinct columns"
+            )));
+        }
+    }
+    if config.baseline.parallel == 0 || config.baseline.chunk_rows == 0 {
+        return Err(invalid(format!(
+            "baseline.parallel ({}) and baseline.chunk_rows ({}) must be at least 1",
+            config.baseline.parallel, config.baseline.chunk_rows
+        ))
+        .hint("parallel is how many chunks are read at once (Step Functions reads a MaxConcurrency of 0 as unlimited); chunk_rows sizes each chunk"));
+    }
+    if config.baseline.inline_plan_max_bytes > BaselineConfig::MAX_INLINE_PLAN_BYTES {
+        return Err(invalid(format!(
+            "baseline.inline_plan_max_bytes {} is above {} (192 KiB)",
+            config.baseline.inline_plan_max_bytes,
+            BaselineConfig::MAX_INLINE_PLAN_BYTES
+        ))
+        .hint("Step Functions passes at most 256 KiB between states; larger chunk lists go through S3 (0 sends every plan of an S3 destination through S3)"));
+    }
+    Ok(())
 }
 
 /// True when every table's baseline is done.

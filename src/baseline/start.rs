@@ -12,8 +12,8 @@
 use aws_sdk_sfn::error::SdkError;
 
 use crate::aws::{self, Failure};
+use crate::backends::Backends;
 use crate::config::Config;
-use crate::drain::Backends;
 use crate::error::{Code, Error, Result};
 
 use super::tasks;
@@ -29,7 +29,7 @@ pub struct Started {
 
 /// The region of a Step Functions ARN (`arn:<partition>:states:<region>:<account>:stateMachine:<name>`).
 pub fn region_from_arn(arn: &str) -> Result<&str> {
-    crate::aws::arn_region(arn, "states", "stateMachine").ok_or_else(|| {
+    crate::arn::region(arn, "states", "stateMachine").ok_or_else(|| {
         Error::new(
             Code::ConfigInvalid,
             format!("baseline.state_machine_arn {arn:?} is not a Step Functions state machine ARN"),

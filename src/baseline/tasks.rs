@@ -8,24 +8,25 @@
 //! every retry of `baseline.plan` hands over the same chunk list (inline or through S3,
 //! see [`super::delivery`]); a chunk is recorded done only after its part is durable, a
 //! retried chunk adopts an existing part instead of writing a second one, and the first
-//! chunk record wins; the snapshot's `manifest.json` and `_SUCCESS` are written only
+//! chunk record wins (both in [`crate::commit::commit_chunk`]); the snapshot's `manifest.json` and `_SUCCESS` are written only
 //! when every chunk is done.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::backends::Backends;
 use crate::change::{ChangeEvent, Op};
+use crate::commit::{ChunkId, Committer, Start, commit_chunk};
 use crate::config::Config;
 use crate::destination::S3Object;
-use crate::drain::Backends;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
-use crate::sink::{
-    FinishedPart, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
-};
+use crate::sink::{Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter};
 use crate::source::snapshot::{self, ChunkBounds};
-use crate::state::{ChunkRecord, LeaseOutcome, SnapshotRecord, SnapshotStatus, now_ms};
+use crate::state::{
+    ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
+};
 
 /// Output of `baseline.anchor`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,36 +109,33 @@ fn plan_key(table: &str) -> String {
 /// Step ①: creates (or adopts) the stream's anchor and records it for every table that
 /// has no baseline record yet.
 pub async fn anchor(config: &Config, backends: &Backends) -> Result<AnchorOutput> {
-    let state = backends.state.as_ref();
     let run_id = crate::run_id::new_run_id();
     let owner = format!("{run_id}/baseline-anchor/pid-{}", std::process::id());
-    let ttl = config.lease.ttl();
-    let lease = match state.acquire_lease(&config.job, &owner, ttl).await? {
-        LeaseOutcome::Acquired(lease) => lease,
-        LeaseOutcome::Held { owner, .. } => {
-            return Err(Error::new(
-                Code::StateLeaseHeld,
-                format!(
-                    "job {}: the lease is held by {owner}; the anchor needs it briefly",
-                    config.job
-                ),
-            )
-            .hint(
-                "retry when the running drain ends (Step Functions retries this automatically)",
-            ));
-        }
-    };
-    let result = anchor_under_lease(config, backends, &lease, &run_id).await;
-    if let Err(e) = state.release_lease(&lease).await {
-        tracing::warn!(error = %e, "could not release the lease; it expires on its own");
+    let leased = with_lease(
+        backends.state.as_ref(),
+        &config.job,
+        &owner,
+        config.lease.ttl(),
+        |lease| anchor_under_lease(config, backends, lease, &run_id),
+    )
+    .await?;
+    match leased {
+        Leased::Ran(output) => Ok(output),
+        Leased::Held { owner, .. } => Err(Error::new(
+            Code::StateLeaseHeld,
+            format!(
+                "job {}: the lease is held by {owner}; the anchor needs it briefly",
+                config.job
+            ),
+        )
+        .hint("retry when the running drain ends (Step Functions retries this automatically)")),
     }
-    result
 }
 
 async fn anchor_under_lease(
     config: &Config,
     backends: &Backends,
-    lease: &crate::state::Lease,
+    lease: Lease,
     run_id: &str,
 ) -> Result<AnchorOutput> {
     let state = backends.state.as_ref();
@@ -146,16 +144,15 @@ async fn anchor_under_lease(
         None => {
             let stream = crate::source::open(config, None).await?;
             let info = stream.info().clone();
-            state
-                .advance_checkpoint(
-                    lease,
-                    config.lease.ttl(),
-                    0,
-                    &info.start.to_string(),
-                    &info.source_identity,
-                    run_id,
-                )
-                .await?;
+            let mut committer = Committer::new(
+                backends,
+                lease,
+                config.lease.ttl(),
+                run_id.to_owned(),
+                info.source_identity.clone(),
+                Start::default(),
+            );
+            committer.first_checkpoint(info.start).await?;
             info.start
         }
     };
@@ -306,72 +303,13 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     source
         .read_chunk(&task.table, &task.bounds, &mut sink)
         .await?;
-    let record = match writer.finish()? {
-        None => ChunkRecord {
-            table: task.table.clone(),
-            chunk: task.chunk,
-            rows: 0,
-            part_key: String::new(),
-            bytes: 0,
-            checksum: String::new(),
-            updated_at_ms: now_ms(),
-        },
-        Some(part) => make_chunk_durable(backends, task, part).await?,
-    };
-    let stored = state.put_chunk(&config.job, &record).await?;
-    tracing::info!(table = %task.table, chunk = task.chunk, rows = stored.rows, "baseline chunk done");
-    crate::drain::faults::hit(crate::drain::faults::FaultPoint::ChunkDone).await?;
-    Ok(output_of(&stored))
-}
-
-/// Uploads a chunk's part; a part left by an earlier attempt of the same chunk is adopted.
-async fn make_chunk_durable(
-    backends: &Backends,
-    task: &ChunkTask,
-    part: FinishedPart,
-) -> Result<ChunkRecord> {
-    let mut record = ChunkRecord {
-        table: task.table.clone(),
+    let id = ChunkId {
+        job: &config.job,
+        table: &task.table,
         chunk: task.chunk,
-        rows: part.rows,
-        part_key: part.key.clone(),
-        bytes: part.bytes,
-        checksum: part.checksum.clone(),
-        updated_at_ms: now_ms(),
     };
-    let uploaded = backends
-        .destination
-        .put_part(&part.key, &part.local_path)
-        .await;
-    if let Err(e) = part.discard() {
-        tracing::warn!(error = %e, "could not remove a spilled part file");
-    }
-    match uploaded {
-        Ok(()) => Ok(record),
-        Err(e) if e.code() == Code::DestinationExists => {
-            let bytes = backends
-                .destination
-                .get(&record.part_key)
-                .await?
-                .unwrap_or_default();
-            record.bytes = bytes.len() as u64;
-            record.rows = rows_in_parquet(bytes)?;
-            record.checksum = String::new();
-            tracing::info!(key = %record.part_key, "adopting the part an earlier attempt of this chunk wrote");
-            Ok(record)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn rows_in_parquet(bytes: Vec<u8>) -> Result<u64> {
-    use parquet::file::reader::FileReader;
-    let reader =
-        parquet::file::serialized_reader::SerializedFileReader::new(bytes::Bytes::from(bytes))
-            .map_err(|e| {
-                Error::new(Code::OutputWrite, "reading an existing snapshot part").source(e)
-            })?;
-    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
+    let stored = commit_chunk(backends, id, writer.finish()?).await?;
+    Ok(output_of(&stored))
 }
 
 fn output_of(record: &ChunkRecord) -> ChunkOutput {

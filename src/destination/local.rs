@@ -96,8 +96,7 @@ impl Destination for LocalDestination {
             let mut src = File::open(local)?;
             std::io::copy(&mut src, f).map(|_| ())
         })?;
-        if let Err(e) = crate::drain::faults::hit(crate::drain::faults::FaultPoint::MidUpload).await
-        {
+        if let Err(e) = crate::faults::hit(crate::faults::FaultPoint::MidUpload).await {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }

@@ -63,6 +63,22 @@ pub trait Destination: Send + Sync {
     }
 }
 
+/// Checks the `destination` block: an S3 endpoint override and the encryption setting.
+pub fn check_config(config: &Config) -> Result<()> {
+    if let DestinationConfig::S3 {
+        endpoint_url,
+        encryption,
+        ..
+    } = &config.destination
+    {
+        if let Some(url) = endpoint_url {
+            crate::config::check_endpoint("destination.endpoint_url", url)?;
+        }
+        s3::check_encryption(encryption)?;
+    }
+    Ok(())
+}
+
 /// Builds the destination the config names.
 pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
     match &config.destination {

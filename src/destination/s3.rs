@@ -33,10 +33,10 @@ use aws_sdk_s3::primitives::{ByteStream, Length};
 use aws_sdk_s3::types::{
     ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
 };
-use serde::{Deserialize, Serialize};
 
 use super::{Destination, S3Object};
 use crate::aws::{self, Failure};
+pub use crate::config::{Encryption, SseMode};
 use crate::error::{Code, Error, Result};
 
 /// When and how a part is split into a multipart upload.
@@ -60,53 +60,31 @@ impl Default for MultipartSettings {
 /// S3's smallest allowed part (all but the last).
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 
-/// `destination.encryption`: the server-side encryption requested on every object.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Encryption {
-    /// `sse-s3` (default, `AES256`) or `sse-kms` (`aws:kms`).
-    #[serde(default)]
-    pub mode: SseMode,
-    /// `sse-kms` only: the KMS key (id, ARN or alias ARN); unset means the account's
-    /// AWS-managed `aws/s3` key.
-    pub kms_key_id: Option<String>,
-}
-
-/// The server-side encryption S3 applies.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SseMode {
-    /// S3-managed keys (`x-amz-server-side-encryption: AES256`).
-    #[default]
-    SseS3,
-    /// KMS keys (`x-amz-server-side-encryption: aws:kms`).
-    SseKms,
-}
-
-impl Encryption {
-    /// Checks the setting itself (no I/O).
-    pub fn validate(&self) -> Result<()> {
-        match (self.mode, self.kms_key_id.as_deref()) {
-            (SseMode::SseS3, Some(_)) => Err(Error::new(
-                Code::ConfigInvalid,
-                "destination.encryption.kms_key_id is set but destination.encryption.mode is sse-s3",
-            )
-            .hint("set destination.encryption.mode to sse-kms, or remove kms_key_id")),
-            (SseMode::SseKms, Some(id)) if id.trim().is_empty() => Err(Error::new(
-                Code::ConfigInvalid,
-                "destination.encryption.kms_key_id is empty",
-            )
-            .hint("give the KMS key id or ARN, or leave kms_key_id out to use the aws/s3 key")),
-            _ => Ok(()),
-        }
+/// Checks `destination.encryption` (no I/O).
+pub fn check_encryption(encryption: &Encryption) -> Result<()> {
+    match (encryption.mode, encryption.kms_key_id.as_deref()) {
+        (SseMode::SseS3, Some(_)) => Err(Error::new(
+            Code::ConfigInvalid,
+            "destination.encryption.kms_key_id is set but destination.encryption.mode is sse-s3",
+        )
+        .hint("set destination.encryption.mode to sse-kms, or remove kms_key_id")),
+        (SseMode::SseKms, Some(id)) if id.trim().is_empty() => Err(Error::new(
+            Code::ConfigInvalid,
+            "destination.encryption.kms_key_id is empty",
+        )
+        .hint("give the KMS key id or ARN, or leave kms_key_id out to use the aws/s3 key")),
+        _ => Ok(()),
     }
+}
 
-    /// The `x-amz-server-side-encryption` value and the KMS key id to send.
-    pub fn headers(&self) -> (ServerSideEncryption, Option<&str>) {
-        match self.mode {
-            SseMode::SseS3 => (ServerSideEncryption::Aes256, None),
-            SseMode::SseKms => (ServerSideEncryption::AwsKms, self.kms_key_id.as_deref()),
-        }
+/// The `x-amz-server-side-encryption` value and the KMS key id to send for `encryption`.
+pub fn sse_headers(encryption: &Encryption) -> (ServerSideEncryption, Option<&str>) {
+    match encryption.mode {
+        SseMode::SseS3 => (ServerSideEncryption::Aes256, None),
+        SseMode::SseKms => (
+            ServerSideEncryption::AwsKms,
+            encryption.kms_key_id.as_deref(),
+        ),
     }
 }
 
@@ -164,7 +142,7 @@ impl S3Destination {
 
     /// The same destination requesting `encryption` (default: SSE-S3) on every object.
     pub fn with_encryption(mut self, encryption: Encryption) -> Result<Self> {
-        encryption.validate()?;
+        check_encryption(&encryption)?;
         self.encryption = encryption;
         Ok(self)
     }
@@ -207,7 +185,7 @@ impl S3Destination {
                 format!("S3 {action} {url}: {what}"),
             )
             .hint(format!(
-                "allow {action} on arn:aws:s3:::{}/{}* for the credentials in use (IAM role or AWS_* environment); see the README's IAM section",
+                "allow {action} on arn:aws:s3:::{}/{}* for the credentials in use (IAM role or AWS_* environment); see the IAM section of docs/aws.md",
                 self.bucket, self.prefix
             )),
             Failure::Missing => Error::new(
@@ -223,7 +201,7 @@ impl S3Destination {
         let body = ByteStream::from_path(local)
             .await
             .map_err(|e| local_error(local, e))?;
-        let (sse, kms_key) = self.encryption.headers();
+        let (sse, kms_key) = sse_headers(&self.encryption);
         self.client
             .put_object()
             .bucket(&self.bucket)
@@ -240,7 +218,7 @@ impl S3Destination {
     }
 
     async fn put_multipart(&self, object_key: &str, local: &Path, size: u64) -> Result<()> {
-        let (sse, kms_key) = self.encryption.headers();
+        let (sse, kms_key) = sse_headers(&self.encryption);
         let created = self
             .client
             .create_multipart_upload()
@@ -408,7 +386,7 @@ impl Destination for S3Destination {
 
     async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
         let object_key = self.object_key(key)?;
-        let (sse, kms_key) = self.encryption.headers();
+        let (sse, kms_key) = sse_headers(&self.encryption);
         self.client
             .put_object()
             .bucket(&self.bucket)

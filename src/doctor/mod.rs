@@ -230,15 +230,14 @@ pub async fn run(config: &Config) -> Report {
     };
     // Engine checks: one arm per source engine, chosen by the URL as the drain does. The
     // URL may come from a secret; one that cannot be read is itself the finding.
-    match config
-        .load_source_secret()
-        .await
-        .and_then(|()| config.source_url())
-        .and_then(|url| crate::source::engine_for_url(&url))
-    {
-        Ok(Engine::Postgres) => postgres::checks(config, &mut report).await,
-        Ok(Engine::MySql) => mysql::checks(config, &mut report).await,
-        Ok(Engine::SqlServer) => sqlserver::checks(config, &mut report).await,
+    let engine = crate::secret::resolve(config).await.and_then(|c| {
+        let engine = crate::source::engine_for_url(&c.source_url()?)?;
+        Ok((c, engine))
+    });
+    match engine {
+        Ok((c, Engine::Postgres)) => postgres::checks(&c, &mut report).await,
+        Ok((c, Engine::MySql)) => mysql::checks(&c, &mut report).await,
+        Ok((c, Engine::SqlServer)) => sqlserver::checks(&c, &mut report).await,
         Err(e) => report.push(Check::from_error("source connect", &e)),
     }
     state::checks(config, &mut report).await;

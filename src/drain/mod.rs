@@ -1,35 +1,33 @@
-//! The drain: one pass of the sluice gate, the same for the CLI and the Lambda face.
+//! The drain: one pass of the sluice gate under the job's lease, the same for the CLI and
+//! the Lambda face (the job room, `crate::job`, takes the lease and runs it).
 //!
-//! acquire lease → load checkpoint → open the stream at it (the source fixes its read
+//! load checkpoint → open the stream at it (the source fixes its read
 //! bound) → frame and route changes → at a transaction boundary where a part reached
 //! rollover, a page ended, or the deadline is near: parts durable → checkpoint → ack →
 //! at the end: final flush → checkpoint (at least the bound) → ack → per-table
-//! `_manifests/<run_id>.json`, `manifest.json` and `_SUCCESS` → run record → release.
+//! `_manifests/<run_id>.json`, `manifest.json` and `_SUCCESS` → run record.
 //!
-//! Guarantees: nothing is acked before it is durable and checkpointed (see
-//! [`commit::Committer`]); an early stop happens only at a transaction boundary and is
-//! reported as `partial`; a lease held by someone else ends the run as `skipped`.
+//! Guarantees: nothing is acked before it is durable and checkpointed (the order is
+//! [`crate::commit::Committer`]'s); an early stop happens only at a transaction boundary
+//! and is reported as `partial`.
 
-pub mod commit;
-pub mod faults;
-pub mod summary;
 pub mod tables;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use commit::Committer;
-use summary::{RunStatus, RunSummary, TableCounts};
 use tables::Router;
 
-use crate::config::{Config, Initial};
-use crate::destination::{self, Destination};
+use crate::backends::Backends;
+use crate::commit::{Committer, Start};
+use crate::config::Config;
+use crate::destination::Destination;
 use crate::error::Result;
 use crate::framer::Framer;
 use crate::position::Position;
 use crate::sink::{FinishedPart, Manifest, ManifestRun, ManifestStatus, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
-use crate::state::{self, Lease, LeaseOutcome, RunRecord, StateStore};
+use crate::state::{Lease, RunRecord};
+use crate::summary::{RunStatus, RunSummary, TableCounts};
 
 /// How long run records are kept (DynamoDB TTL).
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
@@ -56,134 +54,36 @@ impl DrainOptions {
     }
 }
 
-/// The state store and destination of a job, built once and reused across runs (the
-/// Lambda face keeps them for the container's lifetime).
-pub struct Backends {
-    pub state: Box<dyn StateStore>,
-    pub destination: Box<dyn Destination>,
-}
-
-impl Backends {
-    /// Opens the backends the config names.
-    pub async fn open(config: &Config) -> Result<Backends> {
-        Ok(Backends {
-            state: state::open(config).await?,
-            destination: destination::open(config).await?,
-        })
-    }
-}
-
-/// Runs one drain of the job the config describes, opening its backends.
-pub async fn drain(config: &Config, options: DrainOptions) -> Result<RunSummary> {
-    let backends = Backends::open(config).await?;
-    drain_with(config, &backends, options).await
-}
-
-/// Runs one drain with already-open backends.
-pub async fn drain_with(
+/// Drains the stream under `lease` (taken by the job room for run `run_id`, which
+/// started at `started`): from the stored checkpoint to the bound fixed at open.
+pub async fn run(
     config: &Config,
-    backends: &Backends,
-    options: DrainOptions,
-) -> Result<RunSummary> {
-    let started = Instant::now();
-    let run_id = crate::run_id::new_run_id();
-    if faults::armed() {
-        tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
-    }
-    crate::claims::claim_all(config, backends.state.as_ref()).await?;
-    if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
-        start_baseline(config, backends).await?;
-    }
-    let state = backends.state.as_ref();
-    let owner = format!("{run_id}/pid-{}", std::process::id());
-    let lease = match state
-        .acquire_lease(&config.job, &owner, config.lease.ttl())
-        .await?
-    {
-        LeaseOutcome::Acquired(lease) => lease,
-        LeaseOutcome::Held {
-            owner,
-            expires_at_ms,
-        } => {
-            tracing::info!(job = %config.job, holder = %owner, "lease held by another run; skipping");
-            return Ok(RunSummary {
-                status: RunStatus::Skipped,
-                job: config.job.clone(),
-                run_id,
-                rows: 0,
-                parts: 0,
-                bytes: 0,
-                from: None,
-                to: None,
-                duration_ms: started.elapsed().as_millis() as u64,
-                lag_seconds: None,
-                source_retained_bytes: None,
-                tables: BTreeMap::new(),
-                lease_holder: Some(owner),
-                lease_expires_at_ms: Some(expires_at_ms),
-            });
-        }
-    };
-    tracing::info!(job = %config.job, run_id = %run_id, token = lease.token, "lease acquired");
-    crate::sink::spill_sweep::sweep(&config.spill_dir());
-    // The release needs only the lease's token and owner, which renewals keep.
-    let result = drain_under_lease(config, options, backends, lease.clone(), run_id, started).await;
-    if let Err(e) = state.release_lease(&lease).await {
-        tracing::warn!(error = %e, "could not release the lease; it expires on its own");
-    }
-    result
-}
-
-/// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —
-/// with a state machine configured — anchor it and start the machine's execution for the
-/// chunks (drains run meanwhile: the anchor predates every chunk read).
-async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
-    match &config.baseline.state_machine_arn {
-        None => {
-            let summary =
-                crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
-            tracing::info!(
-                rows = summary.rows,
-                chunks = summary.chunks,
-                "inline baseline done"
-            );
-            Ok(())
-        }
-        Some(arn) => {
-            crate::baseline::start::start(config, backends, arn).await?;
-            Ok(())
-        }
-    }
-}
-
-async fn drain_under_lease(
-    config: &Config,
-    options: DrainOptions,
     backends: &Backends,
     lease: Lease,
     run_id: String,
     started: Instant,
+    options: DrainOptions,
 ) -> Result<RunSummary> {
+    crate::sink::spill_sweep::sweep(&config.spill_dir());
     let job = &config.job;
     let stored = backends.state.load_checkpoint(job).await?;
-    let resume = match &stored {
-        Some(cp) => Some(Resume {
-            position: Position::parse_tagged(&cp.position)?,
+    let start = Start::of(stored.as_ref())?;
+    let resume = match (&stored, start.position) {
+        (Some(cp), Some(position)) => Some(Resume {
+            position,
             source_identity: cp.source_identity.clone(),
         }),
-        None => None,
+        _ => None,
     };
     let mut stream = source::open(config, resume.as_ref()).await?;
     let info = stream.info().clone();
     let mut committer = Committer::new(
-        backends.state.as_ref(),
-        backends.destination.as_ref(),
+        backends,
         lease,
         config.lease.ttl(),
         run_id,
         info.source_identity.clone(),
-        stored.as_ref().map_or(0, |c| c.version),
-        resume.as_ref().map(|r| r.position),
+        start,
     );
     let committer = &mut committer;
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
@@ -198,7 +98,7 @@ async fn drain_under_lease(
     let mut router = Router::new(
         &config.source.tables,
         &info.tables,
-        &committer.run_id,
+        committer.run_id(),
         &settings,
     )?;
     let mut framer = Framer::new();
@@ -217,7 +117,7 @@ async fn drain_under_lease(
                 framer.change(change, &mut framed)?;
                 for event in framed.drain(..) {
                     if let Some(part) = router.append(&event)? {
-                        make_durable(committer, &mut router, part).await?;
+                        publish_part(committer, &mut router, part).await?;
                     }
                 }
             }
@@ -260,12 +160,12 @@ async fn drain_under_lease(
         (None, RunStatus::Drained) => Some(0.0),
         (None, _) => None,
     };
-    let to = committer.checkpoint.map(|p| p.to_string());
+    let to = committer.checkpoint().map(|p| p.to_string());
     let source_retained_bytes = stream.retained_bytes().await;
     let summary = RunSummary {
         status,
         job: job.clone(),
-        run_id: committer.run_id.clone(),
+        run_id: committer.run_id().to_owned(),
         rows: router.tables.values().map(|t| t.rows).sum(),
         parts: router.tables.values().map(|t| t.parts.len() as u64).sum(),
         bytes: router.tables.values().map(|t| t.bytes).sum(),
@@ -288,13 +188,13 @@ async fn drain_under_lease(
         lease_holder: None,
         lease_expires_at_ms: None,
     };
-    write_manifests(config, committer.destination, &router, &summary).await?;
+    write_manifests(config, backends.destination.as_ref(), &router, &summary).await?;
     let record = RunRecord {
         run_id: summary.run_id.clone(),
         summary: serde_json::to_value(&summary).unwrap_or_default(),
         expires_at_s: chrono::Utc::now().timestamp() + RUN_RECORD_TTL_S,
     };
-    committer.state.put_run(job, &record).await?;
+    backends.state.put_run(job, &record).await?;
     Ok(summary)
 }
 
@@ -306,12 +206,14 @@ async fn flush(
     stream: &mut dyn ChangeStream,
 ) -> Result<()> {
     for part in router.finish_all()? {
-        make_durable(committer, router, part).await?;
+        publish_part(committer, router, part).await?;
     }
     committer.checkpoint_and_ack(position, stream).await
 }
 
-async fn make_durable(
+/// Makes one finished part durable through the committer and records it in its table's
+/// manifest entries.
+async fn publish_part(
     committer: &Committer<'_>,
     router: &mut Router,
     part: FinishedPart,

@@ -4,8 +4,8 @@
 //! `SLUICE_CONFIG` (the same schema as the config file) and is parsed once per container;
 //! state and destination clients are built once per container, on first use, and reused.
 //! The source URL's Secrets Manager secret (`source.url_secret_arn`) is read on the first
-//! invocation and cached; after `SLUICE_SOURCE_AUTH` it is read again and, when it has
-//! been rotated, the run is retried once with the new value.
+//! invocation and kept by the container; after `SLUICE_SOURCE_AUTH` it is read again and,
+//! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Logs are JSON lines on stderr; each invocation also
 //! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
@@ -26,8 +26,9 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
+use crate::backends::Backends;
 use crate::config::Config;
-use crate::drain::{self, Backends, DrainOptions};
+use crate::drain::DrainOptions;
 use crate::error::{Code, Error};
 use diagnostic::HandlerError;
 use event::Action;
@@ -44,6 +45,8 @@ pub fn is_lambda() -> bool {
 struct Container {
     config: std::result::Result<Config, Error>,
     backends: OnceCell<Backends>,
+    /// The URL `source.url_secret_arn` held when last read (none before the first read).
+    secret_url: tokio::sync::Mutex<Option<String>>,
 }
 
 /// Runs the Lambda runtime loop until the process is stopped; returns the exit code.
@@ -60,13 +63,14 @@ pub fn main() -> i32 {
         }
     };
     runtime.block_on(async {
-        let config = Config::load(None);
+        let config = crate::job::config::load(None);
         if let Err(e) = &config {
             tracing::error!(error = %e.chain(), "invalid SLUICE_CONFIG; every invocation will fail until it is fixed");
         }
         let container = Arc::new(Container {
             config,
             backends: OnceCell::new(),
+            secret_url: tokio::sync::Mutex::new(None),
         });
         let handler = service_fn(move |event: LambdaEvent<Value>| {
             let container = container.clone();
@@ -96,7 +100,7 @@ async fn handle(
         .backends
         .get_or_try_init(|| Backends::open(config))
         .await?;
-    config.load_source_secret().await?;
+    let config = &with_secret(container, config, false).await?;
     match action {
         Action::Drain => {
             let deadline = deadline::instant_of(
@@ -105,8 +109,10 @@ async fn handle(
                 now,
             );
             let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin());
-            let result =
-                with_rotated_secret(config, || drain::drain_with(config, backends, options)).await;
+            let result = with_rotated_secret(container, config, async |config: &Config| {
+                crate::job::run_with(config, backends, options).await
+            })
+            .await;
             let summary = result.as_ref().ok();
             let emf = crate::metrics::emf_document(
                 &config.job,
@@ -118,31 +124,56 @@ async fn handle(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
-        baseline => Ok(with_rotated_secret(config, || {
-            run_baseline_task(config, backends, &baseline, &event.payload)
-        })
-        .await?),
+        baseline => Ok(
+            with_rotated_secret(container, config, async |config: &Config| {
+                run_baseline_task(config, backends, &baseline, &event.payload).await
+            })
+            .await?,
+        ),
     }
+}
+
+/// `config` carrying its secret's URL: the one the container read before, or — on the
+/// first invocation, or when `reread` — the secret's current value (kept for the next
+/// invocations). `config` as it is when it names no secret.
+async fn with_secret(
+    container: &Container,
+    config: &Config,
+    reread: bool,
+) -> crate::error::Result<Config> {
+    let Some(arn) = &config.source.url_secret_arn else {
+        return Ok(config.clone());
+    };
+    let mut kept = container.secret_url.lock().await;
+    let url = match kept.as_ref() {
+        Some(url) if !reread => url.clone(),
+        _ => {
+            let url = crate::secret::read_url(arn, config.engine_block()).await?;
+            *kept = Some(url.clone());
+            url
+        }
+    };
+    Ok(config.clone().with_secret_url(url))
 }
 
 /// Runs `attempt`; when it fails with `SLUICE_SOURCE_AUTH` and the source URL comes from
 /// Secrets Manager, reads the secret again and, if it changed (it was rotated), runs
-/// `attempt` once more. Any other outcome is returned as it is.
-async fn with_rotated_secret<T, F, Fut>(config: &Config, mut attempt: F) -> crate::error::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = crate::error::Result<T>>,
-{
-    match attempt().await {
+/// `attempt` once more with the new URL. Any other outcome is returned as it is.
+async fn with_rotated_secret<T>(
+    container: &Container,
+    config: &Config,
+    mut attempt: impl AsyncFnMut(&Config) -> crate::error::Result<T>,
+) -> crate::error::Result<T> {
+    match attempt(config).await {
         Err(e) if e.code() == Code::SourceAuth && config.source.url_secret_arn.is_some() => {
-            match config.refresh_source_secret().await {
-                Ok(true) => {
+            match with_secret(container, config, true).await {
+                Ok(fresh) if fresh.source_url().ok() != config.source_url().ok() => {
                     tracing::info!(
                         "source secret changed since it was read; retrying with the new value"
                     );
-                    attempt().await
+                    attempt(&fresh).await
                 }
-                Ok(false) => Err(e),
+                Ok(_) => Err(e),
                 Err(refresh) => {
                     tracing::warn!(error = %refresh.chain(), "could not read the source secret again");
                     Err(e)

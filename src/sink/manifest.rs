@@ -1,7 +1,7 @@
 //! The per-table `manifest.json` of a clean run: which parts it wrote, their rows, bytes
 //! and checksums, the position range, and the table schema.
 //!
-//! Guarantees: the document is a public contract (DESIGN.md "Output layout"), versioned by
+//! Guarantees: the document is a public contract (docs/output.md, Manifests), versioned by
 //! `format_version` (currently 1); `rows` and `bytes` are the sums over `parts`, which are
 //! listed in the order they were written; column types use the stable sluice type names of
 //! [`type_name`] (`int32`, `decimal(12,2)`, `timestamp_tz`, `list<utf8>`). The same column

@@ -1,7 +1,7 @@
 //! Typed Parquet part writing: from framed [`ChangeEvent`](crate::change::ChangeEvent)s
 //! to checked, run-stamped Parquet files in a local spill directory.
 //!
-//! Guarantees (DESIGN.md invariants 5 and 6):
+//! Guarantees (docs/state.md, Guarantees):
 //!
 //! * every source type maps to one real Arrow/Parquet type ([`arrow_schema`]); a value
 //!   that does not fit its column fails with `SLUICE_VALUE_UNREPRESENTABLE` naming table,

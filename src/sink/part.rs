@@ -3,7 +3,7 @@
 //!
 //! Guarantees:
 //!
-//! * memory is bounded by configuration, not by data (DESIGN.md invariant 5): at most one
+//! * memory is bounded by configuration, not by data (docs/state.md, Guarantees): at most one
 //!   in-memory batch of `row_group_rows` rows or `row_group_bytes` bytes, whichever comes
 //!   first, plus the Parquet writer's current row group. Every full batch is verified
 //!   ([`crate::sink::batch`]) and written out as its own row group at once, so a 1M-row

@@ -20,7 +20,8 @@ use async_trait::async_trait;
 
 use crate::change::{RowChange, TableSchema};
 use crate::config::Config;
-use crate::error::{Code, Error, Result};
+pub use crate::config::{Engine, engine_for_url};
+use crate::error::Result;
 use crate::position::Position;
 
 /// One item of a change stream.
@@ -85,32 +86,23 @@ pub struct Resume {
     pub source_identity: String,
 }
 
-/// The engine a source URL names, by its scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    Postgres,
-    /// MySQL and MariaDB (`mysql://`).
-    MySql,
-    /// SQL Server CDC change tables (`sqlserver://`).
-    SqlServer,
-}
-
-/// Chooses the engine from the URL's scheme.
-pub fn engine_for_url(url: &str) -> Result<Engine> {
-    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    match scheme.as_deref() {
-        Some("postgres" | "postgresql") => Ok(Engine::Postgres),
-        Some("mysql") => Ok(Engine::MySql),
-        Some("sqlserver") => Ok(Engine::SqlServer),
-        _ => Err(Error::new(
-            Code::ConfigUnsupportedSource,
-            format!(
-                "source URL {} names no supported engine",
-                crate::redact::redact_url(url)
-            ),
-        )
-        .hint("use postgres:// (or postgresql://) for PostgreSQL, mysql:// for MySQL and MariaDB, sqlserver:// for SQL Server")),
+/// Checks the `source` block's engine settings, each by its engine.
+pub fn check_config(config: &Config) -> Result<()> {
+    postgres::check_config(config)?;
+    if let Some(ms) = &config.source.sqlserver {
+        sqlserver::validate_config(ms, &config.source.tables)?;
     }
+    mysql::check_config(config)?;
+    if let Some(url) = &config.source.url
+        && (url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        && config.source.postgres.is_none()
+    {
+        return Err(crate::config::invalid(
+            "source.url is a PostgreSQL URL but source.postgres is missing",
+        )
+        .hint("add `postgres: { slot: <name>, publication: <name> }` under source"));
+    }
+    Ok(())
 }
 
 /// Opens the change stream the config names.
@@ -125,6 +117,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Code;
 
     #[test]
     fn the_scheme_chooses_the_engine() {

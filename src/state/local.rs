@@ -21,8 +21,8 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Checkpoint, ChunkRecord, Claim, ClaimOutcome, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
-    StateStore, now_ms,
+    Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Lease, LeaseOutcome, RunRecord,
+    SnapshotRecord, StateStore, now_ms,
 };
 use crate::error::{Code, Error, Result};
 
@@ -285,15 +285,13 @@ impl StateStore for LocalStateStore {
         self.with_doc(job, |doc| Ok((false, doc.checkpoint.clone())))
     }
 
-    async fn advance_checkpoint(
-        &self,
-        lease: &Lease,
-        ttl: Duration,
-        expected_version: u64,
-        position: &str,
-        source_identity: &str,
-        run_id: &str,
-    ) -> Result<(Checkpoint, Lease)> {
+    async fn advance_checkpoint(&self, write: &CheckpointWrite<'_>) -> Result<(Checkpoint, Lease)> {
+        let CheckpointWrite {
+            lease,
+            ttl,
+            expected_version,
+            ..
+        } = *write;
         self.with_doc(&lease.job, |doc| {
             doc.check_fence(lease)?;
             let stored = doc.checkpoint.as_ref().map_or(0, |c| c.version);
@@ -304,13 +302,7 @@ impl StateStore for LocalStateStore {
                 )
                 .hint("the checkpoint was moved by another writer; this run stopped before acknowledging anything"));
             }
-            let checkpoint = Checkpoint {
-                position: position.to_owned(),
-                source_identity: source_identity.to_owned(),
-                version: expected_version + 1,
-                run_id: run_id.to_owned(),
-                updated_at_ms: now_ms(),
-            };
+            let checkpoint = write.record(now_ms());
             doc.checkpoint = Some(checkpoint.clone());
             let lease = doc.extend(lease, ttl);
             Ok((true, (checkpoint, lease)))

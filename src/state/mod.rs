@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, StateConfig};
 use crate::error::Result;
+use crate::position::Position;
 
 /// A granted lease. Whoever holds the highest token is the only writer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,35 @@ pub struct Checkpoint {
     pub version: u64,
     pub run_id: String,
     pub updated_at_ms: i64,
+}
+
+/// One fenced checkpoint advance: what the conditional write checks and what it stores.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckpointWrite<'a> {
+    /// The writer's lease; the write succeeds only while its token is the job's current one.
+    pub lease: &'a Lease,
+    /// How long a successful write extends the lease.
+    pub ttl: Duration,
+    /// The stored checkpoint version the writer read (0 = none yet).
+    pub expected_version: u64,
+    /// Where the checkpoint moves.
+    pub position: &'a Position,
+    /// Identity of the source `position` belongs to.
+    pub source_identity: &'a str,
+    pub run_id: &'a str,
+}
+
+impl CheckpointWrite<'_> {
+    /// The record a successful write stores, written at `now_ms`.
+    pub fn record(&self, now_ms: i64) -> Checkpoint {
+        Checkpoint {
+            position: self.position.to_string(),
+            source_identity: self.source_identity.to_owned(),
+            version: self.expected_version + 1,
+            run_id: self.run_id.to_owned(),
+            updated_at_ms: now_ms,
+        }
+    }
 }
 
 /// Baseline progress of one table.
@@ -145,18 +175,11 @@ pub trait StateStore: Send + Sync {
     /// The job's checkpoint, `None` before the first advance.
     async fn load_checkpoint(&self, job: &str) -> Result<Option<Checkpoint>>;
 
-    /// Moves the checkpoint to `position`, conditional on `lease` still holding the
-    /// current token and on the stored version being `expected_version` (0 = none yet).
-    /// Extends the lease by `ttl`. Returns the stored checkpoint and the renewed lease.
-    async fn advance_checkpoint(
-        &self,
-        lease: &Lease,
-        ttl: Duration,
-        expected_version: u64,
-        position: &str,
-        source_identity: &str,
-        run_id: &str,
-    ) -> Result<(Checkpoint, Lease)>;
+    /// Moves the checkpoint to `write.position`, conditional on `write.lease` still
+    /// holding the current token and on the stored version being `write.expected_version`
+    /// (0 = none yet). Extends the lease by `write.ttl`. Returns the stored checkpoint and
+    /// the renewed lease. Only `crate::commit` calls it.
+    async fn advance_checkpoint(&self, write: &CheckpointWrite<'_>) -> Result<(Checkpoint, Lease)>;
 
     async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>>;
 
@@ -194,10 +217,67 @@ pub trait StateStore: Send + Sync {
     }
 }
 
+/// What [`with_lease`] did.
+#[derive(Debug)]
+pub enum Leased<T> {
+    /// The lease was ours: the work ran, and the lease was given back.
+    Ran(T),
+    /// Another run holds an unexpired lease; nothing ran.
+    Held { owner: String, expires_at_ms: i64 },
+}
+
+/// Takes `job`'s lease for `owner`, runs `work` under it, and gives the lease back
+/// whatever `work` returned. A release that fails is logged, not returned: the lease
+/// then expires on its own. A process that dies inside `work` releases nothing, which is
+/// what fencing is for. The one lease path of drains and baselines.
+pub async fn with_lease<T, F, Fut>(
+    store: &dyn StateStore,
+    job: &str,
+    owner: &str,
+    ttl: Duration,
+    work: F,
+) -> Result<Leased<T>>
+where
+    F: FnOnce(Lease) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let lease = match store.acquire_lease(job, owner, ttl).await? {
+        LeaseOutcome::Acquired(lease) => lease,
+        LeaseOutcome::Held {
+            owner,
+            expires_at_ms,
+        } => {
+            return Ok(Leased::Held {
+                owner,
+                expires_at_ms,
+            });
+        }
+    };
+    tracing::info!(job, owner, token = lease.token, "lease acquired");
+    // The release needs only the lease's token and owner, which renewals keep.
+    let result = work(lease.clone()).await;
+    if let Err(e) = store.release_lease(&lease).await {
+        tracing::warn!(error = %e, "could not release the lease; it expires on its own");
+    }
+    result.map(Leased::Ran)
+}
+
 /// Milliseconds since the Unix epoch, from the wall clock (leases are wall-clock based
 /// because they are shared between machines).
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
+}
+
+/// Checks the `state` block: a DynamoDB endpoint override.
+pub fn check_config(config: &Config) -> Result<()> {
+    if let StateConfig::Dynamodb {
+        endpoint_url: Some(url),
+        ..
+    } = &config.state
+    {
+        crate::config::check_endpoint("state.endpoint_url", url)?;
+    }
+    Ok(())
 }
 
 /// Builds the state store the config names.

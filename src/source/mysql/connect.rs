@@ -201,7 +201,7 @@ pub fn query_error(what: &str, e: mysql_async::Error) -> Error {
             match server.code {
                 errno::SPECIFIC_ACCESS_DENIED | errno::TABLE_ACCESS_DENIED | errno::DB_ACCESS_DENIED => {
                     Error::new(Code::SourcePrerequisite, message)
-                        .hint("grant the source user the privileges listed in the README's MySQL section: GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '<user>'@'<host>' (MariaDB ≥ 10.5: REPLICATION SLAVE, BINLOG MONITOR)")
+                        .hint("grant the source user the privileges listed in docs/mysql.md (Prerequisites): GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '<user>'@'<host>' (MariaDB ≥ 10.5: REPLICATION SLAVE, BINLOG MONITOR)")
                 }
                 _ => Error::new(Code::SourceQuery, message).hint(
                     "the statement failed on the server; the next run resumes from the checkpoint",

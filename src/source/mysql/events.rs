@@ -286,7 +286,7 @@ pub fn map_table(
                 Code::SourceUnsupportedType,
                 format!("{}.{} at {at}: {reason}", captured.config_name, col.name),
             )
-            .hint("see the README's MySQL type table; change the column to a supported type or stop capturing the table")
+            .hint("see the type table in docs/mysql.md; change the column to a supported type or stop capturing the table")
         })?;
         out.push(match captured.column(&col.name) {
             Some(declared) if compatible(&declared.ty, &binlog) => declared.clone(),

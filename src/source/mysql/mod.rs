@@ -36,7 +36,7 @@ pub mod values;
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 
-use crate::config::Config;
+use crate::config::{Config, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogPosition, Position};
 use crate::source::{ChangeStream, Resume, StreamInfo};
@@ -45,6 +45,24 @@ use prerequisites::{Flavor, ServerVersion, Settings};
 use stream::{MyStream, StreamSettings};
 
 /// Opens the binlog stream at `resume` (or, on a first run, at a
+/// Checks the `source.mysql` block: the replica server id and the transaction limits.
+pub fn check_config(config: &Config) -> Result<()> {
+    let Some(my) = &config.source.mysql else {
+        return Ok(());
+    };
+    if my.server_id == Some(0) {
+        return Err(invalid("source.mysql.server_id must not be 0").hint(
+            "choose an id unique among the server's replicas (1..=4294967295), or omit it to derive one from the job name",
+        ));
+    }
+    if my.transaction_memory() == 0 || my.max_transaction() < my.transaction_memory() {
+        return Err(invalid(
+            "source.mysql.transaction_memory_bytes must be positive and at most max_transaction_bytes",
+        ));
+    }
+    Ok(())
+}
+
 /// [`binlog::consistent_position`] — the baseline anchor), fixing the read bound.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let my = config.source.mysql.clone().unwrap_or_default();

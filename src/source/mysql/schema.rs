@@ -220,7 +220,7 @@ async fn resolve_one(
                 Code::SourceUnsupportedType,
                 format!("{config_name}.{name} has type {column_type}, which sluice cannot capture: {reason}"),
             )
-            .hint("see the README's MySQL type table; change the column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table")
+            .hint("see the type table in docs/mysql.md; change the column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table")
         })?;
         columns.push(Column {
             key: key.contains(&name),

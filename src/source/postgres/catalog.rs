@@ -113,7 +113,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
                 Code::SourceUnsupportedType,
                 format!("{config_name}.{name} has type {type_name}, which sluice cannot capture: {e}"),
             )
-            .hint("see the README's type table; exclude the table, or change the column to a supported type (e.g. text)")
+            .hint("see the type table in docs/postgresql.md; exclude the table, or change the column to a supported type (e.g. text)")
         })?;
         type_names.insert(name.clone(), type_name.clone());
         type_oids.push(type_oid as u32);

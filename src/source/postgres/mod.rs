@@ -21,13 +21,37 @@ pub mod stream;
 pub mod types;
 pub mod unchanged;
 
-use crate::config::{Config, PostgresConfig};
+use crate::config::{Config, PostgresConfig, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{ChangeStream, Resume, StreamInfo};
 use slot::StartDecision;
 
 /// Opens the PostgreSQL stream at `resume` (or creates the stream's resources on a first
+/// Checks the `source.postgres` block: slot and publication names, page size.
+pub fn check_config(config: &Config) -> Result<()> {
+    let Some(pg) = &config.source.postgres else {
+        return Ok(());
+    };
+    for (what, name) in [("slot", &pg.slot), ("publication", &pg.publication)] {
+        if name.is_empty()
+            || name.len() > 63
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(invalid(format!(
+                "source.postgres.{what} {name:?} is not a valid name"
+            ))
+            .hint("use 1-63 lower-case letters, digits or '_'"));
+        }
+    }
+    if pg.page_changes == 0 {
+        return Err(invalid("source.postgres.page_changes must be at least 1"));
+    }
+    Ok(())
+}
+
 /// run), fixing the read bound.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let pg = config.source.postgres.clone().ok_or_else(|| {

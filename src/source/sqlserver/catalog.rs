@@ -190,7 +190,7 @@ pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema
                 Code::SourceUnsupportedType,
                 format!("{config_name}.{} has type {}, which sluice cannot capture: {why}", c.name, c.declaration()),
             )
-            .hint("see the README's SQL Server type table; re-create the capture instance with a @captured_column_list that leaves the column out, or change its type")
+            .hint("see the type table in docs/sqlserver.md; re-create the capture instance with a @captured_column_list that leaves the column out, or change its type")
         })?;
         out.push(Column {
             name: c.name.clone(),

@@ -302,7 +302,7 @@ pub fn query_error(what: &str, e: tiberius::error::Error) -> Error {
     let (kind, hint) = match code {
         229 | 230 | 262 | 297 | 300 => (
             Code::SourcePrerequisite,
-            "grant the source user SELECT ON SCHEMA::cdc, SELECT on the table, and membership in the capture instance's gating role (README: SQL Server prerequisites)",
+            "grant the source user SELECT ON SCHEMA::cdc, SELECT on the table, and membership in the capture instance's gating role (docs/sqlserver.md: SQL Server prerequisites)",
         ),
         // "An insufficient number of arguments were supplied …": the LSN range is outside
         // the capture instance's valid range (the cleanup job passed it).
@@ -312,7 +312,7 @@ pub fn query_error(what: &str, e: tiberius::error::Error) -> Error {
         ),
         208 => (
             Code::SourcePrerequisite,
-            "an object is missing: CDC may have been disabled for the table or database; see the README's SQL Server prerequisites",
+            "an object is missing: CDC may have been disabled for the table or database; see the prerequisites in docs/sqlserver.md",
         ),
         _ => (
             Code::SourceQuery,

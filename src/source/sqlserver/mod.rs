@@ -181,7 +181,10 @@ state: { type: local, path: ./.sluice }
             ),
         ];
         for (text, needle) in cases {
-            let err = Config::parse(&text, "t").unwrap_err();
+            // The parser checks the shape, the engine its own block.
+            let err = Config::parse(&text, "t")
+                .and_then(|c| crate::source::check_config(&c))
+                .unwrap_err();
             assert!(err.to_string().contains(needle), "{err} lacks {needle:?}");
         }
         let mut config = Config::parse(BASE, "t").unwrap();

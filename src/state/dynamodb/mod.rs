@@ -1,6 +1,6 @@
 //! The DynamoDB state store: one table shared by any number of jobs.
 //!
-//! # Item layout (a public contract; README "State layout")
+//! # Item layout (a public contract; docs/state.md, Layout)
 //!
 //! Partition key `pk` (S) = the job name; sort key `sk` (S):
 //!
@@ -23,8 +23,10 @@
 //!   owner **and** the stored checkpoint version being the one we read (or no checkpoint
 //!   for version 0) — fenced and monotonic in one atomic write; it also extends the lease.
 //!   `ConditionalCheckFailed` is `SLUICE_STATE_FENCED`.
-//! * Baseline records (`snapshot#`, `chunk#`) are written in a transaction together with a
-//!   condition check of the lease on the `job` item, so they are fenced too.
+//! * Baseline records are single conditional `PutItem`s, not fenced by the lease (baseline
+//!   chunks run in parallel with each other and with drains): a `snapshot#` record only
+//!   moves forward (`anchored → running → done`), a `chunk#` record is written only when
+//!   absent (`attribute_not_exists`), so the first record wins.
 //! * Every read is strongly consistent.
 
 mod item;
@@ -42,7 +44,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde_json::json;
 
 use super::{
-    Checkpoint, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord, StateStore, now_ms,
+    Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
+    StateStore, now_ms,
 };
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
@@ -110,7 +113,7 @@ impl DynamoStateStore {
                 format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
             )
             .hint(format!(
-                "allow {action} on arn:aws:dynamodb:<region>:<account>:table/{} for the credentials in use (IAM role or AWS_* environment); see the README's IAM section",
+                "allow {action} on arn:aws:dynamodb:<region>:<account>:table/{} for the credentials in use (IAM role or AWS_* environment); see the IAM section of docs/aws.md",
                 self.table
             )),
             Failure::Missing => Error::new(
@@ -359,23 +362,15 @@ impl StateStore for DynamoStateStore {
         Ok(self.job_state(job).await?.checkpoint)
     }
 
-    async fn advance_checkpoint(
-        &self,
-        lease: &Lease,
-        ttl: Duration,
-        expected_version: u64,
-        position: &str,
-        source_identity: &str,
-        run_id: &str,
-    ) -> Result<(Checkpoint, Lease)> {
+    async fn advance_checkpoint(&self, write: &CheckpointWrite<'_>) -> Result<(Checkpoint, Lease)> {
+        let CheckpointWrite {
+            lease,
+            ttl,
+            expected_version,
+            ..
+        } = *write;
         let now = now_ms();
-        let checkpoint = Checkpoint {
-            position: position.to_owned(),
-            source_identity: source_identity.to_owned(),
-            version: expected_version + 1,
-            run_id: run_id.to_owned(),
-            updated_at_ms: now,
-        };
+        let checkpoint = write.record(now);
         let expires = now + ttl.as_millis() as i64;
         let mut request = self
             .client

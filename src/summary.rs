@@ -1,5 +1,5 @@
 //! The run summary: exactly one JSON object per drain, on its own line on stdout (and the
-//! Lambda response). Its fields are a public contract (DESIGN.md "Run summary").
+//! Lambda response). Its fields are a public contract (docs/operations.md, Run summary).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,6 @@
-//! Named fault points on the durable path, for crash tests.
+//! Named fault points on the durable path (part → checkpoint → ack, baseline chunks,
+//! destination uploads), for crash tests. The points sit in `crate::commit` and in the
+//! destinations; nothing else arms or passes them.
 //!
 //! `SLUICE_FAULT=<point>[@<n>][:<action>]` arms one point: at its `n`-th hit (default 1)
 //! the process either aborts on the spot (`crash`, the default: no destructor, no lease

@@ -1,0 +1,101 @@
+//! The job room: one scheduled invocation of a job, the same for the CLI and the Lambda
+//! face — claim the source resources → baseline if one is due → drain under the lease.
+//!
+//! It is the only module that calls both the baseline and the drain, so neither imports
+//! the other. Guarantees: the claims are taken before anything else (a resource another
+//! job holds stops the run before the lease or the source are touched); with `initial:
+//! snapshot`, the drain runs only after the baseline is done inline, or once its anchor
+//! is recorded and its state machine started (the anchor predates every chunk read, so
+//! drains may run meanwhile); a lease held by another run ends the run as `skipped`.
+//! The config loader ([`config`]) adds every room's own checks to the parser's.
+
+pub mod config;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::backends::Backends;
+use crate::config::{Config, Initial};
+use crate::drain::{self, DrainOptions};
+use crate::error::Result;
+use crate::state::{Leased, with_lease};
+use crate::summary::{RunStatus, RunSummary};
+
+/// Runs the job once, opening its backends.
+pub async fn run(config: &Config, options: DrainOptions) -> Result<RunSummary> {
+    let backends = Backends::open(config).await?;
+    run_with(config, &backends, options).await
+}
+
+/// Runs the job once with already-open backends.
+pub async fn run_with(
+    config: &Config,
+    backends: &Backends,
+    options: DrainOptions,
+) -> Result<RunSummary> {
+    let started = Instant::now();
+    let run_id = crate::run_id::new_run_id();
+    if crate::faults::armed() {
+        tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
+    }
+    crate::claims::claim_all(config, backends.state.as_ref()).await?;
+    if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
+        start_baseline(config, backends).await?;
+    }
+    let owner = format!("{run_id}/pid-{}", std::process::id());
+    let leased = with_lease(
+        backends.state.as_ref(),
+        &config.job,
+        &owner,
+        config.lease.ttl(),
+        |lease| drain::run(config, backends, lease, run_id.clone(), started, options),
+    )
+    .await?;
+    match leased {
+        Leased::Ran(summary) => Ok(summary),
+        Leased::Held {
+            owner,
+            expires_at_ms,
+        } => {
+            tracing::info!(job = %config.job, holder = %owner, "lease held by another run; skipping");
+            Ok(RunSummary {
+                status: RunStatus::Skipped,
+                job: config.job.clone(),
+                run_id,
+                rows: 0,
+                parts: 0,
+                bytes: 0,
+                from: None,
+                to: None,
+                duration_ms: started.elapsed().as_millis() as u64,
+                lag_seconds: None,
+                source_retained_bytes: None,
+                tables: BTreeMap::new(),
+                lease_holder: Some(owner),
+                lease_expires_at_ms: Some(expires_at_ms),
+            })
+        }
+    }
+}
+
+/// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —
+/// with a state machine configured — anchor it and start the machine's execution for the
+/// chunks (drains run meanwhile: the anchor predates every chunk read).
+async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
+    match &config.baseline.state_machine_arn {
+        None => {
+            let summary =
+                crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
+            tracing::info!(
+                rows = summary.rows,
+                chunks = summary.chunks,
+                "inline baseline done"
+            );
+            Ok(())
+        }
+        Some(arn) => {
+            crate::baseline::start::start(config, backends, arn).await?;
+            Ok(())
+        }
+    }
+}
