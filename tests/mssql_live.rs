@@ -7,7 +7,7 @@
 //! captured test output) and returns, and `live_suite_status` lists every test that did
 //! not run — never a silent pass. Unlike the other services, a missing SQL Server does
 //! not fail under `CI=true`: no SQL Server can be installed on the project's machines
-//! (README, "SQL Server").
+//! (docs/sqlserver.md, "SQL Server verification").
 //!
 //! Each test owns a database (CDC enabled, the capture job stopped) and drives the
 //! capture process itself with `sys.sp_cdc_scan`, so a test waits for nothing: after a

@@ -529,7 +529,8 @@ fn oracle_pg() {
 ///   `(__pos, __seq)` per key" alone is exact.
 /// * `DEFAULT`: the value is nowhere in the log; the insert half lists it in `__unlogged`
 ///   right after the delete half of the old key (same `__pos`, `__seq - 1`), and the
-///   README's replay rule takes it from the row that delete removed.
+///   replay rule (docs/output.md, "Unlogged values") takes it from the row that delete
+///   removed.
 #[test]
 fn key_change_keeping_a_toasted_value() {
     let admin = pg_or_skip!();
@@ -598,7 +599,7 @@ fn key_change_keeping_a_toasted_value() {
         let seq = |r: &support::Row| r["__seq"].as_deref().unwrap().parse::<i64>().unwrap();
         assert_eq!(seq(delete) + 1, seq(&rows[i]));
     }
-    // The plain rule loses the value (why the README's rule carries it) …
+    // The plain rule loses the value (why docs/output.md's rule carries it) …
     let plain = support::replay(&rows, &["id"]);
     assert_eq!(plain[&vec![Some("3".to_string())]]["body"], None);
     // … the documented one keeps it.

@@ -412,7 +412,7 @@ pub fn distinct_changes(rows: &[Row]) -> usize {
     by_position.len()
 }
 
-/// Latest state per key (the README's replay rule): the row with the highest
+/// Latest state per key (docs/output.md's latest-state query): the row with the highest
 /// (`__pos`, `__seq`) per key, deletes removed. `rows` must be sorted.
 pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
     let mut state = BTreeMap::new();
@@ -427,10 +427,11 @@ pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> 
     state
 }
 
-/// The README's full replay rule (`rows` sorted): like [`replay`], and a column listed in a
-/// row's `__unlogged` keeps the value the key held before; the insert half of a key change
-/// (no row for its key yet) takes it from the row the delete half — the change just
-/// before it at the same `__pos` — removed. Panics when neither holds the value.
+/// The full replay rule (docs/output.md, "Unlogged values"; `rows` sorted): like [`replay`],
+/// and a column listed in a row's `__unlogged` keeps the value the key held before; the
+/// insert half of a key change (no row for its key yet) takes it from the row the delete
+/// half — the change just before it at the same `__pos` — removed. Panics when neither
+/// holds the value.
 pub fn replay_carrying_unlogged(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
     let mut state: BTreeMap<Vec<Option<String>>, Row> = BTreeMap::new();
     let mut deleted: Option<(Option<String>, i64, Row)> = None;
