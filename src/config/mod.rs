@@ -365,4 +365,4 @@ fn check_inline_url(url: &str) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -2,7 +2,8 @@
 
 use super::*;
 
-const MINIMAL: &str = r#"
+/// The smallest valid PostgreSQL job (the rooms' tests edit it too).
+pub(crate) const MINIMAL: &str = r#"
 job: orders
 source:
   url: postgres://postgres@127.0.0.1:5432/app

@@ -36,17 +36,8 @@ pub fn check(config: &Config) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::MINIMAL;
     use crate::error::Code;
-
-    const MINIMAL: &str = r#"
-job: orders
-source:
-  url: postgres://postgres@127.0.0.1:5432/app
-  tables: [public.orders]
-  postgres: { slot: sluice_orders, publication: sluice_orders }
-destination: { type: local, path: ./out }
-state: { type: local, path: ./.sluice }
-"#;
 
     #[test]
     fn each_room_checks_its_block() {
