@@ -1,9 +1,10 @@
-//! Shared test support: service discovery (fail under `CI=true` when a service is missing,
+//! Shared test support: service discovery (fail under CI when a service is missing,
 //! skip loudly otherwise), one private database per test, running the real `sluice`
 //! binary, and reading its parts back.
 
 #![allow(dead_code)]
 
+#[macro_use]
 pub mod aws;
 pub mod lambda_api;
 pub mod proxy;
@@ -18,18 +19,35 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub mod pg_proxy;
 
+/// True when running under CI (`CI` is `true`, `TRUE` or `1`): a missing service or tool
+/// is then a failure, never a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| matches!(v.as_str(), "true" | "TRUE" | "1"))
+}
+
+/// Says on the terminal that the running test skipped its work and why. Written straight
+/// to the stderr handle: libtest captures `eprintln!`, and a skip must show in the output
+/// of a plain `cargo test`, not only with `--nocapture`.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+}
+
 /// The URL of a required service from `var`, or `None` (with a loud note) when it is not
-/// configured outside CI. Under `CI=true` a missing service fails the test.
+/// configured outside CI. Under CI a missing service fails the test.
 pub fn service_url(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+        _ if in_ci() => {
             panic!(
-                "{var} is not set but CI=true: the service this test needs is missing (run `make test`)"
+                "{var} is not set but CI is set: the service this test needs is missing (run `make test`)"
             )
         }
         _ => {
-            eprintln!("SKIPPED: {var} is not set; run `make test` to start the local stack");
+            skipped(&format!(
+                "{var} is not set; run `make test` to start the local stack"
+            ));
             None
         }
     }
@@ -39,7 +57,7 @@ pub fn service_url(var: &str) -> Option<String> {
 #[macro_export]
 macro_rules! pg_or_skip {
     () => {
-        match support::service_url("SLUICE_TEST_PG_URL") {
+        match $crate::support::service_url("SLUICE_TEST_PG_URL") {
             Some(url) => url,
             None => return,
         }
@@ -505,7 +523,7 @@ pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStat
 #[macro_export]
 macro_rules! mysql_or_skip {
     () => {
-        match support::service_url("SLUICE_TEST_MYSQL_URL") {
+        match $crate::support::service_url("SLUICE_TEST_MYSQL_URL") {
             Some(url) => url,
             None => return,
         }
