@@ -27,13 +27,14 @@ fn a_500k_row_transaction_drains_under_a_small_memory_cap() {
          SELECT i, REPEAT(MD5(i), 4) FROM s",
     );
     let log = job.dir.path().join("drain.log");
-    let child = job
-        .command(&["drain"], &[])
+    let mut drain = support::PeakRss::wrap(&job.command(&["drain"], &[]));
+    let child = drain
+        .command
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let (status, peak_kib) = support::wait_with_peak_rss(child);
+    let (status, peak_kib) = drain.wait(child);
     let stderr = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(status.success(), "drain failed:\n{stderr}");
     assert!(

@@ -104,13 +104,14 @@ fn large_transaction_drains_with_memory_far_below_its_size() {
     job.drain();
     // 200k rows of ~1 KB: ~200 MB of row images in one transaction.
     db.sql("INSERT INTO t SELECT i, repeat(md5(i::text), 32) FROM generate_series(1, 200000) i");
-    let child = job
-        .command(&["drain"], &[])
-        .stdout(std::process::Stdio::piped())
+    let mut drain = support::PeakRss::wrap(&job.command(&["drain"], &[]));
+    let child = drain
+        .command
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let (status, peak_kib) = support::wait_with_peak_rss(child);
+    let (status, peak_kib) = drain.wait(child);
     assert!(status.success());
     eprintln!(
         "peak RSS for a 200k-row (~200 MB) transaction: {} MiB",

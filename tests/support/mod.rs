@@ -506,17 +506,70 @@ pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, needle: &str) 
         .unwrap_or_else(|_| panic!("never saw a line containing {:?}", "needle"));
 }
 
-/// Waits for `child` with wait4(2) and returns its exit status and its own peak RSS in KiB.
-pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, i64) {
-    use std::os::unix::process::ExitStatusExt;
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: plain syscall on our own child with valid out-pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4 failed");
-    std::mem::forget(child);
-    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+/// Measures a child's own peak RSS. Spawned straight from this test process, a child's
+/// `ru_maxrss` would include the test process's resident memory (Linux keeps the peak of
+/// the memory a process had before its exec), and the one test binary runs memory-hungry
+/// tests side by side. So the command runs under a small python3 parent that forks and
+/// execs it, and reports the child's peak from wait4(2).
+pub struct PeakRss {
+    /// The wrapped command: set its stdio, then spawn it and pass the child to [`wait`].
+    ///
+    /// [`wait`]: PeakRss::wait
+    pub command: Command,
+    report: tempfile::TempPath,
+}
+
+const PEAK_RSS_PARENT: &str = r#"
+import os, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
+
+impl PeakRss {
+    /// `cmd` (program, arguments, environment, directory) under the measuring parent.
+    pub fn wrap(cmd: &Command) -> PeakRss {
+        let report = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        let mut command = Command::new("python3");
+        command
+            .arg("-c")
+            .arg(PEAK_RSS_PARENT)
+            .arg(&report)
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .stdin(Stdio::null());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            command.current_dir(dir);
+        }
+        PeakRss { command, report }
+    }
+
+    /// Waits for `child` (spawned from [`PeakRss::command`]) and returns its exit status
+    /// and the measured command's own peak RSS in KiB.
+    pub fn wait(self, mut child: std::process::Child) -> (std::process::ExitStatus, i64) {
+        let status = child.wait().unwrap();
+        let peak = std::fs::read_to_string(&self.report).unwrap_or_default();
+        let peak = peak
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no peak RSS reported ({status}): {peak:?}"));
+        (status, peak)
+    }
 }
 
 /// Returns the MySQL/MariaDB admin URL or skips the test.
