@@ -19,15 +19,24 @@ services: prereqs
 services-down:
 	$(SERVICES) down
 
-# tests/terraform.rs needs the Terraform tools (terraform-tools.sh is a no-op once installed).
+# cli::terraform needs the Terraform tools (terraform-tools.sh is a no-op once installed).
+# The live SQL Server suite is #[ignore]d (no SQL Server on the project's machines); it
+# runs too, with --ignored, when SLUICE_TEST_MSSQL_URL names a server.
 test: services
 	@infra/local/terraform-tools.sh >/dev/null
 	eval "$$($(SERVICES) env)" && cargo test $(LOCKED) --all-targets
+	@if [ -n "$${SLUICE_TEST_MSSQL_URL:-}" ]; then \
+	  echo "cargo test $(LOCKED) --test integration -- --ignored mssql::live::"; \
+	  cargo test $(LOCKED) --test integration -- --ignored mssql::live::; \
+	fi
 
+# The fuzz targets (fuzz/, its own workspace) are type-checked on the stable toolchain:
+# only running them needs nightly (`make fuzz`).
 lint: prereqs terraform-check
 	@cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 \
 	  || rustup component add rustfmt clippy
 	cargo fmt --check && cargo clippy $(LOCKED) --all-targets -- -D warnings
+	cargo check --manifest-path fuzz/Cargo.toml $(if $(wildcard fuzz/Cargo.lock),--locked,) --bins
 
 demo: services
 	eval "$$($(SERVICES) env)" && infra/demo/demo.sh
@@ -58,7 +67,7 @@ bench-quick: services
 
 # Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
 # PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a
-# parse error), checkov with zero failed checks. tests/terraform.rs renders the example's
+# parse error), checkov with zero failed checks. tests/cli/terraform.rs renders the example's
 # configs and checks them with the binary.
 terraform-check:
 	@bin="$$(infra/local/terraform-tools.sh)" && \
@@ -67,14 +76,15 @@ terraform-check:
 	  "$$bin/hcl2-python" terraform/tests/readme_tables.py --check terraform/modules && \
 	  "$$bin/checkov" -d terraform --framework terraform --skip-download --quiet --compact
 
-# The correctness oracle at length (tests/oracle*): SOAK_TRIALS trials per engine, no
-# time budget, SOAK_JOBS in parallel. Prints one summary line per engine.
+# The correctness oracle at length (tests/oracle, the `oracle` case of the source
+# conformance suite): SOAK_TRIALS trials per engine, no time budget, SOAK_JOBS in
+# parallel. Prints one summary line per engine.
 SOAK_TRIALS ?= 500
 SOAK_JOBS ?= 3
 soak: services
-	eval "$$($(SERVICES) env)" && for engine in pg mysql; do \
+	eval "$$($(SERVICES) env)" && for engine in postgres mysql; do \
 	  SLUICE_ORACLE_TRIALS=$(SOAK_TRIALS) SLUICE_ORACLE_BUDGET_SECS=0 SLUICE_ORACLE_JOBS=$(SOAK_JOBS) \
-	    cargo test $(LOCKED) --test oracle_$$engine -- --nocapture --exact oracle_$$engine || exit 1; \
+	    cargo test $(LOCKED) --test integration -- --nocapture --exact conformance::source::$$engine::oracle || exit 1; \
 	done
 
 # cargo-fuzz targets (fuzz/, its own workspace), FUZZ_SECS each. libFuzzer needs a

@@ -1,5 +1,5 @@
 """Reads the two_tables example and the sluice_table module with python-hcl2 and prints,
-as one JSON document, what tests/terraform.rs needs to render and check each stream's
+as one JSON document, what tests/cli/terraform.rs needs to render and check each stream's
 SLUICE_CONFIG offline:
 
 * `streams`: per sluice_table module block of the example, the inputs of the

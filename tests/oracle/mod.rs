@@ -4,14 +4,16 @@
 //! create a table of the [`workload::TableSpec`], apply [`workload::Txn`]s as SQL, and
 //! render `SELECT *` into the [`canon`] forms.
 //!
-//! Engines: `tests/oracle_pg.rs` (PostgreSQL, replica identity FULL or DEFAULT per trial)
-//! and `tests/oracle_mysql.rs` (MariaDB). Adding one: a `tests/oracle_<engine>.rs` with an
-//! `Engine` (a fresh database per trial, the table of the engine's types as
-//! [`workload::Kind`]s with the engine's value bounds, its `SLUICE_FAULT` points) and a
-//! `Source` (SQL literals for each [`workload::Val`], a `SELECT` whose cells are rendered
-//! with [`canon`], the config's `source:` section, whether every value is logged). An
-//! engine that does not log an UPDATE that leaves a row unchanged returns its changed-row
-//! count from `Source::apply`.
+//! Engines: `tests/postgres/oracle.rs` (PostgreSQL, replica identity FULL or DEFAULT per
+//! trial) and `tests/mysql/oracle.rs` (MariaDB), run as the `oracle` case of the source
+//! conformance suite (`conformance::source::<engine>::oracle`). Adding one: an
+//! `oracle.rs` in the engine's test module with an `Engine` (a fresh database per trial,
+//! the table of the engine's types as [`workload::Kind`]s with the engine's value bounds,
+//! its `SLUICE_FAULT` points) and a `Source` (SQL literals for each [`workload::Val`], a
+//! `SELECT` whose cells are rendered with [`canon`], the config's `source:` section,
+//! whether every value is logged), returned by the engine's
+//! `conformance::source::Engine::oracle`. An engine that does not log an UPDATE that
+//! leaves a row unchanged returns its changed-row count from `Source::apply`.
 //!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
@@ -63,7 +65,7 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, engine: &str, r: Report) {
+    fn add(&mut self, test: &str, r: Report) {
         self.trials += 1;
         self.drains += r.drains;
         self.crashes += r.crashes;
@@ -79,7 +81,7 @@ impl Totals {
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
             self.failed.push(format!(
-                "trial seed {seed}: {n} mismatch(es)\n  replay: SLUICE_ORACLE_SEED={seed} cargo test --test oracle_{engine} -- --nocapture\n  kept: {kept:?}\n  {facts}\n  mismatches:\n  - {list}",
+                "trial seed {seed}: {n} mismatch(es)\n  replay: SLUICE_ORACLE_SEED={seed} cargo test --test integration -- --exact {test} --nocapture\n  kept: {kept:?}\n  {facts}\n  mismatches:\n  - {list}",
                 seed = r.seed,
                 n = r.mismatches.len(),
                 kept = r.kept,
@@ -90,8 +92,9 @@ impl Totals {
     }
 }
 
-/// Runs the oracle for `engine` as the environment says; panics on any mismatch.
-pub fn run(engine: &dyn Engine) {
+/// Runs the oracle for `engine` as the environment says; panics on any mismatch. `test`
+/// is the running test's path, for the replay command printed with a failed trial.
+pub fn run(engine: &dyn Engine, test: &str) {
     let started = Instant::now();
     let seeds: Box<dyn Fn(u64) -> Option<u64> + Sync> = match env_u64("SLUICE_ORACLE_SEED") {
         Some(seed) => Box::new(move |i| (i == 0).then_some(seed)),
@@ -150,7 +153,7 @@ pub fn run(engine: &dyn Engine) {
                     });
                     let failed = !report.mismatches.is_empty();
                     let mut t = totals.lock().unwrap();
-                    t.add(engine.name(), report);
+                    t.add(test, report);
                     if failed {
                         eprintln!("{}", t.failed.last().unwrap());
                     }

@@ -12,7 +12,7 @@ use super::{Job, TestDb};
 #[macro_export]
 macro_rules! aws_or_skip {
     () => {
-        match support::service_url("SLUICE_TEST_AWS_ENDPOINT") {
+        match $crate::support::service_url("SLUICE_TEST_AWS_ENDPOINT") {
             Some(url) => url,
             None => return,
         }

@@ -1,9 +1,10 @@
-//! Shared test support: service discovery (fail under `CI=true` when a service is missing,
+//! Shared test support: service discovery (fail under CI when a service is missing,
 //! skip loudly otherwise), one private database per test, running the real `sluice`
 //! binary, and reading its parts back.
 
 #![allow(dead_code)]
 
+#[macro_use]
 pub mod aws;
 pub mod lambda_api;
 pub mod proxy;
@@ -18,18 +19,35 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub mod pg_proxy;
 
+/// True when running under CI (`CI` is `true`, `TRUE` or `1`): a missing service or tool
+/// is then a failure, never a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| matches!(v.as_str(), "true" | "TRUE" | "1"))
+}
+
+/// Says on the terminal that the running test skipped its work and why. Written straight
+/// to the stderr handle: libtest captures `eprintln!`, and a skip must show in the output
+/// of a plain `cargo test`, not only with `--nocapture`.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+}
+
 /// The URL of a required service from `var`, or `None` (with a loud note) when it is not
-/// configured outside CI. Under `CI=true` a missing service fails the test.
+/// configured outside CI. Under CI a missing service fails the test.
 pub fn service_url(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+        _ if in_ci() => {
             panic!(
-                "{var} is not set but CI=true: the service this test needs is missing (run `make test`)"
+                "{var} is not set but CI is set: the service this test needs is missing (run `make test`)"
             )
         }
         _ => {
-            eprintln!("SKIPPED: {var} is not set; run `make test` to start the local stack");
+            skipped(&format!(
+                "{var} is not set; run `make test` to start the local stack"
+            ));
             None
         }
     }
@@ -39,7 +57,7 @@ pub fn service_url(var: &str) -> Option<String> {
 #[macro_export]
 macro_rules! pg_or_skip {
     () => {
-        match support::service_url("SLUICE_TEST_PG_URL") {
+        match $crate::support::service_url("SLUICE_TEST_PG_URL") {
             Some(url) => url,
             None => return,
         }
@@ -489,24 +507,77 @@ pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, needle: &str) 
         .unwrap_or_else(|_| panic!("never saw a line containing {:?}", "needle"));
 }
 
-/// Waits for `child` with wait4(2) and returns its exit status and its own peak RSS in KiB.
-pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, i64) {
-    use std::os::unix::process::ExitStatusExt;
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: plain syscall on our own child with valid out-pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4 failed");
-    std::mem::forget(child);
-    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+/// Measures a child's own peak RSS. Spawned straight from this test process, a child's
+/// `ru_maxrss` would include the test process's resident memory (Linux keeps the peak of
+/// the memory a process had before its exec), and the one test binary runs memory-hungry
+/// tests side by side. So the command runs under a small python3 parent that forks and
+/// execs it, and reports the child's peak from wait4(2).
+pub struct PeakRss {
+    /// The wrapped command: set its stdio, then spawn it and pass the child to [`wait`].
+    ///
+    /// [`wait`]: PeakRss::wait
+    pub command: Command,
+    report: tempfile::TempPath,
+}
+
+const PEAK_RSS_PARENT: &str = r#"
+import os, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
+
+impl PeakRss {
+    /// `cmd` (program, arguments, environment, directory) under the measuring parent.
+    pub fn wrap(cmd: &Command) -> PeakRss {
+        let report = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        let mut command = Command::new("python3");
+        command
+            .arg("-c")
+            .arg(PEAK_RSS_PARENT)
+            .arg(&report)
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .stdin(Stdio::null());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            command.current_dir(dir);
+        }
+        PeakRss { command, report }
+    }
+
+    /// Waits for `child` (spawned from [`PeakRss::command`]) and returns its exit status
+    /// and the measured command's own peak RSS in KiB.
+    pub fn wait(self, mut child: std::process::Child) -> (std::process::ExitStatus, i64) {
+        let status = child.wait().unwrap();
+        let peak = std::fs::read_to_string(&self.report).unwrap_or_default();
+        let peak = peak
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no peak RSS reported ({status}): {peak:?}"));
+        (status, peak)
+    }
 }
 
 /// Returns the MySQL/MariaDB admin URL or skips the test.
 #[macro_export]
 macro_rules! mysql_or_skip {
     () => {
-        match support::service_url("SLUICE_TEST_MYSQL_URL") {
+        match $crate::support::service_url("SLUICE_TEST_MYSQL_URL") {
             Some(url) => url,
             None => return,
         }

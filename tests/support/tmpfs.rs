@@ -1,5 +1,5 @@
 //! A tiny tmpfs for "volume full" fault tests (spill directories), and what such a run
-//! must report. Mounting needs root; without it the test fails under `CI=true` and is
+//! must report. Mounting needs root; without it the test fails under CI and is
 //! skipped (saying so) otherwise.
 
 use std::path::{Path, PathBuf};
@@ -36,11 +36,11 @@ impl Tmpfs {
             return Some(Tmpfs(dir.to_path_buf()));
         }
         assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
+            !super::in_ci(),
             "cannot mount a tmpfs at {} (the test needs root / CAP_SYS_ADMIN)",
             dir.display()
         );
-        eprintln!("SKIPPED: cannot mount a tmpfs (needs root)");
+        super::skipped("cannot mount a tmpfs (needs root)");
         None
     }
 

@@ -1,8 +1,8 @@
 -- infra/sql/mysql/grants.sql — the least privilege sluice needs on MySQL 8 / MariaDB 10.11.
 -- Run as an administrator. Replace sluice / app_db with yours.
--- Tested on MariaDB 10.11: tests/mysql_security.rs drains over TLS as such a user with
--- REQUIRE SSL, and the tests/mysql_drain.rs and tests/mysql_durability.rs suites drain as
--- such a user (tests/support/mod.rs, TestMysqlDb).
+-- Tested on MariaDB 10.11: tests/mysql/security.rs drains over TLS as such a user with
+-- REQUIRE SSL, and the tests/mysql/ suites and the MariaDB half of tests/conformance/source/
+-- drain as such a user (tests/support/mod.rs, TestMysqlDb).
 -- The server needs binlog_format = ROW, binlog_row_image = FULL (and on MySQL
 -- binlog_row_metadata = FULL).
 

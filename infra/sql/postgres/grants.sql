@@ -1,7 +1,7 @@
 -- infra/sql/postgres/grants.sql — the least privilege sluice needs on PostgreSQL (>= 14).
 -- Run as the owner of the captured tables (or a superuser / rds_superuser), in the
 -- source database. Replace sluice / app_db / public.orders / sluice_orders with yours.
--- Tested: tests/postgres_security.rs `least_privilege_user_drains` runs a full drain
+-- Tested: tests/postgres/security.rs `least_privilege_user_drains` runs a full drain
 -- (insert, update, delete) as exactly this role on the local stack.
 
 -- 1. A login role with the REPLICATION attribute: the logical-slot functions

@@ -1,7 +1,7 @@
 # Two captured streams sharing one stack: a PostgreSQL table set with a Step Functions
 # baseline, and a MySQL table capturing changes from now on. Both drain every 5 minutes.
 #
-# Keep the config inputs of the sluice_table blocks literal (or var.*): tests/terraform.rs
+# Keep the config inputs of the sluice_table blocks literal (or var.*): tests/cli/terraform.rs
 # reads them from this file, renders each SLUICE_CONFIG with the sluice_config module and
 # checks it with `sluice validate --config-json` and against expected_config.json.
 

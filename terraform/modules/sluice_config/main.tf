@@ -1,6 +1,6 @@
 # Renders the SLUICE_CONFIG document of one stream from typed inputs. The keys mirror
 # src/config.rs, which rejects unknown keys: a key this module writes and the binary
-# does not know fails `sluice validate --config-json` in tests/terraform.rs.
+# does not know fails `sluice validate --config-json` in tests/cli/terraform.rs.
 # Null values are dropped, so an unset input keeps the binary's default.
 
 locals {

@@ -1,6 +1,6 @@
 # ------------------------------------------------------------------ the stream
 # These inputs are forwarded unchanged to the sluice_config module, which renders
-# SLUICE_CONFIG (same names; tests/terraform.rs checks the forwarding).
+# SLUICE_CONFIG (same names; tests/cli/terraform.rs checks the forwarding).
 
 variable "job" {
   description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to) and names the metrics dimension."

@@ -1,0 +1,487 @@
+//! The baseline state machine definition and the code cannot drift apart: the ASL is
+//! validated with `asl-validator`, and a small interpreter walks it — building every
+//! task's payload from the definition's own `Parameters` / `ItemSelector` / `ResultSelector`
+//! / `ResultPath` / `OutputPath`, taking the `Choice` on the plan's mode, reading a
+//! Distributed Map's items from S3 (moto) through its `ItemReader`, and holding every state
+//! and Map result to Step Functions' 256 KiB payload limit — invoking the real binary as a
+//! Lambda function for each task. Both the inline and the S3 path of the chunk list run.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{self, Job, TestDb, aws::AwsTarget};
+use serde_json::{Map, Value, json};
+use support::lambda_api::{Function, RuntimeApi};
+
+const ASL: &str = "infra/stepfunctions/baseline.asl.json";
+
+/// Step Functions' limit on a state's input and output, and on a Map's collected results.
+const PAYLOAD_LIMIT: usize = 256 * 1024;
+
+fn asl_validator() -> Option<String> {
+    let out = Command::new("infra/local/asl-validator.sh")
+        .output()
+        .expect("runs the install script");
+    if !out.status.success() {
+        if support::in_ci() {
+            panic!(
+                "asl-validator could not be installed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        support::skipped(&format!(
+            "asl-validator unavailable: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// An edit that makes the definition invalid.
+type Breakage = fn(&mut Value);
+
+#[test]
+fn definition_is_valid_asl_and_the_validator_catches_errors() {
+    let Some(validator) = asl_validator() else {
+        return;
+    };
+    let ok = Command::new(&validator)
+        .args(["--json-path", ASL])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    // Each breakage must be caught: a dangling Next, a Choice branch to nowhere, a
+    // Distributed Map without its ExecutionType or its reader's Resource, and a state name
+    // used twice (Step Functions requires unique names across the whole machine).
+    let breakages: [(&str, Breakage); 5] = [
+        ("a dangling Next", |d| {
+            d["States"]["Plan"]["Next"] = json!("NoSuchState")
+        }),
+        ("a Choice to nowhere", |d| {
+            d["States"]["ChunkList"]["Choices"][1]["Next"] = json!("NoSuchState")
+        }),
+        ("a Distributed Map without ExecutionType", |d| {
+            d["States"]["ChunksFromS3"]["ItemProcessor"]["ProcessorConfig"]
+                .as_object_mut()
+                .unwrap()
+                .remove("ExecutionType");
+        }),
+        ("an ItemReader without Resource", |d| {
+            d["States"]["ChunksFromS3"]["ItemReader"]
+                .as_object_mut()
+                .unwrap()
+                .remove("Resource");
+        }),
+        ("a duplicate state name", |d| {
+            let processor = &mut d["States"]["ChunksFromS3"]["ItemProcessor"];
+            let task = processor["States"]["ChunkFromS3"].clone();
+            processor["States"] = json!({ "Chunk": task });
+            processor["StartAt"] = json!("Chunk");
+        }),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, breakage) in breakages {
+        let mut broken = definition();
+        breakage(&mut broken);
+        let path = dir.path().join("broken.json");
+        std::fs::write(&path, broken.to_string()).unwrap();
+        let bad = Command::new(&validator)
+            .arg("--json-path")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(!bad.status.success(), "the validator accepted {what}");
+    }
+}
+
+/// Resolves a JSONPath of the simple form `$`, `$.a.b` or `$$.Map.Item.Value`.
+fn path(root: &Value, context: &Value, expr: &str) -> Value {
+    let (base, rest) = if let Some(rest) = expr.strip_prefix("$$") {
+        (context, rest)
+    } else {
+        (root, expr.strip_prefix('$').expect("a JSONPath"))
+    };
+    rest.split('.')
+        .filter(|s| !s.is_empty())
+        .fold(base.clone(), |v, key| match v.get(key) {
+            Some(found) => found.clone(),
+            None => panic!("States.Runtime: {expr} does not resolve ({key} missing)"),
+        })
+}
+
+/// Applies a Parameters / ItemSelector / ResultSelector template.
+fn template(tpl: &Value, input: &Value, context: &Value) -> Value {
+    match tpl {
+        Value::Object(fields) => {
+            let mut out = Map::new();
+            for (key, value) in fields {
+                match key.strip_suffix(".$") {
+                    Some(name) => out.insert(
+                        name.to_owned(),
+                        path(input, context, value.as_str().unwrap()),
+                    ),
+                    None => out.insert(key.clone(), template(value, input, context)),
+                };
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+fn set_result(input: Value, result_path: Option<&Value>, result: Value) -> Value {
+    match result_path {
+        Some(Value::Null) => input,
+        Some(Value::String(p)) if p != "$" => {
+            let mut input = input;
+            let key = p.strip_prefix("$.").expect("a top-level ResultPath");
+            input
+                .as_object_mut()
+                .unwrap()
+                .insert(key.to_owned(), result);
+            input
+        }
+        _ => result,
+    }
+}
+
+/// A state's `OutputPath`: absent or `$` keeps the output, null makes it `{}`.
+fn output_path(state: &Value, output: Value, context: &Value) -> Value {
+    match state.get("OutputPath") {
+        None => output,
+        Some(Value::Null) => json!({}),
+        Some(Value::String(p)) => path(&output, context, p),
+        Some(other) => panic!("OutputPath {other} is not a path"),
+    }
+}
+
+fn within_limit(what: &str, value: &Value) {
+    let bytes = value.to_string().len();
+    assert!(
+        bytes <= PAYLOAD_LIMIT,
+        "States.DataLimitExceeded: {what} is {bytes} bytes"
+    );
+}
+
+struct Walker<'a> {
+    api: &'a RuntimeApi,
+    /// moto's endpoint, for a Distributed Map's `ItemReader`.
+    s3_endpoint: Option<&'a str>,
+    invocations: Vec<String>,
+    /// Every state entered, in order (Map children included).
+    visited: Vec<String>,
+}
+
+impl<'a> Walker<'a> {
+    fn new(api: &'a RuntimeApi, s3_endpoint: Option<&'a str>) -> Self {
+        Walker {
+            api,
+            s3_endpoint,
+            invocations: vec![],
+            visited: vec![],
+        }
+    }
+
+    fn run(&mut self, states: &Value, start: &str, mut input: Value, context: &Value) -> Value {
+        let mut current = start.to_owned();
+        loop {
+            within_limit(&format!("the input of {current}"), &input);
+            self.visited.push(current.clone());
+            let state = &states[&current];
+            let output = match state["Type"].as_str().unwrap() {
+                "Task" => {
+                    assert_eq!(state["Resource"], "arn:aws:states:::lambda:invoke");
+                    let params = template(&state["Parameters"], &input, context);
+                    assert_eq!(params["FunctionName"], "${function_arn}");
+                    let payload = params["Payload"].clone();
+                    self.invocations
+                        .push(payload["action"].as_str().unwrap_or("?").to_owned());
+                    let response = self.api.call(payload);
+                    within_limit(&format!("the response to {current}"), &response);
+                    let result = json!({ "Payload": response, "StatusCode": 200 });
+                    let result = match state.get("ResultSelector") {
+                        Some(selector) => template(selector, &result, context),
+                        None => result,
+                    };
+                    let output = set_result(input.clone(), state.get("ResultPath"), result);
+                    output_path(state, output, context)
+                }
+                "Choice" => {
+                    let next = state["Choices"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|rule| {
+                            let expected = rule["StringEquals"]
+                                .as_str()
+                                .expect("the baseline machine compares strings only");
+                            let value = path(&input, context, rule["Variable"].as_str().unwrap());
+                            value.as_str() == Some(expected)
+                        })
+                        .map(|rule| &rule["Next"])
+                        .or_else(|| state.get("Default"))
+                        .unwrap_or_else(|| panic!("States.NoChoiceMatched in {current}: {input}"));
+                    current = next.as_str().unwrap().to_owned();
+                    continue;
+                }
+                "Map" => {
+                    let output = self.map(state, &input, context);
+                    output_path(state, output, context)
+                }
+                other => panic!("state type {other} is not used by the baseline machine"),
+            };
+            within_limit(&format!("the output of {current}"), &output);
+            if state.get("End").is_some_and(|e| e == true) {
+                return output;
+            }
+            input = output;
+            current = state["Next"].as_str().expect("Next or End").to_owned();
+        }
+    }
+
+    fn map(&mut self, state: &Value, input: &Value, context: &Value) -> Value {
+        let processor = &state["ItemProcessor"];
+        let items = match processor["ProcessorConfig"]["Mode"].as_str() {
+            Some("INLINE") => {
+                assert!(state.get("ItemReader").is_none());
+                path(input, context, state["ItemsPath"].as_str().unwrap())
+            }
+            Some("DISTRIBUTED") => {
+                assert_eq!(processor["ProcessorConfig"]["ExecutionType"], "STANDARD");
+                assert_eq!(state["ToleratedFailurePercentage"], 0, "no chunk may fail");
+                assert!(state.get("ItemsPath").is_none());
+                self.read_items(&state["ItemReader"], input, context)
+            }
+            other => panic!("ProcessorConfig.Mode {other:?}"),
+        };
+        let concurrency = path(
+            input,
+            context,
+            state["MaxConcurrencyPath"].as_str().unwrap(),
+        );
+        assert!(
+            concurrency.as_u64().is_some_and(|c| c >= 1),
+            "MaxConcurrencyPath must give a count"
+        );
+        let mut results = vec![];
+        for (index, item) in items
+            .as_array()
+            .expect("the Map's items are a list")
+            .iter()
+            .enumerate()
+        {
+            let map_context = json!({ "Map": { "Item": { "Value": item, "Index": index } } });
+            let item_input = template(&state["ItemSelector"], input, &map_context);
+            let start = processor["StartAt"].as_str().unwrap();
+            results.push(self.run(&processor["States"], start, item_input, &map_context));
+        }
+        // The Map gathers every iteration's output whatever its ResultPath says.
+        let results = Value::Array(results);
+        within_limit("the Map's collected results", &results);
+        set_result(input.clone(), state.get("ResultPath"), results)
+    }
+
+    /// What an `ItemReader` of a JSON object in S3 yields: the array in the object.
+    fn read_items(&self, reader: &Value, input: &Value, context: &Value) -> Value {
+        assert_eq!(reader["Resource"], "arn:aws:states:::s3:getObject");
+        assert_eq!(reader["ReaderConfig"]["InputType"], "JSON");
+        let params = template(&reader["Parameters"], input, context);
+        let (bucket, key) = (
+            params["Bucket"].as_str().expect("Bucket").to_owned(),
+            params["Key"].as_str().expect("Key").to_owned(),
+        );
+        let endpoint = self
+            .s3_endpoint
+            .expect("a Distributed Map ran but the walker has no S3 endpoint");
+        let body = support::aws::runtime().block_on(async {
+            let sdk = support::aws::sdk(endpoint).await;
+            let object = support::aws::s3_client(&sdk)
+                .get_object()
+                .bucket(&bucket)
+                .key(&key)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("ItemReader: s3://{bucket}/{key}: {e:?}"));
+            object.body.collect().await.unwrap().into_bytes()
+        });
+        let items: Value = serde_json::from_slice(&body).expect("the object is JSON");
+        assert!(items.is_array(), "InputType JSON needs an array: {items}");
+        items
+    }
+}
+
+fn definition() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(Path::new(ASL)).unwrap()).unwrap()
+}
+
+/// Walks the whole definition from `StartAt` with an empty input.
+fn walk(walker: &mut Walker) -> Value {
+    let definition = definition();
+    let start = definition["StartAt"].as_str().unwrap().to_owned();
+    walker.run(&definition["States"], &start, json!({}), &json!({}))
+}
+
+/// The replayed snapshot + changes under `out/t`, as `id=v,…` ordered by the id's text.
+fn replayed(out: &Path) -> String {
+    support::replayed_text(&out.join("t"), &["id"])
+}
+
+fn source_rows(db: &TestDb) -> String {
+    db.id_v_text()
+}
+
+#[test]
+fn both_maps_run_the_same_chunk_task() {
+    let definition = definition();
+    let states = &definition["States"];
+    let (inline, distributed) = (&states["Chunks"], &states["ChunksFromS3"]);
+    for field in ["ItemSelector", "MaxConcurrencyPath", "ResultPath", "Next"] {
+        assert_eq!(inline[field], distributed[field], "{field}");
+    }
+    let task = |map: &Value| {
+        let processor = &map["ItemProcessor"];
+        processor["States"][processor["StartAt"].as_str().unwrap()].clone()
+    };
+    let (inline_task, distributed_task) = (task(inline), task(distributed));
+    for field in [
+        "Type",
+        "Resource",
+        "Parameters",
+        "ResultSelector",
+        "Retry",
+        "End",
+    ] {
+        assert_eq!(inline_task[field], distributed_task[field], "{field}");
+    }
+    // The Distributed Map gathers its children's outputs even though it discards them.
+    assert_eq!(distributed_task["OutputPath"], Value::Null);
+    assert!(distributed_task.get("OutputPath").is_some());
+    // Every mode Plan can return has a branch.
+    let modes: Vec<&str> = states["ChunkList"]["Choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["StringEquals"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["inline", "s3"]);
+    assert_eq!(
+        serde_json::to_value(sluice::baseline::tasks::PlanMode::Inline).unwrap(),
+        "inline"
+    );
+    assert_eq!(
+        serde_json::to_value(sluice::baseline::tasks::PlanMode::S3).unwrap(),
+        "s3"
+    );
+}
+
+#[test]
+fn walking_the_definition_runs_the_real_handlers_to_an_exact_baseline() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "asl");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let job = Job::postgres(&db, &["t"], "baseline: { chunk_rows: 1000, parallel: 3 }");
+    let api = RuntimeApi::start();
+    let _function = Function::start(&api, &job, &[]);
+    let mut walker = Walker::new(&api, None);
+    let output = walk(&mut walker);
+    assert_eq!(output["baseline"]["tables"]["t"]["rows"], 3000, "{output}");
+    assert_eq!(output["plan"]["mode"], "inline", "{output}");
+    assert_eq!(output["plan"]["items"], Value::Null);
+    assert!(walker.visited.iter().any(|s| s == "Chunks"));
+    assert!(!walker.visited.iter().any(|s| s == "ChunksFromS3"));
+    let chunks = walker
+        .invocations
+        .iter()
+        .filter(|a| *a == "baseline.chunk")
+        .count();
+    assert!(chunks >= 3, "{:?}", walker.invocations);
+    assert_eq!(output["plan"]["chunk_count"], chunks);
+    assert_eq!(
+        walker.invocations.first().map(String::as_str),
+        Some("baseline.anchor")
+    );
+    assert_eq!(
+        walker.invocations.last().map(String::as_str),
+        Some("baseline.finish")
+    );
+    // The machine's result is an exact baseline, and drains continue from its anchor.
+    db.sql("UPDATE t SET v = 'x' WHERE id = 5");
+    let summary = api.call(json!({"action": "drain"}));
+    assert_eq!(summary["rows"], 1);
+    assert_eq!(replayed(&job.out()), source_rows(&db));
+    assert!(source_rows(&db).contains("5=x"));
+}
+
+#[test]
+fn a_chunk_list_above_the_inline_limit_goes_through_s3_to_the_distributed_map() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "asl_dist");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let target = AwsTarget::new(&moto);
+    // One chunk task encodes to more than 64 bytes, so every list goes through S3.
+    let job = target.job(
+        &db,
+        &["t"],
+        "baseline: { chunk_rows: 1000, parallel: 3, inline_plan_max_bytes: 64 }",
+    );
+    let api = RuntimeApi::start();
+    let _function = Function::start(&api, &job, &[]);
+
+    // A first Plan (as if the machine's Plan step were retried after it).
+    api.call(json!({"action": "baseline.anchor"}));
+    let first = api.call(json!({"action": "baseline.plan"}));
+    assert_eq!(first["mode"], "s3", "{first}");
+    let key = format!("cdc/_baseline/chunks-{}.json", db.name);
+    assert_eq!(
+        first["items"],
+        json!({ "bucket": target.bucket, "key": key })
+    );
+    let object = |target: &AwsTarget| {
+        let out = target.fetch_output(&job);
+        std::fs::read(out.join(format!("_baseline/chunks-{}.json", db.name))).unwrap()
+    };
+    let first_list = object(&target);
+
+    let mut walker = Walker::new(&api, Some(&moto));
+    let output = walk(&mut walker);
+    let plan = &output["plan"];
+    assert_eq!(plan["mode"], "s3", "{output}");
+    assert_eq!(plan["chunks"], json!([]), "nothing inline");
+    assert_eq!(plan["items"], first["items"]);
+    assert!(walker.visited.iter().any(|s| s == "ChunksFromS3"));
+    assert!(!walker.visited.iter().any(|s| s == "Chunks"));
+    assert_eq!(
+        object(&target),
+        first_list,
+        "a retried Plan writes the same list"
+    );
+    let listed: Vec<Value> = serde_json::from_slice(&first_list).unwrap();
+    let chunks = walker
+        .invocations
+        .iter()
+        .filter(|a| *a == "baseline.chunk")
+        .count();
+    assert!(chunks >= 3, "{:?}", walker.invocations);
+    assert_eq!(
+        (listed.len(), plan["chunk_count"].as_u64()),
+        (chunks, Some(chunks as u64))
+    );
+    assert_eq!(output["baseline"]["tables"]["t"]["rows"], 3000, "{output}");
+
+    // The snapshot in S3 plus the changes drained after it replay to the source exactly.
+    db.sql("UPDATE t SET v = 'x' WHERE id = 5; DELETE FROM t WHERE id = 7; INSERT INTO t VALUES (3001, 'new')");
+    let summary = api.call(json!({"action": "drain"}));
+    assert_eq!(summary["rows"], 3, "{summary}");
+    let out = target.fetch_output(&job);
+    let expected = source_rows(&db);
+    assert!(expected.contains("5=x") && expected.contains("3001=new"));
+    assert_eq!(replayed(&out), expected);
+}

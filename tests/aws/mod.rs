@@ -1,0 +1,10 @@
+//! Against moto's server mode: S3 parts and DynamoDB state, S3 encryption, the source URL
+//! from Secrets Manager, the Step Functions baseline, and the Lambda face.
+
+mod baseline_asl;
+mod baseline_sfn;
+mod doctor;
+mod drain;
+mod lambda_face;
+mod s3_encryption;
+mod secrets;

@@ -1,0 +1,154 @@
+//! Resource claims: two jobs pointed at one replication slot or one MySQL replica
+//! `server_id` (sharing one state store, local or DynamoDB) — the second is refused at
+//! start, naming the first, and `doctor` says so too.
+
+use crate::support::{Job, TestDb, TestMysqlDb, aws::AwsTarget};
+
+#[test]
+fn a_second_job_on_the_same_slot_is_refused() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "claims");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let first = Job::postgres(&db, &["public.t"], "");
+    first.drain();
+    // Same slot and state directory, another job name.
+    let text = std::fs::read_to_string(&first.config).unwrap().replacen(
+        &format!("job: {}", db.name),
+        "job: intruder",
+        1,
+    );
+    let second = Job::postgres(&db, &["public.t"], "");
+    let state = first.dir.path().join("state");
+    let text = text.replace(
+        &first.dir.path().join("out").display().to_string(),
+        &second.out().display().to_string(),
+    );
+    assert!(text.contains(&state.display().to_string()));
+    std::fs::write(&second.config, text).unwrap();
+
+    let run = second.run(&["drain"], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
+    let message = run.summary()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains(&format!("claimed by job \"{}\"", db.name)),
+        "{message}"
+    );
+    assert!(
+        !second.out().join("public.t").exists(),
+        "the refused job wrote output"
+    );
+
+    let doctor = second.run(&["doctor", "--json"], &[]);
+    assert_eq!(doctor.code, 5);
+    let doc = doctor.summary();
+    let claim = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("claim pg:"))
+        .unwrap();
+    assert_eq!(claim["code"], "SLUICE_CONFIG_RESOURCE_CLAIMED", "{claim}");
+    // The owner keeps draining.
+    db.sql("INSERT INTO t VALUES (1)");
+    assert_eq!(first.drain()["rows"], 1);
+}
+
+/// A MySQL job on `db` with replica `server_id`, writing to `out`, its state in `state`
+/// (a YAML `state:` value).
+fn mysql_job(db: &TestMysqlDb, job: &str, server_id: u32, state: &str) -> Job {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "job: {job}\nsource:\n  url_env: SLUICE_TEST_SOURCE_URL\n  tables: [orders]\n  mysql: {{ server_id: {server_id} }}\n\
+         destination: {{ type: local, path: {out} }}\nstate: {state}\n",
+        out = dir.path().join("out").display(),
+    );
+    let config = dir.path().join("sluice.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    Job {
+        dir,
+        config,
+        url_env: ("SLUICE_TEST_SOURCE_URL".into(), db.url.clone()),
+    }
+}
+
+/// Two jobs with one replica server_id on one server: the second is refused before it
+/// opens a binlog dump (which would make the server drop the first's), naming the
+/// first; doctor says so; a job with its own server_id is not affected.
+fn second_mysql_job_is_refused(db: &TestMysqlDb, state: &str) {
+    db.sql("CREATE TABLE orders (id bigint PRIMARY KEY)");
+    // Unique per process: the claims are per state store, the server is shared.
+    let server_id = 3_000_000 + std::process::id();
+    let first = mysql_job(db, &format!("{}_a", db.name), server_id, state);
+    first.drain();
+    let second = mysql_job(db, &format!("{}_b", db.name), server_id, state);
+    let run = second.run(&["drain"], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
+    let error = &run.summary()["error"];
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "mysql:127.0.0.1:33069/server_id/{server_id} is claimed by job \"{}_a\"",
+            db.name
+        )),
+        "{message}"
+    );
+    assert!(
+        error["hint"]
+            .as_str()
+            .unwrap()
+            .contains("its own source.mysql.server_id"),
+        "{error}"
+    );
+    assert!(
+        !second.out().join("orders").exists(),
+        "the refused job wrote output"
+    );
+
+    let doctor = second.run(&["doctor", "--json"], &[]);
+    assert_eq!(doctor.code, 5);
+    let doc = doctor.summary();
+    let name = format!("claim mysql:127.0.0.1:33069/server_id/{server_id}");
+    let claim = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no {name} in {doc}"));
+    assert_eq!(claim["code"], "SLUICE_CONFIG_RESOURCE_CLAIMED", "{claim}");
+
+    let own = mysql_job(db, &format!("{}_c", db.name), server_id + 1, state);
+    own.drain();
+    db.sql("INSERT INTO orders VALUES (1)");
+    assert_eq!(first.drain()["rows"], 1);
+}
+
+#[test]
+fn a_second_mysql_job_with_the_same_server_id_is_refused() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "claims_my");
+    let state = tempfile::tempdir().unwrap();
+    second_mysql_job_is_refused(
+        &db,
+        &format!("{{ type: local, path: {} }}", state.path().display()),
+    );
+}
+
+#[test]
+fn the_server_id_claim_holds_across_jobs_sharing_a_dynamodb_table() {
+    let moto = aws_or_skip!();
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "claims_ddb");
+    let target = AwsTarget::new(&moto);
+    second_mysql_job_is_refused(
+        &db,
+        &format!(
+            "{{ type: dynamodb, table: {}, endpoint_url: '{moto}' }}",
+            target.table
+        ),
+    );
+}

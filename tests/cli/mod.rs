@@ -1,0 +1,9 @@
+//! The binary as an operator meets it: configs (`validate`, `init`, the Terraform
+//! modules' rendered configs), exit codes with a closed stdout, and claims that keep two
+//! jobs off one source.
+
+mod claims;
+mod init;
+mod output;
+mod terraform;
+mod validate_corpus;

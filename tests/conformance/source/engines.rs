@@ -1,0 +1,168 @@
+//! The live engines of the source conformance suite: PostgreSQL and MariaDB, each a
+//! test database of its own (`support::TestDb`, `support::TestMysqlDb`).
+
+use super::{Engine, OldImage};
+use crate::support::{self, Job, TestDb, TestMysqlDb};
+
+/// PostgreSQL (the local stack's), default replica identity, one slot and publication
+/// per job.
+pub struct Postgres(TestDb);
+
+impl Engine for Postgres {
+    const MODULE: &'static str = "postgres";
+    const URL_VAR: &'static str = "SLUICE_TEST_PG_URL";
+    const TEXT: &'static str = "text";
+    const KEY_INT: &'static str = "int";
+    const UNSUPPORTED_TYPE: &'static str = "interval";
+    const OLD_IMAGE: OldImage = OldImage::KeyOnly;
+
+    fn create(admin: &str, test: &str) -> Self {
+        Postgres(TestDb::new(admin, test))
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        self.0.sql(sql)
+    }
+
+    fn writer(&self) -> Box<dyn Fn(&str) + Send> {
+        let url = self.0.url.clone();
+        Box::new(move |sql| {
+            support::psql(&url, sql);
+        })
+    }
+
+    fn insert_series(&self, table: &str, n: u64, prefix: &str) {
+        self.sql(&format!(
+            "INSERT INTO {table} SELECT i, '{prefix}' || i FROM generate_series(1, {n}) i; ANALYZE {table}"
+        ));
+    }
+
+    fn upsert(table: &str, id: u64, v: &str, again: &str) -> String {
+        format!(
+            "INSERT INTO {table} VALUES ({id}, '{v}') ON CONFLICT (id) DO UPDATE SET v = '{again}'"
+        )
+    }
+
+    fn id_v_text(&self, table: &str) -> String {
+        self.sql(&format!(
+            "SELECT coalesce(string_agg(id || '=' || coalesce(v, 'NULL'), ',' ORDER BY id::text), '') FROM {table}"
+        ))
+    }
+
+    fn qualified(&self, table: &str) -> String {
+        format!("public.{table}")
+    }
+
+    fn job(&self, tables: &[&str], extra: &str) -> Job {
+        Job::postgres(&self.0, tables, extra)
+    }
+
+    fn unrepresentable() -> (&'static str, &'static str) {
+        ("numeric(10,2)", "INSERT INTO t VALUES (1, 'NaN')")
+    }
+
+    fn assert_position_forms(pos: &str, checkpoint: &str) {
+        // An LSN: two zero-padded 32-bit halves, so positions sort as text.
+        let halves = |lsn: &str, width: Option<usize>| {
+            let parts: Vec<&str> = lsn.split('/').collect();
+            parts.len() == 2
+                && parts.iter().all(|h| {
+                    !h.is_empty()
+                        && h.bytes().all(|b| b.is_ascii_hexdigit())
+                        && width.is_none_or(|w| h.len() == w)
+                })
+        };
+        assert!(halves(pos, Some(8)), "{pos}");
+        assert!(
+            checkpoint
+                .strip_prefix("pg:")
+                .is_some_and(|lsn| halves(lsn, None)),
+            "{checkpoint}"
+        );
+    }
+
+    fn oracle(admin: String) -> Box<dyn crate::oracle::trial::Engine> {
+        Box::new(crate::postgres::oracle::Pg::new(admin))
+    }
+}
+
+/// MariaDB (the local stack's 10.11): InnoDB tables, FULL row images, a least-privilege
+/// source user per database; every test holds the binlog lock shared.
+pub struct Mariadb(TestMysqlDb);
+
+impl Engine for Mariadb {
+    const MODULE: &'static str = "mysql";
+    const URL_VAR: &'static str = "SLUICE_TEST_MYSQL_URL";
+    const TEXT: &'static str = "varchar(40)";
+    const KEY_INT: &'static str = "int unsigned";
+    const UNSUPPORTED_TYPE: &'static str = "geometry";
+    const OLD_IMAGE: OldImage = OldImage::WholeRow;
+
+    fn create(admin: &str, test: &str) -> Self {
+        Mariadb(TestMysqlDb::new(admin, test))
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        self.0.sql(sql)
+    }
+
+    fn writer(&self) -> Box<dyn Fn(&str) + Send> {
+        let url = self.0.url.clone();
+        Box::new(move |sql| {
+            support::mysql_cli(&url, sql);
+        })
+    }
+
+    fn create_table(&self, table: &str, columns: &str) {
+        self.sql(&format!("CREATE TABLE {table} ({columns}) ENGINE=InnoDB"));
+    }
+
+    fn insert_series(&self, table: &str, n: u64, prefix: &str) {
+        self.sql(&format!(
+            "INSERT INTO {table} SELECT seq, CONCAT('{prefix}', seq) FROM seq_1_to_{n}; ANALYZE TABLE {table}"
+        ));
+    }
+
+    fn upsert(table: &str, id: u64, v: &str, again: &str) -> String {
+        format!("INSERT INTO {table} VALUES ({id}, '{v}') ON DUPLICATE KEY UPDATE v = '{again}'")
+    }
+
+    fn id_v_text(&self, table: &str) -> String {
+        self.sql(&format!(
+            "SET SESSION group_concat_max_len = 1 << 30; \
+             SELECT COALESCE(GROUP_CONCAT(CONCAT(id, '=', COALESCE(v, 'NULL')) ORDER BY CAST(id AS BINARY) SEPARATOR ','), '') FROM {table}"
+        ))
+    }
+
+    fn qualified(&self, table: &str) -> String {
+        format!("{}.{table}", self.0.name)
+    }
+
+    fn job(&self, tables: &[&str], extra: &str) -> Job {
+        Job::mysql(&self.0, tables, "", extra)
+    }
+
+    fn unrepresentable() -> (&'static str, &'static str) {
+        (
+            "date",
+            "SET SESSION sql_mode = ''; INSERT INTO t VALUES (1, '0000-00-00')",
+        )
+    }
+
+    fn assert_position_forms(pos: &str, checkpoint: &str) {
+        assert!(
+            pos.starts_with("mariadb-bin.") && pos.len() == "mariadb-bin.".len() + 21,
+            "{pos}"
+        );
+        assert!(
+            checkpoint.starts_with("mysql:mariadb-bin.")
+                && checkpoint.contains(";f=")
+                && checkpoint.contains(";e="),
+            "{checkpoint}"
+        );
+    }
+
+    fn oracle(admin: String) -> Box<dyn crate::oracle::trial::Engine> {
+        Box::new(crate::mysql::oracle::Maria::new(admin))
+    }
+}

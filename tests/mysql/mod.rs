@@ -1,0 +1,11 @@
+//! What only the MySQL / MariaDB source does or refuses (the binlog, its settings, server
+//! ids, its types, TLS, faults, doctor, the oracle engine). Behaviour every engine shares
+//! is in `conformance::source`.
+
+mod baseline;
+mod doctor;
+mod drain;
+mod durability;
+mod faults;
+pub mod oracle;
+mod security;

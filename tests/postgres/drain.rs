@@ -1,0 +1,185 @@
+//! What only the PostgreSQL drain does or refuses, end to end through the real binary and
+//! a real server: TOAST, slots (one per job, following other tables' WAL, vanished or
+//! moved), schemas and DDL mid-backlog, replica identity. Each test owns a database, slot
+//! and publication, so tests run in parallel. The drain cases every engine shares are in
+//! `conformance::source::drain`.
+
+use crate::support::{Job, TestDb};
+
+const ORDERS: &str = "CREATE TABLE orders (id bigint PRIMARY KEY, note text, amount numeric(12,2))";
+
+#[test]
+fn unchanged_toast_value_is_marked_not_logged_never_null() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "toast");
+    db.sql("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)");
+    db.sql("ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL");
+    let job = Job::postgres(&db, &["docs"], "");
+    job.drain();
+    db.sql("INSERT INTO docs SELECT 1, string_agg(md5(i::text), '') , 0 FROM generate_series(1, 500) i");
+    db.sql("UPDATE docs SET n = 1 WHERE id = 1");
+    job.drain();
+    let rows = job.rows("docs");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["body"].as_ref().map(|b| b.len()), Some(500 * 32));
+    assert_eq!(rows[1]["__op"].as_deref(), Some("update"));
+    assert_eq!(rows[1]["n"].as_deref(), Some("1"));
+    assert_eq!(rows[1]["body"], None);
+    assert_eq!(rows[1]["__unlogged"].as_deref(), Some("[body]"));
+    assert_eq!(rows[0]["__unlogged"], None);
+}
+
+#[test]
+fn idle_first_run_then_change_is_captured_and_slot_follows_other_tables_wal() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "idle");
+    db.sql(ORDERS);
+    db.sql("CREATE TABLE noise (id serial PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["orders"], "");
+    let first = job.drain();
+    assert_eq!(first["rows"], 0);
+    db.sql("INSERT INTO noise (v) SELECT 'x' FROM generate_series(1, 1000)");
+    let idle = job.drain();
+    assert_eq!(idle["rows"], 0);
+    assert_ne!(
+        idle["to"], idle["from"],
+        "an idle run still moves past other tables' WAL"
+    );
+    let slot = db.sql(&format!(
+        "SELECT confirmed_flush_lsn >= pg_current_wal_flush_lsn() - 1000000 FROM pg_replication_slots WHERE slot_name = 's_{}'",
+        db.name
+    ));
+    assert_eq!(slot, "t");
+    db.sql("INSERT INTO orders VALUES (5, 'late', 5)");
+    let after = job.drain();
+    assert_eq!(after["rows"], 1);
+}
+
+#[test]
+fn several_tables_share_one_stream_each_with_its_own_directory() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "multi");
+    db.sql(ORDERS);
+    db.sql("CREATE SCHEMA shop; CREATE TABLE shop.items (sku text PRIMARY KEY, qty int)");
+    let job = Job::postgres(&db, &["public.orders", "shop.items"], "");
+    job.drain();
+    db.sql("BEGIN; INSERT INTO orders VALUES (1, 'a', 1); INSERT INTO shop.items VALUES ('x', 3); COMMIT");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["public.orders"]["rows"], 1);
+    assert_eq!(summary["tables"]["shop.items"]["rows"], 1);
+    let (orders, items) = (job.rows("public.orders"), job.rows("shop.items"));
+    assert_eq!(
+        orders[0]["__pos"], items[0]["__pos"],
+        "one transaction, one position"
+    );
+    assert_eq!(
+        (orders[0]["__seq"].as_deref(), items[0]["__seq"].as_deref()),
+        (Some("0"), Some("1"))
+    );
+    for table in ["public.orders", "shop.items"] {
+        assert!(job.out().join(table).join("_SUCCESS").exists(), "{table}");
+        assert!(
+            job.out().join(table).join("manifest.json").exists(),
+            "{table}"
+        );
+    }
+    let slots = db.sql(&format!(
+        "SELECT count(*) FROM pg_replication_slots WHERE database = '{}'",
+        db.name
+    ));
+    assert_eq!(slots, "1");
+}
+
+#[test]
+fn added_column_mid_backlog_opens_a_new_part_with_the_new_schema() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    db.sql("ALTER TABLE orders ADD COLUMN colour text");
+    db.sql("INSERT INTO orders VALUES (2, 'b', 2, 'red')");
+    let summary = job.drain();
+    assert_eq!(summary["rows"], 2);
+    assert_eq!(summary["parts"], 2);
+    let rows = job.rows("orders");
+    assert_eq!(
+        rows[0].get("colour"),
+        None,
+        "the first part has the old schema"
+    );
+    assert_eq!(rows[1]["colour"].as_deref(), Some("red"));
+}
+
+#[test]
+fn changed_column_type_mid_backlog_fails_naming_the_column() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "retype");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    db.sql("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(20,4)");
+    db.sql("INSERT INTO orders VALUES (2, 'b', 2)");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_SCHEMA_CHANGE");
+    assert!(run.stderr.contains("amount"), "{}", run.stderr);
+}
+
+#[test]
+fn vanished_slot_with_a_checkpoint_is_refused_never_recreated() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "vanished");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    job.drain();
+    db.sql(&format!("SELECT pg_drop_replication_slot('s_{}')", db.name));
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_LOG_GAP");
+    assert!(run.stderr.contains("re-baseline"), "{}", run.stderr);
+    let slots = db.sql(&format!(
+        "SELECT count(*) FROM pg_replication_slots WHERE database = '{}'",
+        db.name
+    ));
+    assert_eq!(slots, "0", "no new slot was created");
+}
+
+#[test]
+fn slot_advanced_by_another_reader_is_refused() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "stolen");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    db.sql(&format!(
+        "SELECT pg_replication_slot_advance('s_{}', pg_current_wal_flush_lsn())",
+        db.name
+    ));
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_LOG_GAP");
+}
+
+#[test]
+fn table_without_key_is_refused_before_publishing_it() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "nokey");
+    db.sql("CREATE TABLE t (a int, b text)");
+    let job = Job::postgres(&db, &["t"], "");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        run.stderr.contains("REPLICA IDENTITY FULL"),
+        "{}",
+        run.stderr
+    );
+    // The application can still update the table: it was not added to a publication.
+    db.sql("INSERT INTO t VALUES (1, 'x'); UPDATE t SET b = 'y'");
+}

@@ -1,0 +1,11 @@
+//! What only the PostgreSQL source does or refuses (slots, publications, replica identity,
+//! TOAST, its types, TLS, faults, doctor, the oracle engine). Behaviour every engine shares
+//! is in `conformance::source`.
+
+mod baseline;
+mod doctor;
+mod drain;
+mod durability;
+mod faults;
+pub mod oracle;
+mod security;

@@ -1,0 +1,604 @@
+//! The correctness oracle's PostgreSQL engine: a table of every supported type, replica
+//! identity FULL or DEFAULT per trial (run as `conformance::source::postgres::oracle`; see
+//! `tests/oracle/mod.rs` for the knobs; `make soak` runs 500 trials), and the bug it found
+//! with a TOASTed value kept across a key change.
+
+use crate::oracle;
+
+use std::collections::BTreeMap;
+
+use crate::support::{self, TestDb};
+use oracle::canon;
+use oracle::check::SourceRow;
+use oracle::rng::Rng;
+use oracle::trial::{Engine, Source};
+use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
+
+const TABLE: &str = "public.items";
+/// Microseconds from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
+const PG_EPOCH_US: i128 = 946_684_800_000_000;
+
+/// Columns: name, PostgreSQL type, value kind.
+fn columns() -> Vec<(&'static str, &'static str, Kind)> {
+    let ts = Kind::TimestampTz {
+        min: -210_866_803_200_000_000,
+        max: i64::MAX,
+    };
+    vec![
+        (
+            "i2",
+            "smallint",
+            Kind::Int {
+                min: i16::MIN.into(),
+                max: i16::MAX.into(),
+            },
+        ),
+        (
+            "i4",
+            "integer",
+            Kind::Int {
+                min: i32::MIN.into(),
+                max: i32::MAX.into(),
+            },
+        ),
+        (
+            "i8",
+            "bigint",
+            Kind::Int {
+                min: i64::MIN,
+                max: i64::MAX,
+            },
+        ),
+        (
+            "n",
+            "numeric(20,4)",
+            Kind::Decimal {
+                precision: 20,
+                scale: 4,
+            },
+        ),
+        (
+            "big",
+            "numeric(50,10)",
+            Kind::Decimal {
+                precision: 50,
+                scale: 10,
+            },
+        ),
+        ("free", "numeric", Kind::FreeDecimal),
+        ("r", "real", Kind::Float32),
+        ("d", "double precision", Kind::Float64),
+        ("flag", "boolean", Kind::Bool),
+        ("t", "text", Kind::Text { max_chars: 200 }),
+        ("vc", "varchar(16)", Kind::Text { max_chars: 16 }),
+        ("c", "char(4)", Kind::FixedText { chars: 4 }),
+        ("raw", "bytea", Kind::Bytes { max_len: 64 }),
+        (
+            "day",
+            "date",
+            Kind::Date {
+                min: -2_440_588,
+                max: 2_145_042_905,
+            },
+        ),
+        (
+            "tm",
+            "time",
+            Kind::Time {
+                max: 86_400_000_000,
+            },
+        ),
+        (
+            "ts",
+            "timestamp",
+            Kind::Timestamp {
+                min: -210_866_803_200_000_000,
+                max: i64::MAX,
+            },
+        ),
+        ("tstz", "timestamptz", ts),
+        ("u", "uuid", Kind::Uuid),
+        ("j", "json", Kind::Json),
+        ("jb", "jsonb", Kind::Jsonb),
+        (
+            "ints",
+            "integer[]",
+            Kind::List(Box::new(Kind::Int {
+                min: i32::MIN.into(),
+                max: i32::MAX.into(),
+            })),
+        ),
+        (
+            "texts",
+            "text[]",
+            Kind::List(Box::new(Kind::Text { max_chars: 12 })),
+        ),
+        (
+            "nums",
+            "numeric(12,3)[]",
+            Kind::List(Box::new(Kind::Decimal {
+                precision: 12,
+                scale: 3,
+            })),
+        ),
+        (
+            "stamps",
+            "timestamptz[]",
+            Kind::List(Box::new(Kind::TimestampTz {
+                min: -2_208_988_800_000_000,
+                max: 4_102_444_800_000_000,
+            })),
+        ),
+        (
+            "floats",
+            "double precision[]",
+            Kind::List(Box::new(Kind::Float64)),
+        ),
+        ("Mixed Case", "integer", Kind::Int { min: -5, max: 5 }),
+        ("doc", "text", Kind::LargeText),
+    ]
+}
+
+pub struct Pg {
+    admin: String,
+    spec: TableSpec,
+    types: Vec<&'static str>,
+}
+
+impl Pg {
+    pub fn new(admin: String) -> Self {
+        let (spec, types) = TableSpec::from_typed(TABLE, columns());
+        Pg { admin, spec, types }
+    }
+}
+
+impl Engine for Pg {
+    fn name(&self) -> &'static str {
+        "pg"
+    }
+
+    fn spec(&self) -> &TableSpec {
+        &self.spec
+    }
+
+    fn fault_points(&self) -> &'static [&'static str] {
+        &[
+            "part_durable",
+            "checkpoint_written",
+            "source_acked",
+            "before_checkpoint",
+        ]
+    }
+
+    fn open(
+        &self,
+        id: &str,
+        rng: &mut Rng,
+        facts: &mut Vec<String>,
+    ) -> Result<Box<dyn Source>, String> {
+        let db = TestDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
+        // FULL: every image is complete (unchanged TOAST filled from the old row). DEFAULT:
+        // unchanged TOAST values are unlogged and carried by the replay rule.
+        let full = rng.chance(50);
+        facts.push(format!(
+            "replica identity: {}",
+            if full { "FULL" } else { "DEFAULT" }
+        ));
+        let cols: Vec<String> = self
+            .spec
+            .columns
+            .iter()
+            .zip(&self.types)
+            .map(|(c, t)| format!("{} {t}", ident(&c.name)))
+            .collect();
+        db.sql(&format!(
+            "CREATE TABLE {TABLE} (id bigint PRIMARY KEY, {}); \
+             ALTER TABLE {TABLE} ALTER COLUMN doc SET STORAGE EXTERNAL{}",
+            cols.join(", "),
+            if full {
+                format!("; ALTER TABLE {TABLE} REPLICA IDENTITY FULL")
+            } else {
+                String::new()
+            }
+        ));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+                .await
+                .map_err(|e| format!("connecting to {}: {e}", db.name))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            // Literals carry explicit zones; a strange session zone proves it.
+            client
+                .batch_execute("SET TimeZone = 'Pacific/Chatham'; SET DateStyle = 'SQL, DMY'")
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(client)
+        })?;
+        Ok(Box::new(PgSource {
+            full,
+            spec: self.spec.clone(),
+            types: self.types.clone(),
+            runtime,
+            client,
+            db,
+        }))
+    }
+}
+
+struct PgSource {
+    /// `REPLICA IDENTITY FULL`.
+    full: bool,
+    spec: TableSpec,
+    types: Vec<&'static str>,
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+    db: TestDb,
+}
+
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Date text PostgreSQL reads: astronomical year ≤ 0 is written as a BC year.
+fn pg_date(days: i64) -> String {
+    let (y, m, d) = canon::civil(days);
+    if y <= 0 {
+        format!("{:04}-{m:02}-{d:02} BC", 1 - y)
+    } else {
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn pg_timestamp(micros: i64, offset_min: Option<i32>) -> String {
+    let local = i128::from(micros) + i128::from(offset_min.unwrap_or(0)) * 60_000_000;
+    let day_us = 86_400_000_000i128;
+    let days = local.div_euclid(day_us) as i64;
+    let time = canon::time(local.rem_euclid(day_us) as i64);
+    let date = pg_date(days);
+    let (date, era) = match date.strip_suffix(" BC") {
+        Some(d) => (d.to_owned(), " BC"),
+        None => (date, ""),
+    };
+    let zone = match offset_min {
+        None => String::new(),
+        Some(o) => format!(
+            "{}{:02}:{:02}",
+            if o < 0 { '-' } else { '+' },
+            o.abs() / 60,
+            o.abs() % 60
+        ),
+    };
+    format!("{date} {time}{zone}{era}")
+}
+
+fn float_text(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// A typed SQL literal of `val` for a column of PostgreSQL type `ty`.
+fn literal(val: &Val, ty: &str) -> String {
+    let scalar = ty.strip_suffix("[]").unwrap_or(ty);
+    let text = match val {
+        Val::Null => return "NULL".into(),
+        Val::List(items) if items.is_empty() => return format!("'{{}}'::{ty}"),
+        Val::List(items) => {
+            let items: Vec<String> = items.iter().map(|v| literal(v, scalar)).collect();
+            return format!("ARRAY[{}]::{ty}", items.join(", "));
+        }
+        Val::Int(v) => v.to_string(),
+        Val::Dec(s) => s.clone(),
+        Val::F32(v) => {
+            if v.is_finite() {
+                format!("{v:?}")
+            } else {
+                float_text(f64::from(*v))
+            }
+        }
+        Val::F64(v) => float_text(*v),
+        Val::Bool(b) => b.to_string(),
+        Val::Text(s) | Val::Json(s) => s.clone(),
+        Val::Bytes(b) => format!("\\x{}", canon::hex(b)),
+        Val::Date(d) => pg_date(*d),
+        Val::Time(t) => canon::time(*t),
+        Val::Ts(t) => pg_timestamp(*t, None),
+        Val::TsTz { micros, offset_min } => pg_timestamp(*micros, Some(*offset_min)),
+        Val::Uuid(b) => {
+            let h = canon::hex(b);
+            format!(
+                "{}-{}-{}-{}-{}",
+                &h[..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..]
+            )
+        }
+    };
+    format!("{}::{scalar}", quote(&text))
+}
+
+impl PgSource {
+    fn stmt_sql(&self, stmt: &Stmt, out: &mut Vec<String>, savepoints: &mut u32) {
+        let col = |c: usize| ident(&self.spec.columns[c].name);
+        let lit = |c: usize, v: &Val| literal(v, self.types[c]);
+        let ids = |ids: &[i64]| {
+            ids.iter()
+                .map(|i| format!("'{i}'::bigint"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let set = |set: &[(usize, Val)]| {
+            set.iter()
+                .map(|(c, v)| format!("{} = {}", col(*c), lit(*c, v)))
+                .collect::<Vec<_>>()
+        };
+        match stmt {
+            Stmt::Insert { id, values } => {
+                let names: Vec<String> = (0..values.len()).map(col).collect();
+                let lits: Vec<String> = values.iter().enumerate().map(|(c, v)| lit(c, v)).collect();
+                out.push(format!(
+                    "INSERT INTO {TABLE} (id, {}) VALUES ('{id}'::bigint, {})",
+                    names.join(", "),
+                    lits.join(", ")
+                ));
+            }
+            Stmt::Update { ids: which, set: s } => out.push(format!(
+                "UPDATE {TABLE} SET {} WHERE id IN ({})",
+                set(s).join(", "),
+                ids(which)
+            )),
+            Stmt::KeyChange { from, to, set: s } => {
+                let mut assignments = vec![format!("id = '{to}'::bigint")];
+                assignments.extend(set(s));
+                out.push(format!(
+                    "UPDATE {TABLE} SET {} WHERE id = '{from}'::bigint",
+                    assignments.join(", ")
+                ));
+            }
+            Stmt::Delete { ids: which } => {
+                out.push(format!("DELETE FROM {TABLE} WHERE id IN ({})", ids(which)))
+            }
+            Stmt::BulkInsert { first, count } => out.push(format!(
+                "INSERT INTO {TABLE} (id, i2, i4, n, t, tstz, ints, doc) \
+                 SELECT g, (g % 30000)::smallint, (g * 7919 % 2000000000)::integer, (g::numeric / 7)::numeric(20,4), \
+                 'bulk ' || g, timestamptz '2026-01-01 00:00:00.000001+00' + g * interval '1 microsecond', \
+                 ARRAY[g % 100, NULL]::integer[], CASE WHEN g % 97 = 0 THEN repeat(md5(g::text), 100) END \
+                 FROM generate_series('{first}'::bigint, '{}'::bigint) AS g",
+                first + count - 1
+            )),
+            Stmt::UpdateAll { column, value } => {
+                out.push(format!("UPDATE {TABLE} SET {} = {}", col(*column), lit(*column, value)))
+            }
+            Stmt::RolledBack(stmts) => {
+                *savepoints += 1;
+                let name = format!("sp{savepoints}");
+                out.push(format!("SAVEPOINT {name}"));
+                for s in stmts {
+                    self.stmt_sql(s, out, savepoints);
+                }
+                out.push(format!("ROLLBACK TO SAVEPOINT {name}"));
+            }
+        }
+    }
+
+    /// The canonical-text expression of `kind` over the SQL expression `e`.
+    fn select_expr(kind: &Kind, e: &str) -> String {
+        let inner = match kind {
+            Kind::FixedText { .. } => format!("concat({e})"),
+            Kind::Float32 => format!("encode(float4send({e}), 'hex')"),
+            Kind::Float64 => format!("encode(float8send({e}), 'hex')"),
+            Kind::Bytes { .. } => format!("encode({e}, 'hex')"),
+            Kind::Date { .. } => format!("({e} - DATE '1970-01-01')::text"),
+            Kind::Time { .. } => format!("encode(time_send({e}), 'hex')"),
+            Kind::Timestamp { .. } => format!("encode(timestamp_send({e}), 'hex')"),
+            Kind::TimestampTz { .. } => format!("encode(timestamptz_send({e}), 'hex')"),
+            Kind::List(item) => format!(
+                "coalesce((SELECT json_agg(({}) ORDER BY u.i) FROM unnest({e}) WITH ORDINALITY AS u(e, i)), '[]')::text",
+                Self::select_expr(item, "u.e")
+            ),
+            _ => format!("({e})::text"),
+        };
+        format!("CASE WHEN {e} IS NULL THEN NULL ELSE {inner} END")
+    }
+
+    /// The canonical cell from the text `select_expr` produced.
+    fn canonical(kind: &Kind, raw: &str) -> String {
+        let int_of = |hex: &str| u64::from_str_radix(hex, 16).unwrap() as i64;
+        match kind {
+            Kind::Float32 => canon::float32(f32::from_bits(u32::from_str_radix(raw, 16).unwrap())),
+            Kind::Float64 => canon::float64(f64::from_bits(u64::from_str_radix(raw, 16).unwrap())),
+            Kind::Date { .. } => canon::date(raw.parse().unwrap()),
+            Kind::Time { .. } => canon::time(int_of(raw)),
+            Kind::Timestamp { .. } => {
+                canon::timestamp(i128::from(int_of(raw)) + PG_EPOCH_US, false)
+            }
+            Kind::TimestampTz { .. } => {
+                canon::timestamp(i128::from(int_of(raw)) + PG_EPOCH_US, true)
+            }
+            Kind::List(item) => {
+                let items: Vec<Option<String>> = serde_json::from_str(raw).unwrap();
+                let items: Vec<Option<String>> = items
+                    .into_iter()
+                    .map(|c| c.map(|raw| Self::canonical(item, &raw)))
+                    .collect();
+                canon::list(&items)
+            }
+            _ => raw.to_owned(),
+        }
+    }
+}
+
+impl Source for PgSource {
+    fn apply(&mut self, txn: &Txn) -> Result<Option<u64>, String> {
+        let mut sql = vec!["BEGIN".to_owned()];
+        let mut savepoints = 0;
+        for stmt in &txn.stmts {
+            self.stmt_sql(stmt, &mut sql, &mut savepoints);
+        }
+        sql.push(if txn.commit { "COMMIT" } else { "ROLLBACK" }.to_owned());
+        let text = sql.join(";\n");
+        self.runtime
+            .block_on(self.client.batch_execute(&text))
+            .map_err(|e| {
+                let _ = self.runtime.block_on(self.client.batch_execute("ROLLBACK"));
+                format!("applying a transaction failed: {e:?}\n{text}")
+            })?;
+        // PostgreSQL logs every row a statement touches: the model's count holds.
+        Ok(None)
+    }
+
+    fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String> {
+        let exprs: Vec<String> = self
+            .spec
+            .columns
+            .iter()
+            .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
+            .collect();
+        let sql = format!("SELECT id::text, {} FROM {TABLE}", exprs.join(", "));
+        let rows = self
+            .runtime
+            .block_on(self.client.query(&sql, &[]))
+            .map_err(|e| format!("{sql}: {e:?}"))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let id: String = row.get(0);
+            let mut cells = SourceRow::new();
+            cells.insert("id".into(), Some(id.clone()));
+            for (i, c) in self.spec.columns.iter().enumerate() {
+                let raw: Option<String> = row.get(i + 1);
+                cells.insert(c.name.clone(), raw.map(|r| Self::canonical(&c.kind, &r)));
+            }
+            out.insert(id, cells);
+        }
+        Ok(out)
+    }
+
+    fn source_yaml(&self, _job: &str, rng: &mut Rng) -> String {
+        let page = rng.pick(&[1u64, 2, 5, 13, 50, 500_000]);
+        format!(
+            "source:\n  url_env: SLUICE_ORACLE_SOURCE_URL\n  tables: [{TABLE}]\n  \
+             postgres: {{ slot: s_{db}, publication: p_{db}, page_changes: {page} }}\n",
+            db = self.db.name
+        )
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        vec![("SLUICE_ORACLE_SOURCE_URL".into(), self.db.url.clone())]
+    }
+
+    fn table(&self) -> String {
+        TABLE.into()
+    }
+
+    fn logs_every_value(&self) -> bool {
+        self.full
+    }
+}
+
+/// Found by the oracle: an UPDATE that changes the primary key and leaves an out-of-line
+/// (TOASTed) value unchanged. PostgreSQL does not log the value in the new tuple.
+///
+/// * `REPLICA IDENTITY FULL`: the old tuple carries it, so sluice fills the insert half
+///   (and every other update's unchanged value) from it: nothing is unlogged, and "latest
+///   `(__pos, __seq)` per key" alone is exact.
+/// * `DEFAULT`: the value is nowhere in the log; the insert half lists it in `__unlogged`
+///   right after the delete half of the old key (same `__pos`, `__seq - 1`), and the
+///   replay rule (docs/output.md, "Unlogged values") takes it from the row that delete
+///   removed.
+#[test]
+fn key_change_keeping_a_toasted_value() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "keytoast");
+    db.sql(
+        "CREATE TABLE full_t (id int PRIMARY KEY, body text, n int); \
+         CREATE TABLE default_t (id int PRIMARY KEY, body text, n int); \
+         ALTER TABLE full_t ALTER COLUMN body SET STORAGE EXTERNAL; \
+         ALTER TABLE default_t ALTER COLUMN body SET STORAGE EXTERNAL; \
+         ALTER TABLE full_t REPLICA IDENTITY FULL",
+    );
+    let job = support::Job::postgres(&db, &["full_t", "default_t"], "");
+    job.drain();
+    for t in ["full_t", "default_t"] {
+        db.sql(&format!(
+            "INSERT INTO {t} SELECT 1, string_agg(md5(i::text), ''), 0 FROM generate_series(1, 200) i; \
+             UPDATE {t} SET n = 1 WHERE id = 1; \
+             UPDATE {t} SET id = 2 WHERE id = 1; \
+             BEGIN; UPDATE {t} SET id = 3, n = 3 WHERE id = 2; UPDATE {t} SET n = 4 WHERE id = 3; COMMIT"
+        ));
+    }
+    job.drain();
+    let body = db.sql("SELECT body FROM full_t WHERE id = 3");
+    assert_eq!(body.len(), 200 * 32);
+    assert_eq!(body, db.sql("SELECT body FROM default_t WHERE id = 3"));
+
+    // FULL: every image is complete, the plain replay is exact.
+    let rows = job.rows("full_t");
+    let ops = support::ops(&rows, "id");
+    assert_eq!(
+        ops.iter()
+            .map(|(op, id)| format!("{op} {}", id.as_deref().unwrap()))
+            .collect::<Vec<_>>(),
+        [
+            "insert 1", "update 1", "delete 1", "insert 2", "delete 2", "insert 3", "update 3"
+        ]
+    );
+    for row in rows
+        .iter()
+        .filter(|r| r["__op"].as_deref() != Some("delete"))
+    {
+        assert_eq!(
+            row["__unlogged"], None,
+            "a FULL image left a value unlogged: {row:?}"
+        );
+        assert_eq!(row["body"].as_deref(), Some(body.as_str()), "{row:?}");
+    }
+    let state = support::replay(&rows, &["id"]);
+    let three = &state[&vec![Some("3".to_string())]];
+    assert_eq!(three["body"].as_deref(), Some(body.as_str()));
+    assert_eq!(three["n"].as_deref(), Some("4"));
+
+    // DEFAULT: the insert halves name the value unlogged, right after their delete halves.
+    let rows = job.rows("default_t");
+    let unlogged = |r: &support::Row| r["__unlogged"].clone();
+    let inserts: Vec<usize> = (1..rows.len())
+        .filter(|&i| rows[i]["__op"].as_deref() == Some("insert"))
+        .collect();
+    assert_eq!(inserts.len(), 2, "two key changes");
+    for i in inserts {
+        assert_eq!(unlogged(&rows[i]).as_deref(), Some("[body]"));
+        assert_eq!(rows[i]["body"], None);
+        let delete = &rows[i - 1];
+        assert_eq!(delete["__op"].as_deref(), Some("delete"));
+        assert_eq!(delete["__pos"], rows[i]["__pos"]);
+        let seq = |r: &support::Row| r["__seq"].as_deref().unwrap().parse::<i64>().unwrap();
+        assert_eq!(seq(delete) + 1, seq(&rows[i]));
+    }
+    // The plain rule loses the value (why docs/output.md's rule carries it) …
+    let plain = support::replay(&rows, &["id"]);
+    assert_eq!(plain[&vec![Some("3".to_string())]]["body"], None);
+    // … the documented one keeps it.
+    let state = support::replay_carrying_unlogged(&rows, &["id"]);
+    let three = &state[&vec![Some("3".to_string())]];
+    assert_eq!(three["body"].as_deref(), Some(body.as_str()));
+    assert_eq!(three["n"].as_deref(), Some("4"));
+    assert_eq!(state.len(), 1);
+}
