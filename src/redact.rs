@@ -1,14 +1,33 @@
 //! The one place that hides secrets in text meant for people: URLs lose their password
 //! before they reach a log line, an error, a summary or `state show`.
 
-/// Returns `url` with any password replaced by `***`. Text that does not parse as a URL
-/// is masked after the scheme, so a malformed secret is never echoed either.
+/// Query parameters that carry a secret in connection URLs (libpq's `password`, and the
+/// same name in MySQL and SQL Server URLs).
+pub const SECRET_PARAMS: &[&str] = &["password", "sslpassword", "pwd"];
+
+/// Returns `url` with any password — in the user-info or in a query parameter
+/// ([`SECRET_PARAMS`]) — replaced by `***`. Text that does not parse as a URL is masked
+/// after the scheme, so a malformed secret is never echoed either.
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(parsed) if parsed.cannot_be_a_base() => format!("{}:***", parsed.scheme()),
         Ok(mut parsed) => {
             if parsed.password().is_some() {
                 let _ = parsed.set_password(Some("***"));
+            }
+            if parsed.query_pairs().any(|(k, _)| is_secret_param(&k)) {
+                let pairs: Vec<(String, String)> = parsed
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let v = if is_secret_param(&k) {
+                            "***".into()
+                        } else {
+                            v.into_owned()
+                        };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                parsed.query_pairs_mut().clear().extend_pairs(pairs);
             }
             parsed.to_string()
         }
@@ -17,6 +36,11 @@ pub fn redact_url(url: &str) -> String {
             None => "***".to_owned(),
         },
     }
+}
+
+/// True for a query parameter name that carries a secret.
+pub fn is_secret_param(name: &str) -> bool {
+    SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name))
 }
 
 /// True for host names and addresses that never leave the machine.
@@ -44,6 +68,11 @@ mod tests {
         assert_eq!(redact_url("postgres://u:pa ss@[bad"), "postgres://***");
         assert_eq!(redact_url("u:secret"), "u:***");
         assert_eq!(redact_url("not a url"), "***");
+        assert_eq!(
+            redact_url("postgres://u@db/app?password=hunter2&sslmode=require"),
+            "postgres://u@db/app?password=***&sslmode=require"
+        );
+        assert!(!redact_url("mysql://u@db/app?PASSWORD=hunter2").contains("hunter2"));
     }
 
     #[test]

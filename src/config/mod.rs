@@ -340,7 +340,17 @@ pub fn check_endpoint(key: &str, url: &str) -> Result<()> {
 fn check_inline_url(url: &str) -> Result<()> {
     let parsed = url::Url::parse(url)
         .map_err(|e| invalid(format!("source.url {} is not a URL", redact_url(url))).source(e))?;
-    let loopback = crate::redact::is_loopback_host(parsed.host_str().unwrap_or(""));
+    // libpq connects to `hostaddr` when one is given: the URL stays on the machine only
+    // when its host and every hostaddr are loopback.
+    let loopback = crate::redact::is_loopback_host(parsed.host_str().unwrap_or(""))
+        && parsed
+            .query_pairs()
+            .filter(|(k, _)| k == "hostaddr")
+            .all(|(_, v)| v.split(',').all(crate::redact::is_loopback_host));
+    let password = parsed.password().is_some()
+        || parsed
+            .query_pairs()
+            .any(|(k, _)| crate::redact::is_secret_param(&k));
     let tls_off = parsed
         .query_pairs()
         .any(|(k, v)| k == "sslmode" && (v == "disable" || v == "allow" || v == "prefer"));
@@ -351,7 +361,7 @@ fn check_inline_url(url: &str) -> Result<()> {
         )
         .hint("remove sslmode from the URL (or use sslmode=require / verify-full): sluice reaches a non-loopback host only over verified TLS"));
     }
-    if parsed.password().is_some() && !loopback {
+    if password && !loopback {
         return Err(Error::new(
             Code::ConfigSecret,
             format!(

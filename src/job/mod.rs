@@ -2,7 +2,8 @@
 //! face — claim the source resources → baseline if one is due → drain under the lease.
 //!
 //! It is the only module that calls both the baseline and the drain, so neither imports
-//! the other. Guarantees: the claims are taken before anything else (a resource another
+//! the other. Guarantees: a source the TLS gate refuses is refused before anything is
+//! claimed or leased; the claims are taken before anything else (a resource another
 //! job holds stops the run before the lease or the source are touched); with `initial:
 //! snapshot`, the drain runs only after the baseline is done inline, or once its anchor
 //! is recorded and its state machine started (the anchor predates every chunk read, so
@@ -38,6 +39,7 @@ pub async fn run_with(
     if crate::faults::armed() {
         tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
     }
+    crate::source::check_transport(&config.source_url()?, &config.source.tls)?;
     crate::claims::claim_all(config, backends.state.as_ref()).await?;
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
         start_baseline(config, backends).await?;

@@ -86,8 +86,12 @@ pub struct Resume {
     pub source_identity: String,
 }
 
-/// Checks the `source` block's engine settings, each by its engine.
+/// Checks the `source` block's engine settings, each by its engine, and — for a URL
+/// written in the config — its TLS gate.
 pub fn check_config(config: &Config) -> Result<()> {
+    if let Some(url) = &config.source.url {
+        check_transport(url, &config.source.tls)?;
+    }
     postgres::check_config(config)?;
     if let Some(ms) = &config.source.sqlserver {
         sqlserver::validate_config(ms, &config.source.tables)?;
@@ -103,6 +107,17 @@ pub fn check_config(config: &Config) -> Result<()> {
         .hint("add `postgres: { slot: <name>, publication: <name> }` under source"));
     }
     Ok(())
+}
+
+/// The TLS gate of the engine `url` names, decided without connecting or reading a
+/// file: what opening the source would refuse before sending a packet is refused here,
+/// so it is reported by `validate` and before any claim or lease is taken.
+pub fn check_transport(url: &str, tls: &crate::config::TlsConfig) -> Result<()> {
+    match engine_for_url(url)? {
+        Engine::Postgres => postgres::connect::check_transport(url, tls),
+        Engine::MySql => mysql::connect::check_transport(url, tls),
+        Engine::SqlServer => sqlserver::connect::check_transport(url, tls),
+    }
 }
 
 /// Opens the change stream the config names.

@@ -68,6 +68,25 @@ pub fn ssl_opts(
     }
 }
 
+/// The TLS gate for `url` without connecting or reading any file: refuses exactly what
+/// [`connect`] would refuse before sending a packet. `sluice validate` and the job room
+/// run it before any lease is taken.
+pub fn check_transport(url: &str, tls: &TlsConfig) -> Result<()> {
+    let opts = parse(url)?;
+    checked_mode(tls, opts.ip_or_hostname()).map(|_| ())
+}
+
+fn parse(url: &str) -> Result<Opts> {
+    Opts::from_url(url).map_err(|e| {
+        Error::new(
+            Code::ConfigInvalid,
+            format!("source URL {} is not a MySQL URL", redact_url(url)),
+        )
+        .hint("use mysql://user:password@host:3306/database (also for MariaDB; percent-encode @ / : ? # % in the password)")
+        .source(e)
+    })
+}
+
 /// Parses the URL into connection options with `source.tls` applied (for `verify-ca`
 /// without the certificate name, which [`connect`] adds). No I/O beyond reading the CA.
 pub fn options(url: &str, tls: &TlsConfig) -> Result<Opts> {
@@ -76,14 +95,7 @@ pub fn options(url: &str, tls: &TlsConfig) -> Result<Opts> {
 
 /// The options and the mode in force for the URL's host.
 fn prepare(url: &str, tls: &TlsConfig) -> Result<(Opts, TlsMode)> {
-    let opts = Opts::from_url(url).map_err(|e| {
-        Error::new(
-            Code::ConfigInvalid,
-            format!("source URL {} is not a MySQL URL", redact_url(url)),
-        )
-        .hint("use mysql://user:password@host:3306/database (also for MariaDB; percent-encode @ / : ? # % in the password)")
-        .source(e)
-    })?;
+    let opts = parse(url)?;
     let mode = checked_mode(tls, opts.ip_or_hostname())?;
     let ca = match mode {
         TlsMode::Disable | TlsMode::Require => None,

@@ -19,6 +19,7 @@ pub fn transport_for(
     config: &tokio_postgres::Config,
     tls: &TlsConfig,
 ) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>> {
+    check_hostaddrs(config)?;
     let mut chosen = None;
     for host in config.get_hosts() {
         let name = match host {
@@ -33,17 +34,59 @@ pub fn transport_for(
     Ok(chosen)
 }
 
-/// Opens one connection; the connection task runs on the current runtime. The URL's own
-/// `sslmode` is overridden by `source.tls`.
-pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
-    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+/// The TLS gate for `url` without connecting or reading any file: refuses exactly what
+/// [`connect`] would refuse before sending a packet (a URL that is not PostgreSQL's,
+/// `disable` for a host that is not loopback, a loopback host whose `hostaddr` leaves
+/// the machine). `sluice validate` and the job room run it before any lease is taken.
+pub fn check_transport(url: &str, tls: &TlsConfig) -> Result<()> {
+    let config = parse(url)?;
+    check_hostaddrs(&config)?;
+    for host in config.get_hosts() {
+        if let Host::Tcp(name) = host {
+            crate::tls::checked_mode(tls, name)?;
+        }
+    }
+    Ok(())
+}
+
+/// libpq connects to `hostaddr` when it is given, and names `host` only for TLS: a
+/// loopback (or socket) host paired with an address off the machine would pass the
+/// loopback rules while the connection leaves it, so that pairing is refused.
+fn check_hostaddrs(config: &tokio_postgres::Config) -> Result<()> {
+    let hosts = config.get_hosts();
+    for (i, addr) in config.get_hostaddrs().iter().enumerate() {
+        let host_is_local = match hosts.get(i) {
+            Some(Host::Tcp(name)) => crate::redact::is_loopback_host(name),
+            #[cfg(unix)]
+            Some(Host::Unix(_)) => true,
+            None => true,
+        };
+        if host_is_local && !addr.is_loopback() {
+            return Err(Error::new(
+                Code::ConfigTlsRequired,
+                format!("the source URL's host is loopback but its hostaddr {addr} is not: the connection would leave the machine"),
+            )
+            .hint("write the server's own name (the one its certificate carries) as the URL's host; keep hostaddr only to skip the DNS lookup of that name"));
+        }
+    }
+    Ok(())
+}
+
+fn parse(url: &str) -> Result<tokio_postgres::Config> {
+    url.parse().map_err(|e| {
         Error::new(
             Code::ConfigInvalid,
             format!("source URL {} is not a PostgreSQL URL", redact_url(url)),
         )
         .hint("use postgres://user:password@host:5432/dbname (percent-encode @ / : ? # % in the password)")
         .source(e)
-    })?;
+    })
+}
+
+/// Opens one connection; the connection task runs on the current runtime. The URL's own
+/// `sslmode` is overridden by `source.tls`.
+pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
+    let mut config = parse(url)?;
     config.application_name("sluice");
     let connected = match transport_for(&config, tls)? {
         None => {
@@ -170,6 +213,23 @@ pub fn query_error(what: &str, e: tokio_postgres::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loopback_host_with_a_remote_hostaddr_is_refused_before_connecting() {
+        let tls = TlsConfig::default();
+        let e =
+            check_transport("postgres://u@localhost:5432/app?hostaddr=10.0.0.5", &tls).unwrap_err();
+        assert_eq!(e.code(), Code::ConfigTlsRequired, "{e}");
+        // A remote host with its address given (no DNS lookup) is ordinary: TLS to the host.
+        check_transport("postgres://u@db.example.com/app?hostaddr=10.0.0.5", &tls).unwrap();
+        check_transport("postgres://u@localhost/app?hostaddr=127.0.0.1", &tls).unwrap();
+        let disable = TlsConfig {
+            mode: Some(crate::config::TlsMode::Disable),
+            ..TlsConfig::default()
+        };
+        let e = check_transport("postgres://u@db.example.com/app", &disable).unwrap_err();
+        assert_eq!(e.code(), Code::ConfigTlsRequired, "{e}");
+    }
 
     #[test]
     fn only_loopback_goes_plain_by_default() {

@@ -134,6 +134,28 @@ fn decode(text: &str) -> String {
         .into_owned()
 }
 
+/// The TLS gate for `url` without connecting or reading any file: refuses exactly what
+/// [`connect`] would refuse before sending a packet. `sluice validate` and the job room
+/// run it before any lease is taken.
+pub fn check_transport(url: &str, tls: &TlsConfig) -> Result<()> {
+    let target = parse_url(url)?;
+    let without_ca = TlsConfig {
+        ca_file: None,
+        ca_pem_env: None,
+        ..tls.clone()
+    };
+    if target.has_url_tls() && (tls.ca_file.is_some() || tls.ca_pem_env.is_some()) {
+        // The conflict transport_for reports; reported here without reading the CA.
+        return transport_for(&target, tls).map(|_| ());
+    }
+    match checked_mode(tls, &target.host)? {
+        TlsMode::VerifyFull | TlsMode::Require | TlsMode::Disable => {
+            transport_for(&target, &without_ca).map(|_| ())
+        }
+        TlsMode::VerifyCa => transport_for(&target, tls).map(|_| ()),
+    }
+}
+
 /// The TLS decision for `target` under `source.tls` (pure apart from reading the CA).
 pub fn transport_for(target: &Target, tls: &TlsConfig) -> Result<Transport> {
     let tls_set = tls.mode.is_some() || tls.ca_file.is_some() || tls.ca_pem_env.is_some();
