@@ -2,7 +2,7 @@
 //! the Lambda face (the job room, `crate::job`, takes the lease and runs it).
 //!
 //! load checkpoint → open the stream at it (the source fixes its read
-//! bound) → frame and route changes → at a transaction boundary where a part reached
+//! bound; a new stream's start is checkpointed at once) → frame and route changes → at a transaction boundary where a part reached
 //! rollover, a page ended, or the deadline is near: parts durable → checkpoint → ack →
 //! at the end: final flush → checkpoint (at least the bound) → ack → per-table
 //! `_manifests/<run_id>.json`, `manifest.json` and `_SUCCESS` → run record.
@@ -86,6 +86,12 @@ pub async fn run(
         start,
     );
     let committer = &mut committer;
+    if start.position.is_none() {
+        // A new stream's start is recorded before anything is read: a first run that
+        // fails later resumes here instead of re-anchoring at a later "now" (MySQL and
+        // SQL Server keep no server-side position for us), so nothing in between is lost.
+        committer.first_checkpoint(info.start).await?;
+    }
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 
     let settings = PartSettings {

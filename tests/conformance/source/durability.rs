@@ -77,3 +77,32 @@ pub fn crash_after_checkpoint_written_loses_nothing<E: Engine>() {
 pub fn crash_after_source_acked_loses_nothing<E: Engine>() {
     crash_then_recover::<E>("source_acked");
 }
+
+/// A first run killed right after it opened the stream keeps its start: changes committed
+/// while no run was reading are delivered by the next run, not skipped by a re-anchor at
+/// a later "now" (MySQL and SQL Server hold no server-side position for a job).
+pub fn a_killed_first_run_keeps_its_start<E: Engine>() {
+    let Some(db) = E::for_test("first_killed") else {
+        return;
+    };
+    db.create_table("t", &format!("id int PRIMARY KEY, v {}", E::TEXT));
+    let job = db.job(&["t"], "lease: { ttl_seconds: 2 }");
+    let mut first = job
+        .command(&["drain"], &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(first.stderr.take().unwrap(), "stream open");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    db.sql("INSERT INTO t VALUES (1, 'while nobody read')");
+    let next = job.drain_when_free();
+    assert_eq!(next["status"], "drained", "{next}");
+    let rows = job.rows("t");
+    assert_eq!(
+        support::ops(&rows, "v"),
+        [("insert".into(), Some("while nobody read".into()))],
+        "the change made after the killed first run"
+    );
+}

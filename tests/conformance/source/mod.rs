@@ -120,6 +120,7 @@ source_conformance!(
     durability::crash_before_checkpoint_loses_nothing,
     durability::crash_after_checkpoint_written_loses_nothing,
     durability::crash_after_source_acked_loses_nothing,
+    durability::a_killed_first_run_keeps_its_start,
     baseline::baseline_with_concurrent_writes_and_drains_replays_to_the_exact_source_state,
     baseline::crashed_baseline_resumes_with_only_the_remaining_chunks,
     baseline::drain_with_initial_snapshot_baselines_first_then_streams,
