@@ -1,10 +1,12 @@
 //! A local directory as the destination (CLI, tests, mounted volumes).
 //!
-//! Durability: a part is copied to a hidden temporary name in its final directory,
-//! fsynced, then published with `link(2)`, which fails if the key exists — so a part is
-//! never overwritten and a crash leaves at most a `.tmp-…` file that no reader globs as a
-//! part. Markers are replaced atomically with `rename(2)`. Directories are fsynced after
-//! each publish.
+//! Durability: a part is copied to a hidden temporary name in its final directory
+//! (`.tmp-<pid>-<n>-<name>.partial`: no `*.parquet` glob matches it), fsynced, then
+//! published with `link(2)`, which fails if the key exists — so a part is never
+//! overwritten and a crash leaves at most a `.partial` file that no reader takes for a
+//! part; such leftovers older than an hour are removed by the next marker write in their
+//! directory. Markers are replaced atomically with `rename(2)`. Every directory created
+//! is fsynced into its parent, and a directory is fsynced after each publish.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
@@ -50,7 +52,57 @@ impl LocalDestination {
     fn tmp_path(dest: &Path) -> PathBuf {
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("part");
-        dest.with_file_name(format!(".tmp-{}-{n}-{name}", std::process::id()))
+        dest.with_file_name(format!(
+            ".tmp-{}-{n}-{name}{TMP_SUFFIX}",
+            std::process::id()
+        ))
+    }
+
+    /// Creates `dir` and the missing directories above it, each fsynced into its parent,
+    /// so a published part's directory survives a power loss with the part.
+    fn create_dirs(&self, dir: &Path) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut at = Some(dir);
+        while let Some(d) = at.filter(|d| !d.exists()) {
+            missing.push(d.to_path_buf());
+            at = d.parent();
+        }
+        fs::create_dir_all(dir).map_err(|e| unavailable(dir, e))?;
+        for created in missing.iter().rev() {
+            if let Some(parent) = created.parent() {
+                sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The suffix of an upload in progress.
+const TMP_SUFFIX: &str = ".partial";
+/// How old a leftover upload must be before a marker write in its directory removes it
+/// (an upload in progress is never that old).
+const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes uploads a killed process left in `dir` more than [`STALE_TMP`] ago.
+fn sweep_stale_uploads(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(".tmp-") && name.ends_with(TMP_SUFFIX)) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TMP);
+        if stale && fs::remove_file(entry.path()).is_ok() {
+            tracing::info!(file = %entry.path().display(), "removed an upload a killed run left");
+        }
     }
 }
 
@@ -87,7 +139,7 @@ impl Destination for LocalDestination {
     async fn put_part(&self, key: &str, local: &Path) -> Result<()> {
         let dest = self.path_of(key)?;
         let dir = dest.parent().unwrap_or(&self.root).to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| unavailable(&dir, e))?;
+        self.create_dirs(&dir)?;
         if dest.exists() {
             return Err(exists(key));
         }
@@ -112,7 +164,8 @@ impl Destination for LocalDestination {
     async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
         let dest = self.path_of(key)?;
         let dir = dest.parent().unwrap_or(&self.root).to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| unavailable(&dir, e))?;
+        self.create_dirs(&dir)?;
+        sweep_stale_uploads(&dir);
         let tmp = Self::tmp_path(&dest);
         write_synced(&tmp, |f| f.write_all(body))?;
         fs::rename(&tmp, &dest).map_err(|e| {
@@ -179,6 +232,37 @@ fn exists(key: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uploads_in_progress_match_no_part_glob_and_stale_ones_are_swept() {
+        let tmp = LocalDestination::tmp_path(Path::new("/out/t/cdc-r-00001.parquet"));
+        let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(".tmp-") && name.ends_with(".partial"),
+            "{name}"
+        );
+        assert!(!name.ends_with(".parquet"), "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".tmp-1-0-cdc-x.parquet.partial");
+        let fresh = dir.path().join(".tmp-1-1-cdc-y.parquet.partial");
+        let part = dir.path().join("cdc-z.parquet");
+        for p in [&old, &fresh, &part] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for p in [&old, &part] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
+        }
+        sweep_stale_uploads(dir.path());
+        assert!(!old.exists(), "a stale upload stays");
+        assert!(fresh.exists(), "an upload in progress was removed");
+        assert!(part.exists(), "a part was removed");
+    }
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
