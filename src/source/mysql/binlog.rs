@@ -106,16 +106,23 @@ pub async fn consistent_position(
             position(&file, offset)
         }
         Flavor::MySql => {
-            let list = tables
-                .iter()
-                .map(|(db, t)| format!("{}.{} READ", quote_ident(db), quote_ident(t)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            conn.query_drop(format!("LOCK TABLES {list}"))
+            let [bound_wait, lock] = anchor_lock_statements(tables, ANCHOR_LOCK_WAIT_SECONDS);
+            conn.query_drop(bound_wait).await.map_err(|e| {
+                query_error("bounding the anchor's lock wait (lock_wait_timeout)", e)
+            })?;
+            conn.query_drop(lock)
                 .await
                 .map_err(|e| {
+                    let waited = super::connect::server_errno(&e) == Some(ER_LOCK_WAIT_TIMEOUT);
                     let lock = query_error("locking the captured tables for the anchor (LOCK TABLES … READ)", e);
-                    if lock.code() == Code::SourcePrerequisite {
+                    if waited {
+                        Error::new(
+                            Code::SourceQuery,
+                            format!("the baseline anchor waited {ANCHOR_LOCK_WAIT_SECONDS} s for a read lock on the captured tables and gave up, so their writers are not held up behind it"),
+                        )
+                        .hint("a long transaction or DDL holds the tables; the next run tries again (find it in performance_schema.metadata_locks)")
+                        .source(lock)
+                    } else if lock.code() == Code::SourcePrerequisite {
                         lock.hint("the baseline anchor locks the captured tables for a moment: GRANT LOCK TABLES ON `<database>`.* TO '<user>'@'<host>'")
                     } else {
                         lock
@@ -128,6 +135,27 @@ pub async fn consistent_position(
             Ok(result)
         }
     }
+}
+
+/// How long MySQL's anchor waits for its read lock. While `LOCK TABLES … READ` waits
+/// behind a writer, every later writer of those tables queues behind *it*, so the wait is
+/// kept short and a refused anchor is retried by the next run instead.
+pub const ANCHOR_LOCK_WAIT_SECONDS: u32 = 10;
+
+/// `ER_LOCK_WAIT_TIMEOUT`.
+const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+
+/// MySQL's anchor lock: the session's lock wait bound, then the read lock of every table.
+fn anchor_lock_statements(tables: &[(String, String)], wait_seconds: u32) -> [String; 2] {
+    let list = tables
+        .iter()
+        .map(|(db, t)| format!("{}.{} READ", quote_ident(db), quote_ident(t)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    [
+        format!("SET SESSION lock_wait_timeout = {wait_seconds}"),
+        format!("LOCK TABLES {list}"),
+    ]
 }
 
 /// The server's binlog files, oldest first.
@@ -291,6 +319,14 @@ fn proxy(message: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_anchor_lock_waits_a_bounded_time() {
+        let tables = [("app".to_owned(), "or`ders".to_owned())];
+        let [wait, lock] = anchor_lock_statements(&tables, ANCHOR_LOCK_WAIT_SECONDS);
+        assert_eq!(wait, "SET SESSION lock_wait_timeout = 10");
+        assert_eq!(lock, "LOCK TABLES `app`.`or``ders` READ");
+    }
 
     fn logs(list: &[(&str, u64)]) -> Vec<LogFile> {
         list.iter()
