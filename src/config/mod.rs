@@ -27,7 +27,8 @@ use crate::redact::redact_url;
 
 pub use run::{BaselineConfig, DeadlineConfig, DoctorConfig, Initial, LeaseConfig, OutputConfig};
 pub use source::{
-    Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, engine_for_url,
+    Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TimeoutsConfig,
+    engine_for_url,
 };
 pub use storage::{DestinationConfig, Encryption, SseMode, StateConfig};
 pub use tls::{TlsConfig, TlsMode};
@@ -169,6 +170,16 @@ impl Config {
             (None, Some(_)) => {}
         }
         self.source.tls.validate()?;
+        let timeouts = &self.source.timeouts;
+        if !(1..=3600).contains(&timeouts.connect_seconds)
+            || !(1..=3600).contains(&timeouts.read_seconds)
+        {
+            return Err(invalid(format!(
+                "source.timeouts.connect_seconds ({}) and read_seconds ({}) must be between 1 and 3600",
+                timeouts.connect_seconds, timeouts.read_seconds
+            ))
+            .hint("the defaults are connect_seconds: 10, read_seconds: 120"));
+        }
         if self.source.mysql.is_some() && self.source.postgres.is_some() {
             return Err(invalid("source.postgres and source.mysql are both set")
                 .hint("keep the one matching the URL's scheme"));

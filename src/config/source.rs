@@ -29,10 +29,45 @@ pub struct SourceConfig {
     /// TLS to the source; default `verify-full` (loopback: no TLS unless a mode is set).
     #[serde(default)]
     pub tls: TlsConfig,
+    /// How long the source may keep the run waiting.
+    #[serde(default)]
+    pub timeouts: TimeoutsConfig,
     /// The URL `url_secret_arn` holds, once a face has read it; never parsed, printed or
     /// serialized.
     #[serde(skip)]
     pub secret_url: Option<SecretUrl>,
+}
+
+/// `source.timeouts`: bounds on how long a silent source can hold a run. A network that
+/// drops packets without a reset would otherwise hang the run until the scheduler kills it.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeoutsConfig {
+    /// Establishing a connection (TCP, TLS and the login).
+    pub connect_seconds: u64,
+    /// Waiting for the next piece of the change stream once it flows (a binlog event, a
+    /// page of PostgreSQL changes); a source silent for longer is a transient
+    /// `SLUICE_SOURCE_CONNECT` and the next run resumes from the checkpoint.
+    pub read_seconds: u64,
+}
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        TimeoutsConfig {
+            connect_seconds: 10,
+            read_seconds: 120,
+        }
+    }
+}
+
+impl TimeoutsConfig {
+    pub fn connect(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.connect_seconds)
+    }
+
+    pub fn read(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.read_seconds)
+    }
 }
 
 /// A source URL read from a secret: its `Debug` form is redacted, so it cannot reach a

@@ -100,6 +100,53 @@ fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
 }
 
 #[test]
+fn binlog_stalled_mid_drain_fails_transient_within_the_read_timeout() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "fault_stall");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.source_url));
+    let mut job = Job::mysql(&db, &["t"], "", "");
+    // A short read timeout; the stanza goes under `source:` (the last key written there).
+    let normal = std::fs::read_to_string(&job.config).unwrap();
+    let short = normal.replace(
+        "destination:",
+        "  timeouts: { read_seconds: 2 }\ndestination:",
+    );
+    std::fs::write(&job.config, &short).unwrap();
+    job.url_env.1 = through(&proxy, &db.source_url);
+    job.drain();
+    seed_rows(&db, 1, 200_000);
+    let before = progress(&job, &db, "t");
+    let started = std::time::Instant::now();
+    let run = job.run_interrupted(&["drain"], &[], "stream open", || proxy.stall());
+    let took = started.elapsed();
+    assert_eq!(run.code, 3, "stdout: {}", run.stdout);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT", "{}", run.stdout);
+    assert!(
+        run.stdout.contains("sent nothing for 2 s"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "a stalled source held the run for {took:?}"
+    );
+    assert_eq!(
+        progress(&job, &db, "t"),
+        before,
+        "the stalled run moved something"
+    );
+
+    // The next run, with the default timeout (the server may take a moment to let go of
+    // the stalled dump registered under the same server_id), is exact.
+    proxy.restore();
+    std::fs::write(&job.config, &normal).unwrap();
+    let next = job.drain_when_free();
+    assert_eq!(next["status"], "drained", "{next}");
+    assert_exact(&job, "t", 200_000);
+}
+
+#[test]
 fn source_unreachable_at_start_fails_transient_and_moves_nothing() {
     let admin = mysql_or_skip!();
     let (db, proxy, job) = proxied_job(&admin, "fault_refused");

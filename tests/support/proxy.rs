@@ -3,7 +3,9 @@
 //!
 //! While severed, every open connection is shut down and new connections are accepted
 //! and closed at once — the client sees a broken connection, as when a network path or
-//! the service fails. `restore` lets new connections through again.
+//! the service fails. While stalled, connections stay open but nothing is forwarded in
+//! either direction — the client sees silence, as when a path drops packets without a
+//! reset. `restore` lets traffic through again.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -13,6 +15,7 @@ use std::thread;
 
 struct Shared {
     severed: AtomicBool,
+    stalled: AtomicBool,
     stopped: AtomicBool,
     open: Mutex<Vec<TcpStream>>,
 }
@@ -30,6 +33,7 @@ impl Proxy {
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             severed: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             open: Mutex::new(Vec::new()),
         });
@@ -56,8 +60,12 @@ impl Proxy {
                     open.push(client.try_clone().unwrap());
                     open.push(server.try_clone().unwrap());
                 }
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pipe(server, client);
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    accept_shared.clone(),
+                );
+                pipe(server, client, accept_shared.clone());
             }
         });
         Proxy { addr, shared }
@@ -76,9 +84,16 @@ impl Proxy {
         }
     }
 
-    /// Lets connections through again.
+    /// Holds every byte in both directions, connections left open, until
+    /// [`Proxy::restore`] (or until the proxy is dropped).
+    pub fn stall(&self) {
+        self.shared.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets connections and traffic through again.
     pub fn restore(&self) {
         self.shared.severed.store(false, Ordering::SeqCst);
+        self.shared.stalled.store(false, Ordering::SeqCst);
     }
 }
 
@@ -91,14 +106,20 @@ impl Drop for Proxy {
     }
 }
 
-/// Copies `from` to `to` on a thread until either side closes.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` on a thread until either side closes, holding what it read while
+/// the proxy is stalled.
+fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
     thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    while shared.stalled.load(Ordering::SeqCst)
+                        && !shared.stopped.load(Ordering::SeqCst)
+                    {
+                        thread::sleep(std::time::Duration::from_millis(20));
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
                     }

@@ -108,10 +108,35 @@ fn prepare(url: &str, tls: &TlsConfig) -> Result<(Opts, TlsMode)> {
     }
     let opts = OptsBuilder::from_opts(opts)
         .ssl_opts(ssl_opts(mode, ca))
+        // Keepalive probes find a peer that vanished while the connection sat idle.
+        .tcp_keepalive(Some(KEEPALIVE))
         .prefer_socket(false)
         .stmt_cache_size(0)
         .into();
     Ok((opts, mode))
+}
+
+/// TCP keepalive idle time of every source connection.
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`connect`], given up after `limit` with a transient `SLUICE_SOURCE_CONNECT`.
+pub async fn connect_within(
+    url: &str,
+    tls: &TlsConfig,
+    limit: std::time::Duration,
+) -> Result<Conn> {
+    match tokio::time::timeout(limit, connect(url, tls)).await {
+        Ok(connected) => connected,
+        Err(_) => Err(Error::new(
+            Code::SourceConnect,
+            format!(
+                "connecting to {} took longer than {} s",
+                redact_url(url),
+                limit.as_secs()
+            ),
+        )
+        .hint("check the network path to the server (security groups, routes); source.timeouts.connect_seconds sets the limit")),
+    }
 }
 
 /// Opens one connection.

@@ -71,7 +71,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let default_db = connect::options(&url, &config.source.tls)?
         .db_name()
         .map(str::to_owned);
-    let mut control = connect::connect(&url, &config.source.tls).await?;
+    let timeouts = config.source.timeouts;
+    let mut control = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
 
     let version = server_version(&mut control).await?;
     let settings = global_settings(&mut control).await?;
@@ -121,7 +122,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     };
     drop(control);
     tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
-    let dump_conn = connect::connect(&url, &config.source.tls).await?;
+    let dump_conn = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
     let dump = binlog::open_dump(dump_conn, &version, server_id, &requested).await?;
     let info = StreamInfo {
         source_identity: identity,
@@ -134,6 +135,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         spill_dir: config.spill_dir(),
         memory_cap: my.transaction_memory(),
         max_transaction: my.max_transaction(),
+        read_timeout: timeouts.read(),
     };
     Ok(Box::new(MyStream::new(
         info, dump, settings, requested, expect, bound, tables, collations,

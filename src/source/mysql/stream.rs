@@ -63,6 +63,8 @@ pub struct StreamSettings {
     pub spill_dir: std::path::PathBuf,
     pub memory_cap: u64,
     pub max_transaction: u64,
+    /// The longest the dump may be silent before the run gives up (`source.timeouts`).
+    pub read_timeout: std::time::Duration,
 }
 
 /// The open binlog stream.
@@ -70,6 +72,8 @@ pub struct MyStream {
     info: StreamInfo,
     dump: Option<BinlogStream>,
     server_id: u32,
+    /// The longest the dump may be silent.
+    read_timeout: std::time::Duration,
     bound: BinlogPosition,
     /// The checkpoint whose event must be verified before reading on.
     expect: Option<BinlogPosition>,
@@ -108,6 +112,7 @@ impl MyStream {
             info,
             dump: Some(dump),
             server_id: settings.server_id,
+            read_timeout: settings.read_timeout,
             bound,
             expect,
             file: requested,
@@ -571,7 +576,22 @@ impl ChangeStream for MyStream {
                     "the binlog stream was read after it was closed",
                 ));
             };
-            match dump.next().await {
+            let next = match tokio::time::timeout(self.read_timeout, dump.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    return Err(Error::new(
+                        Code::SourceConnect,
+                        format!(
+                            "the binlog dump sent nothing for {} s at {} (read bound {})",
+                            self.read_timeout.as_secs(),
+                            self.position,
+                            self.bound
+                        ),
+                    )
+                    .hint("the connection stalled (a network path dropping packets, or an overloaded server); the next run resumes from the checkpoint — source.timeouts.read_seconds sets the limit"));
+                }
+            };
+            match next {
                 Some(Ok(event)) => self.handle(event)?,
                 Some(Err(e)) => return Err(classify_dump_error(e, &self.position, self.server_id)),
                 None => {

@@ -5,9 +5,12 @@
 //! the URL in every message is redacted; authentication failures are refusals (retrying
 //! will not fix a wrong password), network failures are transient.
 
+use std::time::Duration;
+
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, NoTls};
 
+use crate::config::TimeoutsConfig;
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 use crate::tls::{TlsConfig, client_config, handshake_hint, rustls_cause};
@@ -83,11 +86,37 @@ fn parse(url: &str) -> Result<tokio_postgres::Config> {
     })
 }
 
+/// [`connect_with`] under the default `source.timeouts`.
+pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
+    connect_with(url, tls, &TimeoutsConfig::default()).await
+}
+
+/// TCP keepalive: a peer that vanished without a reset is found within about
+/// idle + interval × retries (60 s) even while the server is busy decoding a page — the
+/// probes are answered by the server's kernel, so a long decode is never mistaken for a
+/// dead network.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// The connection settings sluice adds to the URL's: its application name, the connect
+/// timeout of `source.timeouts`, TCP keepalive, and a bound on unacknowledged writes.
+fn tune(config: &mut tokio_postgres::Config, timeouts: &TimeoutsConfig) {
+    config
+        .application_name("sluice")
+        .connect_timeout(timeouts.connect())
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES)
+        .tcp_user_timeout(timeouts.read());
+}
+
 /// Opens one connection; the connection task runs on the current runtime. The URL's own
 /// `sslmode` is overridden by `source.tls`.
-pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
+pub async fn connect_with(url: &str, tls: &TlsConfig, timeouts: &TimeoutsConfig) -> Result<Client> {
     let mut config = parse(url)?;
-    config.application_name("sluice");
+    tune(&mut config, timeouts);
     let connected = match transport_for(&config, tls)? {
         None => {
             config.ssl_mode(SslMode::Disable);
@@ -213,6 +242,24 @@ pub fn query_error(what: &str, e: tokio_postgres::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_carry_the_timeouts_and_keepalive() {
+        let mut config = parse("postgres://u@db.example.com/app").unwrap();
+        let timeouts = TimeoutsConfig {
+            connect_seconds: 7,
+            read_seconds: 45,
+        };
+        tune(&mut config, &timeouts);
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));
+        assert!(config.get_keepalives());
+        assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(45))
+        );
+        assert_eq!(config.get_application_name(), Some("sluice"));
+    }
 
     #[test]
     fn a_loopback_host_with_a_remote_hostaddr_is_refused_before_connecting() {

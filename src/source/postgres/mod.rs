@@ -59,8 +59,9 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             .hint("add `postgres: { slot: <name>, publication: <name> }` under source")
     })?;
     let url = config.source_url()?;
-    let control = connect::connect(&url, &config.source.tls).await?;
-    let data = connect::connect(&url, &config.source.tls).await?;
+    let timeouts = &config.source.timeouts;
+    let control = connect::connect_with(&url, &config.source.tls, timeouts).await?;
+    let data = connect::connect_with(&url, &config.source.tls, timeouts).await?;
 
     check_wal_level(&control).await?;
     let (identity, database) = identity(&control, &pg).await?;
@@ -88,17 +89,20 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         bound: Position::Postgres(bound),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
-    Ok(Box::new(stream::PgStream::new(
-        info,
-        data,
-        control,
-        pg.slot.clone(),
-        pg.publication.clone(),
-        pg.page_changes,
-        bound,
-        tables,
-        start,
-    )))
+    Ok(Box::new(
+        stream::PgStream::new(
+            info,
+            data,
+            control,
+            pg.slot.clone(),
+            pg.publication.clone(),
+            pg.page_changes,
+            bound,
+            tables,
+            start,
+        )
+        .with_read_timeout(timeouts.read()),
+    ))
 }
 
 /// Refuses a slot another server process is streaming from (also used by `doctor`).

@@ -36,7 +36,12 @@ pub struct PgSnapshot {
 impl PgSnapshot {
     /// Connects and resolves the configured tables.
     pub async fn open(config: &Config) -> Result<PgSnapshot> {
-        let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+        let client = connect::connect_with(
+            &config.source_url()?,
+            &config.source.tls,
+            &config.source.timeouts,
+        )
+        .await?;
         client
             .batch_execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET standard_conforming_strings = on; SET extra_float_digits = 3")
             .await

@@ -61,6 +61,8 @@ pub struct PgStream {
     relations: HashMap<u32, KnownRelation>,
     current_commit: Option<PgLsn>,
     last_end: Option<PgLsn>,
+    /// The longest a page may pause between two rows once it streams.
+    read_timeout: std::time::Duration,
 }
 
 struct Page {
@@ -96,7 +98,18 @@ impl PgStream {
             relations: HashMap::new(),
             current_commit: None,
             last_end: None,
+            read_timeout: crate::config::TimeoutsConfig::default().read(),
         }
+    }
+
+    /// The same stream giving up when a streaming page pauses longer than `limit`
+    /// between rows (`source.timeouts.read_seconds`). The wait for a page's first row is
+    /// not bounded by it: the server decodes the whole page first, which takes as long as
+    /// the page's transactions are large; a dead network under that wait is found by TCP
+    /// keepalive (`connect::connect_with`).
+    pub(super) fn with_read_timeout(mut self, limit: std::time::Duration) -> Self {
+        self.read_timeout = limit;
+        self
     }
 
     async fn open_page(&mut self) -> Result<()> {
@@ -362,7 +375,25 @@ impl ChangeStream for PgStream {
                 self.open_page().await?;
             }
             let page = self.page.as_mut().expect("page was just opened");
-            match page.rows.next().await {
+            let next = if page.seen == 0 {
+                page.rows.next().await
+            } else {
+                match tokio::time::timeout(self.read_timeout, page.rows.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        return Err(Error::new(
+                            Code::SourceConnect,
+                            format!(
+                                "replication slot {} sent nothing for {} s in the middle of a page",
+                                self.slot,
+                                self.read_timeout.as_secs()
+                            ),
+                        )
+                        .hint("the connection stalled (a network path dropping packets, or an overloaded server); the next run resumes from the checkpoint — source.timeouts.read_seconds sets the limit"));
+                    }
+                }
+            };
+            match next {
                 Some(row) => {
                     page.seen += 1;
                     let row = row.map_err(|e| {
