@@ -27,13 +27,17 @@ use tokio_postgres::{Client, RowStream};
 use super::catalog::CapturedTable;
 use super::connect::query_error;
 use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
+use super::render::Renderer;
 use super::slot;
-use super::types::{column_type, decode_binary};
+use super::types::{Decode, column_type, decode_cell};
 use super::unchanged;
 use crate::change::{Column, Op, RowChange, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+
+/// What to do about a value the column's output type cannot hold.
+const UNREPRESENTABLE_HINT: &str = "the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]), then re-baseline the table (docs/operations.md#recovery)";
 
 /// A decoded image: the cells, and the indexes of the cells the source did not log.
 type Image = (Vec<Value>, Vec<usize>);
@@ -42,6 +46,7 @@ type Image = (Vec<Value>, Vec<usize>);
 struct KnownRelation {
     schema: Arc<TableSchema>,
     type_oids: Vec<u32>,
+    decodes: Vec<Decode>,
 }
 
 /// The open PostgreSQL stream.
@@ -61,6 +66,7 @@ pub struct PgStream {
     relations: HashMap<u32, KnownRelation>,
     current_commit: Option<PgLsn>,
     last_end: Option<PgLsn>,
+    renderer: Renderer,
 }
 
 struct Page {
@@ -96,6 +102,7 @@ impl PgStream {
             relations: HashMap::new(),
             current_commit: None,
             last_end: None,
+            renderer: Renderer::default(),
         }
     }
 
@@ -240,22 +247,47 @@ impl PgStream {
             })?;
         let mut columns = Vec::with_capacity(rel.columns.len());
         let mut type_oids = Vec::with_capacity(rel.columns.len());
+        let mut decodes = Vec::with_capacity(rel.columns.len());
         for col in &rel.columns {
             let type_name = captured
                 .type_names
                 .get(&col.name)
                 .cloned()
                 .unwrap_or_else(|| format!("oid {}", col.type_oid));
-            let ty = column_type(col.type_oid, col.type_modifier, &type_name).map_err(|_| {
-                Error::new(
-                    Code::SourceUnsupportedType,
-                    format!(
-                        "{}.{} has type {type_name}, which sluice cannot capture",
-                        captured.config_name, col.name
-                    ),
-                )
-                .hint("change the column to a supported type, or stop capturing the table")
-            })?;
+            let at_open = captured
+                .shape
+                .columns
+                .iter()
+                .position(|c| c.name == col.name)
+                .filter(|&i| captured.type_oids[i] == col.type_oid);
+            // The open's resolution for a column of the same type; a built-in type's own
+            // (its modifier may have changed); else, for a type the catalog did not see
+            // at open, its text output — which needs no catalog knowledge.
+            let (ty, decode, field_metadata) = match (
+                at_open,
+                column_type(col.type_oid, col.type_modifier, &type_name),
+            ) {
+                (Some(i), _) if captured.decodes[i] == Decode::Text => {
+                    let c = &captured.shape.columns[i];
+                    (c.ty.clone(), Decode::Text, c.field_metadata.clone())
+                }
+                (_, Ok(ty)) => {
+                    let r = super::resolve::Resolved::binary(ty, col.type_oid, None);
+                    (r.ty, r.decode, r.field_metadata)
+                }
+                (Some(i), Err(_)) => {
+                    let c = &captured.shape.columns[i];
+                    (
+                        c.ty.clone(),
+                        captured.decodes[i].clone(),
+                        c.field_metadata.clone(),
+                    )
+                }
+                (None, Err(_)) => {
+                    let r = super::resolve::Resolved::text();
+                    (r.ty, r.decode, r.field_metadata)
+                }
+            };
             let nullable = captured
                 .shape
                 .columns
@@ -268,8 +300,10 @@ impl PgStream {
                 ty,
                 nullable,
                 source_type: type_name,
+                field_metadata,
             });
             type_oids.push(col.type_oid);
+            decodes.push(decode);
         }
         let schema = TableSchema {
             name: captured.config_name.clone(),
@@ -280,8 +314,45 @@ impl PgStream {
         } else {
             Arc::new(schema)
         };
-        self.relations
-            .insert(rel.oid, KnownRelation { schema, type_oids });
+        self.relations.insert(
+            rel.oid,
+            KnownRelation {
+                schema,
+                type_oids,
+                decodes,
+            },
+        );
+        Ok(())
+    }
+
+    /// Replaces the binary cells of text-form columns (left as bytes by `image`) by their
+    /// text output, rendered by the server.
+    async fn render_text_cells(&mut self, change: &mut RowChange) -> Result<()> {
+        let Some(known) = self
+            .relations
+            .values()
+            .find(|r| Arc::ptr_eq(&r.schema, &change.table))
+        else {
+            return Ok(());
+        };
+        for values in [change.before.as_mut(), change.after.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            for (i, value) in values.iter_mut().enumerate() {
+                if known.decodes[i] != Decode::Text {
+                    continue;
+                }
+                if let Value::Bytes(raw) = value {
+                    let what = format!("{}.{}", change.table.name, change.table.columns[i].name);
+                    let text = self
+                        .renderer
+                        .render(&self.control, known.type_oids[i], raw, &what)
+                        .await?;
+                    *value = Value::Text(text);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -320,24 +391,34 @@ impl PgStream {
                     unlogged.push(i);
                     Value::Null
                 }
-                Cell::Binary(raw) => decode_binary(&column.ty, known.type_oids[i], raw).map_err(|e| {
-                    Error::new(
-                        e.code(),
-                        format!(
-                            "{}.{} ({}) at commit {}: {e}",
-                            schema.name,
-                            column.name,
-                            column.source_type,
-                            self.current_commit.unwrap_or_default()
-                        ),
-                    )
-                    .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline")
-                    .source(e)
-                })?,
-                Cell::Text(_) => {
+                // Rendered by the server in `next` (see `render_text_cells`); a Utf8
+                // column holds no other bytes.
+                Cell::Binary(raw) if known.decodes[i] == Decode::Text => Value::Bytes(raw.to_vec()),
+                Cell::Binary(raw) | Cell::Text(raw)
+                    if known.decodes[i] == Decode::Text || matches!(cell, Cell::Binary(_)) =>
+                {
+                    decode_cell(&column.ty, &known.decodes[i], raw).map_err(|e| {
+                        Error::new(
+                            e.code(),
+                            format!(
+                                "{}.{} ({}) at commit {}: {e}",
+                                schema.name,
+                                column.name,
+                                column.source_type,
+                                self.current_commit.unwrap_or_default()
+                            ),
+                        )
+                        .hint(UNREPRESENTABLE_HINT)
+                        .source(e)
+                    })?
+                }
+                Cell::Binary(_) | Cell::Text(_) => {
                     return Err(Error::new(
                         Code::SourceProtocol,
-                        format!("{}.{}: the server sent a text value in binary mode", schema.name, column.name),
+                        format!(
+                            "{}.{}: the server sent a text value in binary mode",
+                            schema.name, column.name
+                        ),
                     ));
                 }
             };
@@ -370,7 +451,10 @@ impl ChangeStream for PgStream {
                     })?;
                     let data: &[u8] = row.get(0);
                     let message = pgoutput::decode(data)?;
-                    if let Some(event) = self.translate(message)? {
+                    if let Some(mut event) = self.translate(message)? {
+                        if let SourceEvent::Change(change) = &mut event {
+                            self.render_text_cells(change).await?;
+                        }
                         return Ok(Some(event));
                     }
                 }
