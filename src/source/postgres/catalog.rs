@@ -94,7 +94,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
     let rows = client
         .query(
             "SELECT a.attname::text, a.atttypid::int8, a.atttypmod, format_type(a.atttypid, a.atttypmod), \
-                    a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false), a.attndims \
+                    a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false), a.attndims::int4 \
              FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
@@ -112,8 +112,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         let type_oid: i64 = row.get(1);
         let typmod: i32 = row.get(2);
         let type_name: String = row.get(3);
-        let resolved =
-            resolve::column(client, type_oid as u32, typmod, row.get::<_, i16>(6).into()).await?;
+        let resolved = resolve::column(client, type_oid as u32, typmod, row.get(6)).await?;
         type_names.insert(name.clone(), type_name.clone());
         type_oids.push(type_oid as u32);
         decodes.push(resolved.decode);
