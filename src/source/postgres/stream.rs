@@ -15,6 +15,11 @@
 //! and a peek reads every record that starts before the bound (a commit record straddling
 //! the bound is read whole). Acking the bound after reaching it is therefore safe: no
 //! commit that starts before it can still be undecoded.
+//!
+//! Columns captured in their text form ([`Decode::Text`]) arrive as binary cells for
+//! every type with a send function; the control connection has the server print them
+//! ([`Renderer`]) before the change is handed on, so the stream holds the same text the
+//! baseline's `col::text` reads.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -381,6 +386,23 @@ impl PgStream {
         let mut unlogged = Vec::new();
         for (i, cell) in cells.iter().enumerate() {
             let column = &schema.columns[i];
+            let decode = &known.decodes[i];
+            let decoded = |raw: &[u8]| {
+                decode_cell(&column.ty, decode, raw).map_err(|e| {
+                    Error::new(
+                        e.code(),
+                        format!(
+                            "{}.{} ({}) at commit {}: {e}",
+                            schema.name,
+                            column.name,
+                            column.source_type,
+                            self.current_commit.unwrap_or_default()
+                        ),
+                    )
+                    .hint(UNREPRESENTABLE_HINT)
+                    .source(e)
+                })
+            };
             let value = match cell {
                 Cell::Null if key_only && !column.key => {
                     unlogged.push(i);
@@ -391,28 +413,13 @@ impl PgStream {
                     unlogged.push(i);
                     Value::Null
                 }
-                // Rendered by the server in `next` (see `render_text_cells`); a Utf8
-                // column holds no other bytes.
-                Cell::Binary(raw) if known.decodes[i] == Decode::Text => Value::Bytes(raw.to_vec()),
-                Cell::Binary(raw) | Cell::Text(raw)
-                    if known.decodes[i] == Decode::Text || matches!(cell, Cell::Binary(_)) =>
-                {
-                    decode_cell(&column.ty, &known.decodes[i], raw).map_err(|e| {
-                        Error::new(
-                            e.code(),
-                            format!(
-                                "{}.{} ({}) at commit {}: {e}",
-                                schema.name,
-                                column.name,
-                                column.source_type,
-                                self.current_commit.unwrap_or_default()
-                            ),
-                        )
-                        .hint(UNREPRESENTABLE_HINT)
-                        .source(e)
-                    })?
-                }
-                Cell::Binary(_) | Cell::Text(_) => {
+                // A text-form column's binary cell is rendered by the server in `next`
+                // (`render_text_cells`); a Utf8 column holds no bytes otherwise.
+                Cell::Binary(raw) if decode == &Decode::Text => Value::Bytes(raw.to_vec()),
+                // A text-form column's text cell is its text output as is.
+                Cell::Text(raw) if decode == &Decode::Text => decoded(raw)?,
+                Cell::Binary(raw) => decoded(raw)?,
+                Cell::Text(_) => {
                     return Err(Error::new(
                         Code::SourceProtocol,
                         format!(
