@@ -82,6 +82,9 @@ pub struct Column {
     pub key: bool,
     /// The source's own type name, for messages and the manifest (`numeric(12,2)`).
     pub source_type: String,
+    /// Parquet field metadata the source declares for the column besides its type name
+    /// (`sluice.form = text` for a type captured as its text output).
+    pub field_metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// A captured table's shape as the source describes it at one point in the log.

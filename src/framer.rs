@@ -132,6 +132,7 @@ mod tests {
             nullable: !key,
             key,
             source_type: "bigint".into(),
+            field_metadata: Default::default(),
         };
         Arc::new(TableSchema {
             name: "t".into(),

@@ -579,6 +579,7 @@ mod tests {
                 nullable: false,
                 key: key.contains(n),
                 source_type: "int".into(),
+                field_metadata: Default::default(),
             })
             .collect();
         CapturedTable {

@@ -146,9 +146,14 @@ pub fn change_schema(table: &TableSchema) -> Result<SchemaRef> {
         }
         let mut field =
             arrow_field(&column.name, &column.ty).map_err(|e| in_column(e, table, column))?;
-        field
-            .metadata_mut()
-            .insert(SOURCE_TYPE_KEY.to_owned(), column.source_type.clone());
+        let metadata = field.metadata_mut();
+        metadata.insert(SOURCE_TYPE_KEY.to_owned(), column.source_type.clone());
+        metadata.extend(
+            column
+                .field_metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         fields.push(field);
     }
     Ok(Arc::new(Schema::new(fields)))
@@ -210,6 +215,7 @@ mod tests {
             nullable: true,
             key: false,
             source_type: format!("src_{name}"),
+            field_metadata: Default::default(),
         }
     }
 
@@ -312,7 +318,10 @@ mod tests {
                     nullable: false,
                     ..column("id", ColumnType::Int64)
                 },
-                column("doc", ColumnType::Json),
+                Column {
+                    field_metadata: [("sluice.form".to_owned(), "text".to_owned())].into(),
+                    ..column("doc", ColumnType::Json)
+                },
             ],
         };
         let schema = change_schema(&table).unwrap();
@@ -344,6 +353,15 @@ mod tests {
                 .get(SOURCE_TYPE_KEY)
                 .map(String::as_str),
             Some("src_doc")
+        );
+        // What the source declares besides the type name is carried too.
+        assert_eq!(
+            schema
+                .field(6)
+                .metadata()
+                .get("sluice.form")
+                .map(String::as_str),
+            Some("text")
         );
     }
 

@@ -156,6 +156,7 @@ mod tests {
                     nullable: false,
                     key: true,
                     source_type: "bigint".into(),
+                    field_metadata: Default::default(),
                 },
                 Column {
                     name: "tags".into(),
@@ -163,6 +164,7 @@ mod tests {
                     nullable: true,
                     key: false,
                     source_type: "text[]".into(),
+                    field_metadata: Default::default(),
                 },
             ],
         }

@@ -205,6 +205,7 @@ mod tests {
             nullable,
             key: false,
             source_type: "bigint".into(),
+            field_metadata: Default::default(),
         }
     }
 

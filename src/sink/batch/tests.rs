@@ -13,6 +13,7 @@ fn col(name: &str, ty: ColumnType) -> Column {
         nullable: true,
         key: false,
         source_type: format!("src_{name}"),
+        field_metadata: Default::default(),
     }
 }
 

@@ -293,6 +293,7 @@ pub fn map_table(
             Some(declared) => Column {
                 ty: binlog,
                 source_type: format!("{:?} (binlog)", col.raw),
+                field_metadata: Default::default(),
                 ..declared.clone()
             },
             None => Column {
@@ -301,6 +302,7 @@ pub fn map_table(
                 nullable: col.nullable,
                 key: false,
                 source_type: format!("{:?} (binlog)", col.raw),
+                field_metadata: Default::default(),
             },
         });
     }

@@ -230,6 +230,7 @@ async fn resolve_one(
             } else {
                 column_type
             },
+            field_metadata: Default::default(),
             name,
             ty,
         });

@@ -480,6 +480,7 @@ mod tests {
             nullable: false,
             key: true,
             source_type: source_type.into(),
+            field_metadata: Default::default(),
         }
     }
 

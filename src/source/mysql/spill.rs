@@ -417,6 +417,7 @@ mod tests {
                 nullable: false,
                 key: true,
                 source_type: "bigint".into(),
+                field_metadata: Default::default(),
             }],
         })
     }

@@ -1,7 +1,7 @@
 //! Reading the captured tables' definitions from the PostgreSQL catalog at open.
 //!
-//! Guarantees: every configured table exists, every column has a supported type (an
-//! unsupported one fails the open naming the column), and the table can publish updates
+//! Guarantees: every configured table exists, every column resolves to an output type
+//! ([`resolve`](super::resolve); none is refused for its type), and the table can publish updates
 //! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
 //! publishing a table without one would make the application's own UPDATEs fail.
 
@@ -11,7 +11,8 @@ use std::sync::Arc;
 use tokio_postgres::Client;
 
 use super::connect::query_error;
-use super::types::column_type;
+use super::resolve;
+use super::types::Decode;
 use crate::change::{Column, TableSchema};
 use crate::error::{Code, Error, Result};
 
@@ -28,6 +29,8 @@ pub struct CapturedTable {
     pub type_names: HashMap<String, String>,
     /// Type OID per column, in column order.
     pub type_oids: Vec<u32>,
+    /// How each column's cells are read, in column order.
+    pub decodes: Vec<Decode>,
     /// The table as of the open.
     pub shape: Arc<TableSchema>,
 }
@@ -91,7 +94,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
     let rows = client
         .query(
             "SELECT a.attname::text, a.atttypid::int8, a.atttypmod, format_type(a.atttypid, a.atttypmod), \
-                    a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false) \
+                    a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false), a.attndims::int4 \
              FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
@@ -103,26 +106,23 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
     let mut columns = Vec::with_capacity(rows.len());
     let mut type_names = HashMap::new();
     let mut type_oids = Vec::with_capacity(rows.len());
+    let mut decodes = Vec::with_capacity(rows.len());
     for row in &rows {
         let name: String = row.get(0);
         let type_oid: i64 = row.get(1);
         let typmod: i32 = row.get(2);
         let type_name: String = row.get(3);
-        let ty = column_type(type_oid as u32, typmod, &type_name).map_err(|e| {
-            Error::new(
-                Code::SourceUnsupportedType,
-                format!("{config_name}.{name} has type {type_name}, which sluice cannot capture: {e}"),
-            )
-            .hint("see the type table in docs/postgresql.md; exclude the table, or change the column to a supported type (e.g. text)")
-        })?;
+        let resolved = resolve::column(client, type_oid as u32, typmod, row.get(6)).await?;
         type_names.insert(name.clone(), type_name.clone());
         type_oids.push(type_oid as u32);
+        decodes.push(resolved.decode);
         columns.push(Column {
             name,
-            ty,
+            ty: resolved.ty,
             nullable: !row.get::<_, bool>(4),
             key: row.get(5),
             source_type: type_name,
+            field_metadata: resolved.field_metadata,
         });
     }
     let key: Vec<String> = columns
@@ -138,6 +138,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         key,
         type_names,
         type_oids,
+        decodes,
         shape: Arc::new(TableSchema {
             name: config_name.to_owned(),
             columns,

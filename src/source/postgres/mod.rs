@@ -8,13 +8,16 @@
 //!
 //! This module only wires the parts: [`connect`] (TLS gate), [`catalog`] (tables and
 //! types at open), [`slot`] (publication, slot, the start decision), [`stream`] (pages of
-//! decoded changes), [`pgoutput`] and [`types`] (pure decoders), [`unchanged`] (unchanged TOAST values
+//! decoded changes), [`resolve`] (each column's output type and decoder), [`render`]
+//! (text output of binary cells, by the server), [`pgoutput`] and [`types`] (pure decoders), [`unchanged`] (unchanged TOAST values
 //! completed from a full old image).
 
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
 pub mod pgoutput;
+pub mod render;
+pub mod resolve;
 pub mod slot;
 pub mod snapshot;
 pub mod stream;
@@ -62,6 +65,14 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let timeouts = &config.source.timeouts;
     let control = connect::connect_with(&url, &config.source.tls, timeouts).await?;
     let data = connect::connect_with(&url, &config.source.tls, timeouts).await?;
+    // Text output (text cells of the stream, cells the server renders) prints the same
+    // on every path and run.
+    for client in [&control, &data] {
+        client
+            .batch_execute(types::TEXT_OUTPUT_SETTINGS)
+            .await
+            .map_err(|e| connect::query_error("configuring the session's text output", e))?;
+    }
 
     check_wal_level(&control).await?;
     let (identity, database) = identity(&control, &pg).await?;

@@ -19,7 +19,7 @@ use tokio_postgres::Client;
 use super::catalog::{self, CapturedTable, quote_ident};
 use super::connect::{self, query_error};
 use super::copy_binary::CopyParser;
-use super::types::decode_binary;
+use super::types::{Decode, decode_cell};
 use crate::change::{ColumnType, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -43,7 +43,7 @@ impl PgSnapshot {
         )
         .await?;
         client
-            .batch_execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET standard_conforming_strings = on; SET extra_float_digits = 3")
+            .batch_execute(super::types::TEXT_OUTPUT_SETTINGS)
             .await
             .map_err(|e| query_error("configuring the baseline session", e))?;
         let mut tables = catalog::resolve(&client, &config.source.tables).await?;
@@ -104,7 +104,12 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
         .shape
         .columns
         .iter()
-        .map(|c| quote_ident(&c.name))
+        .zip(&table.decodes)
+        .map(|(c, decode)| match decode {
+            // The type's text output, read back as text's binary form (its UTF-8 bytes).
+            Decode::Text => format!("{}::text", quote_ident(&c.name)),
+            Decode::Binary { .. } => quote_ident(&c.name),
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let keys = key_list(table);
@@ -259,12 +264,12 @@ impl SnapshotSource for PgSnapshot {
                 for (i, cell) in tuple.into_iter().enumerate() {
                     let value = match cell {
                         None => Value::Null,
-                        Some(raw) => decode_binary(&columns[i].ty, table.type_oids[i], &raw).map_err(|e| {
+                        Some(raw) => decode_cell(&columns[i].ty, &table.decodes[i], &raw).map_err(|e| {
                             Error::new(
                                 e.code(),
                                 format!("{name}.{} ({}) in the baseline: {e}", columns[i].name, columns[i].source_type),
                             )
-                            .hint("the value has no exact representation in the column's output type; fix the row at the source")
+                            .hint("the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]) and run the baseline again")
                             .source(e)
                         })?,
                     };
@@ -292,6 +297,7 @@ mod tests {
             nullable: false,
             key: true,
             source_type: String::new(),
+            field_metadata: Default::default(),
         };
         CapturedTable {
             config_name: "app.t".into(),
@@ -303,6 +309,13 @@ mod tests {
                 ("b".into(), "text".into()),
             ]),
             type_oids: vec![23, 25],
+            decodes: vec![
+                Decode::Binary {
+                    oid: 23,
+                    wire_element: None,
+                },
+                Decode::Text,
+            ],
             shape: Arc::new(TableSchema {
                 name: "app.t".into(),
                 columns: vec![col("a", ColumnType::Int32), col("b", ColumnType::Utf8)],
@@ -318,7 +331,7 @@ mod tests {
         };
         assert_eq!(
             chunk_query(&table(), &bounds),
-            "SELECT \"a\", \"b\" FROM \"app\".\"t\" WHERE ROW(\"a\", \"b\") > ROW('1'::integer, 'o''brien'::text) \
+            "SELECT \"a\", \"b\"::text FROM \"app\".\"t\" WHERE ROW(\"a\", \"b\") > ROW('1'::integer, 'o''brien'::text) \
              AND ROW(\"a\", \"b\") <= ROW('9'::integer, 'z'::text) ORDER BY \"a\", \"b\""
         );
         let all = ChunkBounds {
@@ -327,7 +340,7 @@ mod tests {
         };
         assert_eq!(
             chunk_query(&table(), &all),
-            "SELECT \"a\", \"b\" FROM \"app\".\"t\" ORDER BY \"a\", \"b\""
+            "SELECT \"a\", \"b\"::text FROM \"app\".\"t\" ORDER BY \"a\", \"b\""
         );
     }
 }

@@ -15,6 +15,11 @@
 //! and a peek reads every record that starts before the bound (a commit record straddling
 //! the bound is read whole). Acking the bound after reaching it is therefore safe: no
 //! commit that starts before it can still be undecoded.
+//!
+//! Columns captured in their text form ([`Decode::Text`]) arrive as binary cells for
+//! every type with a send function; the control connection has the server print them
+//! ([`Renderer`]) before the change is handed on, so the stream holds the same text the
+//! baseline's `col::text` reads.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -27,13 +32,17 @@ use tokio_postgres::{Client, RowStream};
 use super::catalog::CapturedTable;
 use super::connect::query_error;
 use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
+use super::render::Renderer;
 use super::slot;
-use super::types::{column_type, decode_binary};
+use super::types::{Decode, column_type, decode_cell};
 use super::unchanged;
 use crate::change::{Column, Op, RowChange, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+
+/// What to do about a value the column's output type cannot hold.
+const UNREPRESENTABLE_HINT: &str = "the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]), then re-baseline the table (docs/operations.md#recovery)";
 
 /// A decoded image: the cells, and the indexes of the cells the source did not log.
 type Image = (Vec<Value>, Vec<usize>);
@@ -42,6 +51,7 @@ type Image = (Vec<Value>, Vec<usize>);
 struct KnownRelation {
     schema: Arc<TableSchema>,
     type_oids: Vec<u32>,
+    decodes: Vec<Decode>,
 }
 
 /// The open PostgreSQL stream.
@@ -63,6 +73,7 @@ pub struct PgStream {
     last_end: Option<PgLsn>,
     /// The longest a page may pause between two rows once it streams.
     read_timeout: std::time::Duration,
+    renderer: Renderer,
 }
 
 struct Page {
@@ -99,6 +110,7 @@ impl PgStream {
             current_commit: None,
             last_end: None,
             read_timeout: crate::config::TimeoutsConfig::default().read(),
+            renderer: Renderer::default(),
         }
     }
 
@@ -253,22 +265,47 @@ impl PgStream {
             })?;
         let mut columns = Vec::with_capacity(rel.columns.len());
         let mut type_oids = Vec::with_capacity(rel.columns.len());
+        let mut decodes = Vec::with_capacity(rel.columns.len());
         for col in &rel.columns {
             let type_name = captured
                 .type_names
                 .get(&col.name)
                 .cloned()
                 .unwrap_or_else(|| format!("oid {}", col.type_oid));
-            let ty = column_type(col.type_oid, col.type_modifier, &type_name).map_err(|_| {
-                Error::new(
-                    Code::SourceUnsupportedType,
-                    format!(
-                        "{}.{} has type {type_name}, which sluice cannot capture",
-                        captured.config_name, col.name
-                    ),
-                )
-                .hint("change the column to a supported type, or stop capturing the table")
-            })?;
+            let at_open = captured
+                .shape
+                .columns
+                .iter()
+                .position(|c| c.name == col.name)
+                .filter(|&i| captured.type_oids[i] == col.type_oid);
+            // The open's resolution for a column of the same type; a built-in type's own
+            // (its modifier may have changed); else, for a type the catalog did not see
+            // at open, its text output — which needs no catalog knowledge.
+            let (ty, decode, field_metadata) = match (
+                at_open,
+                column_type(col.type_oid, col.type_modifier, &type_name),
+            ) {
+                (Some(i), _) if captured.decodes[i] == Decode::Text => {
+                    let c = &captured.shape.columns[i];
+                    (c.ty.clone(), Decode::Text, c.field_metadata.clone())
+                }
+                (_, Ok(ty)) => {
+                    let r = super::resolve::Resolved::binary(ty, col.type_oid, None);
+                    (r.ty, r.decode, r.field_metadata)
+                }
+                (Some(i), Err(_)) => {
+                    let c = &captured.shape.columns[i];
+                    (
+                        c.ty.clone(),
+                        captured.decodes[i].clone(),
+                        c.field_metadata.clone(),
+                    )
+                }
+                (None, Err(_)) => {
+                    let r = super::resolve::Resolved::text();
+                    (r.ty, r.decode, r.field_metadata)
+                }
+            };
             let nullable = captured
                 .shape
                 .columns
@@ -281,8 +318,10 @@ impl PgStream {
                 ty,
                 nullable,
                 source_type: type_name,
+                field_metadata,
             });
             type_oids.push(col.type_oid);
+            decodes.push(decode);
         }
         let schema = TableSchema {
             name: captured.config_name.clone(),
@@ -293,8 +332,45 @@ impl PgStream {
         } else {
             Arc::new(schema)
         };
-        self.relations
-            .insert(rel.oid, KnownRelation { schema, type_oids });
+        self.relations.insert(
+            rel.oid,
+            KnownRelation {
+                schema,
+                type_oids,
+                decodes,
+            },
+        );
+        Ok(())
+    }
+
+    /// Replaces the binary cells of text-form columns (left as bytes by `image`) by their
+    /// text output, rendered by the server.
+    async fn render_text_cells(&mut self, change: &mut RowChange) -> Result<()> {
+        let Some(known) = self
+            .relations
+            .values()
+            .find(|r| Arc::ptr_eq(&r.schema, &change.table))
+        else {
+            return Ok(());
+        };
+        for values in [change.before.as_mut(), change.after.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            for (i, value) in values.iter_mut().enumerate() {
+                if known.decodes[i] != Decode::Text {
+                    continue;
+                }
+                if let Value::Bytes(raw) = value {
+                    let what = format!("{}.{}", change.table.name, change.table.columns[i].name);
+                    let text = self
+                        .renderer
+                        .render(&self.control, known.type_oids[i], raw, &what)
+                        .await?;
+                    *value = Value::Text(text);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -323,17 +399,9 @@ impl PgStream {
         let mut unlogged = Vec::new();
         for (i, cell) in cells.iter().enumerate() {
             let column = &schema.columns[i];
-            let value = match cell {
-                Cell::Null if key_only && !column.key => {
-                    unlogged.push(i);
-                    Value::Null
-                }
-                Cell::Null => Value::Null,
-                Cell::Unchanged => {
-                    unlogged.push(i);
-                    Value::Null
-                }
-                Cell::Binary(raw) => decode_binary(&column.ty, known.type_oids[i], raw).map_err(|e| {
+            let decode = &known.decodes[i];
+            let decoded = |raw: &[u8]| {
+                decode_cell(&column.ty, decode, raw).map_err(|e| {
                     Error::new(
                         e.code(),
                         format!(
@@ -344,13 +412,33 @@ impl PgStream {
                             self.current_commit.unwrap_or_default()
                         ),
                     )
-                    .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline")
+                    .hint(UNREPRESENTABLE_HINT)
                     .source(e)
-                })?,
+                })
+            };
+            let value = match cell {
+                Cell::Null if key_only && !column.key => {
+                    unlogged.push(i);
+                    Value::Null
+                }
+                Cell::Null => Value::Null,
+                Cell::Unchanged => {
+                    unlogged.push(i);
+                    Value::Null
+                }
+                // A text-form column's binary cell is rendered by the server in `next`
+                // (`render_text_cells`); a Utf8 column holds no bytes otherwise.
+                Cell::Binary(raw) if decode == &Decode::Text => Value::Bytes(raw.to_vec()),
+                // A text-form column's text cell is its text output as is.
+                Cell::Text(raw) if decode == &Decode::Text => decoded(raw)?,
+                Cell::Binary(raw) => decoded(raw)?,
                 Cell::Text(_) => {
                     return Err(Error::new(
                         Code::SourceProtocol,
-                        format!("{}.{}: the server sent a text value in binary mode", schema.name, column.name),
+                        format!(
+                            "{}.{}: the server sent a text value in binary mode",
+                            schema.name, column.name
+                        ),
                     ));
                 }
             };
@@ -401,7 +489,10 @@ impl ChangeStream for PgStream {
                     })?;
                     let data: &[u8] = row.get(0);
                     let message = pgoutput::decode(data)?;
-                    if let Some(event) = self.translate(message)? {
+                    if let Some(mut event) = self.translate(message)? {
+                        if let SourceEvent::Change(change) = &mut event {
+                            self.render_text_cells(change).await?;
+                        }
                         return Ok(Some(event));
                     }
                 }

@@ -3,13 +3,17 @@
 //! [`Value`].
 //!
 //! Guarantees:
-//! * [`column_type`] maps a closed list of built-in types (by OID) and refuses every other
-//!   type with [`Unsupported`] — never a silent fallback to text.
-//! * [`decode_binary`] is total and exact: a cell decodes to a value of its column's type
+//! * [`column_type`] maps a closed list of built-in types (by OID) to typed columns and
+//!   answers [`Unsupported`] for every other type; [`super::resolve`] then resolves those
+//!   (domains, enums, arrays of them) or captures them in their text form
+//!   ([`Decode::Text`]) — never a silent fallback.
+//! * [`decode_cell`] is total and exact: a cell decodes to a value of its column's type
 //!   that means the same thing, or fails with a [`DecodeError`]. Nothing is rounded,
-//!   truncated, clamped or turned into NULL: `infinity` dates and timestamps, numeric
-//!   `NaN`/`±Infinity`, out-of-range values and more digits than the column declares are
-//!   errors, and malformed bytes are errors, never panics.
+//!   truncated, clamped or turned into NULL. `±infinity` dates and timestamps are written
+//!   as the physical type's extremes ([`INFINITY_KEY`]); numeric `NaN`/`±Infinity` are
+//!   their text in an unconstrained numeric column; `NaN` in a `numeric(p,s)` column,
+//!   out-of-range values and more digits than the column declares are errors, and
+//!   malformed bytes are errors, never panics.
 //!
 //! Numeric columns:
 //! * `numeric(p, s)` becomes `Decimal { precision, scale }` (Decimal128 up to precision 38,
@@ -17,6 +21,7 @@
 //!   (`numeric(5,-2)`, multiples of 100) and a scale above the precision (`numeric(2,5)`,
 //!   values below 0.001); Parquet's DECIMAL allows neither, so these are widened losslessly
 //!   to `Decimal { precision: p - s, scale: 0 }` and `Decimal { precision: s, scale: s }`.
+//! * `numeric(p,s)` with p above 76 after widening is captured like unconstrained numeric.
 //! * Unconstrained `numeric` (no typmod) has no fixed scale: every value carries its own
 //!   (`1.5` and `1.50000` are different values in PostgreSQL), so no single Decimal type
 //!   holds a column of them losslessly. Such columns become [`ColumnType::Utf8`] holding the
@@ -56,6 +61,7 @@ pub mod oid {
     pub const BOOL: u32 = 16;
     pub const BYTEA: u32 = 17;
     pub const NAME: u32 = 19;
+    pub const OID: u32 = 26;
     pub const INT8: u32 = 20;
     pub const INT2: u32 = 21;
     pub const INT4: u32 = 23;
@@ -108,6 +114,60 @@ pub fn array_element_oid(array_oid: u32) -> Option<u32> {
     })
 }
 
+/// The OID of the built-in array type whose elements are `element_oid`.
+pub fn array_oid_of(element_oid: u32) -> Option<u32> {
+    [
+        oid::BOOL_ARRAY,
+        oid::INT2_ARRAY,
+        oid::INT4_ARRAY,
+        oid::INT8_ARRAY,
+        oid::TEXT_ARRAY,
+        oid::VARCHAR_ARRAY,
+        oid::FLOAT4_ARRAY,
+        oid::FLOAT8_ARRAY,
+        oid::NUMERIC_ARRAY,
+        oid::UUID_ARRAY,
+        oid::DATE_ARRAY,
+        oid::TIMESTAMP_ARRAY,
+        oid::TIMESTAMPTZ_ARRAY,
+    ]
+    .into_iter()
+    .find(|a| array_element_oid(*a) == Some(element_oid))
+}
+
+/// How a column's cells are read, decided once per column when the table is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decode {
+    /// The binary send format of the built-in type `oid` (for a domain: its base type's;
+    /// for an enum: `text`, whose send format is the label's bytes, as `enum_send`'s is).
+    /// For an array of a domain or an enum the array header carries the domain's or the
+    /// enum's OID instead of the built-in element's: `wire_element`.
+    Binary { oid: u32, wire_element: Option<u32> },
+    /// The type's own text output (`typoutput`) under [`TEXT_OUTPUT_SETTINGS`], as a
+    /// string column declared `sluice.form = text`. The baseline reads it through a
+    /// `::text` cast; the stream takes a text cell as is and has the server render a
+    /// binary cell (its `typreceive` then `typoutput`), so both paths hold what the
+    /// server prints for `col::text`.
+    Text,
+}
+
+/// The session settings every PostgreSQL session that produces text output (the
+/// baseline's `::text` casts, the stream's text cells and rendered cells) runs with, so
+/// a value prints the same way on both paths and on every run.
+pub const TEXT_OUTPUT_SETTINGS: &str = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; \
+     SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3; SET bytea_output = 'hex'; \
+     SET standard_conforming_strings = on";
+
+/// Parquet field metadata key declaring how a column holds its source type's values;
+/// `text` for [`Decode::Text`] columns.
+pub const FORM_KEY: &str = "sluice.form";
+
+/// Parquet field metadata key on every PostgreSQL `date`, `timestamp` and `timestamptz`
+/// column: `infinity` and `-infinity` are written as the largest value of the physical
+/// type and its negation (`i64::MAX`/`-i64::MAX` µs, `i32::MAX`/`-i32::MAX` days), the
+/// values DuckDB itself reads as `infinity`/`-infinity`.
+pub const INFINITY_KEY: &str = "sluice.infinity";
+
 /// A source type sluice does not capture; the caller names the column and refuses to open.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("PostgreSQL type {type_name} is not supported: {reason}")]
@@ -134,6 +194,7 @@ pub fn column_type(type_oid: u32, typmod: i32, type_name: &str) -> Result<Column
         oid::FLOAT4 => ColumnType::Float32,
         oid::FLOAT8 => ColumnType::Float64,
         oid::NUMERIC => numeric_column_type(typmod).map_err(|r| unsupported(r.into()))?,
+        oid::OID => ColumnType::Int64,
         oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME => ColumnType::Utf8,
         oid::BYTEA => ColumnType::Binary,
         oid::DATE => ColumnType::Date,
@@ -178,11 +239,8 @@ fn numeric_column_type(typmod: i32) -> Result<ColumnType, String> {
         (precision, scale)
     };
     if !(1..=MAX_DECIMAL_PRECISION).contains(&p) {
-        return Err(format!(
-            "numeric({precision},{scale}) needs {p} decimal digits, more than the \
-             {MAX_DECIMAL_PRECISION} of Decimal256; declare it numeric(p,s) with p <= 76, \
-             or unconstrained numeric (captured as exact decimal text)"
-        ));
+        // Wider than Decimal256: exact decimal text, as for unconstrained numeric.
+        return Ok(ColumnType::Utf8);
     }
     Ok(ColumnType::Decimal {
         // In range by the check above (and 0 <= s <= p).
@@ -263,10 +321,28 @@ impl DecodeError {
 /// Decodes one binary-format (`b`) cell of a column of type `ty` (from [`column_type`])
 /// whose PostgreSQL type is `type_oid`.
 pub fn decode_binary(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, DecodeError> {
+    decode_binary_as(ty, type_oid, None, raw)
+}
+
+/// Decodes one cell as `decode` says: binary send format, or the type's text output
+/// (from a `::text` cast or a text cell).
+pub fn decode_cell(ty: &ColumnType, decode: &Decode, raw: &[u8]) -> Result<Value, DecodeError> {
+    match decode {
+        Decode::Binary { oid, wire_element } => decode_binary_as(ty, *oid, *wire_element, raw),
+        Decode::Text => Ok(Value::Text(utf8(raw)?)),
+    }
+}
+
+fn decode_binary_as(
+    ty: &ColumnType,
+    type_oid: u32,
+    wire_element: Option<u32>,
+    raw: &[u8],
+) -> Result<Value, DecodeError> {
     match ty {
         ColumnType::List(element) => {
             let element_oid = array_element_oid(type_oid).ok_or_else(|| mismatch(ty, type_oid))?;
-            decode_array(element, element_oid, raw)
+            decode_array(element, element_oid, wire_element, raw)
         }
         _ => decode_scalar(ty, type_oid, raw),
     }
@@ -291,6 +367,11 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
         (T::Int64, oid::INT8) => {
             Value::Int(wire::int8_from_sql(raw).map_err(DecodeError::wire("int8"))?)
         }
+        (T::Int64, oid::OID) => Value::Int(
+            wire::oid_from_sql(raw)
+                .map_err(DecodeError::wire("oid"))?
+                .into(),
+        ),
         (T::Float32, oid::FLOAT4) => Value::Float(
             wire::float4_from_sql(raw)
                 .map_err(DecodeError::wire("float4"))?
@@ -302,7 +383,11 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
         (T::Decimal { precision, scale }, oid::NUMERIC) => {
             Numeric::parse(raw)?.to_decimal(*precision, *scale)?
         }
-        (T::Utf8, oid::NUMERIC) => Value::Text(Numeric::parse(raw)?.to_text()?),
+        (T::Utf8, oid::NUMERIC) => match numeric_special(raw) {
+            // PostgreSQL's own text for them; the header must still be well-formed.
+            Some(special) if raw.len() == 8 => Value::Text(special.to_owned()),
+            _ => Value::Text(Numeric::parse(raw)?.to_text()?),
+        },
         (T::Utf8, oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME) | (T::Json, oid::JSON) => {
             Value::Text(utf8(raw)?)
         }
@@ -321,8 +406,9 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
         )),
         (T::Date, oid::DATE) => {
             let days = wire::date_from_sql(raw).map_err(DecodeError::wire("date"))?;
+            // ±infinity: DuckDB's own date infinities (see INFINITY_KEY).
             if days == i32::MAX || days == i32::MIN {
-                return Err(infinite("date", days > 0));
+                return Ok(Value::Date(if days > 0 { i32::MAX } else { -i32::MAX }));
             }
             Value::Date(days.checked_add(PG_EPOCH_DAYS).ok_or_else(|| {
                 DecodeError::unrepresentable(format!(
@@ -342,8 +428,13 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
         }
         (T::Timestamp, oid::TIMESTAMP) | (T::TimestampTz, oid::TIMESTAMPTZ) => {
             let micros = wire::timestamp_from_sql(raw).map_err(DecodeError::wire("timestamp"))?;
+            // ±infinity: DuckDB's own timestamp infinities (see INFINITY_KEY).
             if micros == i64::MAX || micros == i64::MIN {
-                return Err(infinite("timestamp", micros > 0));
+                return Ok(Value::Timestamp(if micros > 0 {
+                    i64::MAX
+                } else {
+                    -i64::MAX
+                }));
             }
             Value::Timestamp(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| {
                 DecodeError::unrepresentable(format!(
@@ -360,7 +451,12 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
 /// and the element's binary value. Parsed here rather than through
 /// `postgres_protocol::types::array_from_sql` because iterating its values needs the
 /// `fallible-iterator` trait, which is not a direct dependency of sluice.
-fn decode_array(element: &ColumnType, element_oid: u32, raw: &[u8]) -> Result<Value, DecodeError> {
+fn decode_array(
+    element: &ColumnType,
+    element_oid: u32,
+    wire_element: Option<u32>,
+    raw: &[u8],
+) -> Result<Value, DecodeError> {
     let mut r = ArrayReader(raw);
     let ndim = r.i32()?;
     let flags = r.i32()?;
@@ -370,7 +466,7 @@ fn decode_array(element: &ColumnType, element_oid: u32, raw: &[u8]) -> Result<Va
             "invalid array flags {flags}"
         )));
     }
-    if got_oid != element_oid {
+    if got_oid != element_oid && Some(got_oid) != wire_element {
         return Err(DecodeError::malformed(format!(
             "array element type OID {got_oid}, expected {element_oid}"
         )));
@@ -524,17 +620,20 @@ impl<'a> Numeric<'a> {
             NUMERIC_NEG => true,
             NUMERIC_NAN => {
                 return Err(DecodeError::unrepresentable(
-                    "numeric NaN has no decimal value",
+                    "numeric NaN has no value in a Decimal column (numeric(p,s)); an unconstrained \
+                     numeric column captures it as the text 'NaN'",
                 ));
             }
             NUMERIC_PINF => {
                 return Err(DecodeError::unrepresentable(
-                    "numeric Infinity has no decimal value",
+                    "numeric Infinity has no value in a Decimal column (numeric(p,s)); an unconstrained \
+                     numeric column captures it as the text 'Infinity'",
                 ));
             }
             NUMERIC_NINF => {
                 return Err(DecodeError::unrepresentable(
-                    "numeric -Infinity has no decimal value",
+                    "numeric -Infinity has no value in a Decimal column (numeric(p,s)); an unconstrained \
+                     numeric column captures it as the text '-Infinity'",
                 ));
             }
             other => {
@@ -769,11 +868,15 @@ fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn infinite(what: &str, positive: bool) -> DecodeError {
-    DecodeError::unrepresentable(format!(
-        "{}infinity {what} has no value in the column type",
-        if positive { "" } else { "-" }
-    ))
+/// `NaN`, `Infinity` or `-Infinity` when the binary numeric is one of those.
+fn numeric_special(raw: &[u8]) -> Option<&'static str> {
+    let sign = u16::from_be_bytes([*raw.get(4)?, *raw.get(5)?]);
+    match sign {
+        NUMERIC_NAN => Some("NaN"),
+        NUMERIC_PINF => Some("Infinity"),
+        NUMERIC_NINF => Some("-Infinity"),
+        _ => None,
+    }
 }
 
 fn mismatch(ty: &ColumnType, type_oid: u32) -> DecodeError {
@@ -1002,11 +1105,10 @@ mod tests {
         // PostgreSQL 15 scales outside 0..=p are widened to a Parquet-legal decimal.
         assert_eq!(t(5, -2).unwrap(), dec(7, 0));
         assert_eq!(t(2, 5).unwrap(), dec(5, 5));
-        assert_eq!(t(1, -1000).unwrap_err().type_name, "numeric");
-        let err = t(77, 0).unwrap_err();
-        assert!(err.to_string().contains("77 decimal digits"), "{err}");
-        assert!(t(1000, 0).is_err());
-        assert!(t(70, -10).is_err());
+        // Wider than Decimal256: exact decimal text, as unconstrained numeric.
+        for (p, s) in [(1, -1000), (77, 0), (1000, 0), (70, -10)] {
+            assert_eq!(t(p, s).unwrap(), ColumnType::Utf8, "numeric({p},{s})");
+        }
         // Unconstrained numeric: exact text (see the module doc).
         assert_eq!(
             column_type(oid::NUMERIC, -1, "numeric").unwrap(),
@@ -1022,7 +1124,68 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_types_name_themselves() {
+    fn the_docs_type_table_matches_the_code() {
+        let docs = include_str!("../../../docs/postgresql.md");
+        let rows: Vec<&str> = docs.lines().filter(|l| l.starts_with("| ")).collect();
+        let row = |name: &str| {
+            let quoted = format!("`{name}`");
+            rows.iter()
+                .find(|l| l.split('|').nth(1).is_some_and(|c| c.contains(&quoted)))
+                .unwrap_or_else(|| panic!("{name} is not in the type table of docs/postgresql.md"))
+                .to_string()
+        };
+        // Typed built-ins: each is in the table with its output type.
+        for (oid, name, output) in [
+            (oid::INT2, "smallint", "Int16"),
+            (oid::INT4, "int", "Int32"),
+            (oid::INT8, "bigint", "Int64"),
+            (oid::FLOAT4, "real", "Float32"),
+            (oid::FLOAT8, "double precision", "Float64"),
+            (oid::BOOL, "boolean", "Boolean"),
+            (oid::TEXT, "text", "string"),
+            (oid::VARCHAR, "varchar(n)", "string"),
+            (oid::BPCHAR, "char(n)", "string"),
+            (oid::NAME, "name", "string"),
+            (oid::BYTEA, "bytea", "Binary"),
+            (oid::DATE, "date", "Date32"),
+            (oid::TIME, "time", "Time64(µs)"),
+            (oid::TIMESTAMP, "timestamp", "Timestamp(µs)"),
+            (oid::TIMESTAMPTZ, "timestamptz", "Timestamp(µs, UTC)"),
+            (oid::UUID, "uuid", "string"),
+            (oid::JSON, "json", "JSON"),
+            (oid::JSONB, "jsonb", "JSON"),
+            (oid::OID, "oid", "Int64"),
+        ] {
+            assert!(column_type(oid, -1, name).is_ok(), "{name}");
+            assert!(row(name).contains(output), "{name}: {}", row(name));
+        }
+        // Built-ins without a typed mapping: the text-form row names them.
+        for (oid, name) in [
+            (1186, "interval"),
+            (1266, "timetz"),
+            (790, "money"),
+            (869, "inet"),
+            (650, "cidr"),
+            (829, "macaddr"),
+            (774, "macaddr8"),
+            (1560, "bit(n)"),
+            (1562, "varbit"),
+            (18, "\"char\""),
+            (142, "xml"),
+            (3614, "tsvector"),
+            (3615, "tsquery"),
+            (600, "point"),
+            (603, "box"),
+            (28, "xid"),
+            (3220, "pg_lsn"),
+        ] {
+            assert!(column_type(oid, -1, name).is_err(), "{name}");
+            assert!(row(name).contains("text form"), "{name}: {}", row(name));
+        }
+    }
+
+    #[test]
+    fn types_without_a_typed_mapping_name_themselves() {
         for (oid, name) in [
             (1186, "interval"),
             (790, "money"),
@@ -1125,12 +1288,21 @@ mod tests {
     }
 
     #[test]
-    fn numeric_nan_and_infinities_are_refused() {
-        for ty in [dec(10, 2), dec(60, 2), ColumnType::Utf8] {
+    fn numeric_nan_and_infinities_are_text_or_refused_in_a_decimal() {
+        for ty in [dec(10, 2), dec(60, 2)] {
             assert!(unrepresentable(&ty, oid::NUMERIC, NUM_NAN).contains("NaN"));
             assert!(unrepresentable(&ty, oid::NUMERIC, NUM_INF).contains("Infinity"));
             assert!(unrepresentable(&ty, oid::NUMERIC, NUM_NINF).contains("-Infinity"));
         }
+        // Unconstrained numeric: PostgreSQL's own text for them.
+        let t = |h| ok(&ColumnType::Utf8, oid::NUMERIC, h);
+        assert_eq!(t(NUM_NAN), Value::Text("NaN".into()));
+        assert_eq!(t(NUM_INF), Value::Text("Infinity".into()));
+        assert_eq!(t(NUM_NINF), Value::Text("-Infinity".into()));
+        // A special value with digits after its header is not taken for the special.
+        let mut bad = hex(NUM_NAN);
+        bad.extend([0, 1]);
+        assert!(decode_binary(&ColumnType::Utf8, oid::NUMERIC, &bad).is_err());
     }
 
     #[test]
@@ -1198,8 +1370,12 @@ mod tests {
                 ok(&ty, oid, "0000000000000000"),
                 Value::Timestamp(946_684_800_000_000)
             );
-            assert!(unrepresentable(&ty, oid, "7fffffffffffffff").contains("infinity timestamp"));
-            assert!(unrepresentable(&ty, oid, "8000000000000000").contains("-infinity"));
+            // ±infinity: the extremes DuckDB reads as ±infinity (INFINITY_KEY).
+            assert_eq!(ok(&ty, oid, "7fffffffffffffff"), Value::Timestamp(i64::MAX));
+            assert_eq!(
+                ok(&ty, oid, "8000000000000000"),
+                Value::Timestamp(-i64::MAX)
+            );
             // Finite but past i64 µs since 1970: refused, not wrapped.
             unrepresentable(&ty, oid, "7ffffffffffffffe");
             malformed(&ty, oid, &hex("00000000000000"));
@@ -1211,10 +1387,9 @@ mod tests {
         let d = |h| ok(&ColumnType::Date, oid::DATE, h);
         assert_eq!(d("ffffd48e"), Value::Date(-165)); // 1969-07-20
         assert_eq!(d("00000000"), Value::Date(10_957)); // 2000-01-01
-        assert!(
-            unrepresentable(&ColumnType::Date, oid::DATE, "7fffffff").contains("infinity date")
-        );
-        assert!(unrepresentable(&ColumnType::Date, oid::DATE, "80000000").contains("-infinity"));
+        // ±infinity: the extremes DuckDB reads as ±infinity (INFINITY_KEY).
+        assert_eq!(d("7fffffff"), Value::Date(i32::MAX));
+        assert_eq!(d("80000000"), Value::Date(-i32::MAX));
         unrepresentable(&ColumnType::Date, oid::DATE, "7ffffffe");
         malformed(&ColumnType::Date, oid::DATE, &hex("0000000000"));
     }
@@ -1388,15 +1563,24 @@ mod tests {
             "{err}"
         );
         let ts = list(ColumnType::Timestamp);
+        assert_eq!(
+            ok(
+                &ts,
+                oid::TIMESTAMP_ARRAY,
+                "00000001000000000000045a0000000200000001ffffffff000000087fffffffffffffff",
+            ),
+            Value::List(vec![Value::Null, Value::Timestamp(i64::MAX)])
+        );
         let err = unrepresentable(
-            &ts,
-            oid::TIMESTAMP_ARRAY,
-            "00000001000000000000045a0000000200000001ffffffff000000087fffffffffffffff",
+            &list(dec(4, 2)),
+            oid::NUMERIC_ARRAY,
+            &format!(
+                "000000010000000000000{:03x}0000000100000001{:08x}{NUM_NAN}",
+                oid::NUMERIC,
+                NUM_NAN.len() / 2
+            ),
         );
-        assert!(
-            err.starts_with("array element 1: infinity timestamp"),
-            "{err}"
-        );
+        assert!(err.starts_with("array element 0: numeric NaN"), "{err}");
         // Truncated, trailing, negative counts, bad flags, bad element length.
         let bytes = hex(one);
         for cut in 0..bytes.len() {
@@ -1424,6 +1608,48 @@ mod tests {
             &int4,
             oid::INT4_ARRAY,
             &hex("0000000100000000000000177fffffff00000001"),
+        );
+    }
+
+    #[test]
+    fn arrays_of_domains_and_enums_name_their_element_on_the_wire() {
+        // '{42}' of a domain over int4 whose OID is 70000: the header carries 70000.
+        let domain = "000000010000000000011170000000010000000100000004000000 2a".replace(' ', "");
+        let int4 = list(ColumnType::Int32);
+        let as_domain = Decode::Binary {
+            oid: oid::INT4_ARRAY,
+            wire_element: Some(70_000),
+        };
+        assert_eq!(
+            decode_cell(&int4, &as_domain, &hex(&domain)).unwrap(),
+            Value::List(vec![Value::Int(42)])
+        );
+        // Without the domain's OID declared, the header is a mismatch.
+        malformed(&int4, oid::INT4_ARRAY, &hex(&domain));
+        // An enum's binary form is its label's bytes, read as text.
+        let label = Decode::Binary {
+            oid: oid::TEXT,
+            wire_element: None,
+        };
+        assert_eq!(
+            decode_cell(&ColumnType::Utf8, &label, b"happy").unwrap(),
+            Value::Text("happy".into())
+        );
+        // The text form is the type's text output, as sent.
+        assert_eq!(
+            decode_cell(&ColumnType::Utf8, &Decode::Text, b"(1,2)").unwrap(),
+            Value::Text("(1,2)".into())
+        );
+        assert_eq!(
+            decode_cell(&ColumnType::Utf8, &Decode::Text, &[0xff])
+                .unwrap_err()
+                .kind(),
+            DecodeErrorKind::Malformed
+        );
+        // oid → int64, unsigned.
+        assert_eq!(
+            ok(&ColumnType::Int64, oid::OID, "ffffffff"),
+            Value::Int(4_294_967_295)
         );
     }
 

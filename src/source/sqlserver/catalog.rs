@@ -198,6 +198,7 @@ pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema
             nullable: c.nullable,
             key: c.is_key(),
             source_type: c.declaration(),
+            field_metadata: Default::default(),
         });
     }
     Ok(TableSchema {

@@ -233,6 +233,7 @@ mod tests {
             nullable: !key,
             key,
             source_type: "x".into(),
+            field_metadata: Default::default(),
         };
         Arc::new(TableSchema {
             name: "dbo.orders".into(),

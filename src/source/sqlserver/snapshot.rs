@@ -281,6 +281,7 @@ mod tests {
             nullable: !key,
             key,
             source_type: "x".into(),
+            field_metadata: Default::default(),
         };
         TableSchema {
             name: "dbo.t".into(),

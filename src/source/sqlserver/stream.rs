@@ -331,6 +331,7 @@ mod tests {
                     nullable: c.nullable,
                     key: c.is_key(),
                     source_type: c.declaration(),
+                    field_metadata: Default::default(),
                 })
                 .collect(),
         };

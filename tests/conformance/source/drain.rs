@@ -171,13 +171,14 @@ pub fn truncate_of_a_captured_table_is_refused<E: Engine>() {
 }
 
 pub fn unsupported_column_type_fails_at_open_naming_the_column<E: Engine>() {
+    // PostgreSQL refuses no type: `postgres::types_every` shows every type captured.
+    let Some(unsupported) = E::UNSUPPORTED_TYPE else {
+        return;
+    };
     let Some(db) = E::for_test("unsupported") else {
         return;
     };
-    db.create_table(
-        "t",
-        &format!("id int PRIMARY KEY, x {}", E::UNSUPPORTED_TYPE),
-    );
+    db.create_table("t", &format!("id int PRIMARY KEY, x {unsupported}"));
     let job = db.job(&["t"], "");
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);

@@ -13,7 +13,7 @@ impl Engine for Postgres {
     const URL_VAR: &'static str = "SLUICE_TEST_PG_URL";
     const TEXT: &'static str = "text";
     const KEY_INT: &'static str = "int";
-    const UNSUPPORTED_TYPE: &'static str = "interval";
+    const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::KeyOnly;
 
     fn create(admin: &str, test: &str) -> Self {
@@ -95,7 +95,7 @@ impl Engine for Mariadb {
     const URL_VAR: &'static str = "SLUICE_TEST_MYSQL_URL";
     const TEXT: &'static str = "varchar(40)";
     const KEY_INT: &'static str = "int unsigned";
-    const UNSUPPORTED_TYPE: &'static str = "geometry";
+    const UNSUPPORTED_TYPE: Option<&'static str> = Some("geometry");
     const OLD_IMAGE: OldImage = OldImage::WholeRow;
 
     fn create(admin: &str, test: &str) -> Self {

@@ -42,8 +42,9 @@ pub trait Engine: Sized + 'static {
     /// The integer key type of the chunked-baseline cases (MariaDB: unsigned, so its
     /// unsigned bounds are planned too).
     const KEY_INT: &'static str;
-    /// A column type the engine cannot capture: a drain refuses it at open.
-    const UNSUPPORTED_TYPE: &'static str;
+    /// A column type the engine cannot capture: a drain refuses it at open. `None` for an
+    /// engine that captures every type (PostgreSQL: its text form, at worst).
+    const UNSUPPORTED_TYPE: Option<&'static str>;
     /// What a delete's old image carries.
     const OLD_IMAGE: OldImage;
 
