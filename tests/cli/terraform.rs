@@ -502,3 +502,286 @@ fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
             .unwrap();
     assert!(asl.contains("\"Resource\": \"arn:aws:states:::s3:getObject\""));
 }
+
+/// `terraform console` on a copy of `module` (a provider-free module) with `inputs` as
+/// its variables: (stdout, stderr) of evaluating `expr`.
+fn console(bin: &Path, module: &str, inputs: &Value, expr: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(Path::new(ROOT).join(module)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("inputs.tfvars.json"), inputs.to_string()).unwrap();
+    std::fs::write(dir.path().join("expr"), format!("{expr}\n")).unwrap();
+    let out = Command::new(bin.join("terraform"))
+        .current_dir(dir.path())
+        .args(["console", "-no-color", "-var-file=inputs.tfvars.json"])
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(dir.path().join("expr")).unwrap())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names `sluice_names` derives from `inputs`, as (kind, name) pairs.
+fn derived_names(bin: &Path, inputs: &Value) -> Vec<(String, String)> {
+    let (stdout, stderr) = console(
+        bin,
+        "terraform/modules/sluice_names",
+        inputs,
+        "jsonencode({ names = local.names, alarms = local.alarms })",
+    );
+    let json: String = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("console printed {stdout:?} ({e}); stderr: {stderr}"));
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let mut out: Vec<(String, String)> = doc["names"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+        .collect();
+    for name in doc["alarms"].as_object().unwrap().values() {
+        out.push(("alarm".into(), name.as_str().unwrap().to_owned()));
+    }
+    out
+}
+
+/// AWS's limit on each kind of name `sluice_names` derives: (max length, allowed
+/// characters besides ASCII letters and digits).
+fn aws_limit(kind: &str) -> (usize, &'static str) {
+    match kind {
+        // Lambda FunctionName (the name form), IAM role names.
+        "function" | "worker_function" => (64, "_-"),
+        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" => (64, "_+=,.@-"),
+        // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
+        "state_machine" => (80, "_-"),
+        // EventBridge rule and Scheduler schedule names.
+        "schedule" => (64, "._-"),
+        "dead_letter_queue" => (80, "_-"),
+        // Log group names: 1-512 of [.-_/#A-Za-z0-9].
+        "drain_log_group" | "worker_log_group" | "machine_log_group" => (512, "._-/#"),
+        "dashboard" => (255, "_-"),
+        // Alarm names: 1-255 printable ASCII.
+        "alarm" => (255, "_-.:/ "),
+        other => panic!("no AWS limit known for the derived name {other:?}; add it here"),
+    }
+}
+
+fn assert_legal(names: &[(String, String)]) {
+    for (kind, name) in names {
+        let (max, extra) = aws_limit(kind);
+        assert!(
+            !name.is_empty() && name.len() <= max,
+            "{kind} name {name:?} is {} characters (AWS allows 1-{max})",
+            name.len()
+        );
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c)),
+            "{kind} name {name:?} has a character AWS refuses (allowed: letters, digits, {extra:?})"
+        );
+    }
+}
+
+#[test]
+fn every_derived_name_is_legal_for_the_longest_legal_job() {
+    let Some(bin) = tools() else { return };
+    // The longest job the validation accepts, with every character class it allows.
+    let job = format!("Job_-9{}", "x".repeat(42));
+    assert_eq!(job.len(), 48);
+    let names = derived_names(&bin, &serde_json::json!({ "job": job }));
+    assert!(names.len() >= 13, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .any(|(k, n)| k == "worker_function" && n.len() == 64),
+        "the longest job uses the function name's whole length: {names:?}"
+    );
+    assert_legal(&names);
+    // The longest function_name override too.
+    let function_name = format!("F_-{}", "y".repeat(52));
+    assert_eq!(function_name.len(), 55);
+    assert_legal(&derived_names(
+        &bin,
+        &serde_json::json!({ "job": "j", "function_name": function_name }),
+    ));
+
+    // One character more, or a '.', is refused at plan time, with the reason.
+    for (inputs, needle) in [
+        (serde_json::json!({ "job": format!("{job}x") }), "job"),
+        (serde_json::json!({ "job": "shop.orders" }), "job"),
+        (
+            serde_json::json!({ "job": "j", "function_name": format!("{function_name}x") }),
+            "function_name",
+        ),
+    ] {
+        let (_, stderr) = console(&bin, "terraform/modules/sluice_names", &inputs, "1");
+        assert!(
+            stderr.contains("Invalid value for variable")
+                && stderr.contains(&format!("The {needle}")),
+            "{inputs} was not refused with a clear message: {stderr}"
+        );
+    }
+}
+
+/// The `validation` regex of `variable "<name>"` in a variables.tf.
+fn validation_regex(path: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap();
+    let block = text
+        .split(&format!("variable \"{name}\" {{"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{path} has no variable {name}"));
+    let condition = block
+        .lines()
+        .find(|l| l.trim_start().starts_with("condition"))
+        .unwrap();
+    condition
+        .split("regex(\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{path}: {condition}"))
+        .split("\", var.")
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn sluice_table_validates_names_as_sluice_names_does_and_names_nothing_itself() {
+    for var in ["job", "function_name"] {
+        assert_eq!(
+            validation_regex("terraform/modules/sluice_table/variables.tf", var),
+            validation_regex("terraform/modules/sluice_names/variables.tf", var),
+            "sluice_table's {var} validation differs from sluice_names' (the one proved legal)"
+        );
+    }
+    // Every name argument of a sluice_table resource comes from the names module.
+    let dir = Path::new(ROOT).join("terraform/modules/sluice_table");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "tf") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut resource = String::new();
+        for line in text.lines() {
+            if line.starts_with("resource ") {
+                resource = line.to_owned();
+            }
+            let t = line.trim_start();
+            let Some((key, value)) = t.split_once('=') else {
+                continue;
+            };
+            let key = key.trim();
+            if resource.is_empty()
+                || !line.starts_with("  ")
+                || line.starts_with("   ")
+                || !matches!(
+                    key,
+                    "name" | "function_name" | "alarm_name" | "dashboard_name"
+                )
+            {
+                continue;
+            }
+            let value = value.trim();
+            let from_names = value.starts_with("local.names.")
+                || value.starts_with("module.names.alarms[")
+                || value.starts_with("aws_lambda_function.");
+            // IAM inline policies are named within their role only.
+            let inline_policy = resource.contains("aws_iam_role_policy\"") && value == "\"sluice\"";
+            assert!(
+                from_names || inline_policy,
+                "{}: {resource} sets {key} = {value}, not a sluice_names name",
+                path.display()
+            );
+        }
+    }
+}
+
+/// `name = "value"` string constants of `src/metrics.rs`.
+fn metrics_constants() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("src/metrics.rs")).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("pub const ")?;
+            let (name, value) = rest.split_once(": &str = \"")?;
+            Some((name.to_owned(), value.trim_end_matches("\";").to_owned()))
+        })
+        .collect()
+}
+
+/// Metric names of namespace `sluice` that sluice_table's alarms and dashboard use:
+/// `namespace = "sluice", metric = "..."` settings and `"sluice", "<metric>"` widget rows.
+fn sluice_metrics_used(text: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let quoted = |s: &str| s.split('"').nth(1).unwrap_or_default().to_owned();
+    let mut alarms = BTreeSet::new();
+    let mut widgets = BTreeSet::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("namespace   = \"sluice\", metric = ") {
+            alarms.insert(quoted(rest));
+        } else if t.starts_with("[\"") && t.contains(", \"sluice\", \"") {
+            widgets.insert(quoted(t.split(", \"sluice\", ").nth(1).unwrap()));
+        }
+    }
+    (alarms, widgets)
+}
+
+#[test]
+fn alarms_and_dashboard_use_only_metrics_the_binary_emits() {
+    let constants = metrics_constants();
+    assert_eq!(constants["NAMESPACE"], "sluice");
+    assert_eq!(constants["DIMENSION_JOB"], "job");
+    let emitted: BTreeSet<String> = constants
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "NAMESPACE" | "DIMENSION_JOB"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    assert!(emitted.contains("source_retained_bytes"), "{emitted:?}");
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/alarms.tf"))
+            .unwrap();
+    // Every sluice metric is addressed by the job dimension.
+    assert!(text.contains("sluice_dims = { job = var.job }"));
+    assert_eq!(
+        text.matches("\"sluice\"").count(),
+        text.matches("\"sluice\", metric = ").count() + text.matches(", \"sluice\", \"").count(),
+        "a `sluice` namespace use the scan below does not see"
+    );
+    let (alarms, widgets) = sluice_metrics_used(&text);
+    for name in alarms.iter().chain(&widgets) {
+        assert!(
+            emitted.contains(name),
+            "alarms.tf uses {name:?}, which src/metrics.rs does not emit ({emitted:?})"
+        );
+    }
+    for name in [
+        "source_retained_bytes",
+        "lag_seconds",
+        "run_drained",
+        "run_failed",
+        "run_skipped",
+    ] {
+        assert!(alarms.contains(name), "no alarm on {name}");
+    }
+    assert_eq!(
+        widgets, emitted,
+        "the dashboard shows every metric the binary emits"
+    );
+    // Every alarm notifies someone.
+    for block in text
+        .split("resource \"aws_cloudwatch_metric_alarm\"")
+        .skip(1)
+    {
+        assert!(
+            block.contains("alarm_actions       = local.alarm_actions")
+                && block.contains("condition     = length(local.alarm_actions) > 0"),
+            "an alarm without the shared, non-empty actions: {block}"
+        );
+    }
+}

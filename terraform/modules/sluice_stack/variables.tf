@@ -77,6 +77,18 @@ variable "state_table_deletion_protection" {
   default     = true
 }
 
+variable "alarm_topic_arn" {
+  description = "SNS topic every stream's alarms notify; null creates `<name>-alarms` (encrypted with the stack key, CloudWatch of this account may publish). A topic of your own must accept cloudwatch.amazonaws.com (and its KMS key, if any)."
+  type        = string
+  default     = null
+}
+
+variable "alarm_emails" {
+  description = "E-mail addresses subscribed to the created alarm topic (each confirms by mail); ignored with alarm_topic_arn."
+  type        = list(string)
+  default     = []
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

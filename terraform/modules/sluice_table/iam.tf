@@ -173,7 +173,7 @@ data "aws_iam_policy_document" "function" {
 }
 
 resource "aws_iam_role" "drain" {
-  name               = local.name
+  name               = local.names.drain_role
   description        = "sluice drain function of ${var.job}"
   assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
   tags               = var.tags
@@ -187,7 +187,7 @@ resource "aws_iam_role_policy" "drain" {
 
 resource "aws_iam_role" "worker" {
   count              = var.baseline_state_machine ? 1 : 0
-  name               = local.machine_name
+  name               = local.names.worker_role
   description        = "sluice baseline worker of ${var.job}"
   assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
   tags               = var.tags
@@ -293,7 +293,7 @@ data "aws_iam_policy_document" "machine" {
 
 resource "aws_iam_role" "machine" {
   count              = var.baseline_state_machine ? 1 : 0
-  name               = "${local.name}-sfn"
+  name               = local.names.machine_role
   description        = "sluice baseline state machine of ${var.job}"
   assume_role_policy = data.aws_iam_policy_document.assume_states.json
   tags               = var.tags

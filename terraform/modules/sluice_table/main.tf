@@ -7,7 +7,9 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  name       = var.function_name == null ? "sluice-${var.job}" : var.function_name
+  # Every resource name comes from the sluice_names module (legal by construction).
+  names      = module.names.names
+  name       = local.names.function
   account_id = data.aws_caller_identity.current.account_id
   partition  = data.aws_partition.current.partition
   region     = data.aws_region.current.name
@@ -15,7 +17,7 @@ locals {
 
   # The machine's ARN is built from its name, so the drain function's config and policy
   # can name it without depending on the machine (which depends on the worker function).
-  machine_name = "${local.name}-baseline"
+  machine_name = local.names.state_machine
   machine_arn  = var.baseline_state_machine ? "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}" : null
 
   rate      = try(regex("^rate\\(([0-9]+) (minute|minutes|hour|hours|day|days)\\)$", var.schedule_expression), null)
@@ -30,6 +32,13 @@ locals {
   }
 
   worker_concurrency = var.baseline_worker_concurrency != null ? var.baseline_worker_concurrency : max(1, coalesce(var.baseline.parallel, 1))
+}
+
+module "names" {
+  source = "../sluice_names"
+
+  job           = var.job
+  function_name = var.function_name
 }
 
 module "config" {
@@ -55,7 +64,7 @@ module "config" {
 # ---------------------------------------------------------------- logs
 
 resource "aws_cloudwatch_log_group" "drain" {
-  name              = "/aws/lambda/${local.name}"
+  name              = local.names.drain_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -63,7 +72,7 @@ resource "aws_cloudwatch_log_group" "drain" {
 
 resource "aws_cloudwatch_log_group" "worker" {
   count             = var.baseline_state_machine ? 1 : 0
-  name              = "/aws/lambda/${local.machine_name}"
+  name              = local.names.worker_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -76,7 +85,7 @@ resource "aws_lambda_function" "drain" {
   #checkov:skip=CKV_AWS_117:a VPC is optional (var.vpc); a source reachable over TLS on a public endpoint needs none
   #checkov:skip=CKV_AWS_272:code signing needs a signing profile the deployer owns; the package hash is pinned by source_code_hash
   #checkov:skip=CKV_AWS_50:the binary emits no X-Ray segments; per-run telemetry is the EMF metrics and JSON logs
-  function_name    = local.name
+  function_name    = local.names.function
   description      = "sluice CDC drain of ${var.job} (${var.engine}: ${join(", ", var.tables)})"
   role             = aws_iam_role.drain.arn
   filename         = var.package_path
@@ -141,7 +150,7 @@ resource "aws_lambda_function_event_invoke_config" "drain" {
 # ---------------------------------------------------------------- the schedule
 
 resource "aws_cloudwatch_event_rule" "schedule" {
-  name                = local.name
+  name                = local.names.schedule
   description         = "sluice drain of ${var.job}"
   schedule_expression = var.schedule_expression
   state               = var.schedule_enabled ? "ENABLED" : "DISABLED"
@@ -173,7 +182,7 @@ resource "aws_lambda_function" "worker" {
   #checkov:skip=CKV_AWS_272:code signing needs a signing profile the deployer owns; the package hash is pinned by source_code_hash
   #checkov:skip=CKV_AWS_50:the binary emits no X-Ray segments; per-run telemetry is the EMF metrics and JSON logs
   count            = var.baseline_state_machine ? 1 : 0
-  function_name    = local.machine_name
+  function_name    = local.names.worker_function
   description      = "sluice baseline worker of ${var.job} (Step Functions tasks)"
   role             = aws_iam_role.worker[0].arn
   filename         = var.package_path
@@ -214,7 +223,7 @@ resource "aws_lambda_function" "worker" {
 
 resource "aws_cloudwatch_log_group" "machine" {
   count             = var.baseline_state_machine ? 1 : 0
-  name              = "/aws/vendedlogs/states/${local.machine_name}"
+  name              = local.names.machine_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -223,7 +232,7 @@ resource "aws_cloudwatch_log_group" "machine" {
 resource "aws_sfn_state_machine" "baseline" {
   #checkov:skip=CKV_AWS_284:the tasks emit no X-Ray segments; execution history and the ERROR-level log are the trace
   count    = var.baseline_state_machine ? 1 : 0
-  name     = local.machine_name
+  name     = local.names.state_machine
   role_arn = aws_iam_role.machine[0].arn
   type     = "STANDARD"
   definition = templatefile(

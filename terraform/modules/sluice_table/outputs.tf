@@ -39,13 +39,14 @@ output "config" {
 }
 
 output "alarm_arns" {
-  description = "The stream's alarms."
-  value = concat(
-    [
-      aws_cloudwatch_metric_alarm.errors.arn,
-      aws_cloudwatch_metric_alarm.lag.arn,
-      aws_cloudwatch_metric_alarm.missed_runs.arn,
-    ],
-    aws_cloudwatch_metric_alarm.baseline_failed[*].arn,
+  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed)."
+  value = merge(
+    { for k, a in aws_cloudwatch_metric_alarm.metric : k => a.arn },
+    { for a in aws_cloudwatch_metric_alarm.baseline_failed : "baseline-failed" => a.arn },
   )
+}
+
+output "dashboard_name" {
+  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, errors, throttles)."
+  value       = aws_cloudwatch_dashboard.stream.dashboard_name
 }

@@ -3,11 +3,11 @@
 # SLUICE_CONFIG (same names; tests/cli/terraform.rs checks the forwarding).
 
 variable "job" {
-  description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to) and names the metrics dimension."
+  description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to), names the metrics dimension and every AWS resource of the stream (`sluice-<job>...`, see sluice_names), hence 1-48 letters, digits, '_' or '-'."
   type        = string
   validation {
-    condition     = can(regex("^[A-Za-z0-9_.-]{1,128}$", var.job))
-    error_message = "The job must be 1-128 letters, digits, '_', '-' or '.'."
+    condition     = can(regex("^[A-Za-z0-9_-]{1,48}$", var.job))
+    error_message = "The job of a deployed stream must be 1-48 letters, digits, '_' or '-': it names the Lambda functions and IAM roles (`sluice-<job>-baseline`, at most 64 characters, no '.')."
   }
 }
 
@@ -19,6 +19,7 @@ variable "stack" {
     state_table_name = string
     state_table_arn  = string
     kms_key_arn      = string
+    alarm_topic_arn  = optional(string)
   })
 }
 
@@ -137,7 +138,7 @@ variable "function_name" {
   default     = null
   validation {
     condition     = var.function_name == null || can(regex("^[A-Za-z0-9_-]{1,55}$", var.function_name))
-    error_message = "The function_name must be 1-55 letters, digits, '_' or '-' (room is left for the -baseline suffix)."
+    error_message = "The function_name must be 1-55 letters, digits, '_' or '-' (room is left for the -baseline and -schedule suffixes within AWS's 64-character limit)."
   }
 }
 
@@ -262,21 +263,47 @@ variable "baseline_worker_concurrency" {
 # ------------------------------------------------------------------ alarms
 
 variable "alarm_actions" {
-  description = "ARNs notified when an alarm fires (e.g. an SNS topic)."
+  description = "ARNs notified when an alarm fires, besides the stack's alarm topic (`stack.alarm_topic_arn`). Every alarm needs at least one action: the plan fails when both are empty."
   type        = list(string)
   default     = []
 }
 
 variable "ok_actions" {
-  description = "ARNs notified when an alarm clears."
+  description = "ARNs notified when an alarm clears; null means the alarm actions."
   type        = list(string)
-  default     = []
+  default     = null
 }
 
 variable "lag_alarm_threshold_seconds" {
   description = "Alarm when the replication lag (EMF `lag_seconds`, Maximum) exceeds this."
   type        = number
   default     = 1800
+}
+
+variable "retained_bytes_alarm_threshold" {
+  description = "Alarm when the source retains more than this many bytes of log for the stream (EMF `source_retained_bytes`, Maximum; PostgreSQL: WAL held by the slot) — the classic CDC outage, a stalled slot filling the source's disk. Default 10 GiB."
+  type        = number
+  default     = 10737418240
+  validation {
+    condition     = var.retained_bytes_alarm_threshold > 0
+    error_message = "The retained_bytes_alarm_threshold must be positive."
+  }
+}
+
+variable "rds_db_instance_identifier" {
+  description = "RDS PostgreSQL instance of the source, for an alarm on RDS's own `OldestReplicationSlotLag` (also fires when no run reports, e.g. the function cannot reach the source); null: no such alarm."
+  type        = string
+  default     = null
+}
+
+variable "duration_alarm_ratio" {
+  description = "Alarm when the drain's longest run exceeds this fraction of the timeout for `missed_runs_alarm_intervals` intervals in a row (the stream is not keeping up, or a run is near being killed)."
+  type        = number
+  default     = 0.8
+  validation {
+    condition     = var.duration_alarm_ratio > 0 && var.duration_alarm_ratio <= 1
+    error_message = "The duration_alarm_ratio must be in (0, 1]."
+  }
 }
 
 variable "missed_runs_alarm_intervals" {
