@@ -506,10 +506,24 @@ fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
 /// `terraform console` on a copy of `module` (a provider-free module) with `inputs` as
 /// its variables: (stdout, stderr) of evaluating `expr`.
 fn console(bin: &Path, module: &str, inputs: &Value, expr: &str) -> (String, String) {
+    console_files(bin, module, None, inputs, expr)
+}
+
+/// `console` on only the `files` of `module` (the provider- and module-free part).
+fn console_files(
+    bin: &Path,
+    module: &str,
+    files: Option<&[&str]>,
+    inputs: &Value,
+    expr: &str,
+) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(Path::new(ROOT).join(module)).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "tf") {
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if path.extension().is_some_and(|e| e == "tf")
+            && files.is_none_or(|f| f.contains(&name.as_str()))
+        {
             std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
         }
     }
@@ -784,4 +798,100 @@ fn alarms_and_dashboard_use_only_metrics_the_binary_emits() {
             "an alarm without the shared, non-empty actions: {block}"
         );
     }
+}
+
+#[test]
+fn fleet_example_renders_twenty_valid_streams() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let problems = example["problems"].as_array().unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let fleet = &example["fleet"];
+    let stack = example["streams"][0]["inputs"]["stack"].clone();
+    // sluice_fleet's own merge of defaults, stream settings and tags, by Terraform.
+    let inputs = serde_json::json!({
+        "stack": stack,
+        "package_path": "bootstrap.zip",
+        "tables": fleet["tables"],
+        "defaults": fleet["defaults"],
+        "tags": fleet["tags"],
+    });
+    let (stdout, stderr) = console_files(
+        &bin,
+        "terraform/modules/sluice_fleet",
+        Some(&["variables.tf", "streams.tf"]),
+        &inputs,
+        "jsonencode(local.streams)",
+    );
+    let json: String = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("console printed {stdout:?} ({e}); stderr: {stderr}"));
+    let streams: BTreeMap<String, Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(streams.len(), 20, "the fleet example has twenty streams");
+
+    let config_vars: Vec<&str> = fleet["config_vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut machines = 0;
+    for (job, settings) in &streams {
+        assert_eq!(settings["job"], job.as_str());
+        assert_eq!(
+            settings["tags"]["job"],
+            job.as_str(),
+            "{job} lacks its job tag"
+        );
+        assert_eq!(
+            settings["tags"]["team"], "data-platform",
+            "{job} lacks the fleet's tags"
+        );
+        // sluice_table's defaults under the stream's values (null keeps the default:
+        // sluice_table's inputs are nullable = false).
+        let mut merged = fleet["table_defaults"].as_object().unwrap().clone();
+        for (k, v) in settings.as_object().unwrap() {
+            if !v.is_null() {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        let mut config = serde_json::Map::new();
+        for var in &config_vars {
+            if *var != "baseline_state_machine_arn" {
+                config.insert(
+                    (*var).to_owned(),
+                    merged.get(*var).cloned().unwrap_or(Value::Null),
+                );
+            }
+        }
+        config.insert("stack".into(), inputs["stack"].clone());
+        if merged.get("baseline_state_machine") == Some(&Value::Bool(true)) {
+            machines += 1;
+            config.insert(
+                "baseline_state_machine_arn".into(),
+                format!(
+                    "arn:aws:states:{}:123456789012:stateMachine:sluice-{job}-baseline",
+                    fleet["region"].as_str().unwrap()
+                )
+                .into(),
+            );
+        }
+        let document = render(&bin, &Value::Object(config));
+        let checked = validate(&document);
+        assert_eq!(checked["valid"], true, "{job}");
+        assert_eq!(checked["job"], job.as_str());
+        // Every derived name of the stream is legal too.
+        assert_legal(&derived_names(&bin, &serde_json::json!({ "job": job })));
+    }
+    assert_eq!(
+        machines, 1,
+        "one stream of the example has a baseline machine"
+    );
+    assert_eq!(
+        streams["crm-customers"]["secret_arn"],
+        streams["crm-reviews"]["secret_arn"]
+    );
+    assert_ne!(
+        streams["crm-customers"]["secret_arn"], streams["shop-orders"]["secret_arn"],
+        "a stream's own value wins over the defaults"
+    );
 }

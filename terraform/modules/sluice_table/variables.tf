@@ -95,7 +95,8 @@ variable "output" {
     row_group_rows = optional(number)
     zstd_level     = optional(number)
   })
-  default = {}
+  default  = {}
+  nullable = false
 }
 
 variable "lease_ttl_seconds" {
@@ -114,6 +115,7 @@ variable "initial" {
   description = "What a new stream starts from: `none` (changes from now on) or `snapshot` (a baseline of the tables first)."
   type        = string
   default     = "none"
+  nullable    = false
   validation {
     condition     = contains(["none", "snapshot"], var.initial)
     error_message = "The initial must be `none` or `snapshot`."
@@ -127,7 +129,8 @@ variable "baseline" {
     parallel              = optional(number)
     inline_plan_max_bytes = optional(number)
   })
-  default = {}
+  default  = {}
+  nullable = false
 }
 
 # ------------------------------------------------------------------ the function
@@ -151,6 +154,7 @@ variable "architecture" {
   description = "Instruction set of the package: `arm64` (default, `make lambda`) or `x86_64` (`make lambda ARCH=x86_64`)."
   type        = string
   default     = "arm64"
+  nullable    = false
   validation {
     condition     = contains(["arm64", "x86_64"], var.architecture)
     error_message = "The architecture must be `arm64` or `x86_64`."
@@ -161,6 +165,7 @@ variable "memory_size" {
   description = "Function memory in MB (also scales CPU). Memory use is bounded by output.rollover_* and row_group_rows, not by backlog."
   type        = number
   default     = 1024
+  nullable    = false
   validation {
     condition     = var.memory_size >= 128 && var.memory_size <= 10240
     error_message = "The memory_size must be between 128 and 10240 MB."
@@ -171,6 +176,7 @@ variable "timeout" {
   description = "Function timeout in seconds. A run stops at a transaction boundary safety_margin_seconds before it and reports `partial`; the next tick continues."
   type        = number
   default     = 900
+  nullable    = false
   validation {
     condition     = var.timeout >= 30 && var.timeout <= 900
     error_message = "The timeout must be between 30 and 900 seconds."
@@ -181,6 +187,7 @@ variable "ephemeral_storage_mb" {
   description = "Size of /tmp in MB: parts under construction and large transactions spill there. Keep it above output.rollover_bytes plus the largest transaction."
   type        = number
   default     = 2048
+  nullable    = false
   validation {
     condition     = var.ephemeral_storage_mb >= 512 && var.ephemeral_storage_mb <= 10240
     error_message = "The ephemeral_storage_mb must be between 512 and 10240."
@@ -191,12 +198,14 @@ variable "log_level" {
   description = "SLUICE_LOG filter (tracing EnvFilter syntax), e.g. `info` or `sluice=debug,info`."
   type        = string
   default     = "info"
+  nullable    = false
 }
 
 variable "log_retention_days" {
   description = "Retention of the function's (and the baseline machine's) log groups."
   type        = number
   default     = 365
+  nullable    = false
   validation {
     condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
     error_message = "The log_retention_days must be a CloudWatch Logs retention value (1, 3, 5, 7, 14, 30, ..., 365, ..., 3653)."
@@ -222,6 +231,7 @@ variable "schedule_expression" {
   description = "EventBridge schedule of the drain: `rate(5 minutes)`, `cron(0/10 * * * ? *)`, ..."
   type        = string
   default     = "rate(5 minutes)"
+  nullable    = false
   validation {
     condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.schedule_expression))
     error_message = "The schedule_expression must be `rate(N minutes|hours|days)` or `cron(...)`."
@@ -238,6 +248,7 @@ variable "schedule_enabled" {
   description = "Whether the schedule fires (false pauses the stream; the slot / binlog keeps the changes meanwhile, so watch source retention)."
   type        = bool
   default     = true
+  nullable    = false
 }
 
 # ------------------------------------------------------------------ the baseline machine
@@ -246,6 +257,7 @@ variable "baseline_state_machine" {
   description = "Create a Step Functions state machine (and a baseline worker function) for this stream's baselines; the drain function then starts it instead of reading the baseline inline."
   type        = bool
   default     = false
+  nullable    = false
 }
 
 variable "baseline_definition_path" {
@@ -266,6 +278,7 @@ variable "alarm_actions" {
   description = "ARNs notified when an alarm fires, besides the stack's alarm topic (`stack.alarm_topic_arn`). Every alarm needs at least one action: the plan fails when both are empty."
   type        = list(string)
   default     = []
+  nullable    = false
 }
 
 variable "ok_actions" {
@@ -278,12 +291,14 @@ variable "lag_alarm_threshold_seconds" {
   description = "Alarm when the replication lag (EMF `lag_seconds`, Maximum) exceeds this."
   type        = number
   default     = 1800
+  nullable    = false
 }
 
 variable "retained_bytes_alarm_threshold" {
   description = "Alarm when the source retains more than this many bytes of log for the stream (EMF `source_retained_bytes`, Maximum; PostgreSQL: WAL held by the slot) — the classic CDC outage, a stalled slot filling the source's disk. Default 10 GiB."
   type        = number
   default     = 10737418240
+  nullable    = false
   validation {
     condition     = var.retained_bytes_alarm_threshold > 0
     error_message = "The retained_bytes_alarm_threshold must be positive."
@@ -300,6 +315,7 @@ variable "duration_alarm_ratio" {
   description = "Alarm when the drain's longest run exceeds this fraction of the timeout for `missed_runs_alarm_intervals` intervals in a row (the stream is not keeping up, or a run is near being killed)."
   type        = number
   default     = 0.8
+  nullable    = false
   validation {
     condition     = var.duration_alarm_ratio > 0 && var.duration_alarm_ratio <= 1
     error_message = "The duration_alarm_ratio must be in (0, 1]."
@@ -310,6 +326,7 @@ variable "missed_runs_alarm_intervals" {
   description = "Alarm when no run drained to the end (EMF `run_drained`) in this many schedule intervals; missing data counts as missed."
   type        = number
   default     = 3
+  nullable    = false
   validation {
     condition     = var.missed_runs_alarm_intervals >= 1
     error_message = "The missed_runs_alarm_intervals must be at least 1."
@@ -320,4 +337,5 @@ variable "tags" {
   description = "Tags for every resource."
   type        = map(string)
   default     = {}
+  nullable    = false
 }
