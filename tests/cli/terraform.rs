@@ -469,9 +469,25 @@ fn the_function_policy_grants_every_action_the_code_names() {
     // The drain writes its resource claims under `claim#<resource>` keys, outside the
     // job's own partition.
     assert!(code.contains("format!(\"claim#{resource}\")"));
+    // ... one per resource (src/claims.rs), which the policy scopes to the stream's own
+    // slot or server id, not every claim on the table.
+    let claims = std::fs::read_to_string(Path::new(ROOT).join("src/claims.rs")).unwrap();
+    assert!(claims.contains("format!(\"{}/slot/{}\", pg_server(&url)?, pg.slot)"));
+    assert!(claims.contains("format!(\"{}/server_id/{server_id}\", mysql_server(&url)?)"));
     assert!(
-        policy.contains("\"claim#*\""),
-        "the policy does not reach the claim items"
+        policy.contains("[\"claim#*/slot/${try(var.postgres.slot, \"\")}\"]")
+            && policy.contains("\"claim#*/server_id/${local.mysql_server_id == null ? \"*\" : local.mysql_server_id}\"")
+            && policy.contains("values   = local.claim_keys"),
+        "the policy does not reach exactly the stream's own claim items"
+    );
+    assert!(
+        !policy.contains("\"claim#*\""),
+        "the policy reaches every job's claims"
+    );
+    // Baseline records are plain conditional PutItems (docs/aws.md): no transactions.
+    assert!(
+        !named.contains("dynamodb:ConditionCheckItem")
+            && !granted.contains("dynamodb:ConditionCheckItem")
     );
 }
 

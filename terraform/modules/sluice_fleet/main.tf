@@ -45,4 +45,6 @@ module "table" {
   rds_db_instance_identifier     = lookup(each.value, "rds_db_instance_identifier", null)
   duration_alarm_ratio           = lookup(each.value, "duration_alarm_ratio", null)
   missed_runs_alarm_intervals    = lookup(each.value, "missed_runs_alarm_intervals", null)
+  iam_role_path                  = lookup(each.value, "iam_role_path", null)
+  permissions_boundary_arn       = lookup(each.value, "permissions_boundary_arn", null)
 }

@@ -58,6 +58,18 @@ data "aws_iam_policy_document" "key" {
       ]
     }
   }
+  dynamic "statement" {
+    for_each = length(var.kms_key_users) == 0 ? [] : [1]
+    content {
+      sid       = "KeyUsersDecrypt"
+      actions   = ["kms:Decrypt", "kms:DescribeKey"]
+      resources = ["*"]
+      principals {
+        type        = "AWS"
+        identifiers = var.kms_key_users
+      }
+    }
+  }
   # CloudWatch alarms publish to the (encrypted) alarm topic.
   statement {
     sid       = "CloudWatchAlarmsPublishToTheEncryptedTopic"
@@ -177,6 +189,7 @@ resource "aws_s3_bucket_logging" "this" {
 }
 
 data "aws_iam_policy_document" "bucket" {
+  source_policy_documents = var.bucket_policy_json
   statement {
     sid     = "DenyInsecureTransport"
     effect  = "Deny"

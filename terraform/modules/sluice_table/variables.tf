@@ -225,6 +225,23 @@ variable "vpc" {
   }
 }
 
+variable "iam_role_path" {
+  description = "Path of the stream's IAM roles (landing zones often require one, e.g. `/workloads/`)."
+  type        = string
+  default     = "/"
+  nullable    = false
+  validation {
+    condition     = can(regex("^/([A-Za-z0-9_+=,.@-]+/)*$", var.iam_role_path)) && length(var.iam_role_path) <= 512
+    error_message = "The iam_role_path must start and end with '/' (e.g. `/workloads/`), at most 512 characters."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "IAM policy set as the permissions boundary of every role of the stream (required by many landing zones); null: none."
+  type        = string
+  default     = null
+}
+
 # ------------------------------------------------------------------ the schedule
 
 variable "schedule_expression" {
