@@ -911,3 +911,53 @@ fn fleet_example_renders_twenty_valid_streams() {
         "a stream's own value wins over the defaults"
     );
 }
+
+#[test]
+fn the_documented_aws_services_are_the_sdk_clients_and_the_vpc_example_reaches_them() {
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src"), &mut code);
+    let clients: BTreeSet<String> = code
+        .match_indices("aws_sdk_")
+        .map(|(at, _)| {
+            code[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect();
+    assert!(clients.contains("aws_sdk_s3"), "{clients:?}");
+    let docs = std::fs::read_to_string(Path::new(ROOT).join("docs/aws.md")).unwrap();
+    let table = docs
+        .split("<!-- BEGIN_AWS_SERVICES -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- END_AWS_SERVICES -->").next())
+        .expect("docs/aws.md has the AWS services table");
+    let mut documented = BTreeSet::new();
+    let mut endpoints = BTreeMap::new();
+    for row in table.lines().filter(|l| l.starts_with("| `aws_sdk_")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let client = cells[1].trim_matches('`').to_owned();
+        let (kind, name) = cells[3].split_once(' ').unwrap();
+        endpoints.insert(name.trim_matches('`').to_owned(), kind.to_owned());
+        documented.insert(client);
+    }
+    assert_eq!(
+        documented, clients,
+        "docs/aws.md#private-networks lists other services than the SDK clients src/ builds"
+    );
+    let vpc =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/examples/vpc/main.tf")).unwrap();
+    for kind in ["gateway", "interface"] {
+        let want: Vec<String> = endpoints
+            .iter()
+            .filter(|(_, k)| *k == kind)
+            .map(|(n, _)| format!("\"{n}\""))
+            .collect();
+        let line = format!("{kind}_services   = [{}]", want.join(", "));
+        let line_alt = format!("{kind}_services = [{}]", want.join(", "));
+        assert!(
+            vpc.contains(&line) || vpc.contains(&line_alt),
+            "examples/vpc lacks `{line}`"
+        );
+    }
+}
