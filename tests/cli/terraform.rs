@@ -961,3 +961,46 @@ fn the_documented_aws_services_are_the_sdk_clients_and_the_vpc_example_reaches_t
         );
     }
 }
+
+#[test]
+fn the_default_schedule_is_eventbridge_scheduler_with_retries_and_an_alarmed_dead_letter_queue() {
+    let dir = Path::new(ROOT).join("terraform/modules/sluice_table");
+    let vars = std::fs::read_to_string(dir.join("variables.tf")).unwrap();
+    let schedule_type = vars.split("variable \"schedule_type\" {").nth(1).unwrap();
+    assert!(
+        schedule_type
+            .split("\n}")
+            .next()
+            .unwrap()
+            .contains("default     = \"scheduler\""),
+        "the default schedule is not EventBridge Scheduler"
+    );
+    let main = std::fs::read_to_string(dir.join("main.tf")).unwrap();
+    let schedule = main
+        .split("resource \"aws_scheduler_schedule\" \"drain\" {")
+        .nth(1)
+        .expect("an aws_scheduler_schedule")
+        .split("\n}\n")
+        .next()
+        .unwrap();
+    for needle in [
+        "schedule_expression_timezone = var.schedule_time_zone",
+        "retry_policy {",
+        "maximum_retry_attempts       = var.schedule_retry_attempts",
+        "arn = aws_sqs_queue.schedule_dlq[0].arn",
+        "input    = jsonencode({ action = \"drain\" })",
+    ] {
+        assert!(schedule.contains(needle), "the schedule lacks {needle}");
+    }
+    // The classic rule stays available as the option.
+    assert!(main.contains("count               = var.schedule_type == \"rule\" ? 1 : 0"));
+    let alarms = std::fs::read_to_string(dir.join("alarms.tf")).unwrap();
+    assert!(
+        alarms.contains("schedule-dlq = {")
+            && alarms.contains("dims = { QueueName = local.names.dead_letter_queue }"),
+        "no alarm on the schedule's dead-letter queue"
+    );
+    // Both functions log in the configured format (JSON by default).
+    assert_eq!(main.matches("log_format = var.log_format").count(), 2);
+    assert!(vars.contains("default     = \"JSON\""));
+}

@@ -47,4 +47,8 @@ module "table" {
   missed_runs_alarm_intervals    = lookup(each.value, "missed_runs_alarm_intervals", null)
   iam_role_path                  = lookup(each.value, "iam_role_path", null)
   permissions_boundary_arn       = lookup(each.value, "permissions_boundary_arn", null)
+  log_format                     = lookup(each.value, "log_format", null)
+  schedule_type                  = lookup(each.value, "schedule_type", null)
+  schedule_time_zone             = lookup(each.value, "schedule_time_zone", null)
+  schedule_retry_attempts        = lookup(each.value, "schedule_retry_attempts", null)
 }

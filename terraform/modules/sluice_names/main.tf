@@ -34,7 +34,7 @@ locals {
   # CloudWatch alarm names: <= 255.
   alarm_suffixes = [
     "errors", "throttles", "dropped-events", "duration", "lag", "retained-bytes",
-    "missed-runs", "failed-runs", "skipped-runs", "rds-slot-lag", "baseline-failed",
+    "missed-runs", "failed-runs", "skipped-runs", "rds-slot-lag", "baseline-failed", "schedule-dlq",
   ]
   alarms = { for s in local.alarm_suffixes : s => "${local.name}-${s}" }
 }

@@ -4,6 +4,6 @@ output "names" {
 }
 
 output "alarms" {
-  description = "The stream's alarm names, by alarm (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed)."
+  description = "The stream's alarm names, by alarm (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, schedule-dlq)."
   value       = local.alarms
 }

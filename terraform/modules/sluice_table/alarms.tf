@@ -67,6 +67,13 @@ locals {
         op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = true, missing = "notBreaching"
       }
     },
+    var.schedule_type != "scheduler" ? {} : {
+      schedule-dlq = {
+        description = "a scheduled tick could not be delivered to the drain function after its retries (see the dead-letter queue ${local.names.dead_letter_queue})."
+        namespace   = "AWS/SQS", metric = "ApproximateNumberOfMessagesVisible", dims = { QueueName = local.names.dead_letter_queue }, stat = "Maximum"
+        op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
+      }
+    },
     var.rds_db_instance_identifier == null ? {} : {
       rds-slot-lag = {
         description = "RDS reports over ${var.retained_bytes_alarm_threshold} bytes of WAL behind the oldest replication slot of ${var.rds_db_instance_identifier}."

@@ -319,3 +319,77 @@ resource "aws_iam_role_policy" "machine" {
   role   = aws_iam_role.machine[0].id
   policy = data.aws_iam_policy_document.machine[0].json
 }
+
+# ---------------------------------------------------------------- the scheduler's role
+
+data "aws_iam_policy_document" "assume_scheduler" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+    # Only this account's schedule of this name may use the role (confused deputy).
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.schedule}"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "scheduler" {
+  count = var.schedule_type == "scheduler" ? 1 : 0
+
+  statement {
+    sid       = "InvokeOwnDrain"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.drain.arn, "${aws_lambda_function.drain.arn}:*"]
+  }
+
+  statement {
+    sid       = "ParkUndeliveredTicks"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.schedule_dlq[0].arn]
+  }
+
+  # The schedule is encrypted with the stack key; its execution role decrypts it.
+  statement {
+    sid       = "DecryptOwnSchedule"
+    actions   = ["kms:Decrypt"]
+    resources = [var.stack.kms_key_arn]
+  }
+
+  statement {
+    sid       = "EncryptDeadLettersThroughSqs"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [var.stack.kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["sqs.${local.region}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "scheduler" {
+  count                = var.schedule_type == "scheduler" ? 1 : 0
+  name                 = local.names.scheduler_role
+  description          = "sluice schedule of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_scheduler.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  count  = var.schedule_type == "scheduler" ? 1 : 0
+  name   = "sluice"
+  role   = aws_iam_role.scheduler[0].id
+  policy = data.aws_iam_policy_document.scheduler[0].json
+}

@@ -108,6 +108,11 @@ resource "aws_lambda_function" "drain" {
     variables = local.environment
   }
 
+  logging_config {
+    log_format = var.log_format
+    log_group  = aws_cloudwatch_log_group.drain.name
+  }
+
   dynamic "vpc_config" {
     for_each = var.vpc == null ? [] : [var.vpc]
     content {
@@ -149,7 +154,49 @@ resource "aws_lambda_function_event_invoke_config" "drain" {
 
 # ---------------------------------------------------------------- the schedule
 
+# EventBridge Scheduler (default): retries an undeliverable tick within one interval,
+# then parks it in a dead-letter queue (alarmed in alarms.tf).
+resource "aws_sqs_queue" "schedule_dlq" {
+  count                             = var.schedule_type == "scheduler" ? 1 : 0
+  name                              = local.names.dead_letter_queue
+  message_retention_seconds         = 1209600
+  kms_master_key_id                 = var.stack.kms_key_arn
+  kms_data_key_reuse_period_seconds = 3600
+  tags                              = var.tags
+}
+
+resource "aws_scheduler_schedule" "drain" {
+  count                        = var.schedule_type == "scheduler" ? 1 : 0
+  name                         = local.names.schedule
+  description                  = "sluice drain of ${var.job}"
+  schedule_expression          = var.schedule_expression
+  schedule_expression_timezone = var.schedule_time_zone
+  # The target input is stored encrypted under the stack key.
+  kms_key_arn = var.stack.kms_key_arn
+  state       = var.schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = aws_lambda_function.drain.arn
+    role_arn = aws_iam_role.scheduler[0].arn
+    input    = jsonencode({ action = "drain" })
+
+    retry_policy {
+      maximum_event_age_in_seconds = max(60, min(local.interval == null ? 3600 : local.interval, 86400))
+      maximum_retry_attempts       = var.schedule_retry_attempts
+    }
+
+    dead_letter_config {
+      arn = aws_sqs_queue.schedule_dlq[0].arn
+    }
+  }
+}
+
 resource "aws_cloudwatch_event_rule" "schedule" {
+  count               = var.schedule_type == "rule" ? 1 : 0
   name                = local.names.schedule
   description         = "sluice drain of ${var.job}"
   schedule_expression = var.schedule_expression
@@ -158,17 +205,19 @@ resource "aws_cloudwatch_event_rule" "schedule" {
 }
 
 resource "aws_cloudwatch_event_target" "drain" {
-  rule  = aws_cloudwatch_event_rule.schedule.name
+  count = var.schedule_type == "rule" ? 1 : 0
+  rule  = aws_cloudwatch_event_rule.schedule[0].name
   arn   = aws_lambda_function.drain.arn
   input = jsonencode({ action = "drain" })
 }
 
 resource "aws_lambda_permission" "schedule" {
+  count          = var.schedule_type == "rule" ? 1 : 0
   statement_id   = "sluice-schedule"
   action         = "lambda:InvokeFunction"
   function_name  = aws_lambda_function.drain.function_name
   principal      = "events.amazonaws.com"
-  source_arn     = aws_cloudwatch_event_rule.schedule.arn
+  source_arn     = aws_cloudwatch_event_rule.schedule[0].arn
   source_account = local.account_id
 }
 
@@ -203,6 +252,11 @@ resource "aws_lambda_function" "worker" {
 
   environment {
     variables = local.environment
+  }
+
+  logging_config {
+    log_format = var.log_format
+    log_group  = aws_cloudwatch_log_group.worker[0].name
   }
 
   dynamic "vpc_config" {

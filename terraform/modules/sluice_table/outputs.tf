@@ -18,9 +18,14 @@ output "log_group_name" {
   value       = aws_cloudwatch_log_group.drain.name
 }
 
-output "schedule_rule_arn" {
-  description = "The EventBridge rule that starts the drain."
-  value       = aws_cloudwatch_event_rule.schedule.arn
+output "schedule_arn" {
+  description = "What starts the drain: the EventBridge Scheduler schedule, or the classic rule (schedule_type = rule)."
+  value       = var.schedule_type == "scheduler" ? aws_scheduler_schedule.drain[0].arn : aws_cloudwatch_event_rule.schedule[0].arn
+}
+
+output "schedule_dead_letter_queue_arn" {
+  description = "The schedule's dead-letter queue (null with schedule_type = rule)."
+  value       = var.schedule_type == "scheduler" ? aws_sqs_queue.schedule_dlq[0].arn : null
 }
 
 output "state_machine_arn" {

@@ -201,6 +201,17 @@ variable "log_level" {
   nullable    = false
 }
 
+variable "log_format" {
+  description = "Lambda log format of both functions: `JSON` (structured system logs next to the binary's JSON lines) or `Text`."
+  type        = string
+  default     = "JSON"
+  nullable    = false
+  validation {
+    condition     = contains(["JSON", "Text"], var.log_format)
+    error_message = "The log_format must be `JSON` or `Text`."
+  }
+}
+
 variable "log_retention_days" {
   description = "Retention of the function's (and the baseline machine's) log groups."
   type        = number
@@ -259,6 +270,35 @@ variable "schedule_interval_seconds" {
   description = "The schedule's interval, for the missed-run alarm and for how long a queued tick stays useful; null derives it from a rate() expression (required with cron())."
   type        = number
   default     = null
+}
+
+variable "schedule_type" {
+  description = "What starts the drain: `scheduler` (EventBridge Scheduler: time zone, retry policy, a dead-letter queue with an alarm) or `rule` (a classic EventBridge rule)."
+  type        = string
+  default     = "scheduler"
+  nullable    = false
+  validation {
+    condition     = contains(["scheduler", "rule"], var.schedule_type)
+    error_message = "The schedule_type must be `scheduler` or `rule`."
+  }
+}
+
+variable "schedule_time_zone" {
+  description = "Time zone of a cron() schedule (IANA name, e.g. `Europe/Paris`); schedule_type = scheduler only."
+  type        = string
+  default     = "UTC"
+  nullable    = false
+}
+
+variable "schedule_retry_attempts" {
+  description = "Times EventBridge Scheduler retries an invocation it could not deliver (within one interval); then the event goes to the dead-letter queue. schedule_type = scheduler only."
+  type        = number
+  default     = 2
+  nullable    = false
+  validation {
+    condition     = var.schedule_retry_attempts >= 0 && var.schedule_retry_attempts <= 185
+    error_message = "The schedule_retry_attempts must be between 0 and 185."
+  }
 }
 
 variable "schedule_enabled" {
