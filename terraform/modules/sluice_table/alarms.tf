@@ -195,3 +195,19 @@ resource "aws_cloudwatch_dashboard" "stream" {
     ]
   })
 }
+
+# The alarms were single resources before they shared one for_each.
+moved {
+  from = aws_cloudwatch_metric_alarm.errors
+  to   = aws_cloudwatch_metric_alarm.metric["errors"]
+}
+
+moved {
+  from = aws_cloudwatch_metric_alarm.lag
+  to   = aws_cloudwatch_metric_alarm.metric["lag"]
+}
+
+moved {
+  from = aws_cloudwatch_metric_alarm.missed_runs
+  to   = aws_cloudwatch_metric_alarm.metric["missed-runs"]
+}

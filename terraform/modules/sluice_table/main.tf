@@ -313,3 +313,19 @@ resource "aws_sfn_state_machine" "baseline" {
 
   depends_on = [aws_iam_role_policy.machine]
 }
+
+# The classic rule was unconditional before schedule_type (schedule_type = "rule" keeps it).
+moved {
+  from = aws_cloudwatch_event_rule.schedule
+  to   = aws_cloudwatch_event_rule.schedule[0]
+}
+
+moved {
+  from = aws_cloudwatch_event_target.drain
+  to   = aws_cloudwatch_event_target.drain[0]
+}
+
+moved {
+  from = aws_lambda_permission.schedule
+  to   = aws_lambda_permission.schedule[0]
+}
