@@ -10,7 +10,12 @@ SLUICE_CONFIG offline:
 * `problems`: ways the chain example -> sluice_table -> sluice_config is broken
   (an input sluice_table does not forward unchanged, an expression this reader cannot
   resolve, a function whose environment is not local.environment);
-* `environment`: the environment variable names the functions get.
+* `environment`: the environment variable names the functions get;
+* `fleet`: the inputs of the fleet example's sluice_fleet block (`tables` from its
+  tables.tf, `defaults`, `tags`), sluice_table's defaults and the names of
+  sluice_config's inputs, for the test to evaluate sluice_fleet's streams.tf and
+  render every stream; `problems` also lists sluice_table inputs sluice_fleet does
+  not forward as `lookup(each.value, "<input>", null)`.
 
 Usage: example_inputs.py TERRAFORM_DIR
 """
@@ -150,7 +155,50 @@ def main(root):
     if environment.get("SLUICE_CONFIG") != "${module.config.json}":
         problems.append(f"SLUICE_CONFIG is {environment.get('SLUICE_CONFIG')!r}, not module.config.json")
 
-    json.dump({"streams": streams, "problems": problems, "environment": sorted(environment)}, sys.stdout, indent=1)
+    fleet = fleet_inputs(root, table_vars, config_vars, problems)
+    json.dump(
+        {"streams": streams, "problems": problems, "environment": sorted(environment), "fleet": fleet},
+        sys.stdout,
+        indent=1,
+    )
+
+
+def fleet_inputs(root, table_vars, config_vars, problems):
+    example = os.path.join(root, "examples", "fleet")
+    fleet_dir = os.path.join(root, "modules", "sluice_fleet")
+    tfvars = value(load(os.path.join(example, "terraform.tfvars.example")), {})
+    ex_vars = {}
+    for name, body in blocks(load(os.path.join(example, "variables.tf")), "variable").items():
+        ex_vars[name] = tfvars.get(name, value(body.get("default"), {}))
+    refs = {f"var.{k}": v for k, v in ex_vars.items()}
+    refs["local.tables"] = None  # filled below
+    tables = {}
+    for entry in load(os.path.join(example, "tables.tf")).get("locals", []):
+        if "tables" in entry:
+            tables = value(entry["tables"], refs)
+    refs["local.tables"] = tables
+    refs["module.stack.for_tables"] = dict(PLACEHOLDER_STACK, bucket_name=tfvars["bucket_name"])
+    call = blocks(load(os.path.join(example, "main.tf")), "module").get("fleet", {})
+    inputs = {}
+    for name in ("defaults", "tags"):
+        try:
+            inputs[name] = value(call.get(name, {}), refs)
+        except Unresolved as e:
+            problems.append(f"fleet example: cannot evaluate {name} = {e} offline")
+    forward = blocks(load(os.path.join(fleet_dir, "main.tf")), "module").get("table", {})
+    own = {"job": "${each.key}", "stack": "${var.stack}", "package_path": "${var.package_path}", "tags": "${each.value.tags}"}
+    for name in table_vars:
+        want = own.get(name, '${lookup(each.value, "%s", null)}' % name)
+        if forward.get(name) != want:
+            problems.append(f"sluice_fleet passes {name} = {forward.get(name)!r} to sluice_table, expected {want!r}")
+    return {
+        "tables": tables,
+        "defaults": inputs.get("defaults", {}),
+        "tags": inputs.get("tags", {}),
+        "region": ex_vars.get("region") or "eu-west-1",
+        "table_defaults": {name: value(b.get("default"), {}) for name, b in table_vars.items()},
+        "config_vars": sorted(config_vars),
+    }
 
 
 if __name__ == "__main__":

@@ -469,9 +469,25 @@ fn the_function_policy_grants_every_action_the_code_names() {
     // The drain writes its resource claims under `claim#<resource>` keys, outside the
     // job's own partition.
     assert!(code.contains("format!(\"claim#{resource}\")"));
+    // ... one per resource (src/claims.rs), which the policy scopes to the stream's own
+    // slot or server id, not every claim on the table.
+    let claims = std::fs::read_to_string(Path::new(ROOT).join("src/claims.rs")).unwrap();
+    assert!(claims.contains("format!(\"{}/slot/{}\", pg_server(&url)?, pg.slot)"));
+    assert!(claims.contains("format!(\"{}/server_id/{server_id}\", mysql_server(&url)?)"));
     assert!(
-        policy.contains("\"claim#*\""),
-        "the policy does not reach the claim items"
+        policy.contains("[\"claim#*/slot/${try(var.postgres.slot, \"\")}\"]")
+            && policy.contains("\"claim#*/server_id/${local.mysql_server_id == null ? \"*\" : local.mysql_server_id}\"")
+            && policy.contains("values   = local.claim_keys"),
+        "the policy does not reach exactly the stream's own claim items"
+    );
+    assert!(
+        !policy.contains("\"claim#*\""),
+        "the policy reaches every job's claims"
+    );
+    // Baseline records are plain conditional PutItems (docs/aws.md): no transactions.
+    assert!(
+        !named.contains("dynamodb:ConditionCheckItem")
+            && !granted.contains("dynamodb:ConditionCheckItem")
     );
 }
 
@@ -501,4 +517,490 @@ fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
         std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json"))
             .unwrap();
     assert!(asl.contains("\"Resource\": \"arn:aws:states:::s3:getObject\""));
+}
+
+/// `terraform console` on a copy of `module` (a provider-free module) with `inputs` as
+/// its variables: (stdout, stderr) of evaluating `expr`.
+fn console(bin: &Path, module: &str, inputs: &Value, expr: &str) -> (String, String) {
+    console_files(bin, module, None, inputs, expr)
+}
+
+/// `console` on only the `files` of `module` (the provider- and module-free part).
+fn console_files(
+    bin: &Path,
+    module: &str,
+    files: Option<&[&str]>,
+    inputs: &Value,
+    expr: &str,
+) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(Path::new(ROOT).join(module)).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if path.extension().is_some_and(|e| e == "tf")
+            && files.is_none_or(|f| f.contains(&name.as_str()))
+        {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("inputs.tfvars.json"), inputs.to_string()).unwrap();
+    std::fs::write(dir.path().join("expr"), format!("{expr}\n")).unwrap();
+    let out = Command::new(bin.join("terraform"))
+        .current_dir(dir.path())
+        .args(["console", "-no-color", "-var-file=inputs.tfvars.json"])
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(dir.path().join("expr")).unwrap())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names `sluice_names` derives from `inputs`, as (kind, name) pairs.
+fn derived_names(bin: &Path, inputs: &Value) -> Vec<(String, String)> {
+    let (stdout, stderr) = console(
+        bin,
+        "terraform/modules/sluice_names",
+        inputs,
+        "jsonencode({ names = local.names, alarms = local.alarms })",
+    );
+    let json: String = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("console printed {stdout:?} ({e}); stderr: {stderr}"));
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let mut out: Vec<(String, String)> = doc["names"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+        .collect();
+    for name in doc["alarms"].as_object().unwrap().values() {
+        out.push(("alarm".into(), name.as_str().unwrap().to_owned()));
+    }
+    out
+}
+
+/// AWS's limit on each kind of name `sluice_names` derives: (max length, allowed
+/// characters besides ASCII letters and digits).
+fn aws_limit(kind: &str) -> (usize, &'static str) {
+    match kind {
+        // Lambda FunctionName (the name form), IAM role names.
+        "function" | "worker_function" => (64, "_-"),
+        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" => (64, "_+=,.@-"),
+        // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
+        "state_machine" => (80, "_-"),
+        // EventBridge rule and Scheduler schedule names.
+        "schedule" => (64, "._-"),
+        "dead_letter_queue" => (80, "_-"),
+        // Log group names: 1-512 of [.-_/#A-Za-z0-9].
+        "drain_log_group" | "worker_log_group" | "machine_log_group" => (512, "._-/#"),
+        "dashboard" => (255, "_-"),
+        // Alarm names: 1-255 printable ASCII.
+        "alarm" => (255, "_-.:/ "),
+        other => panic!("no AWS limit known for the derived name {other:?}; add it here"),
+    }
+}
+
+fn assert_legal(names: &[(String, String)]) {
+    for (kind, name) in names {
+        let (max, extra) = aws_limit(kind);
+        assert!(
+            !name.is_empty() && name.len() <= max,
+            "{kind} name {name:?} is {} characters (AWS allows 1-{max})",
+            name.len()
+        );
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c)),
+            "{kind} name {name:?} has a character AWS refuses (allowed: letters, digits, {extra:?})"
+        );
+    }
+}
+
+#[test]
+fn every_derived_name_is_legal_for_the_longest_legal_job() {
+    let Some(bin) = tools() else { return };
+    // The longest job the validation accepts, with every character class it allows.
+    let job = format!("Job_-9{}", "x".repeat(42));
+    assert_eq!(job.len(), 48);
+    let names = derived_names(&bin, &serde_json::json!({ "job": job }));
+    assert!(names.len() >= 13, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .any(|(k, n)| k == "worker_function" && n.len() == 64),
+        "the longest job uses the function name's whole length: {names:?}"
+    );
+    assert_legal(&names);
+    // The longest function_name override too.
+    let function_name = format!("F_-{}", "y".repeat(52));
+    assert_eq!(function_name.len(), 55);
+    assert_legal(&derived_names(
+        &bin,
+        &serde_json::json!({ "job": "j", "function_name": function_name }),
+    ));
+
+    // One character more, or a '.', is refused at plan time, with the reason.
+    for (inputs, needle) in [
+        (serde_json::json!({ "job": format!("{job}x") }), "job"),
+        (serde_json::json!({ "job": "shop.orders" }), "job"),
+        (
+            serde_json::json!({ "job": "j", "function_name": format!("{function_name}x") }),
+            "function_name",
+        ),
+    ] {
+        let (_, stderr) = console(&bin, "terraform/modules/sluice_names", &inputs, "1");
+        assert!(
+            stderr.contains("Invalid value for variable")
+                && stderr.contains(&format!("The {needle}")),
+            "{inputs} was not refused with a clear message: {stderr}"
+        );
+    }
+}
+
+/// The `validation` regex of `variable "<name>"` in a variables.tf.
+fn validation_regex(path: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap();
+    let block = text
+        .split(&format!("variable \"{name}\" {{"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{path} has no variable {name}"));
+    let condition = block
+        .lines()
+        .find(|l| l.trim_start().starts_with("condition"))
+        .unwrap();
+    condition
+        .split("regex(\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{path}: {condition}"))
+        .split("\", var.")
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn sluice_table_validates_names_as_sluice_names_does_and_names_nothing_itself() {
+    for var in ["job", "function_name"] {
+        assert_eq!(
+            validation_regex("terraform/modules/sluice_table/variables.tf", var),
+            validation_regex("terraform/modules/sluice_names/variables.tf", var),
+            "sluice_table's {var} validation differs from sluice_names' (the one proved legal)"
+        );
+    }
+    // Every name argument of a sluice_table resource comes from the names module.
+    let dir = Path::new(ROOT).join("terraform/modules/sluice_table");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "tf") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut resource = String::new();
+        for line in text.lines() {
+            if line.starts_with("resource ") {
+                resource = line.to_owned();
+            }
+            let t = line.trim_start();
+            let Some((key, value)) = t.split_once('=') else {
+                continue;
+            };
+            let key = key.trim();
+            if resource.is_empty()
+                || !line.starts_with("  ")
+                || line.starts_with("   ")
+                || !matches!(
+                    key,
+                    "name" | "function_name" | "alarm_name" | "dashboard_name"
+                )
+            {
+                continue;
+            }
+            let value = value.trim();
+            let from_names = value.starts_with("local.names.")
+                || value.starts_with("module.names.alarms[")
+                || value.starts_with("aws_lambda_function.");
+            // IAM inline policies are named within their role only.
+            let inline_policy = resource.contains("aws_iam_role_policy\"") && value == "\"sluice\"";
+            assert!(
+                from_names || inline_policy,
+                "{}: {resource} sets {key} = {value}, not a sluice_names name",
+                path.display()
+            );
+        }
+    }
+}
+
+/// `name = "value"` string constants of `src/metrics.rs`.
+fn metrics_constants() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("src/metrics.rs")).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("pub const ")?;
+            let (name, value) = rest.split_once(": &str = \"")?;
+            Some((name.to_owned(), value.trim_end_matches("\";").to_owned()))
+        })
+        .collect()
+}
+
+/// Metric names of namespace `sluice` that sluice_table's alarms and dashboard use:
+/// `namespace = "sluice", metric = "..."` settings and `"sluice", "<metric>"` widget rows.
+fn sluice_metrics_used(text: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let quoted = |s: &str| s.split('"').nth(1).unwrap_or_default().to_owned();
+    let mut alarms = BTreeSet::new();
+    let mut widgets = BTreeSet::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("namespace   = \"sluice\", metric = ") {
+            alarms.insert(quoted(rest));
+        } else if t.starts_with("[\"") && t.contains(", \"sluice\", \"") {
+            widgets.insert(quoted(t.split(", \"sluice\", ").nth(1).unwrap()));
+        }
+    }
+    (alarms, widgets)
+}
+
+#[test]
+fn alarms_and_dashboard_use_only_metrics_the_binary_emits() {
+    let constants = metrics_constants();
+    assert_eq!(constants["NAMESPACE"], "sluice");
+    assert_eq!(constants["DIMENSION_JOB"], "job");
+    let emitted: BTreeSet<String> = constants
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "NAMESPACE" | "DIMENSION_JOB"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    assert!(emitted.contains("source_retained_bytes"), "{emitted:?}");
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/alarms.tf"))
+            .unwrap();
+    // Every sluice metric is addressed by the job dimension.
+    assert!(text.contains("sluice_dims = { job = var.job }"));
+    assert_eq!(
+        text.matches("\"sluice\"").count(),
+        text.matches("\"sluice\", metric = ").count() + text.matches(", \"sluice\", \"").count(),
+        "a `sluice` namespace use the scan below does not see"
+    );
+    let (alarms, widgets) = sluice_metrics_used(&text);
+    for name in alarms.iter().chain(&widgets) {
+        assert!(
+            emitted.contains(name),
+            "alarms.tf uses {name:?}, which src/metrics.rs does not emit ({emitted:?})"
+        );
+    }
+    for name in [
+        "source_retained_bytes",
+        "lag_seconds",
+        "run_drained",
+        "run_failed",
+        "run_skipped",
+    ] {
+        assert!(alarms.contains(name), "no alarm on {name}");
+    }
+    assert_eq!(
+        widgets, emitted,
+        "the dashboard shows every metric the binary emits"
+    );
+    // Every alarm notifies someone.
+    for block in text
+        .split("resource \"aws_cloudwatch_metric_alarm\"")
+        .skip(1)
+    {
+        assert!(
+            block.contains("alarm_actions       = local.alarm_actions")
+                && block.contains("condition     = length(local.alarm_actions) > 0"),
+            "an alarm without the shared, non-empty actions: {block}"
+        );
+    }
+}
+
+#[test]
+fn fleet_example_renders_twenty_valid_streams() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let problems = example["problems"].as_array().unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let fleet = &example["fleet"];
+    let stack = example["streams"][0]["inputs"]["stack"].clone();
+    // sluice_fleet's own merge of defaults, stream settings and tags, by Terraform.
+    let inputs = serde_json::json!({
+        "stack": stack,
+        "package_path": "bootstrap.zip",
+        "tables": fleet["tables"],
+        "defaults": fleet["defaults"],
+        "tags": fleet["tags"],
+    });
+    let (stdout, stderr) = console_files(
+        &bin,
+        "terraform/modules/sluice_fleet",
+        Some(&["variables.tf", "streams.tf"]),
+        &inputs,
+        "jsonencode(local.streams)",
+    );
+    let json: String = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("console printed {stdout:?} ({e}); stderr: {stderr}"));
+    let streams: BTreeMap<String, Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(streams.len(), 20, "the fleet example has twenty streams");
+
+    let config_vars: Vec<&str> = fleet["config_vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut machines = 0;
+    for (job, settings) in &streams {
+        assert_eq!(settings["job"], job.as_str());
+        assert_eq!(
+            settings["tags"]["job"],
+            job.as_str(),
+            "{job} lacks its job tag"
+        );
+        assert_eq!(
+            settings["tags"]["team"], "data-platform",
+            "{job} lacks the fleet's tags"
+        );
+        // sluice_table's defaults under the stream's values (null keeps the default:
+        // sluice_table's inputs are nullable = false).
+        let mut merged = fleet["table_defaults"].as_object().unwrap().clone();
+        for (k, v) in settings.as_object().unwrap() {
+            if !v.is_null() {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        let mut config = serde_json::Map::new();
+        for var in &config_vars {
+            if *var != "baseline_state_machine_arn" {
+                config.insert(
+                    (*var).to_owned(),
+                    merged.get(*var).cloned().unwrap_or(Value::Null),
+                );
+            }
+        }
+        config.insert("stack".into(), inputs["stack"].clone());
+        if merged.get("baseline_state_machine") == Some(&Value::Bool(true)) {
+            machines += 1;
+            config.insert(
+                "baseline_state_machine_arn".into(),
+                format!(
+                    "arn:aws:states:{}:123456789012:stateMachine:sluice-{job}-baseline",
+                    fleet["region"].as_str().unwrap()
+                )
+                .into(),
+            );
+        }
+        let document = render(&bin, &Value::Object(config));
+        let checked = validate(&document);
+        assert_eq!(checked["valid"], true, "{job}");
+        assert_eq!(checked["job"], job.as_str());
+        // Every derived name of the stream is legal too.
+        assert_legal(&derived_names(&bin, &serde_json::json!({ "job": job })));
+    }
+    assert_eq!(
+        machines, 1,
+        "one stream of the example has a baseline machine"
+    );
+    assert_eq!(
+        streams["crm-customers"]["secret_arn"],
+        streams["crm-reviews"]["secret_arn"]
+    );
+    assert_ne!(
+        streams["crm-customers"]["secret_arn"], streams["shop-orders"]["secret_arn"],
+        "a stream's own value wins over the defaults"
+    );
+}
+
+#[test]
+fn the_documented_aws_services_are_the_sdk_clients_and_the_vpc_example_reaches_them() {
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src"), &mut code);
+    let clients: BTreeSet<String> = code
+        .match_indices("aws_sdk_")
+        .map(|(at, _)| {
+            code[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect();
+    assert!(clients.contains("aws_sdk_s3"), "{clients:?}");
+    let docs = std::fs::read_to_string(Path::new(ROOT).join("docs/aws.md")).unwrap();
+    let table = docs
+        .split("<!-- BEGIN_AWS_SERVICES -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- END_AWS_SERVICES -->").next())
+        .expect("docs/aws.md has the AWS services table");
+    let mut documented = BTreeSet::new();
+    let mut endpoints = BTreeMap::new();
+    for row in table.lines().filter(|l| l.starts_with("| `aws_sdk_")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let client = cells[1].trim_matches('`').to_owned();
+        let (kind, name) = cells[3].split_once(' ').unwrap();
+        endpoints.insert(name.trim_matches('`').to_owned(), kind.to_owned());
+        documented.insert(client);
+    }
+    assert_eq!(
+        documented, clients,
+        "docs/aws.md#private-networks lists other services than the SDK clients src/ builds"
+    );
+    let vpc =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/examples/vpc/main.tf")).unwrap();
+    for kind in ["gateway", "interface"] {
+        let want: Vec<String> = endpoints
+            .iter()
+            .filter(|(_, k)| *k == kind)
+            .map(|(n, _)| format!("\"{n}\""))
+            .collect();
+        let line = format!("{kind}_services   = [{}]", want.join(", "));
+        let line_alt = format!("{kind}_services = [{}]", want.join(", "));
+        assert!(
+            vpc.contains(&line) || vpc.contains(&line_alt),
+            "examples/vpc lacks `{line}`"
+        );
+    }
+}
+
+#[test]
+fn the_default_schedule_is_eventbridge_scheduler_with_retries_and_an_alarmed_dead_letter_queue() {
+    let dir = Path::new(ROOT).join("terraform/modules/sluice_table");
+    let vars = std::fs::read_to_string(dir.join("variables.tf")).unwrap();
+    let schedule_type = vars.split("variable \"schedule_type\" {").nth(1).unwrap();
+    assert!(
+        schedule_type
+            .split("\n}")
+            .next()
+            .unwrap()
+            .contains("default     = \"scheduler\""),
+        "the default schedule is not EventBridge Scheduler"
+    );
+    let main = std::fs::read_to_string(dir.join("main.tf")).unwrap();
+    let schedule = main
+        .split("resource \"aws_scheduler_schedule\" \"drain\" {")
+        .nth(1)
+        .expect("an aws_scheduler_schedule")
+        .split("\n}\n")
+        .next()
+        .unwrap();
+    for needle in [
+        "schedule_expression_timezone = var.schedule_time_zone",
+        "retry_policy {",
+        "maximum_retry_attempts       = var.schedule_retry_attempts",
+        "arn = aws_sqs_queue.schedule_dlq[0].arn",
+        "input    = jsonencode({ action = \"drain\" })",
+    ] {
+        assert!(schedule.contains(needle), "the schedule lacks {needle}");
+    }
+    // The classic rule stays available as the option.
+    assert!(main.contains("count               = var.schedule_type == \"rule\" ? 1 : 0"));
+    let alarms = std::fs::read_to_string(dir.join("alarms.tf")).unwrap();
+    assert!(
+        alarms.contains("schedule-dlq = {")
+            && alarms.contains("dims = { QueueName = local.names.dead_letter_queue }"),
+        "no alarm on the schedule's dead-letter queue"
+    );
+    // Both functions log in the configured format (JSON by default).
+    assert_eq!(main.matches("log_format = var.log_format").count(), 2);
+    assert!(vars.contains("default     = \"JSON\""));
 }

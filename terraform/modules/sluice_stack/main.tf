@@ -13,6 +13,9 @@ locals {
   account_id  = data.aws_caller_identity.current.account_id
   partition   = data.aws_partition.current.partition
   region      = data.aws_region.current.name
+
+  create_topic    = var.alarm_topic_arn == null
+  alarm_topic_arn = local.create_topic ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn
 }
 
 # ---------------------------------------------------------------- KMS
@@ -53,6 +56,33 @@ data "aws_iam_policy_document" "key" {
         "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:/aws/lambda/*",
         "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:/aws/vendedlogs/states/*",
       ]
+    }
+  }
+  dynamic "statement" {
+    for_each = length(var.kms_key_users) == 0 ? [] : [1]
+    content {
+      sid       = "KeyUsersDecrypt"
+      actions   = ["kms:Decrypt", "kms:DescribeKey"]
+      resources = ["*"]
+      principals {
+        type        = "AWS"
+        identifiers = var.kms_key_users
+      }
+    }
+  }
+  # CloudWatch alarms publish to the (encrypted) alarm topic.
+  statement {
+    sid       = "CloudWatchAlarmsPublishToTheEncryptedTopic"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey*"]
+    resources = ["*"]
+    principals {
+      type        = "Service"
+      identifiers = ["cloudwatch.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
     }
   }
 }
@@ -159,6 +189,7 @@ resource "aws_s3_bucket_logging" "this" {
 }
 
 data "aws_iam_policy_document" "bucket" {
+  source_policy_documents = var.bucket_policy_json
   statement {
     sid     = "DenyInsecureTransport"
     effect  = "Deny"
@@ -238,4 +269,61 @@ resource "aws_dynamodb_table" "state" {
   }
 
   tags = var.tags
+}
+
+# ---------------------------------------------------------------- SNS (alarms)
+
+# Every sluice_table's alarms notify this topic (its `for_tables.alarm_topic_arn`), so
+# an alarm always reaches someone subscribed here; or pass alarm_topic_arn.
+resource "aws_sns_topic" "alarms" {
+  count             = local.create_topic ? 1 : 0
+  name              = "${var.name}-alarms"
+  kms_master_key_id = local.kms_key_arn
+  tags              = var.tags
+}
+
+data "aws_iam_policy_document" "alarms_topic" {
+  count = local.create_topic ? 1 : 0
+  statement {
+    sid       = "CloudWatchAlarmsOfThisAccountPublish"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarms[0].arn]
+    principals {
+      type        = "Service"
+      identifiers = ["cloudwatch.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarms[0].arn]
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sns_topic_policy" "alarms" {
+  count  = local.create_topic ? 1 : 0
+  arn    = aws_sns_topic.alarms[0].arn
+  policy = data.aws_iam_policy_document.alarms_topic[0].json
+}
+
+resource "aws_sns_topic_subscription" "alarm_emails" {
+  for_each  = local.create_topic ? toset(var.alarm_emails) : toset([])
+  topic_arn = aws_sns_topic.alarms[0].arn
+  protocol  = "email"
+  endpoint  = each.value
 }

@@ -23,6 +23,11 @@ output "kms_key_arn" {
   value       = local.kms_key_arn
 }
 
+output "alarm_topic_arn" {
+  description = "The SNS topic the streams' alarms notify (created, or alarm_topic_arn)."
+  value       = local.alarm_topic_arn
+}
+
 output "for_tables" {
   description = "Everything a sluice_table needs from the stack, as one object (pass it as `stack`)."
   value = {
@@ -31,6 +36,7 @@ output "for_tables" {
     state_table_name = aws_dynamodb_table.state.name
     state_table_arn  = aws_dynamodb_table.state.arn
     kms_key_arn      = local.kms_key_arn
+    alarm_topic_arn  = local.alarm_topic_arn
   }
   # The bucket must not be usable before its policy and encryption exist.
   depends_on = [

@@ -77,6 +77,30 @@ variable "state_table_deletion_protection" {
   default     = true
 }
 
+variable "bucket_policy_json" {
+  description = "Extra bucket-policy statements, as IAM policy documents (JSON, e.g. from aws_iam_policy_document), merged with the module's TLS-only statements (e.g. cross-account readers of the parts)."
+  type        = list(string)
+  default     = []
+}
+
+variable "kms_key_users" {
+  description = "IAM principal ARNs (roles, accounts) allowed to decrypt with the created key (kms:Decrypt, kms:DescribeKey), e.g. readers of the parts in another account; ignored with kms_key_arn (grant them on your key)."
+  type        = list(string)
+  default     = []
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic every stream's alarms notify; null creates `<name>-alarms` (encrypted with the stack key, CloudWatch of this account may publish). A topic of your own must accept cloudwatch.amazonaws.com (and its KMS key, if any)."
+  type        = string
+  default     = null
+}
+
+variable "alarm_emails" {
+  description = "E-mail addresses subscribed to the created alarm topic (each confirms by mail); ignored with alarm_topic_arn."
+  type        = list(string)
+  default     = []
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

@@ -36,6 +36,13 @@ locals {
   # src/baseline/delivery.rs CHUNKS_FOLDER: where baseline.plan writes a chunk list too
   # large to pass between states.
   chunk_lists_arn = "${var.stack.bucket_arn}/${local.prefix}/_baseline/*"
+
+  # The claim items of this stream's own resources; a MySQL server id left to the binary
+  # (derived from the job) is not known here, so any server id then.
+  mysql_server_id = try(var.mysql.server_id, null)
+  claim_keys = var.engine == "postgres" ? ["claim#*/slot/${try(var.postgres.slot, "")}"] : [
+    "claim#*/server_id/${local.mysql_server_id == null ? "*" : local.mysql_server_id}"
+  ]
 }
 
 # The statements both functions share; `log_group_arn` and `start_machine` differ.
@@ -74,7 +81,6 @@ data "aws_iam_policy_document" "function" {
       "dynamodb:GetItem",
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
-      "dynamodb:ConditionCheckItem",
       "dynamodb:Query",
     ]
     resources = [var.stack.state_table_arn]
@@ -86,16 +92,18 @@ data "aws_iam_policy_document" "function" {
   }
 
   # Resource claims (a replication slot, a replica server id) are items keyed
-  # `claim#<resource>`, shared by every job on the table. The function's conditional write
-  # only takes a free claim or renews its own, so it cannot take another job's claim.
+  # `claim#<resource>`, shared by every job on the table (src/claims.rs: `<server>/slot/<slot>`,
+  # `<server>/server_id/<id>`). The function reaches only the claims of its own slot or
+  # server id (any server: the host is in the secret); its conditional write only takes a
+  # free claim or renews its own, so it cannot take another job's claim.
   statement {
-    sid       = "ResourceClaimsInStateTable"
+    sid       = "OwnResourceClaimsInStateTable"
     actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
     resources = [var.stack.state_table_arn]
     condition {
       test     = "ForAllValues:StringLike"
       variable = "dynamodb:LeadingKeys"
-      values   = ["claim#*"]
+      values   = local.claim_keys
     }
   }
 
@@ -173,10 +181,12 @@ data "aws_iam_policy_document" "function" {
 }
 
 resource "aws_iam_role" "drain" {
-  name               = local.name
-  description        = "sluice drain function of ${var.job}"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = var.tags
+  name                 = local.names.drain_role
+  description          = "sluice drain function of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
 }
 
 resource "aws_iam_role_policy" "drain" {
@@ -186,11 +196,13 @@ resource "aws_iam_role_policy" "drain" {
 }
 
 resource "aws_iam_role" "worker" {
-  count              = var.baseline_state_machine ? 1 : 0
-  name               = local.machine_name
-  description        = "sluice baseline worker of ${var.job}"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = var.tags
+  count                = var.baseline_state_machine ? 1 : 0
+  name                 = local.names.worker_role
+  description          = "sluice baseline worker of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
 }
 
 resource "aws_iam_role_policy" "worker" {
@@ -292,11 +304,13 @@ data "aws_iam_policy_document" "machine" {
 }
 
 resource "aws_iam_role" "machine" {
-  count              = var.baseline_state_machine ? 1 : 0
-  name               = "${local.name}-sfn"
-  description        = "sluice baseline state machine of ${var.job}"
-  assume_role_policy = data.aws_iam_policy_document.assume_states.json
-  tags               = var.tags
+  count                = var.baseline_state_machine ? 1 : 0
+  name                 = local.names.machine_role
+  description          = "sluice baseline state machine of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_states.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
 }
 
 resource "aws_iam_role_policy" "machine" {
@@ -304,4 +318,78 @@ resource "aws_iam_role_policy" "machine" {
   name   = "sluice"
   role   = aws_iam_role.machine[0].id
   policy = data.aws_iam_policy_document.machine[0].json
+}
+
+# ---------------------------------------------------------------- the scheduler's role
+
+data "aws_iam_policy_document" "assume_scheduler" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+    # Only this account's schedule of this name may use the role (confused deputy).
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.schedule}"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "scheduler" {
+  count = var.schedule_type == "scheduler" ? 1 : 0
+
+  statement {
+    sid       = "InvokeOwnDrain"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.drain.arn, "${aws_lambda_function.drain.arn}:*"]
+  }
+
+  statement {
+    sid       = "ParkUndeliveredTicks"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.schedule_dlq[0].arn]
+  }
+
+  # The schedule is encrypted with the stack key; its execution role decrypts it.
+  statement {
+    sid       = "DecryptOwnSchedule"
+    actions   = ["kms:Decrypt"]
+    resources = [var.stack.kms_key_arn]
+  }
+
+  statement {
+    sid       = "EncryptDeadLettersThroughSqs"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [var.stack.kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["sqs.${local.region}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "scheduler" {
+  count                = var.schedule_type == "scheduler" ? 1 : 0
+  name                 = local.names.scheduler_role
+  description          = "sluice schedule of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_scheduler.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  count  = var.schedule_type == "scheduler" ? 1 : 0
+  name   = "sluice"
+  role   = aws_iam_role.scheduler[0].id
+  policy = data.aws_iam_policy_document.scheduler[0].json
 }

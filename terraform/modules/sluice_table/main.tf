@@ -7,7 +7,9 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  name       = var.function_name == null ? "sluice-${var.job}" : var.function_name
+  # Every resource name comes from the sluice_names module (legal by construction).
+  names      = module.names.names
+  name       = local.names.function
   account_id = data.aws_caller_identity.current.account_id
   partition  = data.aws_partition.current.partition
   region     = data.aws_region.current.name
@@ -15,7 +17,7 @@ locals {
 
   # The machine's ARN is built from its name, so the drain function's config and policy
   # can name it without depending on the machine (which depends on the worker function).
-  machine_name = "${local.name}-baseline"
+  machine_name = local.names.state_machine
   machine_arn  = var.baseline_state_machine ? "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.machine_name}" : null
 
   rate      = try(regex("^rate\\(([0-9]+) (minute|minutes|hour|hours|day|days)\\)$", var.schedule_expression), null)
@@ -30,6 +32,13 @@ locals {
   }
 
   worker_concurrency = var.baseline_worker_concurrency != null ? var.baseline_worker_concurrency : max(1, coalesce(var.baseline.parallel, 1))
+}
+
+module "names" {
+  source = "../sluice_names"
+
+  job           = var.job
+  function_name = var.function_name
 }
 
 module "config" {
@@ -55,7 +64,7 @@ module "config" {
 # ---------------------------------------------------------------- logs
 
 resource "aws_cloudwatch_log_group" "drain" {
-  name              = "/aws/lambda/${local.name}"
+  name              = local.names.drain_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -63,7 +72,7 @@ resource "aws_cloudwatch_log_group" "drain" {
 
 resource "aws_cloudwatch_log_group" "worker" {
   count             = var.baseline_state_machine ? 1 : 0
-  name              = "/aws/lambda/${local.machine_name}"
+  name              = local.names.worker_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -76,7 +85,7 @@ resource "aws_lambda_function" "drain" {
   #checkov:skip=CKV_AWS_117:a VPC is optional (var.vpc); a source reachable over TLS on a public endpoint needs none
   #checkov:skip=CKV_AWS_272:code signing needs a signing profile the deployer owns; the package hash is pinned by source_code_hash
   #checkov:skip=CKV_AWS_50:the binary emits no X-Ray segments; per-run telemetry is the EMF metrics and JSON logs
-  function_name    = local.name
+  function_name    = local.names.function
   description      = "sluice CDC drain of ${var.job} (${var.engine}: ${join(", ", var.tables)})"
   role             = aws_iam_role.drain.arn
   filename         = var.package_path
@@ -97,6 +106,11 @@ resource "aws_lambda_function" "drain" {
 
   environment {
     variables = local.environment
+  }
+
+  logging_config {
+    log_format = var.log_format
+    log_group  = aws_cloudwatch_log_group.drain.name
   }
 
   dynamic "vpc_config" {
@@ -140,8 +154,50 @@ resource "aws_lambda_function_event_invoke_config" "drain" {
 
 # ---------------------------------------------------------------- the schedule
 
+# EventBridge Scheduler (default): retries an undeliverable tick within one interval,
+# then parks it in a dead-letter queue (alarmed in alarms.tf).
+resource "aws_sqs_queue" "schedule_dlq" {
+  count                             = var.schedule_type == "scheduler" ? 1 : 0
+  name                              = local.names.dead_letter_queue
+  message_retention_seconds         = 1209600
+  kms_master_key_id                 = var.stack.kms_key_arn
+  kms_data_key_reuse_period_seconds = 3600
+  tags                              = var.tags
+}
+
+resource "aws_scheduler_schedule" "drain" {
+  count                        = var.schedule_type == "scheduler" ? 1 : 0
+  name                         = local.names.schedule
+  description                  = "sluice drain of ${var.job}"
+  schedule_expression          = var.schedule_expression
+  schedule_expression_timezone = var.schedule_time_zone
+  # The target input is stored encrypted under the stack key.
+  kms_key_arn = var.stack.kms_key_arn
+  state       = var.schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = aws_lambda_function.drain.arn
+    role_arn = aws_iam_role.scheduler[0].arn
+    input    = jsonencode({ action = "drain" })
+
+    retry_policy {
+      maximum_event_age_in_seconds = max(60, min(local.interval == null ? 3600 : local.interval, 86400))
+      maximum_retry_attempts       = var.schedule_retry_attempts
+    }
+
+    dead_letter_config {
+      arn = aws_sqs_queue.schedule_dlq[0].arn
+    }
+  }
+}
+
 resource "aws_cloudwatch_event_rule" "schedule" {
-  name                = local.name
+  count               = var.schedule_type == "rule" ? 1 : 0
+  name                = local.names.schedule
   description         = "sluice drain of ${var.job}"
   schedule_expression = var.schedule_expression
   state               = var.schedule_enabled ? "ENABLED" : "DISABLED"
@@ -149,17 +205,19 @@ resource "aws_cloudwatch_event_rule" "schedule" {
 }
 
 resource "aws_cloudwatch_event_target" "drain" {
-  rule  = aws_cloudwatch_event_rule.schedule.name
+  count = var.schedule_type == "rule" ? 1 : 0
+  rule  = aws_cloudwatch_event_rule.schedule[0].name
   arn   = aws_lambda_function.drain.arn
   input = jsonencode({ action = "drain" })
 }
 
 resource "aws_lambda_permission" "schedule" {
+  count          = var.schedule_type == "rule" ? 1 : 0
   statement_id   = "sluice-schedule"
   action         = "lambda:InvokeFunction"
   function_name  = aws_lambda_function.drain.function_name
   principal      = "events.amazonaws.com"
-  source_arn     = aws_cloudwatch_event_rule.schedule.arn
+  source_arn     = aws_cloudwatch_event_rule.schedule[0].arn
   source_account = local.account_id
 }
 
@@ -173,7 +231,7 @@ resource "aws_lambda_function" "worker" {
   #checkov:skip=CKV_AWS_272:code signing needs a signing profile the deployer owns; the package hash is pinned by source_code_hash
   #checkov:skip=CKV_AWS_50:the binary emits no X-Ray segments; per-run telemetry is the EMF metrics and JSON logs
   count            = var.baseline_state_machine ? 1 : 0
-  function_name    = local.machine_name
+  function_name    = local.names.worker_function
   description      = "sluice baseline worker of ${var.job} (Step Functions tasks)"
   role             = aws_iam_role.worker[0].arn
   filename         = var.package_path
@@ -196,6 +254,11 @@ resource "aws_lambda_function" "worker" {
     variables = local.environment
   }
 
+  logging_config {
+    log_format = var.log_format
+    log_group  = aws_cloudwatch_log_group.worker[0].name
+  }
+
   dynamic "vpc_config" {
     for_each = var.vpc == null ? [] : [var.vpc]
     content {
@@ -214,7 +277,7 @@ resource "aws_lambda_function" "worker" {
 
 resource "aws_cloudwatch_log_group" "machine" {
   count             = var.baseline_state_machine ? 1 : 0
-  name              = "/aws/vendedlogs/states/${local.machine_name}"
+  name              = local.names.machine_log_group
   retention_in_days = var.log_retention_days
   kms_key_id        = var.stack.kms_key_arn
   tags              = var.tags
@@ -223,7 +286,7 @@ resource "aws_cloudwatch_log_group" "machine" {
 resource "aws_sfn_state_machine" "baseline" {
   #checkov:skip=CKV_AWS_284:the tasks emit no X-Ray segments; execution history and the ERROR-level log are the trace
   count    = var.baseline_state_machine ? 1 : 0
-  name     = local.machine_name
+  name     = local.names.state_machine
   role_arn = aws_iam_role.machine[0].arn
   type     = "STANDARD"
   definition = templatefile(
@@ -249,4 +312,20 @@ resource "aws_sfn_state_machine" "baseline" {
   }
 
   depends_on = [aws_iam_role_policy.machine]
+}
+
+# The classic rule was unconditional before schedule_type (schedule_type = "rule" keeps it).
+moved {
+  from = aws_cloudwatch_event_rule.schedule
+  to   = aws_cloudwatch_event_rule.schedule[0]
+}
+
+moved {
+  from = aws_cloudwatch_event_target.drain
+  to   = aws_cloudwatch_event_target.drain[0]
+}
+
+moved {
+  from = aws_lambda_permission.schedule
+  to   = aws_lambda_permission.schedule[0]
 }

@@ -18,9 +18,14 @@ output "log_group_name" {
   value       = aws_cloudwatch_log_group.drain.name
 }
 
-output "schedule_rule_arn" {
-  description = "The EventBridge rule that starts the drain."
-  value       = aws_cloudwatch_event_rule.schedule.arn
+output "schedule_arn" {
+  description = "What starts the drain: the EventBridge Scheduler schedule, or the classic rule (schedule_type = rule)."
+  value       = var.schedule_type == "scheduler" ? aws_scheduler_schedule.drain[0].arn : aws_cloudwatch_event_rule.schedule[0].arn
+}
+
+output "schedule_dead_letter_queue_arn" {
+  description = "The schedule's dead-letter queue (null with schedule_type = rule)."
+  value       = var.schedule_type == "scheduler" ? aws_sqs_queue.schedule_dlq[0].arn : null
 }
 
 output "state_machine_arn" {
@@ -39,13 +44,14 @@ output "config" {
 }
 
 output "alarm_arns" {
-  description = "The stream's alarms."
-  value = concat(
-    [
-      aws_cloudwatch_metric_alarm.errors.arn,
-      aws_cloudwatch_metric_alarm.lag.arn,
-      aws_cloudwatch_metric_alarm.missed_runs.arn,
-    ],
-    aws_cloudwatch_metric_alarm.baseline_failed[*].arn,
+  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed)."
+  value = merge(
+    { for k, a in aws_cloudwatch_metric_alarm.metric : k => a.arn },
+    { for a in aws_cloudwatch_metric_alarm.baseline_failed : "baseline-failed" => a.arn },
   )
+}
+
+output "dashboard_name" {
+  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, errors, throttles)."
+  value       = aws_cloudwatch_dashboard.stream.dashboard_name
 }

@@ -3,11 +3,11 @@
 # SLUICE_CONFIG (same names; tests/cli/terraform.rs checks the forwarding).
 
 variable "job" {
-  description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to) and names the metrics dimension."
+  description = "Stream identity: keys the state (the DynamoDB partition key, which the function's IAM policy is restricted to), names the metrics dimension and every AWS resource of the stream (`sluice-<job>...`, see sluice_names), hence 1-48 letters, digits, '_' or '-'."
   type        = string
   validation {
-    condition     = can(regex("^[A-Za-z0-9_.-]{1,128}$", var.job))
-    error_message = "The job must be 1-128 letters, digits, '_', '-' or '.'."
+    condition     = can(regex("^[A-Za-z0-9_-]{1,48}$", var.job))
+    error_message = "The job of a deployed stream must be 1-48 letters, digits, '_' or '-': it names the Lambda functions and IAM roles (`sluice-<job>-baseline`, at most 64 characters, no '.')."
   }
 }
 
@@ -19,6 +19,7 @@ variable "stack" {
     state_table_name = string
     state_table_arn  = string
     kms_key_arn      = string
+    alarm_topic_arn  = optional(string)
   })
 }
 
@@ -94,7 +95,8 @@ variable "output" {
     row_group_rows = optional(number)
     zstd_level     = optional(number)
   })
-  default = {}
+  default  = {}
+  nullable = false
 }
 
 variable "lease_ttl_seconds" {
@@ -113,6 +115,7 @@ variable "initial" {
   description = "What a new stream starts from: `none` (changes from now on) or `snapshot` (a baseline of the tables first)."
   type        = string
   default     = "none"
+  nullable    = false
   validation {
     condition     = contains(["none", "snapshot"], var.initial)
     error_message = "The initial must be `none` or `snapshot`."
@@ -126,7 +129,8 @@ variable "baseline" {
     parallel              = optional(number)
     inline_plan_max_bytes = optional(number)
   })
-  default = {}
+  default  = {}
+  nullable = false
 }
 
 # ------------------------------------------------------------------ the function
@@ -137,7 +141,7 @@ variable "function_name" {
   default     = null
   validation {
     condition     = var.function_name == null || can(regex("^[A-Za-z0-9_-]{1,55}$", var.function_name))
-    error_message = "The function_name must be 1-55 letters, digits, '_' or '-' (room is left for the -baseline suffix)."
+    error_message = "The function_name must be 1-55 letters, digits, '_' or '-' (room is left for the -baseline and -schedule suffixes within AWS's 64-character limit)."
   }
 }
 
@@ -150,6 +154,7 @@ variable "architecture" {
   description = "Instruction set of the package: `arm64` (default, `make lambda`) or `x86_64` (`make lambda ARCH=x86_64`)."
   type        = string
   default     = "arm64"
+  nullable    = false
   validation {
     condition     = contains(["arm64", "x86_64"], var.architecture)
     error_message = "The architecture must be `arm64` or `x86_64`."
@@ -160,6 +165,7 @@ variable "memory_size" {
   description = "Function memory in MB (also scales CPU). Memory use is bounded by output.rollover_* and row_group_rows, not by backlog."
   type        = number
   default     = 1024
+  nullable    = false
   validation {
     condition     = var.memory_size >= 128 && var.memory_size <= 10240
     error_message = "The memory_size must be between 128 and 10240 MB."
@@ -170,6 +176,7 @@ variable "timeout" {
   description = "Function timeout in seconds. A run stops at a transaction boundary safety_margin_seconds before it and reports `partial`; the next tick continues."
   type        = number
   default     = 900
+  nullable    = false
   validation {
     condition     = var.timeout >= 30 && var.timeout <= 900
     error_message = "The timeout must be between 30 and 900 seconds."
@@ -180,6 +187,7 @@ variable "ephemeral_storage_mb" {
   description = "Size of /tmp in MB: parts under construction and large transactions spill there. Keep it above output.rollover_bytes plus the largest transaction."
   type        = number
   default     = 2048
+  nullable    = false
   validation {
     condition     = var.ephemeral_storage_mb >= 512 && var.ephemeral_storage_mb <= 10240
     error_message = "The ephemeral_storage_mb must be between 512 and 10240."
@@ -190,12 +198,25 @@ variable "log_level" {
   description = "SLUICE_LOG filter (tracing EnvFilter syntax), e.g. `info` or `sluice=debug,info`."
   type        = string
   default     = "info"
+  nullable    = false
+}
+
+variable "log_format" {
+  description = "Lambda log format of both functions: `JSON` (structured system logs next to the binary's JSON lines) or `Text`."
+  type        = string
+  default     = "JSON"
+  nullable    = false
+  validation {
+    condition     = contains(["JSON", "Text"], var.log_format)
+    error_message = "The log_format must be `JSON` or `Text`."
+  }
 }
 
 variable "log_retention_days" {
   description = "Retention of the function's (and the baseline machine's) log groups."
   type        = number
   default     = 365
+  nullable    = false
   validation {
     condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
     error_message = "The log_retention_days must be a CloudWatch Logs retention value (1, 3, 5, 7, 14, 30, ..., 365, ..., 3653)."
@@ -215,12 +236,30 @@ variable "vpc" {
   }
 }
 
+variable "iam_role_path" {
+  description = "Path of the stream's IAM roles (landing zones often require one, e.g. `/workloads/`)."
+  type        = string
+  default     = "/"
+  nullable    = false
+  validation {
+    condition     = can(regex("^/([A-Za-z0-9_+=,.@-]+/)*$", var.iam_role_path)) && length(var.iam_role_path) <= 512
+    error_message = "The iam_role_path must start and end with '/' (e.g. `/workloads/`), at most 512 characters."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "IAM policy set as the permissions boundary of every role of the stream (required by many landing zones); null: none."
+  type        = string
+  default     = null
+}
+
 # ------------------------------------------------------------------ the schedule
 
 variable "schedule_expression" {
   description = "EventBridge schedule of the drain: `rate(5 minutes)`, `cron(0/10 * * * ? *)`, ..."
   type        = string
   default     = "rate(5 minutes)"
+  nullable    = false
   validation {
     condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.schedule_expression))
     error_message = "The schedule_expression must be `rate(N minutes|hours|days)` or `cron(...)`."
@@ -233,10 +272,40 @@ variable "schedule_interval_seconds" {
   default     = null
 }
 
+variable "schedule_type" {
+  description = "What starts the drain: `scheduler` (EventBridge Scheduler: time zone, retry policy, a dead-letter queue with an alarm) or `rule` (a classic EventBridge rule)."
+  type        = string
+  default     = "scheduler"
+  nullable    = false
+  validation {
+    condition     = contains(["scheduler", "rule"], var.schedule_type)
+    error_message = "The schedule_type must be `scheduler` or `rule`."
+  }
+}
+
+variable "schedule_time_zone" {
+  description = "Time zone of a cron() schedule (IANA name, e.g. `Europe/Paris`); schedule_type = scheduler only."
+  type        = string
+  default     = "UTC"
+  nullable    = false
+}
+
+variable "schedule_retry_attempts" {
+  description = "Times EventBridge Scheduler retries an invocation it could not deliver (within one interval); then the event goes to the dead-letter queue. schedule_type = scheduler only."
+  type        = number
+  default     = 2
+  nullable    = false
+  validation {
+    condition     = var.schedule_retry_attempts >= 0 && var.schedule_retry_attempts <= 185
+    error_message = "The schedule_retry_attempts must be between 0 and 185."
+  }
+}
+
 variable "schedule_enabled" {
   description = "Whether the schedule fires (false pauses the stream; the slot / binlog keeps the changes meanwhile, so watch source retention)."
   type        = bool
   default     = true
+  nullable    = false
 }
 
 # ------------------------------------------------------------------ the baseline machine
@@ -245,6 +314,7 @@ variable "baseline_state_machine" {
   description = "Create a Step Functions state machine (and a baseline worker function) for this stream's baselines; the drain function then starts it instead of reading the baseline inline."
   type        = bool
   default     = false
+  nullable    = false
 }
 
 variable "baseline_definition_path" {
@@ -262,27 +332,58 @@ variable "baseline_worker_concurrency" {
 # ------------------------------------------------------------------ alarms
 
 variable "alarm_actions" {
-  description = "ARNs notified when an alarm fires (e.g. an SNS topic)."
+  description = "ARNs notified when an alarm fires, besides the stack's alarm topic (`stack.alarm_topic_arn`). Every alarm needs at least one action: the plan fails when both are empty."
   type        = list(string)
   default     = []
+  nullable    = false
 }
 
 variable "ok_actions" {
-  description = "ARNs notified when an alarm clears."
+  description = "ARNs notified when an alarm clears; null means the alarm actions."
   type        = list(string)
-  default     = []
+  default     = null
 }
 
 variable "lag_alarm_threshold_seconds" {
   description = "Alarm when the replication lag (EMF `lag_seconds`, Maximum) exceeds this."
   type        = number
   default     = 1800
+  nullable    = false
+}
+
+variable "retained_bytes_alarm_threshold" {
+  description = "Alarm when the source retains more than this many bytes of log for the stream (EMF `source_retained_bytes`, Maximum; PostgreSQL: WAL held by the slot) — the classic CDC outage, a stalled slot filling the source's disk. Default 10 GiB."
+  type        = number
+  default     = 10737418240
+  nullable    = false
+  validation {
+    condition     = var.retained_bytes_alarm_threshold > 0
+    error_message = "The retained_bytes_alarm_threshold must be positive."
+  }
+}
+
+variable "rds_db_instance_identifier" {
+  description = "RDS PostgreSQL instance of the source, for an alarm on RDS's own `OldestReplicationSlotLag` (also fires when no run reports, e.g. the function cannot reach the source); null: no such alarm."
+  type        = string
+  default     = null
+}
+
+variable "duration_alarm_ratio" {
+  description = "Alarm when the drain's longest run exceeds this fraction of the timeout for `missed_runs_alarm_intervals` intervals in a row (the stream is not keeping up, or a run is near being killed)."
+  type        = number
+  default     = 0.8
+  nullable    = false
+  validation {
+    condition     = var.duration_alarm_ratio > 0 && var.duration_alarm_ratio <= 1
+    error_message = "The duration_alarm_ratio must be in (0, 1]."
+  }
 }
 
 variable "missed_runs_alarm_intervals" {
   description = "Alarm when no run drained to the end (EMF `run_drained`) in this many schedule intervals; missing data counts as missed."
   type        = number
   default     = 3
+  nullable    = false
   validation {
     condition     = var.missed_runs_alarm_intervals >= 1
     error_message = "The missed_runs_alarm_intervals must be at least 1."
@@ -293,4 +394,5 @@ variable "tags" {
   description = "Tags for every resource."
   type        = map(string)
   default     = {}
+  nullable    = false
 }

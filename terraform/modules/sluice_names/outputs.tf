@@ -1,0 +1,9 @@
+output "names" {
+  description = "The stream's resource names: function, worker_function, drain_role, worker_role, machine_role, scheduler_role, state_machine, schedule, dead_letter_queue, drain_log_group, worker_log_group, machine_log_group, dashboard."
+  value       = local.names
+}
+
+output "alarms" {
+  description = "The stream's alarm names, by alarm (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, schedule-dlq)."
+  value       = local.alarms
+}
