@@ -90,6 +90,7 @@ codes! {
     BaselineNotAnchored => "SLUICE_BASELINE_NOT_ANCHORED", Refusal;
     BaselineStart => "SLUICE_BASELINE_START", Transient;
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
+    RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
 }

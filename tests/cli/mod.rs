@@ -5,5 +5,6 @@
 mod claims;
 mod init;
 mod output;
+mod recovery;
 mod terraform;
 mod validate_corpus;
