@@ -221,13 +221,16 @@ impl LocalStateStore {
     }
 }
 
+/// A failed file operation: not writable is a refusal (a retry changes nothing), anything
+/// else transient.
 fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::new(
-        Code::StateUnavailable,
-        format!("local state {}: {e}", path.display()),
-    )
-    .hint("check that state.path exists and is writable")
-    .source(e)
+    let code = match e.kind() {
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => Code::StateDenied,
+        _ => Code::StateUnavailable,
+    };
+    Error::new(code, format!("local state {}", path.display()))
+        .hint("check that state.path exists and is writable by the user sluice runs as")
+        .source(e)
 }
 
 #[async_trait]

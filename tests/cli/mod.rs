@@ -4,6 +4,7 @@
 
 mod claims;
 mod init;
+mod not_writable;
 mod output;
 mod recovery;
 mod terraform;
