@@ -6,6 +6,7 @@ mod claims;
 mod init;
 mod not_writable;
 mod output;
+mod paths;
 mod recovery;
 mod terraform;
 mod validate_corpus;
