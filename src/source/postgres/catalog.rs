@@ -103,18 +103,19 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
     let mut columns = Vec::with_capacity(rows.len());
     let mut type_names = HashMap::new();
     let mut type_oids = Vec::with_capacity(rows.len());
+    let mut unsupported = Vec::new();
     for row in &rows {
         let name: String = row.get(0);
         let type_oid: i64 = row.get(1);
         let typmod: i32 = row.get(2);
         let type_name: String = row.get(3);
-        let ty = column_type(type_oid as u32, typmod, &type_name).map_err(|e| {
-            Error::new(
-                Code::SourceUnsupportedType,
-                format!("{config_name}.{name} has type {type_name}, which sluice cannot capture: {e}"),
-            )
-            .hint("see the type table in docs/postgresql.md; exclude the table, or change the column to a supported type (e.g. text)")
-        })?;
+        let ty = match column_type(type_oid as u32, typmod, &type_name) {
+            Ok(ty) => ty,
+            Err(e) => {
+                unsupported.push(format!("{name} has type {type_name}: {e}"));
+                continue;
+            }
+        };
         type_names.insert(name.clone(), type_name.clone());
         type_oids.push(type_oid as u32);
         columns.push(Column {
@@ -125,6 +126,11 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             source_type: type_name,
         });
     }
+    crate::source::refuse_unsupported(
+        config_name,
+        &unsupported,
+        "see the type table in docs/postgresql.md; exclude the table, or change each column to a supported type (e.g. text)",
+    )?;
     let key: Vec<String> = columns
         .iter()
         .filter(|c| c.key)

@@ -240,22 +240,20 @@ impl PgStream {
             })?;
         let mut columns = Vec::with_capacity(rel.columns.len());
         let mut type_oids = Vec::with_capacity(rel.columns.len());
+        let mut unsupported = Vec::new();
         for col in &rel.columns {
             let type_name = captured
                 .type_names
                 .get(&col.name)
                 .cloned()
                 .unwrap_or_else(|| format!("oid {}", col.type_oid));
-            let ty = column_type(col.type_oid, col.type_modifier, &type_name).map_err(|_| {
-                Error::new(
-                    Code::SourceUnsupportedType,
-                    format!(
-                        "{}.{} has type {type_name}, which sluice cannot capture",
-                        captured.config_name, col.name
-                    ),
-                )
-                .hint("change the column to a supported type, or stop capturing the table")
-            })?;
+            let ty = match column_type(col.type_oid, col.type_modifier, &type_name) {
+                Ok(ty) => ty,
+                Err(e) => {
+                    unsupported.push(format!("{} has type {type_name}: {e}", col.name));
+                    continue;
+                }
+            };
             let nullable = captured
                 .shape
                 .columns
@@ -271,6 +269,11 @@ impl PgStream {
             });
             type_oids.push(col.type_oid);
         }
+        crate::source::refuse_unsupported(
+            &captured.config_name,
+            &unsupported,
+            "see the type table in docs/postgresql.md; change each column to a supported type, or stop capturing the table",
+        )?;
         let schema = TableSchema {
             name: captured.config_name.clone(),
             columns,
