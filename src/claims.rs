@@ -86,7 +86,7 @@ pub fn refusal(resource: &str, job: &str, holder: &str) -> Error {
         format!("{resource} is claimed by job {holder:?}, so job {job:?} may not use it"),
     )
     .hint(format!(
-        "{}; if job {holder} is gone for good, remove its claim from the state store (local: claims/claims.json in state.path; DynamoDB: the item pk = claim#{resource}, sk = claim)",
+        "{}; if job {holder} is gone for good, remove its claim: `sluice claims release '{resource}' --config FILE --force`",
         if resource.contains("/server_id/") {
             format!("give job {job} its own source.mysql.server_id, unique among the server's replicas and jobs (two binlog readers with one id make the server drop one)")
         } else {

@@ -1,4 +1,5 @@
-//! The command line: `sluice drain | baseline | state show | state init | validate [--config-json] | doctor | init`.
+//! The command line: `sluice drain | baseline | state show | state init | state clear |
+//! lease release | claims list | claims release | validate [--config-json] | doctor | init`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint) —
@@ -50,10 +51,20 @@ enum Command {
         #[arg(long)]
         reset: bool,
     },
-    /// Inspect the job's stored state.
+    /// Inspect, create or clear the job's stored state.
     State {
         #[command(subcommand)]
         command: StateCommand,
+    },
+    /// Release the job's lease when its holder is gone.
+    Lease {
+        #[command(subcommand)]
+        command: LeaseCommand,
+    },
+    /// List or release the resource claims in the state store.
+    Claims {
+        #[command(subcommand)]
+        command: ClaimsCommand,
     },
     /// Parse and check a config without connecting anywhere.
     Validate {
@@ -100,6 +111,47 @@ enum StateCommand {
     Init {
         #[arg(long)]
         config: Option<PathBuf>,
+    },
+    /// Clear the job's checkpoint, lease, baseline and chunk records (a re-baseline
+    /// follows); refuses while a live lease is held or old snapshot output exists.
+    Clear {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Take the lease even when its holder is not provably gone.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LeaseCommand {
+    /// Release the lease when its holder is provably gone (a dead pid on this host) or
+    /// expired; refuses otherwise, unless --force.
+    Release {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Release it even when its holder is not provably gone.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ClaimsCommand {
+    /// Print every claim in the job's state store.
+    List {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Remove this job's claim on a resource (another job's only with --force).
+    Release {
+        /// The resource as `claims list` prints it (`pg:host:5432/db/slot/name`).
+        resource: String,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Release another job's claim.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -158,6 +210,23 @@ async fn run(command: Command) -> i32 {
         Command::State {
             command: StateCommand::Init { config },
         } => report(init_state(config).await),
+        Command::State {
+            command: StateCommand::Clear { config, force },
+        } => report(clear_state(config, force).await),
+        Command::Lease {
+            command: LeaseCommand::Release { config, force },
+        } => report(release_lease(config, force).await),
+        Command::Claims {
+            command: ClaimsCommand::List { config },
+        } => report(list_claims(config).await),
+        Command::Claims {
+            command:
+                ClaimsCommand::Release {
+                    resource,
+                    config,
+                    force,
+                },
+        } => report(release_claim(config, &resource, force).await),
         Command::Validate {
             config_json: Some(text),
             ..
@@ -215,6 +284,34 @@ async fn show_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
 async fn init_state(config: Option<PathBuf>) -> Result<serde_json::Value> {
     let config = job::config::load(config.as_deref())?;
     crate::state::open(&config).await?.init().await
+}
+
+async fn clear_state(config: Option<PathBuf>, force: bool) -> Result<serde_json::Value> {
+    let config = job::config::load(config.as_deref())?;
+    let backends = Backends::open(&config).await?;
+    crate::recovery::clear_state(&config, &backends, force).await
+}
+
+async fn release_lease(config: Option<PathBuf>, force: bool) -> Result<serde_json::Value> {
+    let config = job::config::load(config.as_deref())?;
+    let store = crate::state::open(&config).await?;
+    crate::recovery::release_lease(&config, store.as_ref(), force).await
+}
+
+async fn list_claims(config: Option<PathBuf>) -> Result<serde_json::Value> {
+    let config = job::config::load(config.as_deref())?;
+    let store = crate::state::open(&config).await?;
+    crate::recovery::list_claims(store.as_ref()).await
+}
+
+async fn release_claim(
+    config: Option<PathBuf>,
+    resource: &str,
+    force: bool,
+) -> Result<serde_json::Value> {
+    let config = job::config::load(config.as_deref())?;
+    let store = crate::state::open(&config).await?;
+    crate::recovery::release_claim(&config, store.as_ref(), resource, force).await
 }
 
 fn report(result: Result<serde_json::Value>) -> i32 {

@@ -77,6 +77,7 @@ codes! {
     OutputChecksum => "SLUICE_OUTPUT_CHECKSUM", Refusal;
     OutputWrite => "SLUICE_OUTPUT_WRITE", Transient;
     SpillFull => "SLUICE_SPILL_FULL", Transient;
+    SpillDenied => "SLUICE_SPILL_DENIED", Refusal;
     DestinationUnavailable => "SLUICE_DESTINATION_UNAVAILABLE", Transient;
     DestinationExists => "SLUICE_DESTINATION_EXISTS", Refusal;
     DestinationDenied => "SLUICE_DESTINATION_DENIED", Refusal;
@@ -90,6 +91,7 @@ codes! {
     BaselineNotAnchored => "SLUICE_BASELINE_NOT_ANCHORED", Refusal;
     BaselineStart => "SLUICE_BASELINE_START", Transient;
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
+    RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
 }
@@ -210,6 +212,72 @@ mod tests {
         let e = Error::new(Code::OutputWrite, "writing part").source(io);
         assert_eq!(e.chain(), "SLUICE_OUTPUT_WRITE: writing part: disk on fire");
         assert_eq!(e.class().exit_code(), 3);
+    }
+
+    /// Every code's class, written out: what a scheduler should do with it. Transient =
+    /// retry later (nothing moved, the cause passes by itself); refusal = stop and page an
+    /// operator (retrying changes nothing); config = fix the file or environment.
+    /// Reclassifying a code is a deliberate edit here, and a new code must be added.
+    #[test]
+    fn every_code_has_the_class_a_scheduler_needs() {
+        use Class::{Config as C, Refusal as R, Transient as T};
+        let expected: &[(Code, Class)] = &[
+            (Code::ConfigInvalid, C),
+            (Code::ConfigSecret, C),
+            (Code::ConfigTlsRequired, C),
+            (Code::ConfigUnsupportedSource, C),
+            (Code::ConfigResourceClaimed, C),
+            // The network or the server is down for now.
+            (Code::SourceConnect, T),
+            (Code::SourceQuery, T),
+            // Wrong credentials or a missing grant stay wrong.
+            (Code::SourceAuth, R),
+            (Code::SourceSecretDenied, R),
+            (Code::SourceSecretUnavailable, T),
+            (Code::SourceTls, R),
+            (Code::SourcePrerequisite, R),
+            (Code::SourceLogGap, R),
+            (Code::SourceForeignCheckpoint, R),
+            (Code::SourceSchemaChange, R),
+            (Code::SourceTruncated, R),
+            // Another consumer's session ends by itself.
+            (Code::SourceSlotBusy, T),
+            (Code::SourceUnsupportedType, R),
+            (Code::SourceProtocol, R),
+            (Code::SourceTransactionTooLarge, R),
+            (Code::ValueUnrepresentable, R),
+            (Code::OutputChecksum, R),
+            (Code::OutputWrite, T),
+            (Code::SpillFull, T),
+            // A directory we may not write to stays so.
+            (Code::SpillDenied, R),
+            (Code::DestinationUnavailable, T),
+            (Code::DestinationExists, R),
+            // Not writable (local), an IAM action denied (S3).
+            (Code::DestinationDenied, R),
+            (Code::StateUnavailable, T),
+            // The next run resumes from the stored checkpoint.
+            (Code::StateFenced, T),
+            (Code::StateCorrupt, R),
+            (Code::StateDenied, R),
+            (Code::StateConflict, R),
+            (Code::StateLeaseHeld, T),
+            (Code::BaselineIncomplete, T),
+            (Code::BaselineNotAnchored, R),
+            (Code::BaselineStart, T),
+            (Code::BaselineStartDenied, R),
+            (Code::RecoveryRefused, R),
+            (Code::FaultInjected, T),
+            (Code::Internal, R),
+        ];
+        for (code, class) in expected {
+            assert_eq!(code.class(), *class, "{code}");
+        }
+        let listed: std::collections::HashSet<Code> = expected.iter().map(|(c, _)| *c).collect();
+        for code in Code::ALL {
+            assert!(listed.contains(code), "{code} has no expected class here");
+        }
+        assert_eq!(listed.len(), Code::ALL.len(), "a code listed twice");
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod lambda;
 pub mod metrics;
 pub mod position;
 pub mod progress;
+pub mod recovery;
 pub mod redact;
 pub mod run_id;
 pub mod secret;

@@ -110,7 +110,7 @@ fn plan_key(table: &str) -> String {
 /// has no baseline record yet.
 pub async fn anchor(config: &Config, backends: &Backends) -> Result<AnchorOutput> {
     let run_id = crate::run_id::new_run_id();
-    let owner = format!("{run_id}/baseline-anchor/pid-{}", std::process::id());
+    let owner = crate::state::holder::owner(&run_id, Some("baseline-anchor"));
     let leased = with_lease(
         backends.state.as_ref(),
         &config.job,

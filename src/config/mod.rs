@@ -63,7 +63,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// Loads the config from `path`, or from `SLUICE_CONFIG` when `path` is `None`.
+    /// Loads the config from `path`, or from `SLUICE_CONFIG` when `path` is `None`. The
+    /// relative paths of a config file are relative to the file's directory (as in
+    /// docker-compose and Terraform), so a run from another working directory (cron runs
+    /// in `$HOME`) finds the same state and output; those of `SLUICE_CONFIG` stay
+    /// relative to the working directory.
     pub fn load(path: Option<&Path>) -> Result<Config> {
         match path {
             Some(path) => {
@@ -75,7 +79,9 @@ impl Config {
                     .hint("pass an existing YAML or JSON file with --config")
                     .source(e)
                 })?;
-                Config::parse(&text, &path.display().to_string())
+                let mut config = Config::parse(&text, &path.display().to_string())?;
+                config.resolve_paths(path.parent().unwrap_or(Path::new("")));
+                Ok(config)
             }
             None => {
                 match std::env::var(CONFIG_ENV) {
@@ -85,6 +91,29 @@ impl Config {
                     )),
                 }
             }
+        }
+    }
+
+    /// Makes every relative path key (`destination.path`, `state.path`,
+    /// `output.spill_dir`, `source.tls.ca_file`) relative to `base` instead. Pure path
+    /// arithmetic: nothing is read or created.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        };
+        if let DestinationConfig::Local { path } = &mut self.destination {
+            resolve(path);
+        }
+        if let StateConfig::Local { path } = &mut self.state {
+            resolve(path);
+        }
+        if let Some(path) = &mut self.output.spill_dir {
+            resolve(path);
+        }
+        if let Some(path) = &mut self.source.tls.ca_file {
+            resolve(path);
         }
     }
 

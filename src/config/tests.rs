@@ -184,3 +184,37 @@ fn rejections_name_the_problem() {
         }
     }
 }
+
+#[test]
+fn a_config_files_relative_paths_are_relative_to_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "job: j\nsource:\n  url: postgres://u@127.0.0.1/db\n  tables: [public.t]\n  tls: { mode: verify-full, ca_file: certs/ca.pem }\n\
+                destination: { type: local, path: out }\nstate: { type: local, path: ./state }\n\
+                output: { spill_dir: /var/tmp/spill }\n";
+    let file = dir.path().join("sluice.yaml");
+    std::fs::write(&file, text).unwrap();
+    let c = Config::load(Some(&file)).unwrap();
+    let DestinationConfig::Local { path } = &c.destination else {
+        panic!("local")
+    };
+    assert_eq!(path, &dir.path().join("out"));
+    let StateConfig::Local { path } = &c.state else {
+        panic!("local")
+    };
+    assert_eq!(path, &dir.path().join("./state"));
+    assert_eq!(
+        c.source.tls.ca_file.as_deref(),
+        Some(dir.path().join("certs/ca.pem").as_path())
+    );
+    assert_eq!(
+        c.output.spill_dir.as_deref(),
+        Some(std::path::Path::new("/var/tmp/spill")),
+        "absolute paths are kept"
+    );
+    // The same document as text (SLUICE_CONFIG) keeps them relative to the cwd.
+    let c = Config::parse(text, "SLUICE_CONFIG").unwrap();
+    let DestinationConfig::Local { path } = &c.destination else {
+        panic!("local")
+    };
+    assert_eq!(path, std::path::Path::new("out"));
+}

@@ -111,7 +111,7 @@ fn unavailable(path: &Path, e: std::io::Error) -> Error {
         ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => Code::DestinationDenied,
         _ => Code::DestinationUnavailable,
     };
-    Error::new(code, format!("local destination {}: {e}", path.display()))
+    Error::new(code, format!("local destination {}", path.display()))
         .hint("check that destination.path exists, is writable and has free space")
         .source(e)
 }

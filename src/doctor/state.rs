@@ -4,6 +4,7 @@
 
 use super::{Check, Report};
 use crate::config::Config;
+use crate::state::holder::Liveness;
 use crate::state::now_ms;
 
 pub async fn checks(config: &Config, report: &mut Report) {
@@ -71,6 +72,18 @@ pub fn lease_check(shown: &serde_json::Value, ttl_ms: i64, now: i64) -> Check {
     let owner = shown["lease_owner"].as_str();
     let expires = shown["lease_expires_at_ms"].as_i64();
     match (owner, expires) {
+        (Some(owner), Some(expires))
+            if expires > now && crate::state::holder::liveness(owner) == Liveness::Dead =>
+        {
+            Check::warn(
+                "lease",
+                format!(
+                    "held by {owner}, a dead process on this host; expires in {}s",
+                    (expires - now) / 1000
+                ),
+                "run `sluice lease release --config FILE` to free it now, or let it expire",
+            )
+        }
         (Some(owner), Some(expires)) if expires > now => {
             let age_s = (now - (expires - ttl_ms)).max(0) / 1000;
             Check::ok(
@@ -138,6 +151,15 @@ mod tests {
         let c = lease_check(&held, 5_000, 12_000);
         assert!(c.detail.contains("expired 2s ago"), "{}", c.detail);
         assert_eq!(lease_check(&serde_json::json!({}), 1, 1).detail, "free");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let owner = format!("r/{}/pid-{pid}", crate::state::holder::this_host());
+        let dead = serde_json::json!({"lease_owner": owner, "lease_expires_at_ms": 10_000});
+        let c = lease_check(&dead, 5_000, 7_000);
+        assert!(c.detail.contains("a dead process"), "{}", c.detail);
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.detail.contains(&owner));
     }
 
     #[test]

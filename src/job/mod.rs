@@ -44,7 +44,7 @@ pub async fn run_with(
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
         start_baseline(config, backends).await?;
     }
-    let owner = format!("{run_id}/pid-{}", std::process::id());
+    let owner = crate::state::holder::owner(&run_id, None);
     let leased = with_lease(
         backends.state.as_ref(),
         &config.job,

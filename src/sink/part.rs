@@ -464,6 +464,9 @@ fn io_error(err: io::Error, what: String, spill_dir: &Path) -> Error {
     if err.kind() == io::ErrorKind::StorageFull {
         return spill_full(what, spill_dir).source(err);
     }
+    if denied(&err) {
+        return spill_denied(what, spill_dir).source(err);
+    }
     Error::new(Code::OutputWrite, what).source(err)
 }
 
@@ -474,7 +477,32 @@ fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
     {
         return spill_full(what, spill_dir).source(err);
     }
+    if let ParquetError::External(inner) = &err
+        && let Some(io) = inner.downcast_ref::<io::Error>()
+        && denied(io)
+    {
+        return spill_denied(what, spill_dir).source(err);
+    }
     Error::new(Code::OutputWrite, what).source(err)
+}
+
+/// A spill directory we may not write to: retrying changes nothing.
+fn denied(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
+fn spill_denied(what: String, spill_dir: &Path) -> Error {
+    Error::new(
+        Code::SpillDenied,
+        format!(
+            "{what}: the spill directory {} is not writable",
+            spill_dir.display()
+        ),
+    )
+    .hint("point output.spill_dir at a writable directory (or make it writable for the user sluice runs as)")
 }
 
 fn spill_full(what: String, spill_dir: &Path) -> Error {

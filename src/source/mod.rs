@@ -86,6 +86,32 @@ pub struct Resume {
     pub source_identity: String,
 }
 
+/// The one `SLUICE_SOURCE_UNSUPPORTED_TYPE` refusal for a table, naming **every**
+/// offending column (`offenders`: one `<column> has type <type>: <why>` each), so an
+/// operator fixes them all at once; `Ok` when there are none.
+pub fn refuse_unsupported(table: &str, offenders: &[String], hint: &str) -> Result<()> {
+    if offenders.is_empty() {
+        return Ok(());
+    }
+    let what = if offenders.len() == 1 {
+        "a column".to_owned()
+    } else {
+        format!("{} columns", offenders.len())
+    };
+    Err(crate::error::Error::new(
+        crate::error::Code::SourceUnsupportedType,
+        format!(
+            "{table} has {what} sluice cannot capture: {}",
+            offenders
+                .iter()
+                .map(|o| format!("{table}.{o}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    )
+    .hint(hint.to_owned()))
+}
+
 /// Checks the `source` block's engine settings, each by its engine, and — for a URL
 /// written in the config — its TLS gate.
 pub fn check_config(config: &Config) -> Result<()> {

@@ -21,8 +21,8 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Lease, LeaseOutcome, RunRecord,
-    SnapshotRecord, StateStore, now_ms,
+    Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Cleared, Lease, LeaseOutcome,
+    RunRecord, SnapshotRecord, StateStore, now_ms,
 };
 use crate::error::{Code, Error, Result};
 
@@ -221,13 +221,16 @@ impl LocalStateStore {
     }
 }
 
+/// A failed file operation: not writable is a refusal (a retry changes nothing), anything
+/// else transient.
 fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::new(
-        Code::StateUnavailable,
-        format!("local state {}: {e}", path.display()),
-    )
-    .hint("check that state.path exists and is writable")
-    .source(e)
+    let code = match e.kind() {
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => Code::StateDenied,
+        _ => Code::StateUnavailable,
+    };
+    Error::new(code, format!("local state {}", path.display()))
+        .hint("check that state.path exists and is writable by the user sluice runs as")
+        .source(e)
 }
 
 #[async_trait]
@@ -381,6 +384,41 @@ impl StateStore for LocalStateStore {
 
     async fn list_claims(&self) -> Result<Vec<Claim>> {
         self.with_claims(|doc| Ok((false, doc.claims.values().cloned().collect())))
+    }
+
+    async fn release_claim(&self, resource: &str, job: &str) -> Result<bool> {
+        self.with_claims(|doc| match doc.claims.get(resource) {
+            Some(claim) if claim.job == job => {
+                doc.claims.remove(resource);
+                Ok((true, true))
+            }
+            _ => Ok((false, false)),
+        })
+    }
+
+    async fn break_lease(&self, job: &str, owner: &str) -> Result<bool> {
+        self.with_doc(job, |doc| {
+            if doc.lease_owner.as_deref() != Some(owner) {
+                return Ok((false, false));
+            }
+            doc.lease_owner = None;
+            doc.lease_expires_at_ms = None;
+            Ok((true, true))
+        })
+    }
+
+    async fn clear_job(&self, lease: &Lease) -> Result<Cleared> {
+        self.with_doc(&lease.job, |doc| {
+            doc.check_fence(lease)?;
+            let cleared = Cleared {
+                checkpoint: doc.checkpoint.take(),
+                snapshots: std::mem::take(&mut doc.snapshots).into_keys().collect(),
+                chunks: std::mem::take(&mut doc.chunks).len(),
+            };
+            doc.lease_owner = None;
+            doc.lease_expires_at_ms = None;
+            Ok((true, cleared))
+        })
     }
 
     async fn show(&self, job: &str) -> Result<serde_json::Value> {

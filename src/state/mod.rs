@@ -11,6 +11,7 @@
 //!   one atomic write, and a successful advance also extends the lease.
 
 pub mod dynamodb;
+pub mod holder;
 pub mod local;
 
 use std::time::Duration;
@@ -151,6 +152,17 @@ pub struct Claim {
     pub claimed_at_ms: i64,
 }
 
+/// What [`StateStore::clear_job`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cleared {
+    /// The checkpoint that was stored.
+    pub checkpoint: Option<Checkpoint>,
+    /// Tables whose baseline record was removed.
+    pub snapshots: Vec<String>,
+    /// How many chunk records were removed.
+    pub chunks: usize,
+}
+
 /// Lease, checkpoint and progress records of jobs.
 #[async_trait]
 pub trait StateStore: Send + Sync {
@@ -215,6 +227,21 @@ pub trait StateStore: Send + Sync {
     async fn list_claims(&self) -> Result<Vec<Claim>> {
         Ok(Vec::new())
     }
+
+    /// Removes the claim on `resource` when `job` holds it (one conditional write);
+    /// `false` when it is absent or held by another job, which is left alone.
+    async fn release_claim(&self, resource: &str, job: &str) -> Result<bool>;
+
+    /// Removes `job`'s lease when `owner` holds it, expired or not, for an operator who
+    /// knows that holder is gone (`sluice lease release`); the fencing token is kept, so
+    /// the old holder stays fenced. `false` when `owner` no longer holds it (left alone).
+    async fn break_lease(&self, job: &str, owner: &str) -> Result<bool>;
+
+    /// Clears the job's stream state under `lease` (`sluice state clear`): every baseline
+    /// and chunk record, then the checkpoint and the lease itself, the last in one write
+    /// fenced by `lease` (`SLUICE_STATE_FENCED` when it is no longer current). The
+    /// fencing token and the run records are kept; claims are not touched.
+    async fn clear_job(&self, lease: &Lease) -> Result<Cleared>;
 }
 
 /// What [`with_lease`] did.

@@ -4,7 +4,10 @@
 
 mod claims;
 mod init;
+mod not_writable;
 mod output;
+mod paths;
 mod preflight;
+mod recovery;
 mod terraform;
 mod validate_corpus;

@@ -444,6 +444,154 @@ async fn claims_are_exclusive_across_jobs(store: &dyn StateStore, job: &str) {
     );
 }
 
+fn snapshot_record(table: &str) -> SnapshotRecord {
+    SnapshotRecord {
+        table: table.into(),
+        status: SnapshotStatus::Done,
+        anchor: "pg:00000000/00000abc".into(),
+        run_id: "run-a".into(),
+        updated_at_ms: 1,
+    }
+}
+
+fn chunk_record(table: &str, chunk: u32) -> ChunkRecord {
+    ChunkRecord {
+        table: table.into(),
+        chunk,
+        rows: 10,
+        part_key: format!("{table}/snapshot/part-{chunk:06}.parquet"),
+        bytes: 100,
+        checksum: String::new(),
+        updated_at_ms: 2,
+    }
+}
+
+async fn clear_removes_the_stream_state_under_the_lease(store: &dyn StateStore, job: &str) {
+    let a = acquired(store, job, "a", LONG).await;
+    let (checkpoint, a) = advance(store, &a, LONG, 0, "pg:00000000/00000010", "id", "run-a")
+        .await
+        .unwrap();
+    for table in ["public.a", "public.b"] {
+        store
+            .put_snapshot(job, &snapshot_record(table))
+            .await
+            .unwrap();
+        for chunk in 0..2 {
+            store
+                .put_chunk(job, &chunk_record(table, chunk))
+                .await
+                .unwrap();
+        }
+    }
+    let run = RunRecord {
+        run_id: "run-a".into(),
+        summary: serde_json::json!({ "status": "drained" }),
+        expires_at_s: now_ms() / 1000 + 3600,
+    };
+    store.put_run(job, &run).await.unwrap();
+    // Another job's records are not touched.
+    let other = format!("{job}-other");
+    store
+        .put_snapshot(&other, &snapshot_record("public.a"))
+        .await
+        .unwrap();
+
+    // A lease that is no longer current clears nothing.
+    store.release_lease(&a).await.unwrap();
+    let err = store.clear_job(&a).await.unwrap_err();
+    assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
+    assert_eq!(
+        store.load_checkpoint(job).await.unwrap(),
+        Some(checkpoint.clone())
+    );
+
+    let c = acquired(store, job, "clear", LONG).await;
+    let cleared = store.clear_job(&c).await.unwrap();
+    assert_eq!(cleared.checkpoint, Some(checkpoint));
+    assert_eq!(cleared.snapshots, ["public.a", "public.b"]);
+    assert_eq!(cleared.chunks, 4);
+    assert_eq!(store.load_checkpoint(job).await.unwrap(), None);
+    for table in ["public.a", "public.b"] {
+        assert_eq!(store.load_snapshot(job, table).await.unwrap(), None);
+        assert_eq!(store.load_chunk(job, table, 0).await.unwrap(), None);
+    }
+    let shown = store.show(job).await.unwrap();
+    assert!(shown["lease_owner"].is_null(), "the lease is gone: {shown}");
+    assert!(
+        shown["runs"].as_object().unwrap().contains_key("run-a"),
+        "run records are kept: {shown}"
+    );
+    assert!(
+        store
+            .load_snapshot(&other, "public.a")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Tokens keep growing across a clear, so every earlier holder stays fenced.
+    let d = acquired(store, job, "d", LONG).await;
+    assert!(d.token > c.token, "{} then {}", c.token, d.token);
+    let err = advance(store, &a, LONG, 0, "pg:00000000/00000020", "id", "run-a")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::StateFenced);
+}
+
+async fn a_lease_is_broken_only_from_its_named_holder(store: &dyn StateStore, job: &str) {
+    let a = acquired(store, job, "a", LONG).await;
+    assert!(!store.break_lease(job, "b").await.unwrap());
+    match store.acquire_lease(job, "b", LONG).await.unwrap() {
+        LeaseOutcome::Held { owner, .. } => assert_eq!(owner, "a"),
+        other => panic!("still a's: {other:?}"),
+    }
+    assert!(store.break_lease(job, "a").await.unwrap());
+    assert!(!store.break_lease(job, "a").await.unwrap(), "already free");
+    let b = acquired(store, job, "b", LONG).await;
+    assert!(b.token > a.token);
+    // The broken holder is fenced, and cannot release b's lease.
+    let err = store.renew_lease(&a, LONG).await.unwrap_err();
+    assert_eq!(err.code(), Code::StateFenced);
+    store.release_lease(&a).await.unwrap();
+    assert_eq!(store.show(job).await.unwrap()["lease_owner"], "b");
+}
+
+async fn claims_are_released_only_by_their_job(store: &dyn StateStore, job: &str) {
+    use sluice::state::ClaimOutcome;
+    let resource = format!("pg:127.0.0.1:5432/app/slot/{job}-release");
+    let other = format!("{job}-other");
+    assert!(
+        !store.release_claim(&resource, job).await.unwrap(),
+        "absent"
+    );
+    assert_eq!(
+        store.claim(&resource, job).await.unwrap(),
+        ClaimOutcome::Ours
+    );
+    assert!(!store.release_claim(&resource, &other).await.unwrap());
+    assert!(
+        store
+            .list_claims()
+            .await
+            .unwrap()
+            .iter()
+            .any(|c| c.resource == resource && c.job == job)
+    );
+    assert!(store.release_claim(&resource, job).await.unwrap());
+    assert!(
+        !store
+            .list_claims()
+            .await
+            .unwrap()
+            .iter()
+            .any(|c| c.resource == resource)
+    );
+    // Released, the resource can be claimed by another job.
+    assert_eq!(
+        store.claim(&resource, &other).await.unwrap(),
+        ClaimOutcome::Ours
+    );
+}
+
 /// Generates one test per case and backend.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
@@ -466,6 +614,9 @@ conformance!(
     show_reports_everything_in_one_shape,
     jobs_are_independent,
     claims_are_exclusive_across_jobs,
+    clear_removes_the_stream_state_under_the_lease,
+    a_lease_is_broken_only_from_its_named_holder,
+    claims_are_released_only_by_their_job,
 );
 
 type Case = for<'a> fn(

@@ -44,6 +44,16 @@ impl Tmpfs {
         None
     }
 
+    /// Makes the volume read-only (writes fail with `EROFS`, also for root).
+    pub fn read_only(&self) {
+        let status = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     pub fn resize(&self, size: &str) {
         let status = Command::new("mount")
             .args(["-o", &format!("remount,size={size}")])

@@ -892,7 +892,16 @@ fn the_spill_directory_is_created_and_io_failures_are_classified() {
         "open".into(),
         Path::new("/tmp"),
     );
-    assert_eq!(err.code(), Code::OutputWrite);
+    // Not writable stays so: a refusal naming the setting, not a retry.
+    assert_eq!(err.code(), Code::SpillDenied);
+    assert!(err.hint_text().unwrap().contains("output.spill_dir"));
+    let read_only = std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem);
+    let err = parquet_error(
+        ParquetError::External(Box::new(read_only)),
+        "writing".into(),
+        Path::new("/tmp"),
+    );
+    assert_eq!(err.code(), Code::SpillDenied);
 }
 
 #[test]

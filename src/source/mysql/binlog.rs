@@ -235,7 +235,7 @@ pub fn check_not_past(checkpoint: &BinlogPosition, bound: &BinlogPosition) -> Re
 pub fn log_gap(message: String) -> Error {
     Error::new(Code::SourceLogGap, message).hint(
         "the changes after the checkpoint are gone from the binlog: re-baseline the table(s) — clear the job's state \
-         (`sluice state show` shows it) and run a new baseline; then keep binlogs longer than the schedule interval \
+         with `sluice state clear --config FILE` and run a new baseline; then keep binlogs longer than the schedule interval \
          (binlog_expire_logs_seconds / expire_logs_days; RDS: CALL mysql.rds_set_configuration('binlog retention hours', 24))",
     )
 }
@@ -244,7 +244,7 @@ pub fn log_gap(message: String) -> Error {
 pub fn foreign(message: String) -> Error {
     Error::new(Code::SourceForeignCheckpoint, message).hint(
         "the checkpoint does not belong to this server's binlog: point source.url at the original server, or — if the \
-         binlog was reset or the server replaced — clear the job's state and re-baseline",
+         binlog was reset or the server replaced — clear the job's state with `sluice state clear --config FILE` and re-baseline",
     )
 }
 
@@ -354,6 +354,11 @@ mod tests {
         let err = decide_start(&l, &cp("b.000008:1234")).unwrap_err();
         assert_eq!(err.code(), Code::SourceLogGap);
         assert!(err.hint_text().unwrap().contains("re-baseline"));
+        assert!(
+            err.hint_text()
+                .unwrap()
+                .contains("`sluice state clear --config FILE`")
+        );
     }
 
     #[test]

@@ -280,14 +280,15 @@ pub fn map_table(
     at: &str,
 ) -> Result<MappedTable> {
     let mut out = Vec::with_capacity(columns.len());
+    let mut unsupported = Vec::new();
     for col in &columns {
-        let binlog = binlog_type(col).map_err(|reason| {
-            Error::new(
-                Code::SourceUnsupportedType,
-                format!("{}.{} at {at}: {reason}", captured.config_name, col.name),
-            )
-            .hint("see the type table in docs/mysql.md; change the column to a supported type or stop capturing the table")
-        })?;
+        let binlog = match binlog_type(col) {
+            Ok(ty) => ty,
+            Err(reason) => {
+                unsupported.push(format!("{} at {at}: {reason}", col.name));
+                continue;
+            }
+        };
         out.push(match captured.column(&col.name) {
             Some(declared) if compatible(&declared.ty, &binlog) => declared.clone(),
             Some(declared) => Column {
@@ -306,6 +307,11 @@ pub fn map_table(
             },
         });
     }
+    crate::source::refuse_unsupported(
+        &captured.config_name,
+        &unsupported,
+        "see the type table in docs/mysql.md; change each column to a supported type or stop capturing the table",
+    )?;
     let schema = TableSchema {
         name: captured.config_name.clone(),
         columns: out,

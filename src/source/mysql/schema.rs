@@ -213,15 +213,16 @@ async fn resolve_one(
     let json_columns = json_checked_columns(conn, &database, &table).await?;
     let key = key_columns(conn, &database, &table, &rows).await?;
     let mut columns = Vec::with_capacity(rows.len());
+    let mut unsupported = Vec::new();
     for (name, data_type, column_type, nullable, charset) in rows {
         let is_json = json_columns.contains(&name);
-        let ty = declared_type(&data_type, &column_type, charset.as_deref(), is_json).map_err(|reason| {
-            Error::new(
-                Code::SourceUnsupportedType,
-                format!("{config_name}.{name} has type {column_type}, which sluice cannot capture: {reason}"),
-            )
-            .hint("see the type table in docs/mysql.md; change the column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table")
-        })?;
+        let ty = match declared_type(&data_type, &column_type, charset.as_deref(), is_json) {
+            Ok(ty) => ty,
+            Err(reason) => {
+                unsupported.push(format!("{name} has type {column_type}: {reason}"));
+                continue;
+            }
+        };
         columns.push(Column {
             key: key.contains(&name),
             nullable: nullable.eq_ignore_ascii_case("YES"),
@@ -235,6 +236,11 @@ async fn resolve_one(
             ty,
         });
     }
+    crate::source::refuse_unsupported(
+        config_name,
+        &unsupported,
+        "see the type table in docs/mysql.md; change each column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table",
+    )?;
     if key.is_empty() {
         tracing::warn!(table = %config_name, "table has no primary key or NOT NULL unique index; it is captured without a key");
     }

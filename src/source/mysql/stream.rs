@@ -396,7 +396,7 @@ impl MyStream {
                         Code::SourceTruncated,
                         format!("{table} was truncated at {at}; a TRUNCATE cannot be represented as change rows"),
                     )
-                    .hint("re-baseline the truncated table: clear the job's state and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                    .hint("re-baseline the truncated table: clear the job's state with `sluice state clear --config FILE` and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
                 }
                 self.end_statement_group();
             }
@@ -487,7 +487,7 @@ impl MyStream {
                                 captured.config_name
                             ),
                         )
-                        .hint("sluice never maps binlog rows by column position. SET GLOBAL binlog_row_metadata = 'FULL' (and persist it); the changes written before cannot be read — clear the job's state and re-baseline the table")
+                        .hint("sluice never maps binlog rows by column position. SET GLOBAL binlog_row_metadata = 'FULL' (and persist it); the changes written before cannot be read — clear the job's state with `sluice state clear --config FILE` and re-baseline the table")
                     })?;
                 Some(Arc::new(events::map_table(captured, columns, at)?))
             }

@@ -187,7 +187,7 @@ pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
                 resume.source_identity
             ),
         )
-        .hint("the URL points at another server or database (or it was restored from a backup); point source.url at the original, or clear the job's state and re-baseline"));
+        .hint("the URL points at another server or database (or it was restored from a backup); point source.url at the original, or clear the job's state with `sluice state clear --config FILE` and re-baseline"));
     }
     match resume.position {
         Position::Postgres(lsn) => Ok(lsn),
@@ -195,7 +195,7 @@ pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
             Code::SourceForeignCheckpoint,
             format!("the checkpoint {other} is not a PostgreSQL position"),
         )
-        .hint("the job's state was written by another engine's source; point source.url at the original server, or clear the job's state and re-baseline")),
+        .hint("the job's state was written by another engine's source; point source.url at the original server, or clear the job's state with `sluice state clear --config FILE` and re-baseline")),
     }
 }
 

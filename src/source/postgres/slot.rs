@@ -98,7 +98,7 @@ pub fn decide_start(
 fn log_gap(message: String) -> Error {
     Error::new(Code::SourceLogGap, message).hint(
         "the stream cannot continue without losing changes: re-baseline the table(s) — clear the job's state \
-         (`sluice state show` shows it), drop the slot if it still exists, and run a new baseline; \
+         with `sluice state clear --config FILE`, drop the slot if it still exists, and run a new baseline; \
          make sure no other consumer uses this slot",
     )
 }
@@ -288,6 +288,13 @@ mod tests {
         assert_eq!(
             gap(decide_start("s", Some(&lost), Some(PgLsn(5)), "app")),
             Code::SourceLogGap
+        );
+        let hint = decide_start("s", None, Some(PgLsn(1)), "app").unwrap_err();
+        assert!(
+            hint.hint_text()
+                .unwrap()
+                .contains("`sluice state clear --config FILE`"),
+            "the hint names the command that exists"
         );
         let other = SlotInfo {
             plugin: Some("test_decoding".into()),

@@ -230,7 +230,7 @@ impl PgStream {
                         self.current_commit.unwrap_or_default()
                     ),
                 )
-                .hint("re-baseline the truncated table(s): clear the job's state and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                .hint("re-baseline the truncated table(s): clear the job's state with `sluice state clear --config FILE` and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
             }
             PgMessage::Origin(_) | PgMessage::Type(_) | PgMessage::Message(_) => None,
         })

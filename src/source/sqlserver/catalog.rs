@@ -184,14 +184,15 @@ pub fn decide(config_name: &str, capture_instance: &str, facts: CatalogFacts) ->
 /// The output schema of the captured columns; refuses an unsupported type.
 pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema> {
     let mut out = Vec::with_capacity(columns.len());
+    let mut unsupported = Vec::new();
     for c in columns {
-        let ty = c.column_type().map_err(|why| {
-            Error::new(
-                Code::SourceUnsupportedType,
-                format!("{config_name}.{} has type {}, which sluice cannot capture: {why}", c.name, c.declaration()),
-            )
-            .hint("see the type table in docs/sqlserver.md; re-create the capture instance with a @captured_column_list that leaves the column out, or change its type")
-        })?;
+        let ty = match c.column_type() {
+            Ok(ty) => ty,
+            Err(why) => {
+                unsupported.push(format!("{} has type {}: {why}", c.name, c.declaration()));
+                continue;
+            }
+        };
         out.push(Column {
             name: c.name.clone(),
             ty,
@@ -201,6 +202,11 @@ pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema
             field_metadata: Default::default(),
         });
     }
+    crate::source::refuse_unsupported(
+        config_name,
+        &unsupported,
+        "see the type table in docs/sqlserver.md; re-create the capture instance with a @captured_column_list that leaves the columns out, or change their types",
+    )?;
     Ok(TableSchema {
         name: config_name.to_owned(),
         columns: out,
@@ -349,5 +355,20 @@ mod tests {
         let err = super::shape("dbo.t", &[column("g", "geography", false)]).unwrap_err();
         assert_eq!(err.code(), Code::SourceUnsupportedType);
         assert!(err.to_string().contains("dbo.t.g"));
+        // Every offending column is named, not only the first.
+        let err = super::shape(
+            "dbo.t",
+            &[
+                column("id", "int", true),
+                column("g", "geography", false),
+                column("h", "hierarchyid", false),
+            ],
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("dbo.t.g") && text.contains("dbo.t.h") && text.contains("2 columns"),
+            "{text}"
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::position::SqlServerLsn as Lsn;
 
 /// The re-baseline steps shared by every refusal that ends the stream.
 const REBASELINE: &str = "the stream cannot continue without losing changes: re-baseline the table — \
-     clear the job's state (`sluice state show` prints it) and run a new baseline; raise the capture \
+     clear the job's state with `sluice state clear --config FILE` and run a new baseline; raise the capture \
      instance's retention (`EXEC sys.sp_cdc_change_job @job_type = N'cleanup', @retention = <minutes>`) \
      so it outlasts the longest gap between runs";
 
@@ -71,7 +71,7 @@ pub fn check_identity(stored: &str, current: &SourceIdentity) -> Result<()> {
             format!(
                 "the checkpoint was written for source {stored:?}, which is not a SQL Server database"
             ),
-            "the job's state belongs to another engine's stream; point the job at its own state, or clear it and re-baseline",
+            "the job's state belongs to another engine's stream; point the job at its own state, or clear it with `sluice state clear --config FILE` and re-baseline",
         );
     };
     if stored_id.family_guid != current.family_guid {
@@ -80,7 +80,7 @@ pub fn check_identity(stored: &str, current: &SourceIdentity) -> Result<()> {
                 "the checkpoint was written for database {} (family_guid {}), but this is database {} (family_guid {})",
                 stored_id.database, stored_id.family_guid, current.database, current.family_guid
             ),
-            "the URL points at another database; point source.url at the original, or clear the job's state and re-baseline",
+            "the URL points at another database; point source.url at the original, or clear the job's state with `sluice state clear --config FILE` and re-baseline",
         );
     }
     if stored_id.recovery_fork_guid != current.recovery_fork_guid {
@@ -89,7 +89,7 @@ pub fn check_identity(stored: &str, current: &SourceIdentity) -> Result<()> {
                 "database {} was restored since the checkpoint (recovery_fork_guid {} → {}); its LSNs no longer continue the checkpoint's",
                 current.database, stored_id.recovery_fork_guid, current.recovery_fork_guid
             ),
-            "changes after the restore point may differ from what was written; clear the job's state and re-baseline the table",
+            "changes after the restore point may differ from what was written; clear the job's state with `sluice state clear --config FILE` and re-baseline the table",
         );
     }
     if stored_id.capture_instance != current.capture_instance {
@@ -98,7 +98,7 @@ pub fn check_identity(stored: &str, current: &SourceIdentity) -> Result<()> {
                 "the checkpoint was written for capture instance {}, but source.sqlserver.capture_instance is {}",
                 stored_id.capture_instance, current.capture_instance
             ),
-            "LSN checkpoints of one capture instance do not cover another's rows; restore the setting, or clear the job's state and re-baseline",
+            "LSN checkpoints of one capture instance do not cover another's rows; restore the setting, or clear the job's state with `sluice state clear --config FILE` and re-baseline",
         );
     }
     Ok(())
@@ -112,7 +112,7 @@ pub fn checkpoint_lsn(position: &crate::position::Position) -> Result<Lsn> {
             Code::SourceForeignCheckpoint,
             format!("the checkpoint {other} is not a SQL Server position"),
         )
-        .hint("the job's state belongs to another engine's stream; clear the job's state and re-baseline")),
+        .hint("the job's state belongs to another engine's stream; clear the job's state with `sluice state clear --config FILE` and re-baseline")),
     }
 }
 

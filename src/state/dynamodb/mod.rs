@@ -44,8 +44,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde_json::json;
 
 use super::{
-    Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
-    StateStore, now_ms,
+    Checkpoint, CheckpointWrite, ChunkRecord, Cleared, Lease, LeaseOutcome, RunRecord,
+    SnapshotRecord, StateStore, now_ms,
 };
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
@@ -590,6 +590,99 @@ impl StateStore for DynamoStateStore {
         Ok(claims)
     }
 
+    async fn release_claim(&self, resource: &str, job: &str) -> Result<bool> {
+        let pk = format!("claim#{resource}");
+        let sent = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(&pk, "claim")))
+            .condition_expression("job = :job")
+            .expression_attribute_values(":job", AttributeValue::S(job.to_owned()))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.error(e, "dynamodb:DeleteItem", &pk)),
+        }
+    }
+
+    async fn break_lease(&self, job: &str, owner: &str) -> Result<bool> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(job, JOB_SK)))
+            .update_expression("REMOVE lease_owner, lease_expires_at_ms")
+            .condition_expression("lease_owner = :owner")
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.job_write_error(e, job, "lease").await),
+        }
+    }
+
+    async fn clear_job(&self, lease: &Lease) -> Result<Cleared> {
+        let job = &lease.job;
+        // Fenced before anything is deleted: a lease that is no longer current clears
+        // nothing (the final write is fenced again).
+        let ttl = Duration::from_millis((lease.expires_at_ms - now_ms()).max(1000) as u64);
+        self.renew_lease(lease, ttl).await?;
+        let mut cleared = Cleared::default();
+        for item in self.query(job, "snapshot#", None).await? {
+            let sk = sk_of(&item);
+            cleared
+                .snapshots
+                .push(sk.trim_start_matches("snapshot#").to_owned());
+            self.delete(job, &sk).await?;
+        }
+        for item in self.query(job, "chunk#", None).await? {
+            self.delete(job, &sk_of(&item)).await?;
+            cleared.chunks += 1;
+        }
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(job, JOB_SK)))
+            .update_expression("REMOVE lease_owner, lease_expires_at_ms, #cp")
+            .expression_attribute_names("#cp", "checkpoint")
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(output) => {
+                let old = output.attributes.unwrap_or_default();
+                cleared.checkpoint = JobItem::parse(&self.table, job, &old)?.checkpoint;
+                Ok(cleared)
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(self.fenced(lease, None).await.source(e))
+            }
+            Err(e) => Err(self.job_write_error(e, job, "clear").await),
+        }
+    }
+
     async fn put_run(&self, job: &str, record: &RunRecord) -> Result<()> {
         self.client
             .put_item()
@@ -644,6 +737,18 @@ impl StateStore for DynamoStateStore {
 }
 
 impl DynamoStateStore {
+    /// Deletes item `sk` of `job` (absent is fine).
+    async fn delete(&self, job: &str, sk: &str) -> Result<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(job, sk)))
+            .send()
+            .await
+            .map_err(|e| self.error(e, "dynamodb:DeleteItem", &format!("{job}/{sk}")))?;
+        Ok(())
+    }
+
     /// The table name.
     pub fn table(&self) -> &str {
         &self.table

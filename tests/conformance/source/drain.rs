@@ -170,6 +170,7 @@ pub fn truncate_of_a_captured_table_is_refused<E: Engine>() {
     }
 }
 
+/// Two unsupported columns: one refusal names both, so they are fixed in one go.
 pub fn unsupported_column_type_fails_at_open_naming_the_column<E: Engine>() {
     // PostgreSQL refuses no type: `postgres::types_every` shows every type captured.
     let Some(unsupported) = E::UNSUPPORTED_TYPE else {
@@ -178,12 +179,19 @@ pub fn unsupported_column_type_fails_at_open_naming_the_column<E: Engine>() {
     let Some(db) = E::for_test("unsupported") else {
         return;
     };
-    db.create_table("t", &format!("id int PRIMARY KEY, x {unsupported}"));
+    db.create_table(
+        "t",
+        &format!("id int PRIMARY KEY, x {unsupported}, v int, y {unsupported}"),
+    );
     let job = db.job(&["t"], "");
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert_eq!(run.error_code(), "SLUICE_SOURCE_UNSUPPORTED_TYPE");
-    assert!(run.stderr.contains("t.x"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("t.x") && run.stderr.contains("t.y"),
+        "both columns are named: {}",
+        run.stderr
+    );
 }
 
 /// A value with no Arrow form fails the run naming the column; nothing is written.
