@@ -9,6 +9,10 @@
 //! the store (first job wins, forever, until an operator removes it); a second job is
 //! refused at start with `SLUICE_CONFIG_RESOURCE_CLAIMED` naming the job that holds it.
 //! Claims protect only jobs that share one state store (directory or table).
+//!
+//! A PostgreSQL job also records, before its first run creates the slot, that it created
+//! it (`…/slot/<name>/created-by`); a run without a checkpoint takes an existing slot only
+//! with that record or `source.postgres.adopt_slot` ([`guard_first_start`]).
 
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
@@ -107,6 +111,51 @@ pub async fn claim_all(config: &Config, store: &dyn StateStore) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The record that `config`'s job created (or was about to create) its slot: a claim
+/// named after the slot's claim, held by the job.
+fn slot_creator(config: &Config) -> Result<Option<String>> {
+    let Some(pg) = &config.source.postgres else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{}/slot/{}/created-by",
+        pg_server(&config.source_url()?)?,
+        pg.slot
+    )))
+}
+
+/// Before a run without a checkpoint opens the source (PostgreSQL): a slot that exists
+/// already is taken only when this job's state records creating it, or with
+/// `source.postgres.adopt_slot` (`SLUICE_SOURCE_SLOT_NOT_OURS` otherwise); a slot that
+/// does not exist yet is recorded as this job's *before* the stream creates it, so a first
+/// run that dies after creating it still resumes. MySQL and SQL Server have no such
+/// object: the `server_id` claim protects a MySQL stream.
+pub async fn guard_first_start(config: &Config, store: &dyn StateStore) -> Result<()> {
+    let (Some(pg), Some(creator)) = (&config.source.postgres, slot_creator(config)?) else {
+        return Ok(());
+    };
+    if crate::source::postgres::slot_exists(config).await? {
+        let recorded = store
+            .list_claims()
+            .await?
+            .iter()
+            .any(|c| c.resource == creator && c.job == config.job);
+        crate::source::postgres::slot::check_adoption(&pg.slot, recorded, pg.adopt_slot)?;
+        if !recorded {
+            tracing::warn!(slot = %pg.slot, "adopting an existing slot (source.postgres.adopt_slot)");
+        }
+        return Ok(());
+    }
+    match store.claim(&creator, &config.job).await? {
+        ClaimOutcome::Ours => Ok(()),
+        ClaimOutcome::HeldBy(holder) => Err(refusal(&creator, &config.job, &holder)),
+        ClaimOutcome::Unsupported => {
+            tracing::warn!(store = %store.describe(), "this state store cannot record that the job created its slot; a crashed first run will need source.postgres.adopt_slot");
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

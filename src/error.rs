@@ -70,6 +70,7 @@ codes! {
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
     SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
+    SourceSlotNotOurs => "SLUICE_SOURCE_SLOT_NOT_OURS", Refusal;
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
     SourceProtocol => "SLUICE_SOURCE_PROTOCOL", Refusal;
     SourceTransactionTooLarge => "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", Refusal;

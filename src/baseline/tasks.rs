@@ -221,6 +221,7 @@ async fn anchor_under_lease(
     let position = match state.load_checkpoint(&config.job).await? {
         Some(cp) => Position::parse_tagged(&cp.position)?,
         None => {
+            crate::claims::guard_first_start(config, state).await?;
             let stream = crate::source::open(config, None).await?;
             let info = stream.info().clone();
             let mut committer = Committer::new(

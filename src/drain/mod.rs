@@ -75,6 +75,9 @@ pub async fn run(
         }),
         _ => None,
     };
+    if resume.is_none() {
+        crate::claims::guard_first_start(config, backends.state.as_ref()).await?;
+    }
     let mut stream = source::open(config, resume.as_ref()).await?;
     let info = stream.info().clone();
     let mut committer = Committer::new(

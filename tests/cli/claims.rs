@@ -152,3 +152,64 @@ fn the_server_id_claim_holds_across_jobs_sharing_a_dynamodb_table() {
         ),
     );
 }
+
+/// A job without a checkpoint whose slot already exists (another state store's job, or a
+/// slot created by hand) is refused with `SLUICE_SOURCE_SLOT_NOT_OURS`; the operator's
+/// `source.postgres.adopt_slot: true` lets it start from the slot.
+#[test]
+fn a_slot_this_job_did_not_create_is_taken_only_with_adopt_slot() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "slot_not_ours");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let first = Job::postgres(&db, &["public.t"], "");
+    first.drain();
+    // The same job with another state store: no checkpoint, no record of the slot.
+    let elsewhere = Job::postgres(&db, &["public.t"], "");
+    let refused = elsewhere.run(&["drain"], &[]);
+    assert_eq!(refused.code, 5, "{}\n{}", refused.stdout, refused.stderr);
+    assert_eq!(refused.error_code(), "SLUICE_SOURCE_SLOT_NOT_OURS");
+    let hint = refused.summary()["error"]["hint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        hint.contains("adopt_slot: true") && hint.contains("source.postgres.slot"),
+        "{hint}"
+    );
+    assert!(!elsewhere.out().join("public.t").exists());
+
+    let adopting = Job::postgres(&db, &["public.t"], "");
+    let text = std::fs::read_to_string(&adopting.config)
+        .unwrap()
+        .replace("publication: p_", "adopt_slot: true, publication: p_");
+    std::fs::write(&adopting.config, text).unwrap();
+    db.sql("INSERT INTO t VALUES (1)");
+    let adopted = adopting.run(&["drain"], &[]);
+    assert_eq!(adopted.code, 0, "{}", adopted.stderr);
+    assert_eq!(adopted.summary()["rows"], 1);
+}
+
+/// The intent is recorded before the slot is created: a first run that dies after
+/// creating it, before any checkpoint, resumes from it on the next run.
+#[test]
+fn a_first_run_that_died_after_creating_the_slot_resumes() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "slot_crashed_first");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let job = Job::postgres(&db, &["public.t"], "lease: { ttl_seconds: 2 }");
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "before_checkpoint")]);
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    assert_eq!(
+        db.sql(&format!(
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 's_{}'",
+            db.name
+        )),
+        "1",
+        "{}",
+        crashed.stderr
+    );
+    db.sql("INSERT INTO t VALUES (1)");
+    let resumed = job.drain_when_free();
+    assert_eq!(resumed["status"], "drained", "{resumed}");
+    assert_eq!(resumed["rows"], 1, "{resumed}");
+}
