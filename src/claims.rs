@@ -2,10 +2,13 @@
 //! (or one MySQL `server_id`) silently corrupt each other, so every job claims its source
 //! resources in the state store before it takes its lease.
 //!
-//! Guarantees: a resource is named without secrets (`pg:<host>:<port>/<db>/slot/<name>`,
-//! `mysql:<host>:<port>/server_id/<n>` with the replica id the dump registers with —
+//! Guarantees: a resource is named without secrets and, for PostgreSQL, by the server's
+//! own identity ([`claim_names`]: `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<name>`,
+//! asked of the server, so `localhost` and `127.0.0.1` name one claim; a claim under the
+//! earlier host-based name `pg:<host>:<port>/<db>/slot/<name>` is still honoured);
+//! MySQL `mysql:<host>:<port>/server_id/<n>` with the replica id the dump registers with —
 //! configured or derived from the job name —, host lower-cased, from the URL and the
-//! config); a claim is one conditional write in
+//! config; a claim is one conditional write in
 //! the store (first job wins, forever, until an operator removes it); a second job is
 //! refused at start with `SLUICE_CONFIG_RESOURCE_CLAIMED` naming the job that holds it.
 //! Claims protect only jobs that share one state store (directory or table).
@@ -35,6 +38,40 @@ pub fn resources(config: &Config) -> Result<Vec<String>> {
                 .unwrap_or_default()
                 .server_id_for(&config.job);
             out.push(format!("{}/server_id/{server_id}", mysql_server(&url)?));
+        }
+    }
+    Ok(out)
+}
+
+/// One resource claim: its name, keyed on the server's own identity where sluice can ask
+/// the server for it, and the name earlier versions used (the host as written), still
+/// honoured: a claim under it counts as a claim under `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimName {
+    pub name: String,
+    pub legacy: Option<String>,
+}
+
+/// The claims of this job's source resources, asking the server who it is: PostgreSQL
+/// `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<slot>`, so two spellings of
+/// one server (`localhost`, `127.0.0.1`, a DNS alias) name one claim. MySQL keeps the
+/// host-based name (`mysql:<host>:<port>/server_id/<n>`).
+pub async fn claim_names(config: &Config) -> Result<Vec<ClaimName>> {
+    let mut out = Vec::new();
+    for legacy in resources(config)? {
+        match &config.source.postgres {
+            Some(pg) => out.push(ClaimName {
+                name: format!(
+                    "{}/slot/{}",
+                    crate::source::postgres::server_name(config).await?,
+                    pg.slot
+                ),
+                legacy: Some(legacy),
+            }),
+            None => out.push(ClaimName {
+                name: legacy,
+                legacy: None,
+            }),
         }
     }
     Ok(out)
@@ -99,9 +136,36 @@ pub fn refusal(resource: &str, job: &str, holder: &str) -> Error {
     ))
 }
 
-/// Claims every resource of the job; refuses when another job holds one.
+/// The job holding `claim` in `claims`, under its name or its legacy name.
+pub fn holder<'a>(claims: &'a [crate::state::Claim], claim: &ClaimName) -> Option<&'a str> {
+    claims
+        .iter()
+        .find(|c| c.resource == claim.name)
+        .or_else(|| {
+            claim
+                .legacy
+                .as_ref()
+                .and_then(|legacy| claims.iter().find(|c| &c.resource == legacy))
+        })
+        .map(|c| c.job.as_str())
+}
+
+/// Claims every resource of the job (under the server's identity); refuses when another
+/// job holds one, under its name or its legacy host-based name.
 pub async fn claim_all(config: &Config, store: &dyn StateStore) -> Result<()> {
-    for resource in resources(config)? {
+    let names = claim_names(config).await?;
+    if names.iter().any(|c| c.legacy.is_some()) {
+        let claims = store.list_claims().await?;
+        for claim in &names {
+            if let Some(legacy) = &claim.legacy
+                && let Some(holder) = claims.iter().find(|c| &c.resource == legacy)
+                && holder.job != config.job
+            {
+                return Err(refusal(legacy, &config.job, &holder.job));
+            }
+        }
+    }
+    for resource in names.into_iter().map(|c| c.name) {
         match store.claim(&resource, &config.job).await? {
             ClaimOutcome::Ours => {}
             ClaimOutcome::HeldBy(holder) => return Err(refusal(&resource, &config.job, &holder)),
@@ -115,13 +179,13 @@ pub async fn claim_all(config: &Config, store: &dyn StateStore) -> Result<()> {
 
 /// The record that `config`'s job created (or was about to create) its slot: a claim
 /// named after the slot's claim, held by the job.
-fn slot_creator(config: &Config) -> Result<Option<String>> {
+async fn slot_creator(config: &Config) -> Result<Option<String>> {
     let Some(pg) = &config.source.postgres else {
         return Ok(None);
     };
     Ok(Some(format!(
         "{}/slot/{}/created-by",
-        pg_server(&config.source_url()?)?,
+        crate::source::postgres::server_name(config).await?,
         pg.slot
     )))
 }
@@ -133,7 +197,7 @@ fn slot_creator(config: &Config) -> Result<Option<String>> {
 /// run that dies after creating it still resumes. MySQL and SQL Server have no such
 /// object: the `server_id` claim protects a MySQL stream.
 pub async fn guard_first_start(config: &Config, store: &dyn StateStore) -> Result<()> {
-    let (Some(pg), Some(creator)) = (&config.source.postgres, slot_creator(config)?) else {
+    let (Some(pg), Some(creator)) = (&config.source.postgres, slot_creator(config).await?) else {
         return Ok(());
     };
     if crate::source::postgres::slot_exists(config).await? {

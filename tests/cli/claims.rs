@@ -213,3 +213,85 @@ fn a_first_run_that_died_after_creating_the_slot_resumes() {
     assert_eq!(resumed["status"], "drained", "{resumed}");
     assert_eq!(resumed["rows"], 1, "{resumed}");
 }
+
+/// A second job's config in `first`'s state directory, naming the same slot through
+/// `url` (another spelling of the same server).
+fn same_slot_other_job(first: &Job, db: &TestDb, url: &str) -> Job {
+    let second = Job::postgres(db, &["public.t"], "");
+    let text = std::fs::read_to_string(&first.config)
+        .unwrap()
+        .replacen(&format!("job: {}", db.name), "job: intruder", 1)
+        .replace(
+            &first.dir.path().join("out").display().to_string(),
+            &second.out().display().to_string(),
+        );
+    std::fs::write(&second.config, text).unwrap();
+    Job {
+        url_env: (second.url_env.0.clone(), url.to_owned()),
+        ..second
+    }
+}
+
+/// Claims are keyed on the server's identity, not the host as written: a second job
+/// naming the slot through `localhost` where the first used `127.0.0.1` is refused.
+#[test]
+fn a_second_job_naming_the_slot_through_another_host_spelling_is_refused() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "claims_host");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let first = Job::postgres(&db, &["public.t"], "");
+    first.drain();
+    let url = &first.url_env.1;
+    let other = if url.contains("127.0.0.1") {
+        url.replace("127.0.0.1", "localhost")
+    } else {
+        url.replace("localhost", "127.0.0.1")
+    };
+    assert_ne!(
+        &other, url,
+        "the test URL names neither localhost nor 127.0.0.1"
+    );
+    let second = same_slot_other_job(&first, &db, &other);
+    let run = second.run(&["drain"], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
+    assert!(!second.out().join("public.t").exists());
+}
+
+/// A claim written by an earlier version (host-based name) still counts: its own job keeps
+/// running, another job is refused.
+#[test]
+fn a_host_based_claim_of_an_earlier_version_is_still_honoured() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "claims_legacy");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let first = Job::postgres(&db, &["public.t"], "");
+    first.drain();
+    // Rewrite the store's claims as an earlier version wrote them.
+    let file = first.dir.path().join("state/claims/claims.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let legacy = format!(
+        "{}/slot/s_{}",
+        sluice::claims::pg_server(&first.url_env.1).unwrap(),
+        db.name
+    );
+    let claims = doc["claims"].as_object_mut().unwrap();
+    let current: Vec<String> = claims
+        .keys()
+        .filter(|k| k.ends_with(&format!("/slot/s_{}", db.name)))
+        .cloned()
+        .collect();
+    assert_eq!(current.len(), 1, "{claims:?}");
+    let mut claim = claims.remove(&current[0]).unwrap();
+    claim["resource"] = legacy.clone().into();
+    claims.insert(legacy, claim);
+    std::fs::write(&file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+
+    let second = same_slot_other_job(&first, &db, &first.url_env.1.clone());
+    let run = second.run(&["drain"], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
+    db.sql("INSERT INTO t VALUES (1)");
+    assert_eq!(first.drain()["rows"], 1);
+}
