@@ -6,9 +6,10 @@
 //! own identity ([`claim_names`]: `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<name>`,
 //! asked of the server, so `localhost` and `127.0.0.1` name one claim; a claim under the
 //! earlier host-based name `pg:<host>:<port>/<db>/slot/<name>` is still honoured);
-//! MySQL `mysql:<host>:<port>/server_id/<n>` with the replica id the dump registers with —
-//! configured or derived from the job name —, host lower-cased, from the URL and the
-//! config; a claim is one conditional write in
+//! MySQL `mysql:server_uuid=<uuid>/server_id/<n>` (MariaDB: `@@hostname`, `@@port` and
+//! `@@server_id` in place of the UUID) with the replica id the dump registers with —
+//! configured or derived from the job name —, the earlier `mysql:<host>:<port>/…` also
+//! honoured; a claim is one conditional write in
 //! the store (first job wins, forever, until an operator removes it); a second job is
 //! refused at start with `SLUICE_CONFIG_RESOURCE_CLAIMED` naming the job that holds it.
 //! Claims protect only jobs that share one state store (directory or table).
@@ -54,8 +55,9 @@ pub struct ClaimName {
 
 /// The claims of this job's source resources, asking the server who it is: PostgreSQL
 /// `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<slot>`, so two spellings of
-/// one server (`localhost`, `127.0.0.1`, a DNS alias) name one claim. MySQL keeps the
-/// host-based name (`mysql:<host>:<port>/server_id/<n>`).
+/// one server (`localhost`, `127.0.0.1`, a DNS alias) name one claim; MySQL
+/// `mysql:server_uuid=<uuid>/server_id/<replica id>`, MariaDB (no server UUID)
+/// `mysql:mariadb/hostname=<@@hostname>/port=<@@port>/server_id=<@@server_id>/server_id/<replica id>`.
 pub async fn claim_names(config: &Config) -> Result<Vec<ClaimName>> {
     let mut out = Vec::new();
     for legacy in resources(config)? {
@@ -68,10 +70,18 @@ pub async fn claim_names(config: &Config) -> Result<Vec<ClaimName>> {
                 ),
                 legacy: Some(legacy),
             }),
-            None => out.push(ClaimName {
-                name: legacy,
-                legacy: None,
-            }),
+            None => {
+                let (_, resource) = legacy.split_once("/server_id/").ok_or_else(|| {
+                    Error::new(Code::Internal, format!("unexpected claim name {legacy}"))
+                })?;
+                out.push(ClaimName {
+                    name: format!(
+                        "{}/server_id/{resource}",
+                        crate::source::mysql::server_name(config).await?
+                    ),
+                    legacy: Some(legacy),
+                })
+            }
         }
     }
     Ok(out)

@@ -92,7 +92,7 @@ fn second_mysql_job_is_refused(db: &TestMysqlDb, state: &str) {
     let message = error["message"].as_str().unwrap();
     assert!(
         message.contains(&format!(
-            "mysql:127.0.0.1:33069/server_id/{server_id} is claimed by job \"{}_a\"",
+            "/server_id/{server_id} is claimed by job \"{}_a\"",
             db.name
         )),
         "{message}"
@@ -112,13 +112,20 @@ fn second_mysql_job_is_refused(db: &TestMysqlDb, state: &str) {
     let doctor = second.run(&["doctor", "--json"], &[]);
     assert_eq!(doctor.code, 5);
     let doc = doctor.summary();
-    let name = format!("claim mysql:127.0.0.1:33069/server_id/{server_id}");
+    // Keyed on the server's own identity (server_uuid, or MariaDB's hostname, port and
+    // server_id), not the host as written.
+    let suffix = format!("/server_id/{server_id}");
     let claim = doc["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == name.as_str())
-        .unwrap_or_else(|| panic!("no {name} in {doc}"));
+        .find(|c| {
+            let name = c["name"].as_str().unwrap();
+            name.starts_with("claim mysql:")
+                && name.ends_with(&suffix)
+                && !name.contains("127.0.0.1")
+        })
+        .unwrap_or_else(|| panic!("no claim …{suffix} in {doc}"));
     assert_eq!(claim["code"], "SLUICE_CONFIG_RESOURCE_CLAIMED", "{claim}");
 
     let own = mysql_job(db, &format!("{}_c", db.name), server_id + 1, state);
@@ -294,4 +301,32 @@ fn a_host_based_claim_of_an_earlier_version_is_still_honoured() {
     assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
     db.sql("INSERT INTO t VALUES (1)");
     assert_eq!(first.drain()["rows"], 1);
+}
+
+/// MySQL/MariaDB claims are keyed on the server's identity too: a second job with the
+/// same replica server_id through `localhost` instead of `127.0.0.1` is refused.
+#[test]
+fn a_second_mysql_job_through_another_host_spelling_is_refused() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "claims_my_host");
+    db.sql("CREATE TABLE orders (id bigint PRIMARY KEY)");
+    let state_dir = tempfile::tempdir().unwrap();
+    let state = format!("{{ type: local, path: {} }}", state_dir.path().display());
+    let server_id = 4_000_000 + std::process::id();
+    let first = mysql_job(&db, &format!("{}_a", db.name), server_id, &state);
+    first.drain();
+    let second = mysql_job(&db, &format!("{}_b", db.name), server_id, &state);
+    let other = second.url_env.1.replace("127.0.0.1", "localhost");
+    assert_ne!(
+        other, second.url_env.1,
+        "the test URL does not name 127.0.0.1"
+    );
+    let second = Job {
+        url_env: (second.url_env.0.clone(), other),
+        ..second
+    };
+    let run = second.run(&["drain"], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_RESOURCE_CLAIMED");
+    assert!(!second.out().join("orders").exists());
 }
