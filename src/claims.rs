@@ -2,13 +2,21 @@
 //! (or one MySQL `server_id`) silently corrupt each other, so every job claims its source
 //! resources in the state store before it takes its lease.
 //!
-//! Guarantees: a resource is named without secrets (`pg:<host>:<port>/<db>/slot/<name>`,
-//! `mysql:<host>:<port>/server_id/<n>` with the replica id the dump registers with —
-//! configured or derived from the job name —, host lower-cased, from the URL and the
-//! config); a claim is one conditional write in
+//! Guarantees: a resource is named without secrets and, for PostgreSQL, by the server's
+//! own identity ([`claim_names`]: `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<name>`,
+//! asked of the server, so `localhost` and `127.0.0.1` name one claim; a claim under the
+//! earlier host-based name `pg:<host>:<port>/<db>/slot/<name>` is still honoured);
+//! MySQL `mysql:server_uuid=<uuid>/server_id/<n>` (MariaDB: `@@hostname`, `@@port` and
+//! `@@server_id` in place of the UUID) with the replica id the dump registers with —
+//! configured or derived from the job name —, the earlier `mysql:<host>:<port>/…` also
+//! honoured; a claim is one conditional write in
 //! the store (first job wins, forever, until an operator removes it); a second job is
 //! refused at start with `SLUICE_CONFIG_RESOURCE_CLAIMED` naming the job that holds it.
 //! Claims protect only jobs that share one state store (directory or table).
+//!
+//! A PostgreSQL job also records, before its first run creates the slot, that it created
+//! it (`…/slot/<name>/created-by`); a run without a checkpoint takes an existing slot only
+//! with that record or `source.postgres.adopt_slot` ([`guard_first_start`]).
 
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
@@ -31,6 +39,49 @@ pub fn resources(config: &Config) -> Result<Vec<String>> {
                 .unwrap_or_default()
                 .server_id_for(&config.job);
             out.push(format!("{}/server_id/{server_id}", mysql_server(&url)?));
+        }
+    }
+    Ok(out)
+}
+
+/// One resource claim: its name, keyed on the server's own identity where sluice can ask
+/// the server for it, and the name earlier versions used (the host as written), still
+/// honoured: a claim under it counts as a claim under `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimName {
+    pub name: String,
+    pub legacy: Option<String>,
+}
+
+/// The claims of this job's source resources, asking the server who it is: PostgreSQL
+/// `pg:system=<system identifier>/db=<name>/oid=<oid>/slot/<slot>`, so two spellings of
+/// one server (`localhost`, `127.0.0.1`, a DNS alias) name one claim; MySQL
+/// `mysql:server_uuid=<uuid>/server_id/<replica id>`, MariaDB (no server UUID)
+/// `mysql:mariadb/hostname=<@@hostname>/port=<@@port>/server_id=<@@server_id>/server_id/<replica id>`.
+pub async fn claim_names(config: &Config) -> Result<Vec<ClaimName>> {
+    let mut out = Vec::new();
+    for legacy in resources(config)? {
+        match &config.source.postgres {
+            Some(pg) => out.push(ClaimName {
+                name: format!(
+                    "{}/slot/{}",
+                    crate::source::postgres::server_name(config).await?,
+                    pg.slot
+                ),
+                legacy: Some(legacy),
+            }),
+            None => {
+                let (_, resource) = legacy.split_once("/server_id/").ok_or_else(|| {
+                    Error::new(Code::Internal, format!("unexpected claim name {legacy}"))
+                })?;
+                out.push(ClaimName {
+                    name: format!(
+                        "{}/server_id/{resource}",
+                        crate::source::mysql::server_name(config).await?
+                    ),
+                    legacy: Some(legacy),
+                })
+            }
         }
     }
     Ok(out)
@@ -95,9 +146,36 @@ pub fn refusal(resource: &str, job: &str, holder: &str) -> Error {
     ))
 }
 
-/// Claims every resource of the job; refuses when another job holds one.
+/// The job holding `claim` in `claims`, under its name or its legacy name.
+pub fn holder<'a>(claims: &'a [crate::state::Claim], claim: &ClaimName) -> Option<&'a str> {
+    claims
+        .iter()
+        .find(|c| c.resource == claim.name)
+        .or_else(|| {
+            claim
+                .legacy
+                .as_ref()
+                .and_then(|legacy| claims.iter().find(|c| &c.resource == legacy))
+        })
+        .map(|c| c.job.as_str())
+}
+
+/// Claims every resource of the job (under the server's identity); refuses when another
+/// job holds one, under its name or its legacy host-based name.
 pub async fn claim_all(config: &Config, store: &dyn StateStore) -> Result<()> {
-    for resource in resources(config)? {
+    let names = claim_names(config).await?;
+    if names.iter().any(|c| c.legacy.is_some()) {
+        let claims = store.list_claims().await?;
+        for claim in &names {
+            if let Some(legacy) = &claim.legacy
+                && let Some(holder) = claims.iter().find(|c| &c.resource == legacy)
+                && holder.job != config.job
+            {
+                return Err(refusal(legacy, &config.job, &holder.job));
+            }
+        }
+    }
+    for resource in names.into_iter().map(|c| c.name) {
         match store.claim(&resource, &config.job).await? {
             ClaimOutcome::Ours => {}
             ClaimOutcome::HeldBy(holder) => return Err(refusal(&resource, &config.job, &holder)),
@@ -107,6 +185,51 @@ pub async fn claim_all(config: &Config, store: &dyn StateStore) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The record that `config`'s job created (or was about to create) its slot: a claim
+/// named after the slot's claim, held by the job.
+async fn slot_creator(config: &Config) -> Result<Option<String>> {
+    let Some(pg) = &config.source.postgres else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{}/slot/{}/created-by",
+        crate::source::postgres::server_name(config).await?,
+        pg.slot
+    )))
+}
+
+/// Before a run without a checkpoint opens the source (PostgreSQL): a slot that exists
+/// already is taken only when this job's state records creating it, or with
+/// `source.postgres.adopt_slot` (`SLUICE_SOURCE_SLOT_NOT_OURS` otherwise); a slot that
+/// does not exist yet is recorded as this job's *before* the stream creates it, so a first
+/// run that dies after creating it still resumes. MySQL and SQL Server have no such
+/// object: the `server_id` claim protects a MySQL stream.
+pub async fn guard_first_start(config: &Config, store: &dyn StateStore) -> Result<()> {
+    let (Some(pg), Some(creator)) = (&config.source.postgres, slot_creator(config).await?) else {
+        return Ok(());
+    };
+    if crate::source::postgres::slot_exists(config).await? {
+        let recorded = store
+            .list_claims()
+            .await?
+            .iter()
+            .any(|c| c.resource == creator && c.job == config.job);
+        crate::source::postgres::slot::check_adoption(&pg.slot, recorded, pg.adopt_slot)?;
+        if !recorded {
+            tracing::warn!(slot = %pg.slot, "adopting an existing slot (source.postgres.adopt_slot)");
+        }
+        return Ok(());
+    }
+    match store.claim(&creator, &config.job).await? {
+        ClaimOutcome::Ours => Ok(()),
+        ClaimOutcome::HeldBy(holder) => Err(refusal(&creator, &config.job, &holder)),
+        ClaimOutcome::Unsupported => {
+            tracing::warn!(store = %store.describe(), "this state store cannot record that the job created its slot; a crashed first run will need source.postgres.adopt_slot");
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

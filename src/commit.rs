@@ -14,7 +14,10 @@
 //!   earlier attempt of the same chunk left is adopted — parts are never overwritten),
 //!   then the chunk is recorded done (the first record wins). Chunks are not fenced by
 //!   the lease: they run in parallel with each other and with drains, and a chunk's part
-//!   is keyed by its chunk number, so two attempts can only agree.
+//!   is keyed by its plan (the anchoring it belongs to) and chunk number, so two attempts
+//!   can only agree. A part is adopted only when the identity in its metadata
+//!   (`sluice.identity`) is the chunk's own: an earlier baseline's output is never taken
+//!   for this one's (`SLUICE_DESTINATION_EXISTS` names the key to move instead).
 
 use std::time::{Duration, Instant};
 
@@ -119,6 +122,17 @@ impl<'a> Committer<'a> {
         Ok(())
     }
 
+    /// A new stream's first checkpoint, at its start, written before anything is read
+    /// (`before_checkpoint` is the fault point ahead of it): a first run that dies later
+    /// resumes from there.
+    pub async fn start_checkpoint(&mut self, position: Position) -> Result<()> {
+        if self.ahead(&position)? {
+            hit(FaultPoint::BeforeCheckpoint).await?;
+            self.advance(position).await?;
+        }
+        Ok(())
+    }
+
     /// Steps 2 and 3: moves the checkpoint to `position` (all parts covering it must
     /// already be durable), then acks the source up to it. A position at or behind the
     /// stored checkpoint only re-acks.
@@ -187,17 +201,21 @@ impl<'a> Committer<'a> {
     }
 }
 
-/// The baseline chunk being committed: which table and chunk number.
+/// The baseline chunk being committed: which table and chunk number, and the identity
+/// (`plan:<plan id>`) its part is stamped with.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkId<'a> {
     pub job: &'a str,
     pub table: &'a str,
     pub chunk: u32,
+    pub identity: &'a str,
 }
 
 /// Makes a baseline chunk durable and records it done: uploads its part (`None`: the
-/// chunk had no rows), adopting the part an earlier attempt of the same chunk left, then
-/// records the chunk (the first record wins) and returns the stored record.
+/// chunk had no rows), adopting the part an earlier attempt of the same chunk left — only
+/// when that part carries the chunk's identity; any other part under its key is refused
+/// with `SLUICE_DESTINATION_EXISTS` — then records the chunk (the first record wins) and
+/// returns the stored record.
 pub async fn commit_chunk(
     backends: &Backends,
     id: ChunkId<'_>,
@@ -226,9 +244,23 @@ pub async fn commit_chunk(
                     .await?
                     .unwrap_or_default();
                 record.bytes = bytes.len() as u64;
-                record.rows = rows_in_parquet(bytes)?;
+                let existing = part_facts(bytes)?;
+                if existing.identity.as_deref() != Some(id.identity) {
+                    return Err(Error::new(
+                        Code::DestinationExists,
+                        format!(
+                            "{} in {} was written under {}, not under this baseline's {}",
+                            record.part_key,
+                            backends.destination.describe(),
+                            existing.identity.as_deref().unwrap_or("no recorded identity"),
+                            id.identity
+                        ),
+                    )
+                    .hint(format!("parts are never overwritten or adopted from another baseline: move {} aside, then run the baseline again", record.part_key)));
+                }
+                record.rows = existing.rows;
                 record.checksum = String::new();
-                tracing::info!(key = %record.part_key, "adopting the part an earlier attempt of this chunk wrote");
+                tracing::info!(key = %record.part_key, identity = %id.identity, "adopting the part an earlier attempt of this chunk wrote");
             }
             Err(e) => return Err(e),
         }
@@ -248,12 +280,29 @@ async fn upload(destination: &dyn Destination, part: FinishedPart) -> Result<()>
     uploaded
 }
 
-fn rows_in_parquet(bytes: Vec<u8>) -> Result<u64> {
+/// What [`commit_chunk`] reads from an existing part before adopting it.
+struct PartFacts {
+    rows: u64,
+    /// The `sluice.identity` metadata (none in parts written by earlier versions).
+    identity: Option<String>,
+}
+
+fn part_facts(bytes: Vec<u8>) -> Result<PartFacts> {
     use parquet::file::reader::FileReader;
     let reader =
         parquet::file::serialized_reader::SerializedFileReader::new(bytes::Bytes::from(bytes))
             .map_err(|e| {
                 Error::new(Code::OutputWrite, "reading an existing snapshot part").source(e)
             })?;
-    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
+    let meta = reader.metadata().file_metadata();
+    let identity = meta
+        .key_value_metadata()
+        .into_iter()
+        .flatten()
+        .find(|kv| kv.key == crate::sink::part::IDENTITY_METADATA_KEY)
+        .and_then(|kv| kv.value.clone());
+    Ok(PartFacts {
+        rows: meta.num_rows().max(0) as u64,
+        identity,
+    })
 }

@@ -70,6 +70,7 @@ codes! {
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
     SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
+    SourceSlotNotOurs => "SLUICE_SOURCE_SLOT_NOT_OURS", Refusal;
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
     SourceProtocol => "SLUICE_SOURCE_PROTOCOL", Refusal;
     SourceTransactionTooLarge => "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", Refusal;
@@ -242,6 +243,9 @@ mod tests {
             (Code::SourceTruncated, R),
             // Another consumer's session ends by itself.
             (Code::SourceSlotBusy, T),
+            // Another job's slot, or one from before the job's state was lost: an
+            // operator decides (adopt_slot, or a slot of its own).
+            (Code::SourceSlotNotOurs, R),
             (Code::SourceUnsupportedType, R),
             (Code::SourceProtocol, R),
             (Code::SourceTransactionTooLarge, R),

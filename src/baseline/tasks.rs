@@ -4,7 +4,7 @@
 //!
 //! Guarantees: the anchor is created and recorded before any row is read, so every
 //! change after it is in the stream (overlap, never a gap); the plan is stored once
-//! (`<table>/snapshot/_plan.json`) and reused by every retry, so chunks never shift and
+//! (`<table>/snapshot/<plan id>/_plan.json`, one folder per anchoring) and reused by every retry, so chunks never shift and
 //! every retry of `baseline.plan` hands over the same chunk list (inline or through S3,
 //! see [`super::delivery`]); a chunk is recorded done only after its part is durable, a
 //! retried chunk adopts an existing part instead of writing a second one, and the first
@@ -102,8 +102,87 @@ pub struct FinishOutput {
     pub tables: BTreeMap<String, TableBaseline>,
 }
 
-fn plan_key(table: &str) -> String {
+/// The id of one anchoring of a table's baseline: the anchoring run's id (so folders
+/// sort in the order the baselines were anchored) and the anchor, as one path segment.
+/// A baseline anchored again — after `--reset`, or after the job's state was removed —
+/// gets a new id even where the log repeats a position, so its plan and parts never meet
+/// an earlier baseline's.
+pub fn plan_id(record: &SnapshotRecord) -> String {
+    let anchor: String = record
+        .anchor
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{}_{anchor}", record.run_id)
+}
+
+/// The folder of one anchoring's plan and parts: `<table>/snapshot/<plan id>/`.
+pub fn plan_folder(table: &str, plan_id: &str) -> String {
+    format!("{table}/snapshot/{plan_id}/")
+}
+
+/// The identity stamped into a snapshot part's metadata
+/// ([`crate::sink::part::IDENTITY_METADATA_KEY`]).
+fn part_identity(plan_id: &str) -> String {
+    format!("plan:{plan_id}")
+}
+
+fn plan_key(table: &str, plan_id: &str) -> String {
+    format!("{}_plan.json", plan_folder(table, plan_id))
+}
+
+/// Where earlier versions kept the plan: one per table, whatever the anchor. Read only
+/// for a baseline that already has chunk records (it was started by that version); a
+/// table without any is planned afresh, so a stale plan is never reused.
+fn legacy_plan_key(table: &str) -> String {
     format!("{table}/snapshot/_plan.json")
+}
+
+/// The stored plan of `record`'s anchoring, if any (the legacy one under the rule of
+/// [`legacy_plan_key`]).
+async fn stored_plan(
+    config: &Config,
+    backends: &Backends,
+    record: &SnapshotRecord,
+) -> Result<Option<Vec<ChunkBounds>>> {
+    let table = &record.table;
+    let key = plan_key(table, &plan_id(record));
+    if let Some(bytes) = backends.destination.get(&key).await? {
+        return parse_plan(&key, &bytes).map(Some);
+    }
+    let legacy = legacy_plan_key(table);
+    let Some(bytes) = backends.destination.get(&legacy).await? else {
+        return Ok(None);
+    };
+    let plan = parse_plan(&legacy, &bytes)?;
+    for n in 1..=plan.len() as u32 {
+        if backends
+            .state
+            .load_chunk(&config.job, table, n)
+            .await?
+            .is_some()
+        {
+            tracing::info!(table = %table, plan = %legacy, "resuming a baseline planned by an earlier sluice");
+            return Ok(Some(plan));
+        }
+    }
+    tracing::warn!(table = %table, plan = %legacy,
+        "ignoring a chunk plan no chunk record of this baseline refers to (an earlier baseline's); planning afresh");
+    Ok(None)
+}
+
+fn parse_plan(key: &str, bytes: &[u8]) -> Result<Vec<ChunkBounds>> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::new(Code::StateCorrupt, format!("{key} is not a chunk plan"))
+            .hint("delete the baseline (`sluice baseline --reset`) and start it again")
+            .source(e)
+    })
 }
 
 /// Step ①: creates (or adopts) the stream's anchor and records it for every table that
@@ -142,6 +221,7 @@ async fn anchor_under_lease(
     let position = match state.load_checkpoint(&config.job).await? {
         Some(cp) => Position::parse_tagged(&cp.position)?,
         None => {
+            crate::claims::guard_first_start(config, state).await?;
             let stream = crate::source::open(config, None).await?;
             let info = stream.info().clone();
             let mut committer = Committer::new(
@@ -200,15 +280,8 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
         if record.status == SnapshotStatus::Done {
             continue;
         }
-        let bounds: Vec<ChunkBounds> = match backends.destination.get(&plan_key(table)).await? {
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                Error::new(
-                    Code::StateCorrupt,
-                    format!("{} is not a chunk plan", plan_key(table)),
-                )
-                .hint("delete the baseline (`sluice baseline --reset`) and start it again")
-                .source(e)
-            })?,
+        let bounds: Vec<ChunkBounds> = match stored_plan(config, backends, &record).await? {
+            Some(plan) => plan,
             None => {
                 if source.is_none() {
                     source = Some(snapshot::open(config).await?);
@@ -222,7 +295,7 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
                     .map_err(|e| Error::new(Code::Internal, "encoding a plan").source(e))?;
                 backends
                     .destination
-                    .put_marker(&plan_key(table), &body)
+                    .put_marker(&plan_key(table, &plan_id(&record)), &body)
                     .await?;
                 planned
             }
@@ -266,6 +339,21 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     {
         return Ok(output_of(&done));
     }
+    let record = state
+        .load_snapshot(&config.job, &task.table)
+        .await?
+        .ok_or_else(|| not_anchored(&task.table))?;
+    if record.anchor != task.anchor {
+        return Err(Error::new(
+            Code::BaselineNotAnchored,
+            format!(
+                "table {}: chunk {} was planned at anchor {}, but the table's baseline is anchored at {}",
+                task.table, task.chunk, task.anchor, record.anchor
+            ),
+        )
+        .hint("this task belongs to an earlier baseline (an old Step Functions execution or chunk list): stop it; the current baseline's own execution reads its chunks"));
+    }
+    let plan = plan_id(&record);
     let mut source = snapshot::open(config).await?;
     let schema = source.schema(&task.table)?;
     let settings = PartSettings {
@@ -277,10 +365,11 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     };
     let mut writer = PartWriter::new(
         &task.table,
-        format!("{}/snapshot/part-", task.table),
+        format!("{}part-", plan_folder(&task.table, &plan)),
         task.chunk,
         settings,
-    )?;
+    )?
+    .with_identity(part_identity(&plan));
     let pos: std::sync::Arc<str> = Position::parse_tagged(&task.anchor)?.sortable_text().into();
     let mut sink = |image| {
         let event = ChangeEvent {
@@ -307,6 +396,7 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         job: &config.job,
         table: &task.table,
         chunk: task.chunk,
+        identity: &part_identity(&plan),
     };
     let stored = commit_chunk(backends, id, writer.finish()?).await?;
     Ok(output_of(&stored))
@@ -331,16 +421,12 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
             .load_snapshot(&config.job, table)
             .await?
             .ok_or_else(|| not_anchored(table))?;
-        let plan: Vec<ChunkBounds> = match backends.destination.get(&plan_key(table)).await? {
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| Error::new(Code::StateCorrupt, "bad chunk plan").source(e))?,
-            None => {
-                return Err(Error::new(
-                    Code::BaselineIncomplete,
-                    format!("table {table} has no chunk plan yet"),
-                )
-                .hint("run the plan step first (`sluice baseline` does all steps in order)"));
-            }
+        let Some(plan) = stored_plan(config, backends, &record).await? else {
+            return Err(Error::new(
+                Code::BaselineIncomplete,
+                format!("table {table} has no chunk plan yet"),
+            )
+            .hint("run the plan step first (`sluice baseline` does all steps in order)"));
         };
         let mut parts = Vec::new();
         let mut missing = Vec::new();
@@ -388,7 +474,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 &manifest.to_json_bytes()?,
             )
             .await?;
-            let success = serde_json::json!({ "anchor": record.anchor, "rows": rows });
+            let success = serde_json::json!({ "anchor": record.anchor, "plan": plan_id(&record), "rows": rows });
             dest.put_marker(
                 &format!("{table}/snapshot/_SUCCESS"),
                 success.to_string().as_bytes(),

@@ -183,6 +183,11 @@ pub struct PostgresConfig {
     /// statement to run.
     #[serde(default = "yes")]
     pub create: bool,
+    /// Let a job without a checkpoint start from a slot that exists already although this
+    /// job's state does not record creating it (a slot the operator created for it, or a
+    /// job whose state was moved). Off: such a slot is refused (`SLUICE_SOURCE_SLOT_NOT_OURS`).
+    #[serde(default)]
+    pub adopt_slot: bool,
     /// Changes per `pg_logical_slot_peek_binary_changes` call. Every page ends with a
     /// flush + checkpoint + slot advance, so the next page decodes only new WAL.
     #[serde(default = "default_page_changes")]

@@ -261,6 +261,7 @@ async fn publication_check(
     }
     let probe = PostgresConfig {
         create: false,
+        adopt_slot: false,
         ..pg.clone()
     };
     Check::result(

@@ -47,20 +47,20 @@ pub async fn checks(config: &Config, report: &mut Report) {
             .join("; ")
     };
     report.push(Check::ok("claims", listed));
-    let resources = match crate::claims::resources(config) {
+    let resources = match crate::claims::claim_names(config).await {
         Ok(r) => r,
         Err(e) => {
             report.push(Check::from_error("claim", &e));
             return;
         }
     };
-    for resource in resources {
-        let name = format!("claim {resource}");
-        match claims.iter().find(|c| c.resource == resource) {
-            Some(c) if c.job == config.job => report.push(Check::ok(name, "claimed by this job")),
-            Some(c) => report.push(Check::from_error(
+    for claim in resources {
+        let name = format!("claim {}", claim.name);
+        match crate::claims::holder(&claims, &claim) {
+            Some(job) if job == config.job => report.push(Check::ok(name, "claimed by this job")),
+            Some(job) => report.push(Check::from_error(
                 name,
-                &crate::claims::refusal(&resource, &config.job, &c.job),
+                &crate::claims::refusal(&claim.name, &config.job, job),
             )),
             None => report.push(Check::ok(name, "unclaimed; the first run claims it")),
         }

@@ -75,6 +75,9 @@ pub async fn run(
         }),
         _ => None,
     };
+    if resume.is_none() {
+        crate::claims::guard_first_start(config, backends.state.as_ref()).await?;
+    }
     let mut stream = source::open(config, resume.as_ref()).await?;
     let info = stream.info().clone();
     let mut committer = Committer::new(
@@ -90,7 +93,7 @@ pub async fn run(
         // A new stream's start is recorded before anything is read: a first run that
         // fails later resumes here instead of re-anchoring at a later "now" (MySQL and
         // SQL Server keep no server-side position for us), so nothing in between is lost.
-        committer.first_checkpoint(info.start).await?;
+        committer.start_checkpoint(info.start).await?;
     }
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 

@@ -45,7 +45,8 @@ impl Router {
                         format!("{name}/cdc-{run_id}-"),
                         1,
                         settings.clone(),
-                    )?,
+                    )?
+                    .with_identity(format!("run:{run_id}")),
                     parts: Vec::new(),
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
                     rows: 0,

@@ -9,8 +9,9 @@
 //!   ([`crate::sink::batch`]) and written out as its own row group at once, so a 1M-row
 //!   transaction sits on local disk, not in the heap;
 //! * a part is written with zstd at the configured level, page statistics, `created_by`
-//!   `sluice <version>`, and the sluice table schema as JSON under the `sluice.schema`
-//!   key; its spill file has a name no other writer (thread or process) uses and is
+//!   `sluice <version>`, the sluice table schema as JSON under the `sluice.schema`
+//!   key, and the identity it was written under ([`PartWriter::with_identity`]) under
+//!   `sluice.identity`; its spill file has a name no other writer (thread or process) uses and is
 //!   fsynced before [`PartWriter::finish`] returns it;
 //! * a part holds one table schema: an event with a different schema (columns reordered,
 //!   added or dropped, another nullability or source type) finishes the open part and
@@ -46,6 +47,11 @@ use crate::sink::manifest::{ManifestPart, schema_json};
 
 /// Key-value metadata key holding the sluice table schema as JSON.
 pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
+
+/// Key-value metadata key holding the identity a part was written under: a change part's
+/// run id (`run:<run_id>`), a snapshot part's plan (`plan:<plan id>`). A retried baseline
+/// chunk adopts an existing part only when this matches (the committer's `commit_chunk`).
+pub const IDENTITY_METADATA_KEY: &str = "sluice.identity";
 
 /// The `created_by` of every part.
 pub fn created_by() -> String {
@@ -156,6 +162,7 @@ impl FinishedPart {
 pub struct PartWriter {
     table: String,
     key_prefix: String,
+    identity: Option<String>,
     next_number: u32,
     settings: PartSettings,
     compression: Compression,
@@ -175,11 +182,19 @@ impl PartWriter {
         Ok(PartWriter {
             table: table.to_owned(),
             key_prefix,
+            identity: None,
             next_number: first_number,
             settings,
             compression,
             open: None,
         })
+    }
+
+    /// Stamps every part with `identity` (the run or plan it is written under) in its
+    /// [`IDENTITY_METADATA_KEY`] metadata.
+    pub fn with_identity(mut self, identity: String) -> Self {
+        self.identity = Some(identity);
+        self
     }
 
     /// Appends one event. When its schema differs from the open part's, the open part is
@@ -302,10 +317,16 @@ impl PartWriter {
             .set_max_row_group_row_count(Some(self.settings.row_group_rows))
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_created_by(created_by())
-            .set_key_value_metadata(Some(vec![KeyValue::new(
-                SCHEMA_METADATA_KEY.to_owned(),
-                schema_json(&schema),
-            )]))
+            .set_key_value_metadata(Some(
+                std::iter::once(KeyValue::new(
+                    SCHEMA_METADATA_KEY.to_owned(),
+                    schema_json(&schema),
+                ))
+                .chain(self.identity.iter().map(|identity| {
+                    KeyValue::new(IDENTITY_METADATA_KEY.to_owned(), identity.clone())
+                }))
+                .collect(),
+            ))
             .build();
         let writer =
             ArrowWriter::try_new(file, builder.schema().clone(), Some(props)).map_err(|e| {

@@ -314,7 +314,10 @@ fn state_clear_refuses_until_safe_then_a_rebaseline_reads_the_source_as_it_is() 
     db.sql("UPDATE t SET v = 'new'");
     db.sql(&format!("SELECT pg_drop_replication_slot('{slot}')"));
     job.drain();
-    let rows = read_rows(&job.out().join("public.t/snapshot"), "part-");
+    let rows = read_rows(
+        &crate::support::snapshot_dir(&job.out().join("public.t")),
+        "part-",
+    );
     assert_eq!(rows.len(), 20);
     assert!(
         rows.iter().all(|r| r["v"].as_deref() == Some("new")),

@@ -793,7 +793,7 @@ fn baseline_with_concurrent_writes_replays_to_the_exact_table() {
     job.drain();
     assert_eq!(replayed(&job, "t", "id"), source_state(&db, "t", "id"));
     // Snapshot rows carry the change-row shape, at one position before every change.
-    let snap = read_rows(&job.out().join("dbo.t/snapshot"), "part-");
+    let snap = read_rows(&support::snapshot_dir(&job.out().join("dbo.t")), "part-");
     assert!(
         snap.iter()
             .all(|r| r["__op"].as_deref() == Some("snapshot") && r["__seq"].as_deref() == Some("0"))
@@ -906,7 +906,10 @@ fn keys_of_every_kind_are_chunked_without_gaps_or_overlap() {
             3000,
             "{table}: {summary}"
         );
-        let parts = support::part_files(&job.out().join(format!("dbo.{table}/snapshot")), "part-");
+        let parts = support::part_files(
+            &support::snapshot_dir(&job.out().join(format!("dbo.{table}"))),
+            "part-",
+        );
         assert!(parts.len() >= 8, "{table}: {summary}");
         db.sql(&format!(
             "UPDATE dbo.{table} SET v = CONCAT(N'x', v) WHERE v LIKE N'v1%'; \
@@ -953,7 +956,7 @@ fn drain_with_initial_snapshot_baselines_first_then_streams() {
     assert_eq!(replayed(&job, "t", "id"), ["1=a", "2=b2", "3=c"]);
     job.drain();
     assert_eq!(
-        support::part_files(&job.out().join("dbo.t/snapshot"), "part-").len(),
+        support::part_files(&support::snapshot_dir(&job.out().join("dbo.t")), "part-").len(),
         1
     );
 }

@@ -46,7 +46,7 @@ fn composite_and_text_keys_are_chunked_without_gaps_or_overlap() {
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
     let summary = baseline.summary();
     for table in ["c", "s"] {
-        let parts = support::part_files(&job.out().join(table).join("snapshot"), "part-");
+        let parts = support::part_files(&support::snapshot_dir(&job.out().join(table)), "part-");
         assert!(parts.len() >= 8, "{table}: {summary}");
         assert_eq!(summary["tables"][table]["rows"], 3000, "{summary}");
     }
@@ -114,7 +114,10 @@ fn snapshot_rows_have_the_change_parts_types_and_values() {
             .collect()
     };
     let from_changes = strip(changes.rows("t"));
-    let from_snapshot = strip(read_rows(&baseline.out().join("t/snapshot"), "part-"));
+    let from_snapshot = strip(read_rows(
+        &support::snapshot_dir(&baseline.out().join("t")),
+        "part-",
+    ));
     assert_eq!(from_changes.len(), 3);
     assert_eq!(from_snapshot, from_changes);
     // The same Arrow types, column by column.
@@ -122,7 +125,7 @@ fn snapshot_rows_have_the_change_parts_types_and_values() {
         let part = support::part_files(&dir, prefix).remove(0);
         read_batches(&part)[0].schema()
     };
-    let snap = schema_of(baseline.out().join("t/snapshot"), "part-");
+    let snap = schema_of(support::snapshot_dir(&baseline.out().join("t")), "part-");
     let cdc = schema_of(changes.out().join("t"), "cdc-");
     for field in cdc.fields().iter().filter(|f| !f.name().starts_with("__")) {
         let other = snap.field_with_name(field.name()).unwrap();

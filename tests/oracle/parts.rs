@@ -19,7 +19,7 @@ use super::canon::{self, Cell};
 /// One row of a part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartRow {
-    /// The part's file name (`cdc-<run_id>-<nnnnnn>.parquet` or `snapshot/part-…`).
+    /// The part's file name (`cdc-<run_id>-<nnnnnn>.parquet` or `snapshot/<plan>/part-…`).
     pub file: String,
     /// The run that wrote it (`snapshot` for baseline parts).
     pub run: String,
@@ -46,7 +46,7 @@ pub fn is_meta(column: &str) -> bool {
     META.contains(&column)
 }
 
-/// Every row of `<out>/<table>/snapshot/part-*.parquet` then `<out>/<table>/cdc-*.parquet`,
+/// Every row of `<out>/<table>/snapshot/<plan>/part-*.parquet` then `<out>/<table>/cdc-*.parquet`,
 /// parts in name order (run id, then part number), rows in file order.
 pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
     let dir = out.join(table);
@@ -82,7 +82,7 @@ fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         files.sort();
         files
     };
-    let mut out: Vec<(PathBuf, String)> = list(&dir.join("snapshot"), "part-")
+    let mut out: Vec<(PathBuf, String)> = list(&crate::support::snapshot_dir(dir), "part-")
         .into_iter()
         .map(|p| (p, "snapshot".to_owned()))
         .collect();

@@ -150,3 +150,47 @@ fn a_table_without_a_key_is_baselined_by_its_declared_key() {
     job.drain();
     assert_eq!(replayed(&job, "t"), source_state(&db));
 }
+
+/// The recovery `SLUICE_SOURCE_LOG_GAP` suggests — remove the job's state, drop the slot,
+/// baseline again — must not adopt the earlier baseline's parts: the new anchoring writes
+/// under its own plan folder, and the manifest names exactly its parts.
+#[test]
+fn a_baseline_anchored_again_never_adopts_an_earlier_baselines_parts() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rebaseline_stale");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT i, 'old' FROM generate_series(1, 100) i");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    let old = support::snapshot_dir(&job.out().join("t"));
+
+    std::fs::remove_dir_all(job.dir.path().join("state")).unwrap();
+    db.sql(&format!("SELECT pg_drop_replication_slot('s_{}')", db.name));
+    db.sql("UPDATE t SET v = 'new'");
+    let again = job.run(&["drain"], &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("adopting"), "{}", again.stderr);
+
+    let new = support::snapshot_dir(&job.out().join("t"));
+    assert_ne!(new, old, "a new anchoring writes under a new plan folder");
+    assert!(
+        old.join("part-000001.parquet").exists(),
+        "the old part is left, never overwritten"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(job.out().join("t/snapshot/manifest.json")).unwrap())
+            .unwrap();
+    let keys: Vec<&str> = manifest["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["key"].as_str().unwrap())
+        .collect();
+    let folder = format!("t/snapshot/{}/", new.file_name().unwrap().to_string_lossy());
+    assert!(
+        !keys.is_empty() && keys.iter().all(|k| k.starts_with(&folder)),
+        "{keys:?}"
+    );
+    assert_eq!(keys.len(), support::part_files(&new, "part-").len());
+    assert_eq!(replayed(&job, "t"), source_state(&db));
+    assert!(source_state(&db).split(',').all(|kv| kv.ends_with("=new")));
+}

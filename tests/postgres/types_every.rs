@@ -245,7 +245,7 @@ fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
     // The baseline writes the same values as the stream.
     let run = job.run(&["baseline"], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let snapshot = job.out().join("t").join("snapshot");
+    let snapshot = support::snapshot_dir(&job.out().join("t"));
     let baseline = support::read_rows(&snapshot, "part-");
     assert_matches("baseline", &latest(&baseline), &updated);
     assert_eq!(

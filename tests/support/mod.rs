@@ -313,11 +313,37 @@ impl Run {
 /// One output row: column name → rendered cell (`None` for NULL).
 pub type Row = BTreeMap<String, Option<String>>;
 
-/// Every row of a table's output directory `dir` — the baseline (`snapshot/part-*`) and
-/// the changes (`cdc-*`) — in replay order: by `__pos`, then `__seq` as a number (the
-/// snapshot's `__pos` sorts before every change of the stream).
+/// The folder of a table's current baseline parts (`<table>/snapshot/<plan id>/`), given
+/// the table's output directory: the folder the snapshot's `manifest.json` names once the
+/// baseline is done, before that the newest plan folder (plan ids start with the
+/// anchoring run's id, so they sort by time). `snapshot/` itself when there is none.
+pub fn snapshot_dir(table_dir: &Path) -> PathBuf {
+    let snapshot = table_dir.join("snapshot");
+    if let Ok(bytes) = std::fs::read(snapshot.join("manifest.json")) {
+        let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        if let Some(key) = manifest["parts"][0]["key"].as_str() {
+            let folder = table_dir.parent().unwrap().join(key);
+            return folder.parent().unwrap().to_owned();
+        }
+    }
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(&snapshot)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    folders.sort();
+    folders.pop().unwrap_or(snapshot)
+}
+
+/// Every row of a table's output directory `dir` — the current baseline
+/// ([`snapshot_dir`]`/part-*`) and the changes (`cdc-*`) — in replay order: by `__pos`,
+/// then `__seq` as a number (the snapshot's `__pos` sorts before every change of the
+/// stream).
 pub fn baseline_and_changes(dir: &Path) -> Vec<Row> {
-    let mut rows = read_rows(&dir.join("snapshot"), "part-");
+    let mut rows = read_rows(&snapshot_dir(dir), "part-");
     rows.extend(read_rows(dir, "cdc-"));
     rows.sort_by_key(|r| {
         (
@@ -903,6 +929,9 @@ pub fn baseline_crash_then_resume(
         chunks - done,
         "only the chunks not done are read"
     );
-    assert_eq!(part_files(&snapshot, "part-").len() as u64, chunks);
+    assert_eq!(
+        part_files(&snapshot_dir(&job.out().join(table)), "part-").len() as u64,
+        chunks
+    );
     summary
 }

@@ -201,6 +201,34 @@ pub async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(Strin
     }
 }
 
+/// The server's name as it reports itself, whatever host the URL names (what resource
+/// claims are keyed on): MySQL `mysql:server_uuid=<uuid>`; MariaDB, which has no server
+/// UUID, `mysql:mariadb/hostname=<@@hostname>/port=<@@port>/server_id=<@@server_id>`.
+pub async fn server_name(config: &Config) -> Result<String> {
+    let mut conn = connect::connect(&config.source_url()?, &config.source.tls).await?;
+    let version = server_version(&mut conn).await?;
+    match version.flavor {
+        Flavor::MySql => {
+            let uuid: Option<String> = conn
+                .query_first("SELECT @@server_uuid")
+                .await
+                .map_err(|e| query_error("reading @@server_uuid", e))?;
+            Ok(format!("mysql:server_uuid={}", uuid.unwrap_or_default()))
+        }
+        Flavor::MariaDb => {
+            let row: Option<(String, u32, u32)> = conn
+                .query_first("SELECT @@hostname, @@port, @@server_id")
+                .await
+                .map_err(|e| query_error("reading @@hostname, @@port, @@server_id", e))?;
+            let (host, port, id) = row.unwrap_or_default();
+            Ok(format!(
+                "mysql:mariadb/hostname={}/port={port}/server_id={id}",
+                host.to_ascii_lowercase()
+            ))
+        }
+    }
+}
+
 /// Refuses a replica `server_id` equal to the source server's own.
 pub fn check_server_id(server_id: u32, own_server_id: u32) -> Result<()> {
     if own_server_id == server_id {

@@ -116,6 +116,33 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     ))
 }
 
+/// True when the job's slot exists (asked before a run without a checkpoint opens the
+/// stream, so the job can refuse a slot it cannot prove its own).
+pub async fn slot_exists(config: &Config) -> Result<bool> {
+    let Some(pg) = &config.source.postgres else {
+        return Ok(false);
+    };
+    let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+    Ok(slot::slot_info(&client, &pg.slot).await?.is_some())
+}
+
+/// The server-side name of the job's database — `pg:system=<system identifier>/db=<name>/
+/// oid=<oid>`, the stream's source identity without its slot — as the server reports it,
+/// whatever host name or address the URL uses (what resource claims are keyed on).
+pub async fn server_name(config: &Config) -> Result<String> {
+    let Some(pg) = &config.source.postgres else {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            "source.postgres is missing",
+        ));
+    };
+    let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+    let (identity, _) = identity(&client, pg).await?;
+    Ok(identity
+        .rsplit_once("/slot=")
+        .map_or(identity.clone(), |(server, _)| server.to_owned()))
+}
+
 /// Refuses a slot another server process is streaming from (also used by `doctor`).
 pub fn check_slot_free(slot: &str, info: Option<&slot::SlotInfo>) -> Result<()> {
     if let Some(pid) = info.and_then(|s| s.active_pid) {

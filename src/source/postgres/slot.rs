@@ -95,6 +95,29 @@ pub fn decide_start(
     }
 }
 
+/// Whether a job without a checkpoint may start from its slot, which exists already: only
+/// when the job's state records that this job created it (`created_by_us`: the intent is
+/// recorded before the slot is created, so a first run that died after creating it
+/// resumes) or the operator set `source.postgres.adopt_slot`. Otherwise the slot may be
+/// another job's, or this job's from before its state was lost, and starting from it
+/// would skip what its earlier consumer read: `SLUICE_SOURCE_SLOT_NOT_OURS`.
+pub fn check_adoption(slot_name: &str, created_by_us: bool, adopt_slot: bool) -> Result<()> {
+    if created_by_us || adopt_slot {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::SourceSlotNotOurs,
+        format!(
+            "replication slot {slot_name} exists, but this job has no checkpoint and its state does not record creating the slot"
+        ),
+    )
+    .hint(format!(
+        "if the slot is another job's (or another state store's), give this job its own source.postgres.slot; \
+         if it was created for this job (or its state was moved), set source.postgres.adopt_slot: true to start from it; \
+         to start over, drop it (SELECT pg_drop_replication_slot('{slot_name}');) and baseline again"
+    )))
+}
+
 fn log_gap(message: String) -> Error {
     Error::new(Code::SourceLogGap, message).hint(
         "the stream cannot continue without losing changes: re-baseline the table(s) — clear the job's state \
@@ -126,7 +149,7 @@ pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> 
 pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> {
     if !pg.create {
         return Err(Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
-            .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION, or set source.postgres.create: true", pg.slot)));
+            .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION and set source.postgres.adopt_slot: true, or set source.postgres.create: true", pg.slot)));
     }
     let row = client
         .query_one(
@@ -241,6 +264,19 @@ pub async fn advance(client: &Client, slot: &str, upto: PgLsn) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_existing_slot_is_taken_only_when_recorded_as_ours_or_adopted() {
+        check_adoption("s", true, false).unwrap();
+        check_adoption("s", false, true).unwrap();
+        let err = check_adoption("s", false, false).unwrap_err();
+        assert_eq!(err.code(), Code::SourceSlotNotOurs);
+        let hint = err.hint_text().unwrap();
+        assert!(
+            hint.contains("adopt_slot: true") && hint.contains("source.postgres.slot"),
+            "{hint}"
+        );
+    }
 
     fn slot(at: u64) -> SlotInfo {
         SlotInfo {

@@ -53,7 +53,7 @@ pub fn baseline_with_concurrent_writes_and_drains_replays_to_the_exact_source_st
     job.drain();
     assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
     // Snapshot rows carry the change-row shape, at the anchor, before every change.
-    let snap = read_rows(&job.out().join("t/snapshot"), "part-");
+    let snap = read_rows(&support::snapshot_dir(&job.out().join("t")), "part-");
     assert!(
         snap.iter()
             .all(|r| r["__op"].as_deref() == Some("snapshot") && r["__seq"].as_deref() == Some("0"))
@@ -117,7 +117,7 @@ pub fn drain_with_initial_snapshot_baselines_first_then_streams<E: Engine>() {
     // Later drains do not baseline again.
     job.drain();
     assert_eq!(
-        support::part_files(&job.out().join("t/snapshot"), "part-").len(),
+        support::part_files(&support::snapshot_dir(&job.out().join("t")), "part-").len(),
         1
     );
 }
