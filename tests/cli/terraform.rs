@@ -474,8 +474,14 @@ fn the_function_policy_grants_every_action_the_code_names() {
     let claims = std::fs::read_to_string(Path::new(ROOT).join("src/claims.rs")).unwrap();
     assert!(claims.contains("format!(\"{}/slot/{}\", pg_server(&url)?, pg.slot)"));
     assert!(claims.contains("format!(\"{}/server_id/{server_id}\", mysql_server(&url)?)"));
+    // The record that the job created its slot (`…/slot/<slot>/created-by`) is a claim too.
     assert!(
-        policy.contains("[\"claim#*/slot/${try(var.postgres.slot, \"\")}\"]")
+        claims.contains("\"{}/slot/{}/created-by\""),
+        "src/claims.rs names it so"
+    );
+    assert!(
+        policy.contains("\"claim#*/slot/${try(var.postgres.slot, \"\")}\",")
+            && policy.contains("\"claim#*/slot/${try(var.postgres.slot, \"\")}/created-by\",")
             && policy.contains("\"claim#*/server_id/${local.mysql_server_id == null ? \"*\" : local.mysql_server_id}\"")
             && policy.contains("values   = local.claim_keys"),
         "the policy does not reach exactly the stream's own claim items"

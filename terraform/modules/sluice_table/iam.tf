@@ -40,7 +40,11 @@ locals {
   # The claim items of this stream's own resources; a MySQL server id left to the binary
   # (derived from the job) is not known here, so any server id then.
   mysql_server_id = try(var.mysql.server_id, null)
-  claim_keys = var.engine == "postgres" ? ["claim#*/slot/${try(var.postgres.slot, "")}"] : [
+  claim_keys = var.engine == "postgres" ? [
+    "claim#*/slot/${try(var.postgres.slot, "")}",
+    # The record that this job created its slot (src/claims.rs, `…/slot/<slot>/created-by`).
+    "claim#*/slot/${try(var.postgres.slot, "")}/created-by",
+    ] : [
     "claim#*/server_id/${local.mysql_server_id == null ? "*" : local.mysql_server_id}"
   ]
 }
