@@ -101,7 +101,7 @@ def _measure(binary, url, db, scenario, rows, repeat, workdir):
         config = os.path.join(job_dir, "sluice.yaml")
         with open(config, "w") as f:
             f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [t]\n"
-                    f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false }}\n"
+                    f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n"
                     f"destination: {{ type: local, path: {job_dir}/out }}\n"
                     f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
         env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")

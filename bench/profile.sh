@@ -33,7 +33,7 @@ job: bench_profile
 source:
   url_env: BENCH_URL
   tables: [t]
-  postgres: { slot: s_profile, publication: p_profile, create: false }
+  postgres: { slot: s_profile, publication: p_profile, create: false, adopt_slot: true }
 destination: { type: local, path: $work/out }
 state: { type: local, path: $work/state }
 output: { spill_dir: $work }
