@@ -90,7 +90,8 @@ pub enum Failure {
     Denied,
     /// The bucket or table does not exist.
     Missing,
-    /// Any other service answer (the caller checks the codes it expects first).
+    /// Any other service answer: the request is wrong for this resource and will be
+    /// refused again (the caller checks the codes it expects, such as 412, first).
     Other,
 }
 
@@ -122,6 +123,14 @@ const UNAVAILABLE_CODES: &[&str] = &[
     "TransactionConflictException",
     "TransactionInProgressException",
     "LimitExceededException",
+    "InternalFailure",
+    "ServiceUnavailableException",
+    // The body was damaged or cut in transit: sending it again succeeds.
+    "BadDigest",
+    "IncompleteBody",
+    "XAmzContentSHA256Mismatch",
+    // A conflicting operation on the bucket is in progress.
+    "OperationAborted",
 ];
 
 const MISSING_CODES: &[&str] = &["NoSuchBucket", "ResourceNotFoundException"];
@@ -215,6 +224,11 @@ pub(crate) mod tests {
             ("NoSuchBucket", 404, Failure::Missing),
             ("ResourceNotFoundException", 400, Failure::Missing),
             ("ValidationException", 400, Failure::Other),
+            ("PermanentRedirect", 301, Failure::Other),
+            ("AuthorizationHeaderMalformed", 400, Failure::Other),
+            ("KMS.NotFoundException", 400, Failure::Other),
+            ("BadDigest", 400, Failure::Unavailable),
+            ("OperationAborted", 409, Failure::Unavailable),
             ("PreconditionFailed", 412, Failure::Other),
         ];
         for (code, status, expected) in cases {

@@ -82,10 +82,12 @@ codes! {
     DestinationUnavailable => "SLUICE_DESTINATION_UNAVAILABLE", Transient;
     DestinationExists => "SLUICE_DESTINATION_EXISTS", Refusal;
     DestinationDenied => "SLUICE_DESTINATION_DENIED", Refusal;
+    DestinationRejected => "SLUICE_DESTINATION_REJECTED", Refusal;
     StateUnavailable => "SLUICE_STATE_UNAVAILABLE", Transient;
     StateFenced => "SLUICE_STATE_FENCED", Transient;
     StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
     StateDenied => "SLUICE_STATE_DENIED", Refusal;
+    StateRejected => "SLUICE_STATE_REJECTED", Refusal;
     StateConflict => "SLUICE_STATE_CONFLICT", Refusal;
     StateLeaseHeld => "SLUICE_STATE_LEASE_HELD", Transient;
     BaselineIncomplete => "SLUICE_BASELINE_INCOMPLETE", Transient;
@@ -259,11 +261,17 @@ mod tests {
             (Code::DestinationExists, R),
             // Not writable (local), an IAM action denied (S3).
             (Code::DestinationDenied, R),
+            // S3 answered that the request is wrong for this bucket (another region, an
+            // unusable KMS key): the next run would get the same answer.
+            (Code::DestinationRejected, R),
             (Code::StateUnavailable, T),
             // The next run resumes from the stored checkpoint.
             (Code::StateFenced, T),
             (Code::StateCorrupt, R),
             (Code::StateDenied, R),
+            // DynamoDB answered that the request is wrong for this table (not a sluice
+            // state table): the same next time.
+            (Code::StateRejected, R),
             (Code::StateConflict, R),
             (Code::StateLeaseHeld, T),
             (Code::BaselineIncomplete, T),

@@ -218,3 +218,21 @@ fn broken_links_are_reported() {
     assert!(broken[1].contains("#no-such-heading"), "{}", broken[1]);
     assert!(broken[2].contains("#nowhere"), "{}", broken[2]);
 }
+
+#[test]
+fn every_error_code_has_a_row_with_its_class_in_the_operations_table() {
+    let text = std::fs::read_to_string(repo_root().join("docs/operations.md")).unwrap();
+    let mut missing = Vec::new();
+    for code in sluice::error::Code::ALL {
+        let class = match code.class() {
+            sluice::error::Class::Config => "config (1)",
+            sluice::error::Class::Transient => "transient (3)",
+            sluice::error::Class::Refusal => "refusal (5)",
+        };
+        let row = format!("| `{}` | {class} |", code.as_str());
+        if !text.contains(&row) {
+            missing.push(row);
+        }
+    }
+    assert!(missing.is_empty(), "docs/operations.md lacks the rows {missing:#?}");
+}

@@ -8,7 +8,7 @@
 //! every retry of `baseline.plan` hands over the same chunk list (inline or through S3,
 //! see [`super::delivery`]); a chunk is recorded done only after its part is durable, a
 //! retried chunk adopts an existing part instead of writing a second one, and the first
-//! chunk record wins (both in [`crate::commit::commit_chunk`]); the snapshot's `manifest.json` and `_SUCCESS` are written only
+//! chunk record wins (both in [`crate::commit::commit_chunk`]); the snapshot's `_manifest.json` and `_SUCCESS` are written only
 //! when every chunk is done.
 
 use std::collections::BTreeMap;
@@ -22,7 +22,9 @@ use crate::config::Config;
 use crate::destination::S3Object;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
-use crate::sink::{Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter};
+use crate::sink::{
+    MANIFEST_FILE, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
+};
 use crate::source::snapshot::{self, ChunkBounds};
 use crate::state::{
     ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
@@ -470,7 +472,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
             let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now());
             let dest = backends.destination.as_ref();
             dest.put_marker(
-                &format!("{table}/snapshot/manifest.json"),
+                &format!("{table}/snapshot/{MANIFEST_FILE}"),
                 &manifest.to_json_bytes()?,
             )
             .await?;

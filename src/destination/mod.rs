@@ -4,7 +4,7 @@
 //! durable and **never overwrites** an existing key (a second write of the same key is
 //! `SLUICE_DESTINATION_EXISTS`, and the first object is left as it was); a failed or
 //! partial upload leaves no object that could be mistaken for a complete one.
-//! [`Destination::put_marker`] writes small documents (`manifest.json`, `_SUCCESS`) that a
+//! [`Destination::put_marker`] writes small documents (`_manifest.json`, `_SUCCESS`) that a
 //! later clean run replaces. [`Destination::s3_object`] names the S3 object a key is
 //! stored as, for readers outside sluice (a Step Functions `ItemReader`); only an S3
 //! backend has one.

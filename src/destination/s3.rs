@@ -19,7 +19,7 @@
 //!   unless SSE-KMS is configured, never none, so a bucket policy that denies
 //!   unencrypted writes never rejects sluice.
 //!
-//! Markers (`manifest.json`, `_SUCCESS`) are plain `PutObject`s that replace the previous
+//! Markers (`_manifest.json`, `_SUCCESS`) are plain `PutObject`s that replace the previous
 //! version.
 
 use std::path::Path;
@@ -175,11 +175,16 @@ impl S3Destination {
         let what = aws::describe_failure(&err);
         let failure = aws::classify(&err);
         let error = match failure {
-            Failure::Unavailable | Failure::Other => Error::new(
+            Failure::Unavailable => Error::new(
                 Code::DestinationUnavailable,
                 format!("S3 {action} {url}: {what}"),
             )
             .hint("S3 could not be reached or refused the request for now; nothing was checkpointed, the next run retries (check destination.endpoint_url / network if it persists)"),
+            Failure::Other => Error::new(
+                Code::DestinationRejected,
+                format!("S3 {action} {url}: {what}"),
+            )
+            .hint(rejected_hint(aws::service_code(&err).unwrap_or_default())),
             Failure::Denied => Error::new(
                 Code::DestinationDenied,
                 format!("S3 {action} {url}: {what}"),
@@ -339,6 +344,24 @@ impl S3Destination {
 }
 
 /// `""`, `"a"`, `"a/"`, `"/a/b/"` → `""`, `"a/"`, `"a/"`, `"a/b/"`.
+/// The fix for an S3 answer that will not change by retrying, by its error code.
+fn rejected_hint(code: &str) -> &'static str {
+    match code {
+        "PermanentRedirect"
+        | "AuthorizationHeaderMalformed"
+        | "IllegalLocationConstraintException" => {
+            "the bucket is in another region than the client uses: set destination.region to the bucket's region"
+        }
+        "InvalidBucketName" => "destination.bucket is not a valid S3 bucket name",
+        c if c.starts_with("KMS") => {
+            "the KMS key of destination.encryption cannot be used: check kms_key_id (its ARN and region), that the key is enabled, and that the role may use it (kms:GenerateDataKey, kms:Decrypt)"
+        }
+        _ => {
+            "S3 refused the request as wrong for this bucket, so retrying gives the same answer: compare destination (bucket, region, prefix, encryption) with the S3 error above; nothing was checkpointed"
+        }
+    }
+}
+
 fn normalize_prefix(prefix: &str) -> Result<String> {
     let trimmed = prefix.trim_matches('/');
     if trimmed.is_empty() {
@@ -503,6 +526,33 @@ mod tests {
             missing.chain().contains("NoSuchBucket"),
             "the cause is kept: {}",
             missing.chain()
+        );
+        // An answer that retrying cannot change is a refusal with the fix for its cause.
+        let elsewhere = dest.error(
+            service_error("PermanentRedirect", 301),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(elsewhere.code(), Code::DestinationRejected);
+        assert_eq!(elsewhere.class().exit_code(), 5);
+        assert!(
+            elsewhere
+                .hint_text()
+                .unwrap()
+                .contains("destination.region")
+        );
+        let kms = dest.error(
+            service_error("KMS.DisabledException", 400),
+            "s3:PutObject",
+            "cdc/t/p",
+        );
+        assert_eq!(kms.code(), Code::DestinationRejected);
+        assert!(kms.hint_text().unwrap().contains("kms_key_id"));
+        let damaged = dest.error(service_error("BadDigest", 400), "s3:PutObject", "cdc/t/p");
+        assert_eq!(
+            damaged.code(),
+            Code::DestinationUnavailable,
+            "sent again, it succeeds"
         );
     }
 

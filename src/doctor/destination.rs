@@ -1,5 +1,6 @@
 //! Destination checks: the destination opens, accepts a probe object, returns it, and
-//! deletes it again; then encryption at rest ([`super::encryption`]).
+//! deletes it again; then encryption at rest ([`super::encryption`]) and the table
+//! folders' layout ([`super::layout`]).
 
 use super::{Check, Report};
 use crate::config::Config;
@@ -56,6 +57,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Err(e) => report.push(Check::from_error("destination writable", &e)),
     }
     report.push(super::encryption::check(config).await);
+    super::layout::checks(config, destination.as_ref(), report).await;
 }
 
 /// Deletes the probe: through the destination, or — for S3, whose destination writes

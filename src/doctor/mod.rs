@@ -10,6 +10,7 @@
 
 pub mod destination;
 pub mod encryption;
+pub mod layout;
 pub mod mysql;
 pub mod postgres;
 pub mod s3;

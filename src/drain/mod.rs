@@ -5,7 +5,7 @@
 //! bound; a new stream's start is checkpointed at once) → frame and route changes → at a transaction boundary where a part reached
 //! rollover, a page ended, or the deadline is near: parts durable → checkpoint → ack →
 //! at the end: final flush → checkpoint (at least the bound) → ack → per-table
-//! `_manifests/<run_id>.json`, `manifest.json` and `_SUCCESS` → run record.
+//! `_manifests/<run_id>.json`, `_manifest.json` and `_SUCCESS` → run record.
 //!
 //! Guarantees: nothing is acked before it is durable and checkpointed (the order is
 //! [`crate::commit::Committer`]'s); an early stop happens only at a transaction boundary
@@ -24,7 +24,9 @@ use crate::destination::Destination;
 use crate::error::Result;
 use crate::framer::Framer;
 use crate::position::Position;
-use crate::sink::{FinishedPart, Manifest, ManifestRun, ManifestStatus, PartSettings};
+use crate::sink::{
+    FinishedPart, MANIFEST_FILE, Manifest, ManifestRun, ManifestStatus, PartSettings,
+};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
 use crate::state::{Lease, RunRecord};
 use crate::summary::{RunStatus, RunSummary, TableCounts};
@@ -235,7 +237,7 @@ async fn publish_part(
     Ok(())
 }
 
-/// Writes each table's run manifest, and at a clean end its `manifest.json` and then
+/// Writes each table's run manifest, and at a clean end its `_manifest.json` and then
 /// `_SUCCESS`.
 async fn write_manifests(
     config: &Config,
@@ -271,7 +273,7 @@ async fn write_manifests(
         }
         if summary.status == RunStatus::Drained {
             destination
-                .put_marker(&format!("{table}/manifest.json"), &body)
+                .put_marker(&format!("{table}/{MANIFEST_FILE}"), &body)
                 .await?;
             let success = serde_json::json!({ "run_id": summary.run_id, "to": summary.to });
             destination

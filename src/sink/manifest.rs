@@ -1,5 +1,9 @@
-//! The per-table `manifest.json` of a clean run: which parts it wrote, their rows, bytes
+//! The per-table `_manifest.json` of a clean run: which parts it wrote, their rows, bytes
 //! and checksums, the position range, and the table schema.
+//!
+//! Guarantees on naming: every document sluice writes beside parts has a name starting
+//! with `_` ([`MANIFEST_FILE`], `_SUCCESS`, `_manifests/`, `_plan.json`), the prefix
+//! pyarrow, Spark, Hive and Athena skip, so a table folder reads as data only.
 //!
 //! Guarantees: the document is a public contract (docs/output.md, Manifests), versioned by
 //! `format_version` (currently 1); `rows` and `bytes` are the sums over `parts`, which are
@@ -13,6 +17,12 @@ use serde::{Deserialize, Serialize};
 use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
+
+/// The manifest's file name in a table folder and in its `snapshot/` folder.
+pub const MANIFEST_FILE: &str = "_manifest.json";
+
+/// The name an earlier sluice gave the manifest; readers trip over it (`doctor` warns).
+pub const LEGACY_MANIFEST_FILE: &str = "manifest.json";
 
 /// How the run that wrote the manifest ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +98,7 @@ pub struct ManifestRun {
     pub to: String,
 }
 
-/// `manifest.json`.
+/// `_manifest.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub format_version: u32,
@@ -137,7 +147,7 @@ impl Manifest {
     /// The document as pretty-printed JSON.
     pub fn to_json_bytes(&self) -> Result<Vec<u8>> {
         serde_json::to_vec_pretty(self)
-            .map_err(|e| Error::new(Code::Internal, "serializing manifest.json").source(e))
+            .map_err(|e| Error::new(Code::Internal, "serializing _manifest.json").source(e))
     }
 }
 

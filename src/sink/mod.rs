@@ -27,5 +27,8 @@ pub mod spill_sweep;
 pub use self::arrow_schema::{arrow_field, arrow_type, change_schema};
 pub use self::batch::{CheckedBatch, RowBatchBuilder};
 pub use self::checksum::{CellHasher, checksum_text, hash_batch, hash_batch_from};
-pub use self::manifest::{Manifest, ManifestColumn, ManifestPart, ManifestRun, ManifestStatus};
+pub use self::manifest::{
+    LEGACY_MANIFEST_FILE, MANIFEST_FILE, Manifest, ManifestColumn, ManifestPart, ManifestRun,
+    ManifestStatus,
+};
 pub use self::part::{FinishedPart, PartSettings, PartWriter};

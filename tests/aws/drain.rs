@@ -95,7 +95,7 @@ fn full_drain_to_s3_and_dynamodb() {
     // Parts roll over at transaction boundaries: the 25-row INSERT is one part.
     assert!(summary["parts"].as_u64().unwrap() >= 2, "{summary}");
 
-    // The layout: parts, the run manifest, manifest.json and _SUCCESS under <prefix>/t/.
+    // The layout: parts, the run manifest, _manifest.json and _SUCCESS under <prefix>/t/.
     let keys = target.keys();
     let parts: Vec<&String> = keys
         .iter()
@@ -106,14 +106,14 @@ fn full_drain_to_s3_and_dynamodb() {
         summary["parts"].as_u64().unwrap(),
         "{keys:?}"
     );
-    for key in ["cdc/t/manifest.json", "cdc/t/_SUCCESS"] {
+    for key in ["cdc/t/_manifest.json", "cdc/t/_SUCCESS"] {
         assert!(keys.iter().any(|k| k == key), "{key} missing from {keys:?}");
     }
     assert!(keys.iter().all(|k| k.starts_with("cdc/t/")), "{keys:?}");
 
     let out = target.fetch_output(&job);
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("t/manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(out.join("t/_manifest.json")).unwrap()).unwrap();
     let success: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("t/_SUCCESS")).unwrap()).unwrap();
     assert_eq!(success["run_id"], summary["run_id"]);

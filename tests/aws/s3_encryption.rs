@@ -1,5 +1,5 @@
 //! Encryption at rest: every object sluice writes to S3 (single-request parts, multipart
-//! parts, `manifest.json`, `_SUCCESS`) carries the server-side encryption it requested,
+//! parts, `_manifest.json`, `_SUCCESS`) carries the server-side encryption it requested,
 //! read back with `HeadObject` from moto's server mode through the real SDK: SSE-S3 by
 //! default, SSE-KMS with the configured key id, also through the real binary's config.
 
@@ -49,7 +49,7 @@ async fn write_everything(dest: &S3Destination, scratch: &Path) {
     let large = scratch.join("large");
     std::fs::write(&large, vec![7u8; 6 * 1024 * 1024]).unwrap();
     dest.put_part("t/cdc-2.parquet", &large).await.unwrap();
-    dest.put_marker("t/manifest.json", b"{}").await.unwrap();
+    dest.put_marker("t/_manifest.json", b"{}").await.unwrap();
     dest.put_marker("t/_SUCCESS", b"{}").await.unwrap();
 }
 
@@ -147,7 +147,7 @@ fn a_drain_configured_for_kms_encrypts_parts_and_markers() {
     let objects =
         rt.block_on(async { encryption_of_every_object(&sdk(&moto).await, &bucket).await });
     let keys: Vec<&str> = objects.iter().map(|o| o.0.as_str()).collect();
-    for want in ["cdc/t/manifest.json", "cdc/t/_SUCCESS"] {
+    for want in ["cdc/t/_manifest.json", "cdc/t/_SUCCESS"] {
         assert!(keys.contains(&want), "{want} missing from {keys:?}");
     }
     assert!(

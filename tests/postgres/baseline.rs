@@ -176,9 +176,10 @@ fn a_baseline_anchored_again_never_adopts_an_earlier_baselines_parts() {
         old.join("part-000001.parquet").exists(),
         "the old part is left, never overwritten"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(job.out().join("t/snapshot/manifest.json")).unwrap())
-            .unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(job.out().join("t/snapshot/_manifest.json")).unwrap(),
+    )
+    .unwrap();
     let keys: Vec<&str> = manifest["parts"]
         .as_array()
         .unwrap()

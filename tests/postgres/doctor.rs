@@ -239,3 +239,66 @@ fn the_baseline_key_row_agrees_with_the_baseline() {
     assert_eq!(c["status"], "ok", "{c}");
     assert_eq!(c["detail"], "keyset chunks by (id)");
 }
+
+#[test]
+fn a_legacy_manifest_or_an_earlier_baseline_folder_among_the_parts_is_named() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "doctor_layout");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a')");
+    let job = Job::postgres(
+        &db,
+        &["public.t"],
+        "initial: snapshot\ndoctor: { retained_wal_warn_bytes: 1073741824, retained_wal_fail_bytes: 1125899906842624 }",
+    );
+    job.drain();
+    let (_, doc) = doctor(&job);
+    assert_eq!(
+        check(&doc, "table folders read as data")["status"],
+        "ok",
+        "{doc}"
+    );
+    // What an earlier sluice (manifest.json) and an earlier baseline (another plan
+    // folder) leave among the parts.
+    let folder = job.out().join("public.t");
+    std::fs::write(folder.join("manifest.json"), b"{}").unwrap();
+    let earlier = folder.join("snapshot/20200101T000000000Z-000000_pg-0-0");
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("part-000000.parquet"), b"old").unwrap();
+    let (run, doc) = doctor(&job);
+    assert_eq!(run.code, 0, "a warning does not fail doctor: {doc}");
+    let layout = check(&doc, "table folders read as data");
+    assert_eq!(layout["status"], "warn", "{layout}");
+    let detail = layout["detail"].as_str().unwrap();
+    assert!(detail.contains("legacy public.t/manifest.json"), "{detail}");
+    assert!(
+        detail.contains(
+            "earlier baseline folder public.t/snapshot/20200101T000000000Z-000000_pg-0-0/"
+        ),
+        "{detail}"
+    );
+    assert!(
+        !detail.contains(&format!(
+            "{}/",
+            support::snapshot_dir(&folder)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+        )),
+        "the current plan folder is not stray: {detail}"
+    );
+    assert!(
+        layout["fix"].as_str().unwrap().contains("_superseded/"),
+        "{layout}"
+    );
+    // Done as the hint says, the folder is clean again.
+    std::fs::remove_file(folder.join("manifest.json")).unwrap();
+    let aside = folder.join("_superseded/20261202T000000Z/snapshot");
+    std::fs::create_dir_all(&aside).unwrap();
+    std::fs::rename(&earlier, aside.join(earlier.file_name().unwrap())).unwrap();
+    let (_, doc) = doctor(&job);
+    assert_eq!(
+        check(&doc, "table folders read as data")["status"],
+        "ok",
+        "{doc}"
+    );
+}

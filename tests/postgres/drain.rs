@@ -79,7 +79,7 @@ fn several_tables_share_one_stream_each_with_its_own_directory() {
     for table in ["public.orders", "shop.items"] {
         assert!(job.out().join(table).join("_SUCCESS").exists(), "{table}");
         assert!(
-            job.out().join(table).join("manifest.json").exists(),
+            job.out().join(table).join("_manifest.json").exists(),
             "{table}"
         );
     }

@@ -8,6 +8,7 @@
 pub mod aws;
 pub mod lambda_api;
 pub mod proxy;
+pub mod readers;
 pub mod tmpfs;
 
 use std::collections::BTreeMap;
@@ -314,12 +315,12 @@ impl Run {
 pub type Row = BTreeMap<String, Option<String>>;
 
 /// The folder of a table's current baseline parts (`<table>/snapshot/<plan id>/`), given
-/// the table's output directory: the folder the snapshot's `manifest.json` names once the
+/// the table's output directory: the folder the snapshot's `_manifest.json` names once the
 /// baseline is done, before that the newest plan folder (plan ids start with the
 /// anchoring run's id, so they sort by time). `snapshot/` itself when there is none.
 pub fn snapshot_dir(table_dir: &Path) -> PathBuf {
     let snapshot = table_dir.join("snapshot");
-    if let Ok(bytes) = std::fs::read(snapshot.join("manifest.json")) {
+    if let Ok(bytes) = std::fs::read(snapshot.join("_manifest.json")) {
         let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         if let Some(key) = manifest["parts"][0]["key"].as_str() {
             let folder = table_dir.parent().unwrap().join(key);

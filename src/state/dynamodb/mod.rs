@@ -103,11 +103,16 @@ impl DynamoStateStore {
     {
         let failure = aws::describe_failure(&err);
         let error = match aws::classify(&err) {
-            Failure::Unavailable | Failure::Other => Error::new(
+            Failure::Unavailable => Error::new(
                 Code::StateUnavailable,
                 format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
             )
             .hint("DynamoDB could not be reached or refused the request for now; nothing was acknowledged, the next run retries (check state.endpoint_url / network if it persists)"),
+            Failure::Other => Error::new(
+                Code::StateRejected,
+                format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
+            )
+            .hint("DynamoDB refused the request as wrong for this table, so retrying gives the same answer: state.table must be a sluice state table (string keys pk and sk, as `sluice state init --config FILE` or the Terraform state module create it) in state.region; nothing was acknowledged"),
             Failure::Denied => Error::new(
                 Code::StateDenied,
                 format!("DynamoDB {action} on table {} ({what}): {failure}", self.table),
@@ -795,6 +800,14 @@ mod tests {
             "j/job",
         );
         assert_eq!(throttled.code(), Code::StateUnavailable);
+        let wrong_table = store.error(
+            answer("ValidationException", 400),
+            "dynamodb:GetItem",
+            "j/job",
+        );
+        assert_eq!(wrong_table.code(), Code::StateRejected);
+        assert_eq!(wrong_table.class().exit_code(), 5);
+        assert!(wrong_table.hint_text().unwrap().contains("pk and sk"));
         let missing = store.error(
             answer("ResourceNotFoundException", 400),
             "dynamodb:GetItem",

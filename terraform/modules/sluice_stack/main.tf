@@ -106,7 +106,7 @@ resource "aws_kms_alias" "this" {
 
 resource "aws_s3_bucket" "this" {
   #checkov:skip=CKV_AWS_144:cross-region replication is a deployment choice; parts can be re-derived only from a source that still has the log, so add replication in the caller if needed
-  #checkov:skip=CKV2_AWS_62:no consumer of event notifications is part of sluice; downstream loaders poll manifest.json / _SUCCESS
+  #checkov:skip=CKV2_AWS_62:no consumer of event notifications is part of sluice; downstream loaders poll _manifest.json / _SUCCESS
   #checkov:skip=CKV_AWS_18:server access logging is optional (var.access_log_bucket); CloudTrail data events are the usual audit trail
   bucket        = var.bucket_name
   force_destroy = var.force_destroy

@@ -18,7 +18,7 @@ variable "bucket_name" {
 }
 
 variable "bucket_versioning" {
-  description = "Enable S3 versioning. Parts are never overwritten (If-None-Match); versioning additionally keeps overwritten manifest.json files and deleted objects."
+  description = "Enable S3 versioning. Parts are never overwritten (If-None-Match); versioning additionally keeps overwritten _manifest.json files and deleted objects."
   type        = bool
   default     = true
 }

@@ -72,9 +72,10 @@ pub fn baseline_with_concurrent_writes_and_drains_replays_to_the_exact_source_st
         "every change sorts after the snapshot"
     );
     assert!(job.out().join("t/snapshot/_SUCCESS").exists());
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(job.out().join("t/snapshot/manifest.json")).unwrap())
-            .unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(job.out().join("t/snapshot/_manifest.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(manifest["rows"].as_u64().unwrap(), snap.len() as u64);
     // A second baseline run has nothing left to do.
     let again = job.run(&["baseline"], &[]).summary();

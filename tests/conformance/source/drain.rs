@@ -63,7 +63,7 @@ pub fn insert_update_delete_are_captured_in_commit_order<E: Engine>() {
     assert_eq!(replay(&rows, &["id"]).len(), 1);
     // Manifest and marker exist for the clean run.
     let manifest: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(job.out().join(&table).join("manifest.json")).unwrap(),
+        &std::fs::read(job.out().join(&table).join("_manifest.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(manifest["rows"], 4);

@@ -15,6 +15,7 @@ mod baseline;
 mod drain;
 mod durability;
 mod engines;
+mod layout;
 mod oracle;
 
 use crate::support::Job;
@@ -126,5 +127,6 @@ source_conformance!(
     baseline::crashed_baseline_resumes_with_only_the_remaining_chunks,
     baseline::drain_with_initial_snapshot_baselines_first_then_streams,
     baseline::unrepresentable_values_fail_the_chunk_naming_the_column,
+    layout::a_table_folder_reads_as_data_only_with_pyarrow_and_duckdb,
     oracle::oracle,
 );
