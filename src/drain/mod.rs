@@ -3,7 +3,8 @@
 //!
 //! load checkpoint → open the stream at it (the source fixes its read
 //! bound; a new stream's start is checkpointed at once) → frame and route changes → at a transaction boundary where a part reached
-//! rollover, a page ended, or the deadline is near: parts durable → checkpoint → ack →
+//! rollover, a page ended, or the deadline is near: parts durable → run manifests list
+//! them as pending ([`manifests`]) → checkpoint → ack →
 //! at the end: final flush → checkpoint (at least the bound) → ack → per-table
 //! `_manifests/<run_id>.json`, `_manifest.json` and `_SUCCESS` → run record.
 //!
@@ -11,6 +12,7 @@
 //! [`crate::commit::Committer`]'s); an early stop happens only at a transaction boundary
 //! and is reported as `partial`.
 
+pub mod manifests;
 pub mod tables;
 
 use std::time::{Duration, Instant};
@@ -20,16 +22,14 @@ use tables::Router;
 use crate::backends::Backends;
 use crate::commit::{Committer, Start};
 use crate::config::Config;
-use crate::destination::Destination;
 use crate::error::Result;
 use crate::framer::Framer;
 use crate::position::Position;
-use crate::sink::{
-    FinishedPart, MANIFEST_FILE, Manifest, ManifestRun, ManifestStatus, PartSettings,
-};
+use crate::sink::{FinishedPart, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
 use crate::state::{Lease, RunRecord};
 use crate::summary::{RunStatus, RunSummary, TableCounts};
+use manifests::RunManifests;
 
 /// How long run records are kept (DynamoDB TTL).
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
@@ -112,6 +112,22 @@ pub async fn run(
         committer.run_id(),
         &settings,
     )?;
+    if let Some(checkpoint) = stored.as_ref().filter(|c| c.run_id != committer.run_id()) {
+        manifests::settle_interrupted(
+            backends.destination.as_ref(),
+            router.tables.keys(),
+            checkpoint,
+        )
+        .await?;
+    }
+    let run_id = committer.run_id().to_owned();
+    let manifests = RunManifests {
+        config,
+        destination: backends.destination.as_ref(),
+        run_id: &run_id,
+        from: info.start.to_string(),
+    };
+    let manifests = &manifests;
     let mut framer = Framer::new();
     let mut framed = Vec::new();
     let mut last_commit: Option<Position> = None;
@@ -137,7 +153,7 @@ pub async fn run(
                 last_commit = Some(position);
                 let stop = options.deadline_reached();
                 if stop || router.any_should_roll() {
-                    flush(committer, &mut router, position, stream.as_mut()).await?;
+                    flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
                 }
                 if stop {
                     status = RunStatus::Partial;
@@ -148,7 +164,7 @@ pub async fn run(
             }
             SourceEvent::Barrier => {
                 if let Some(position) = last_commit {
-                    flush(committer, &mut router, position, stream.as_mut()).await?;
+                    flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
                 }
                 committer.keep_lease().await?;
             }
@@ -164,7 +180,7 @@ pub async fn run(
             Some(commit) if commit > end => commit,
             _ => end,
         };
-        flush(committer, &mut router, end, stream.as_mut()).await?;
+        flush(committer, manifests, &mut router, end, stream.as_mut()).await?;
     }
     let lag_seconds = match (newest_commit_ts, status) {
         (Some(ts), _) => Some(((chrono::Utc::now().timestamp_micros() - ts).max(0)) as f64 / 1e6),
@@ -199,7 +215,7 @@ pub async fn run(
         lease_holder: None,
         lease_expires_at_ms: None,
     };
-    write_manifests(config, backends.destination.as_ref(), &router, &summary).await?;
+    manifests.at_end(&router, &summary).await?;
     let record = RunRecord {
         run_id: summary.run_id.clone(),
         summary: serde_json::to_value(&summary).unwrap_or_default(),
@@ -209,9 +225,11 @@ pub async fn run(
     Ok(summary)
 }
 
-/// Closes every open part, makes them durable, then checkpoints and acks `position`.
+/// Closes every open part, makes them durable, lists them as pending in the run
+/// manifests, then checkpoints and acks `position`.
 async fn flush(
     committer: &mut Committer<'_>,
+    manifests: &RunManifests<'_>,
     router: &mut Router,
     position: Position,
     stream: &mut dyn ChangeStream,
@@ -219,7 +237,12 @@ async fn flush(
     for part in router.finish_all()? {
         publish_part(committer, router, part).await?;
     }
-    committer.checkpoint_and_ack(position, stream).await
+    manifests
+        .before_checkpoint(router, committer.checkpoint(), position)
+        .await?;
+    committer.checkpoint_and_ack(position, stream).await?;
+    router.mark_committed();
+    Ok(())
 }
 
 /// Makes one finished part durable through the committer and records it in its table's
@@ -234,52 +257,5 @@ async fn publish_part(
     let entry = part.manifest_entry();
     committer.make_durable(part).await?;
     router.record_durable(&table, entry);
-    Ok(())
-}
-
-/// Writes each table's run manifest, and at a clean end its `_manifest.json` and then
-/// `_SUCCESS`.
-async fn write_manifests(
-    config: &Config,
-    destination: &dyn Destination,
-    router: &Router,
-    summary: &RunSummary,
-) -> Result<()> {
-    let status = match summary.status {
-        RunStatus::Partial => ManifestStatus::Partial,
-        _ => ManifestStatus::Drained,
-    };
-    for (table, output) in &router.tables {
-        let Some(schema) = output.schema.as_deref() else {
-            continue;
-        };
-        let run = ManifestRun {
-            job: config.job.clone(),
-            table: table.clone(),
-            run_id: summary.run_id.clone(),
-            status,
-            from: summary.from.clone().unwrap_or_default(),
-            to: summary.to.clone().unwrap_or_default(),
-        };
-        let manifest = Manifest::new(run, output.parts.clone(), schema, chrono::Utc::now());
-        let body = manifest.to_json_bytes()?;
-        if !output.parts.is_empty() {
-            destination
-                .put_marker(
-                    &format!("{table}/_manifests/{}.json", summary.run_id),
-                    &body,
-                )
-                .await?;
-        }
-        if summary.status == RunStatus::Drained {
-            destination
-                .put_marker(&format!("{table}/{MANIFEST_FILE}"), &body)
-                .await?;
-            let success = serde_json::json!({ "run_id": summary.run_id, "to": summary.to });
-            destination
-                .put_marker(&format!("{table}/_SUCCESS"), success.to_string().as_bytes())
-                .await?;
-        }
-    }
     Ok(())
 }

@@ -17,6 +17,8 @@ pub struct TableOutput {
     pub writer: PartWriter,
     /// Parts of this run that are durable, in order.
     pub parts: Vec<ManifestPart>,
+    /// How many of `parts` a checkpoint of this run covers (the rest are pending).
+    pub committed: usize,
     /// The latest schema seen (from the source at open, then from the changes).
     pub schema: Option<Arc<TableSchema>>,
     pub rows: u64,
@@ -48,6 +50,7 @@ impl Router {
                     )?
                     .with_identity(format!("run:{run_id}")),
                     parts: Vec::new(),
+                    committed: 0,
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
                     rows: 0,
                     bytes: 0,
@@ -94,6 +97,13 @@ impl Router {
             }
         }
         Ok(parts)
+    }
+
+    /// Marks every durable part as covered by the checkpoint just written.
+    pub fn mark_committed(&mut self) {
+        for output in self.tables.values_mut() {
+            output.committed = output.parts.len();
+        }
     }
 
     /// Records a durable part in its table's run totals.

@@ -32,6 +32,22 @@ pub enum ManifestStatus {
     Drained,
     /// The run stopped early (deadline) at a transaction boundary; more is pending.
     Partial,
+    /// The run is under way (or was fenced by a newer run): `parts` are checkpointed,
+    /// `pending` is not yet.
+    Running,
+    /// The run ended without a clean end; a later run settled its `pending` parts.
+    Interrupted,
+}
+
+/// Parts a run made durable that its next checkpoint (at `to`) will cover. Not data until
+/// that checkpoint is written: a later run moves them into `parts` when the job's stored
+/// checkpoint is this run's at `to`, and drops them otherwise (their changes are written
+/// again from the older checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingParts {
+    /// Position text of the checkpoint the parts wait for.
+    pub to: String,
+    pub parts: Vec<ManifestPart>,
 }
 
 /// One part in a manifest.
@@ -114,6 +130,9 @@ pub struct Manifest {
     pub schema: Vec<ManifestColumn>,
     /// RFC 3339, UTC, milliseconds.
     pub written_at: String,
+    /// Only while `status` is `running`: parts waiting for the next checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingParts>,
 }
 
 impl Manifest {
@@ -141,7 +160,35 @@ impl Manifest {
             parts,
             schema: ManifestColumn::of(schema),
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            pending: None,
         }
+    }
+
+    /// The same manifest with `pending` parts waiting for the checkpoint at `to`.
+    pub fn with_pending(mut self, to: String, parts: Vec<ManifestPart>) -> Self {
+        self.pending = (!parts.is_empty()).then_some(PendingParts { to, parts });
+        self
+    }
+
+    /// Settles an interrupted run's manifest against the job's stored checkpoint: the
+    /// pending parts become data when `checkpoint` (position text, written by this
+    /// manifest's run) is the one they waited for, and are dropped otherwise. Returns
+    /// whether anything changed.
+    pub fn settle(&mut self, checkpoint: &str, written_at: DateTime<Utc>) -> bool {
+        if self.status != ManifestStatus::Running {
+            return false;
+        }
+        if let Some(pending) = self.pending.take()
+            && pending.to == checkpoint
+        {
+            self.parts.extend(pending.parts);
+            self.to = pending.to;
+        }
+        self.rows = self.parts.iter().map(|p| p.rows).sum();
+        self.bytes = self.parts.iter().map(|p| p.bytes).sum();
+        self.status = ManifestStatus::Interrupted;
+        self.written_at = written_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        true
     }
 
     /// The document as pretty-printed JSON.
@@ -261,5 +308,62 @@ mod tests {
         assert_eq!(json["table"], "public.orders");
         assert_eq!(json["columns"][0]["type"], "int64");
         assert_eq!(json["columns"][0]["key"], true);
+    }
+
+    fn running() -> Manifest {
+        let mut m = manifest();
+        m.status = ManifestStatus::Running;
+        m.to = "pg:00000000/00000010".into();
+        m.with_pending("pg:00000000/00000020".into(), vec![part(3, 7, 700)])
+    }
+
+    #[test]
+    fn pending_parts_are_no_data_until_settled() {
+        let m = running();
+        assert_eq!(
+            (m.rows, m.bytes),
+            (15, 1600),
+            "pending parts are not counted"
+        );
+        let json: serde_json::Value = serde_json::from_slice(&m.to_json_bytes().unwrap()).unwrap();
+        assert_eq!(json["status"], "running");
+        assert_eq!(json["pending"]["to"], "pg:00000000/00000020");
+        assert_eq!(json["parts"].as_array().unwrap().len(), 2);
+        let back: Manifest = serde_json::from_slice(&m.to_json_bytes().unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert!(
+            manifest()
+                .to_json_bytes()
+                .unwrap()
+                .windows(9)
+                .all(|w| w != b"\"pending\"")
+        );
+    }
+
+    #[test]
+    fn settling_keeps_pending_parts_only_when_their_checkpoint_was_written() {
+        let now = Utc::now();
+        let mut written = running();
+        assert!(written.settle("pg:00000000/00000020", now));
+        assert_eq!(written.status, ManifestStatus::Interrupted);
+        assert_eq!(written.parts.len(), 3);
+        assert_eq!(
+            (written.rows, written.to.as_str()),
+            (22, "pg:00000000/00000020")
+        );
+        assert_eq!(written.pending, None);
+
+        let mut lost = running();
+        assert!(lost.settle("pg:00000000/00000010", now));
+        assert_eq!((lost.parts.len(), lost.rows), (2, 15));
+        assert_eq!(lost.to, "pg:00000000/00000010");
+        assert_eq!(lost.pending, None);
+
+        let mut clean = manifest();
+        assert!(
+            !clean.settle("pg:00000000/00000020", now),
+            "a finished run is left alone"
+        );
+        assert_eq!(clean, manifest());
     }
 }

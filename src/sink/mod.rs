@@ -29,6 +29,6 @@ pub use self::batch::{CheckedBatch, RowBatchBuilder};
 pub use self::checksum::{CellHasher, checksum_text, hash_batch, hash_batch_from};
 pub use self::manifest::{
     LEGACY_MANIFEST_FILE, MANIFEST_FILE, Manifest, ManifestColumn, ManifestPart, ManifestRun,
-    ManifestStatus,
+    ManifestStatus, PendingParts,
 };
 pub use self::part::{FinishedPart, PartSettings, PartWriter};

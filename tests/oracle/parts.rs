@@ -66,6 +66,31 @@ pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
     Ok(rows)
 }
 
+/// The change parts (file names relative to the table folder) that the run manifests
+/// `<out>/<table>/_manifests/*.json` list as data (`parts`, never `pending`), each with how
+/// many manifests list it.
+pub fn listed_in_run_manifests(out: &Path, table: &str) -> Result<BTreeMap<String, usize>, String> {
+    let dir = out.join(table).join("_manifests");
+    let mut listed = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(listed);
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
+        let manifest: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
+        for part in manifest["parts"].as_array().into_iter().flatten() {
+            let key = part["key"].as_str().unwrap_or_default();
+            let file = key
+                .strip_prefix(&format!("{table}/"))
+                .ok_or_else(|| format!("{path:?} lists {key}, outside {table}/"))?;
+            *listed.entry(file.to_owned()).or_insert(0) += 1;
+        }
+    }
+    Ok(listed)
+}
+
 fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let list = |d: &Path, prefix: &str| -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(d)

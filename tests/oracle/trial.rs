@@ -266,6 +266,40 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         expected_changes,
         !source.logs_every_value(),
     );
+    // A reader that follows the run manifests instead of listing the folder must find
+    // every change too: each listed part exists and is listed once, and the listed parts
+    // (with the baseline's) replay to the source.
+    let listed = super::parts::listed_in_run_manifests(&dir.join("out"), &source.table())?;
+    for (file, times) in &listed {
+        if !dir.join("out").join(source.table()).join(file).exists() {
+            report
+                .mismatches
+                .push(format!("a run manifest lists {file}, which does not exist"));
+        }
+        if *times > 1 {
+            report
+                .mismatches
+                .push(format!("{file} is listed by {times} run manifests"));
+        }
+    }
+    let followed: Vec<_> = rows
+        .iter()
+        .filter(|r| r.run == "snapshot" || listed.contains_key(&r.file))
+        .cloned()
+        .collect();
+    let by_manifests = check::check_table(
+        &followed,
+        &spec.key,
+        &source_rows,
+        expected_changes,
+        !source.logs_every_value(),
+    );
+    report.mismatches.extend(
+        by_manifests
+            .mismatches
+            .into_iter()
+            .map(|m| format!("following the run manifests: {m}")),
+    );
     report.changes = expected_changes;
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;
