@@ -6,8 +6,8 @@
 //! checkpoint will cover in `pending`; `pending` is never data. At a clean end the
 //! manifest is rewritten with its final status and no `pending`. A run that finds the
 //! job's stored checkpoint written by another run settles that run's manifests first
-//! (pending parts become data when the checkpoint is the one they waited for, else they
-//! are dropped) — before it writes a checkpoint of its own, so no manifest is left with
+//! (pending parts become data when the checkpoint reached the one they waited for, else
+//! they are dropped) — before it writes a checkpoint of its own, so no manifest is left with
 //! data in `pending`. A run that was fenced keeps status `running`; its `parts` are data.
 
 use chrono::Utc;
@@ -56,7 +56,14 @@ pub async fn settle_interrupted<'a>(
             ))
             .source(e)
         })?;
-        if manifest.settle(&checkpoint.position, Utc::now()) {
+        let stored = Position::parse_tagged(&checkpoint.position)?;
+        let covered = |to: &str| {
+            Position::parse_tagged(to)
+                .ok()
+                .and_then(|to| to.partial_cmp(&stored))
+                .is_some_and(|order| order.is_le())
+        };
+        if manifest.settle(covered, Utc::now()) {
             tracing::info!(%key, parts = manifest.parts.len(), "settled the run manifest of an interrupted run");
             destination
                 .put_marker(&key, &manifest.to_json_bytes()?)
@@ -76,17 +83,19 @@ pub struct RunManifests<'a> {
 }
 
 impl RunManifests<'_> {
-    /// Before the checkpoint at `to`: each table with parts the checkpoint will cover
-    /// gets its manifest rewritten with them in `pending`. `committed` is the run's
-    /// current checkpoint.
+    /// Before the checkpoint at `to`: each table whose manifest is not current gets it
+    /// rewritten — the parts earlier checkpoints cover in `parts`, the rest in `pending`
+    /// for `to` — so at every checkpoint write the manifest lists every durable part.
+    /// `committed` is the run's current checkpoint.
     pub async fn before_checkpoint(
         &self,
-        router: &Router,
+        router: &mut Router,
         committed: Option<Position>,
         to: Position,
     ) -> Result<()> {
-        for (table, output) in &router.tables {
-            if output.parts.len() == output.committed {
+        for (table, output) in &mut router.tables {
+            let listing = (output.committed, output.parts.len());
+            if listing == output.in_manifest {
                 continue;
             }
             let Some(schema) = output.schema.as_deref() else {
@@ -106,6 +115,7 @@ impl RunManifests<'_> {
                     &manifest.to_json_bytes()?,
                 )
                 .await?;
+            output.in_manifest = listing;
         }
         Ok(())
     }

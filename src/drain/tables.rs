@@ -19,6 +19,8 @@ pub struct TableOutput {
     pub parts: Vec<ManifestPart>,
     /// How many of `parts` a checkpoint of this run covers (the rest are pending).
     pub committed: usize,
+    /// What the run manifest on the destination lists: (`parts`, `parts` + `pending`).
+    pub in_manifest: (usize, usize),
     /// The latest schema seen (from the source at open, then from the changes).
     pub schema: Option<Arc<TableSchema>>,
     pub rows: u64,
@@ -51,6 +53,7 @@ impl Router {
                     .with_identity(format!("run:{run_id}")),
                     parts: Vec::new(),
                     committed: 0,
+                    in_manifest: (0, 0),
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
                     rows: 0,
                     bytes: 0,

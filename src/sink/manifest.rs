@@ -170,16 +170,16 @@ impl Manifest {
         self
     }
 
-    /// Settles an interrupted run's manifest against the job's stored checkpoint: the
-    /// pending parts become data when `checkpoint` (position text, written by this
-    /// manifest's run) is the one they waited for, and are dropped otherwise. Returns
-    /// whether anything changed.
-    pub fn settle(&mut self, checkpoint: &str, written_at: DateTime<Utc>) -> bool {
+    /// Settles an interrupted run's manifest against the job's stored checkpoint (written
+    /// by this manifest's run): the pending parts become data when `covered(pending.to)`
+    /// — the stored checkpoint reached the one they waited for — and are dropped
+    /// otherwise. Returns whether anything changed.
+    pub fn settle(&mut self, covered: impl Fn(&str) -> bool, written_at: DateTime<Utc>) -> bool {
         if self.status != ManifestStatus::Running {
             return false;
         }
         if let Some(pending) = self.pending.take()
-            && pending.to == checkpoint
+            && covered(&pending.to)
         {
             self.parts.extend(pending.parts);
             self.to = pending.to;
@@ -344,7 +344,7 @@ mod tests {
     fn settling_keeps_pending_parts_only_when_their_checkpoint_was_written() {
         let now = Utc::now();
         let mut written = running();
-        assert!(written.settle("pg:00000000/00000020", now));
+        assert!(written.settle(|to| to == "pg:00000000/00000020", now));
         assert_eq!(written.status, ManifestStatus::Interrupted);
         assert_eq!(written.parts.len(), 3);
         assert_eq!(
@@ -354,16 +354,13 @@ mod tests {
         assert_eq!(written.pending, None);
 
         let mut lost = running();
-        assert!(lost.settle("pg:00000000/00000010", now));
+        assert!(lost.settle(|_| false, now));
         assert_eq!((lost.parts.len(), lost.rows), (2, 15));
         assert_eq!(lost.to, "pg:00000000/00000010");
         assert_eq!(lost.pending, None);
 
         let mut clean = manifest();
-        assert!(
-            !clean.settle("pg:00000000/00000020", now),
-            "a finished run is left alone"
-        );
+        assert!(!clean.settle(|_| true, now), "a finished run is left alone");
         assert_eq!(clean, manifest());
     }
 }

@@ -77,6 +77,10 @@ pub fn listed_in_run_manifests(out: &Path, table: &str) -> Result<BTreeMap<Strin
     };
     for entry in entries {
         let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue; // a killed run's unpublished temporary file, not a manifest
+        }
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
         let manifest: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
