@@ -183,3 +183,59 @@ fn table_without_key_is_refused_before_publishing_it() {
     // The application can still update the table: it was not added to a publication.
     db.sql("INSERT INTO t VALUES (1, 'x'); UPDATE t SET b = 'y'");
 }
+
+#[test]
+fn a_checkpoint_from_another_timeline_is_refused_and_one_without_a_timeline_is_upgraded() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "timeline");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    let state_file = job
+        .dir
+        .path()
+        .join("state")
+        .join(format!("{}.json", db.name));
+    let read_identity = || -> String {
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+        state["checkpoint"]["source_identity"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let write_identity = |identity: &str| {
+        let mut state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+        state["checkpoint"]["source_identity"] = identity.into();
+        std::fs::write(&state_file, state.to_string()).unwrap();
+    };
+    let timeline = db.sql("SELECT timeline_id FROM pg_control_checkpoint()");
+    let identity = read_identity();
+    let suffix = format!("/tli={timeline}");
+    assert!(
+        identity.ends_with(&suffix),
+        "{identity} records the server's timeline"
+    );
+    let base = identity.strip_suffix(&suffix).unwrap().to_owned();
+
+    // As after a point-in-time restore: the checkpoint names an earlier timeline.
+    let other: u32 = timeline.parse::<u32>().unwrap() + 7;
+    write_identity(&format!("{base}/tli={other}"));
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_FOREIGN_CHECKPOINT");
+    assert!(
+        run.stderr.contains(&format!("timeline {other}")),
+        "{}",
+        run.stderr
+    );
+
+    // A checkpoint written before timelines were recorded resumes, and the next
+    // checkpoint records the timeline.
+    write_identity(&base);
+    let drained = job.drain();
+    assert_eq!(drained["rows"], 1);
+    assert_eq!(read_identity(), identity);
+}

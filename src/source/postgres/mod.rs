@@ -195,27 +195,66 @@ pub async fn identity(
         Ok(row) => row.get::<_, String>(0),
         Err(_) => "unknown".to_owned(),
     };
+    // The timeline changes with a point-in-time restore or a promotion: the WAL after
+    // the fork is another history, so a checkpoint from the old timeline must not be
+    // resumed silently. Unreadable (revoked) means the identity carries none.
+    let timeline = match client
+        .query_one("SELECT timeline_id::int8 FROM pg_control_checkpoint()", &[])
+        .await
+    {
+        Ok(row) => format!("/tli={}", row.get::<_, i64>(0)),
+        Err(_) => String::new(),
+    };
     Ok((
         format!(
-            "pg:system={system}/db={database}/oid={oid}/slot={}",
+            "pg:system={system}/db={database}/oid={oid}/slot={}{timeline}",
             pg.slot
         ),
         database,
     ))
 }
 
-/// Checks the checkpoint belongs to this source and returns its LSN.
-pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
-    if resume.source_identity != identity {
+/// `identity` without its timeline, and the timeline when it carries one.
+fn split_timeline(identity: &str) -> (&str, Option<&str>) {
+    match identity.rsplit_once("/tli=") {
+        Some((base, tli)) => (base, Some(tli)),
+        None => (identity, None),
+    }
+}
+
+/// Checks a checkpoint written for source `stored` may resume on source `current`: the
+/// same cluster, database and slot, and the same timeline (a checkpoint written before
+/// timelines were recorded, or by a server whose timeline is unreadable, matches on the
+/// rest).
+fn check_same_source(stored: &str, current: &str) -> Result<()> {
+    let (stored_base, stored_tli) = split_timeline(stored);
+    let (current_base, current_tli) = split_timeline(current);
+    if stored_base != current_base {
         return Err(Error::new(
             Code::SourceForeignCheckpoint,
             format!(
-                "the checkpoint was written for source {:?}, but this source is {identity:?}",
-                resume.source_identity
+                "the checkpoint was written for source {stored:?}, but this source is {current:?}"
             ),
         )
         .hint("the URL points at another server or database (or it was restored from a backup); point source.url at the original, or clear the job's state with `sluice state clear --config FILE` and re-baseline"));
     }
+    if let (Some(was), Some(now)) = (stored_tli, current_tli)
+        && was != now
+    {
+        return Err(Error::new(
+            Code::SourceForeignCheckpoint,
+            format!(
+                "the checkpoint was written on timeline {was} of this cluster, but the server is now on timeline {now} (a point-in-time restore or a promotion): the WAL after the fork is another history, and changes the lake holds from the old one may not exist here"
+            ),
+        )
+        .hint("re-baseline from the server as it is now: `sluice state clear --config FILE`, drop the slot if it survived (`SELECT pg_drop_replication_slot('<slot>')`), then run again; keep or move aside the old output as your recovery requires"));
+    }
+    Ok(())
+}
+
+/// Checks the checkpoint belongs to this source and returns its LSN.
+pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
+    check_same_source(&resume.source_identity, identity)?;
     match resume.position {
         Position::Postgres(lsn) => Ok(lsn),
         other => Err(Error::new(
@@ -234,4 +273,31 @@ async fn read_bound(client: &tokio_postgres::Client) -> Result<PgLsn> {
     let text: String = row.get(0);
     text.parse()
         .map_err(|e| Error::new(Code::SourceProtocol, "the server returned a bad LSN").source(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "pg:system=7312/db=shop/oid=16384/slot=sluice_orders";
+
+    #[test]
+    fn a_checkpoint_resumes_only_on_its_own_timeline() {
+        let on = |tli: u32| format!("{BASE}/tli={tli}");
+        assert!(check_same_source(&on(1), &on(1)).is_ok());
+        let forked = check_same_source(&on(1), &on(2)).unwrap_err();
+        assert_eq!(forked.code(), Code::SourceForeignCheckpoint);
+        assert!(forked.to_string().contains("timeline 1"), "{forked}");
+        assert!(forked.to_string().contains("timeline 2"), "{forked}");
+    }
+
+    #[test]
+    fn an_identity_without_a_timeline_matches_on_the_rest() {
+        // Written before timelines were recorded, or by a server that hides them.
+        assert!(check_same_source(BASE, &format!("{BASE}/tli=3")).is_ok());
+        assert!(check_same_source(&format!("{BASE}/tli=3"), BASE).is_ok());
+        let other = BASE.replace("oid=16384", "oid=16385");
+        let err = check_same_source(&format!("{other}/tli=1"), &format!("{BASE}/tli=1"));
+        assert_eq!(err.unwrap_err().code(), Code::SourceForeignCheckpoint);
+    }
 }
