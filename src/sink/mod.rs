@@ -22,6 +22,7 @@ pub mod batch;
 pub mod checksum;
 pub mod manifest;
 pub mod part;
+pub mod spill_budget;
 pub mod spill_sweep;
 
 pub use self::arrow_schema::{arrow_field, arrow_type, change_schema};

@@ -163,7 +163,7 @@ fn source_unreachable_at_start_fails_transient_and_moves_nothing() {
 }
 
 #[test]
-fn full_spill_volume_under_a_large_transaction_fails_spill_full_and_moves_nothing() {
+fn a_transaction_the_spill_volume_cannot_hold_is_refused_naming_the_volume_and_moves_nothing() {
     let admin = mysql_or_skip!();
     let db = TestMysqlDb::new(&admin, "fault_spill");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
@@ -181,10 +181,18 @@ fn full_spill_volume_under_a_large_transaction_fails_spill_full_and_moves_nothin
         ),
     );
     job.drain();
-    // One ~4 MB transaction: it must spill, and the volume holds a fraction of it.
+    // One ~4 MB transaction: it must spill, and the volume holds a fraction of it. Retrying
+    // cannot help (the transaction is in the log), so it is a refusal that names the
+    // volume's free space and the fix — not a full disk, retried for ever.
     seed_rows(&db, 1, 20_000);
     let before = progress(&job, &db, "t");
-    support::tmpfs::assert_spill_full(&job.run(&["drain"], &[]), spill_dir.path());
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", "{}", run.stdout);
+    assert!(run.stdout.contains("KiB free"), "{}", run.stdout);
+    assert!(run.stdout.contains("ephemeral storage"), "{}", run.stdout);
+    let left: Vec<_> = std::fs::read_dir(spill_dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
     assert_eq!(progress(&job, &db, "t"), before);
 
     tmpfs.resize("256m");

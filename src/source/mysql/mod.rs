@@ -39,6 +39,7 @@ use mysql_async::prelude::Queryable;
 use crate::config::{Config, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogPosition, Position};
+use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, Resume, StreamInfo};
 use connect::query_error;
 use prerequisites::{Flavor, ServerVersion, Settings};
@@ -130,11 +131,22 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         bound: Position::MySql(bound),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
+    let spill_dir = config.spill_dir();
+    let max_transaction = TransactionLimit::for_dir(my.max_transaction(), &spill_dir);
+    if max_transaction.lowered() {
+        tracing::warn!(
+            configured = my.max_transaction(),
+            limit = max_transaction.bytes,
+            free = max_transaction.free,
+            spill_dir = %spill_dir.display(),
+            "the spill volume cannot hold source.mysql.max_transaction_bytes; a larger transaction fails with SLUICE_SOURCE_TRANSACTION_TOO_LARGE"
+        );
+    }
     let settings = StreamSettings {
         server_id,
-        spill_dir: config.spill_dir(),
+        spill_dir,
         memory_cap: my.transaction_memory(),
-        max_transaction: my.max_transaction(),
+        max_transaction,
         read_timeout: timeouts.read(),
     };
     Ok(Box::new(MyStream::new(

@@ -31,6 +31,7 @@ use super::schema::CapturedTable;
 use super::spill::{SpillError, TxnBuffer};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Position};
+use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, SourceEvent, StreamInfo};
 
 const FORMAT_DESCRIPTION: u8 = 15;
@@ -62,7 +63,7 @@ pub struct StreamSettings {
     pub server_id: u32,
     pub spill_dir: std::path::PathBuf,
     pub memory_cap: u64,
-    pub max_transaction: u64,
+    pub max_transaction: crate::sink::spill_budget::TransactionLimit,
     /// The longest the dump may be silent before the run gives up (`source.timeouts`).
     pub read_timeout: std::time::Duration,
 }
@@ -90,6 +91,8 @@ pub struct MyStream {
     known: HashMap<u64, KnownTable>,
     group: Group,
     buffer: TxnBuffer,
+    /// The largest transaction this run accepts (configured, lowered by the spill volume).
+    limit: TransactionLimit,
     emitting: Option<Emit>,
     finished: bool,
 }
@@ -128,8 +131,9 @@ impl MyStream {
             buffer: TxnBuffer::new(
                 settings.spill_dir,
                 settings.memory_cap,
-                settings.max_transaction,
+                settings.max_transaction.bytes,
             ),
+            limit: settings.max_transaction,
             emitting: None,
             finished: false,
         }
@@ -264,8 +268,9 @@ impl MyStream {
                             return Err(xa_refused(&mapped.schema.name, &at));
                         }
                         let buffer = &mut self.buffer;
+                        let limit = &self.limit;
                         events::decode_rows(&mapped, &rows, &at, |change| {
-                            buffer.push(change).map_err(|e| spill_error(e, &at))
+                            buffer.push(change).map_err(|e| spill_error(e, &at, limit))
                         })?;
                     }
                 }
@@ -513,13 +518,13 @@ fn xa_refused(table: &str, at: &str) -> Error {
     .hint("commit changes to captured tables in ordinary transactions")
 }
 
-fn spill_error(e: SpillError, at: &str) -> Error {
+fn spill_error(e: SpillError, at: &str, limit_of_run: &TransactionLimit) -> Error {
     match e {
         SpillError::TooLarge { limit } => Error::new(
             Code::SourceTransactionTooLarge,
             format!("the transaction ending after {at} holds more than {limit} bytes of captured rows"),
         )
-        .hint("raise source.mysql.max_transaction_bytes (and the spill volume: output.spill_dir, Lambda ephemeral storage), or split the transaction at the source"),
+        .hint(limit_of_run.hint()),
         SpillError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::StorageFull => Error::new(
             Code::SpillFull,
             format!("spilling the transaction at {at}: the spill directory is full"),
@@ -550,7 +555,7 @@ impl ChangeStream for MyStream {
                 match self
                     .buffer
                     .pop()
-                    .map_err(|e| spill_error(e, &at.to_string()))?
+                    .map_err(|e| spill_error(e, &at.to_string(), &self.limit))?
                 {
                     Some(change) => return Ok(Some(SourceEvent::Change(change))),
                     None => {
