@@ -14,10 +14,11 @@
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 
-use super::{Check, Report};
+use super::{Check, Report, human_bytes};
 use crate::config::{Config, DoctorConfig, Initial};
 use crate::position::Position;
 use crate::redact::redact_url;
+use crate::sink::spill_budget::TransactionLimit;
 use crate::source::Resume;
 use crate::source::mysql::connect::{self, errno, query_error, server_errno};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
@@ -27,6 +28,7 @@ use crate::source::mysql::{self as source, binlog};
 pub async fn checks(config: &Config, report: &mut Report) {
     let my = config.source.mysql.clone().unwrap_or_default();
     let server_id = my.server_id_for(&config.job);
+    report.push(spill_volume_check(config, &my));
     let url = match config.source_url() {
         Ok(u) => u,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
@@ -455,6 +457,28 @@ pub fn retention_check(version: &ServerVersion, facts: &Retention, limits: &Doct
 /// A MySQL identifier in backticks.
 pub fn quote_ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
+}
+
+/// The "spill volume" row: how large a transaction the spill directory can hold, by the
+/// drain's own [`TransactionLimit`] — a warning when it is less than
+/// `max_transaction_bytes`.
+fn spill_volume_check(config: &Config, my: &crate::config::MysqlConfig) -> Check {
+    let dir = config.spill_dir();
+    let limit = TransactionLimit::for_dir(my.max_transaction(), &dir);
+    let free = limit.free.map_or_else(
+        || "unknown free space".to_owned(),
+        |f| format!("{} free", human_bytes(f)),
+    );
+    let detail = format!(
+        "{} ({free}): transactions up to {} are accepted",
+        dir.display(),
+        human_bytes(limit.bytes)
+    );
+    if limit.lowered() {
+        Check::warn("spill volume", detail, limit.hint())
+    } else {
+        Check::ok("spill volume", detail)
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use crate::doctor::human_bytes;
+
 /// The share of the spill volume's free space one transaction may take: the rest is for
 /// the parts the transaction is written into (compressed, a fraction of its size) and the
 /// other tables' open parts.
@@ -55,9 +57,9 @@ impl TransactionLimit {
         if self.lowered() {
             format!(
                 "the spill volume (output.spill_dir; /tmp on Lambda) had {} free, so a transaction may take at most {} (two thirds) instead of source.mysql.max_transaction_bytes = {}: raise the Lambda function's ephemeral storage (up to 10 GiB), point output.spill_dir at a larger volume, or run this backlog once with the CLI on a machine with more disk; splitting the transaction at the source avoids it in future",
-                human(self.free.unwrap_or_default()),
-                human(self.bytes),
-                human(self.configured)
+                human_bytes(self.free.unwrap_or_default()),
+                human_bytes(self.bytes),
+                human_bytes(self.configured)
             )
         } else {
             "raise source.mysql.max_transaction_bytes (the spill volume must hold it: output.spill_dir, Lambda ephemeral storage), or split the transaction at the source".to_owned()
@@ -73,22 +75,6 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
     // SAFETY: `path` is a valid NUL-terminated string and `stat` a writable statvfs.
     let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
     (rc == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
-}
-
-/// `1.5 GiB`-style sizes for messages.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 #[cfg(test)]
@@ -124,7 +110,5 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(free_bytes(dir.path()).is_some_and(|b| b > 0));
         assert_eq!(free_bytes(&dir.path().join("missing")), None);
-        assert_eq!(human(1536), "1.5 KiB");
-        assert_eq!(human(7), "7 B");
     }
 }

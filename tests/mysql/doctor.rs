@@ -111,6 +111,7 @@ fn a_good_server_passes_and_a_table_without_a_key_warns() {
         "server identity",
         "checkpoint vs binlog",
         "binlog retention",
+        "spill volume",
         "state reachable",
         "destination writable",
     ] {
@@ -412,4 +413,29 @@ fn the_baseline_key_row_agrees_with_the_baseline() {
     let c = check(&doctor(&declared, &[]).1, row).clone();
     assert_eq!(c["status"], "ok", "{c}");
     assert_eq!(c["detail"], "keyset chunks by (id)");
+}
+
+#[test]
+fn a_spill_volume_smaller_than_the_transaction_limit_warns_with_the_drains_limit() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "doctor_spill");
+    db.sql(ORDERS);
+    let spill_dir = tempfile::tempdir().unwrap();
+    let Some(_tmpfs) = support::tmpfs::Tmpfs::mount(spill_dir.path(), "3m") else {
+        return;
+    };
+    let job = Job::mysql(
+        &db,
+        &["orders"],
+        "",
+        &format!("output: {{ spill_dir: {} }}", spill_dir.path().display()),
+    );
+    let (_, doc) = doctor(&job, &[]);
+    let spill = check(&doc, "spill volume");
+    assert_eq!(spill["status"], "warn", "{doc}");
+    assert!(
+        spill["detail"].as_str().unwrap().contains("transactions up to 2.0 MiB"),
+        "{spill}"
+    );
+    assert!(spill["fix"].as_str().unwrap().contains("ephemeral storage"), "{spill}");
 }

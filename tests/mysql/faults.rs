@@ -188,7 +188,12 @@ fn a_transaction_the_spill_volume_cannot_hold_is_refused_naming_the_volume_and_m
     let before = progress(&job, &db, "t");
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
-    assert_eq!(run.error_code(), "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", "{}", run.stdout);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_SOURCE_TRANSACTION_TOO_LARGE",
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("KiB free"), "{}", run.stdout);
     assert!(run.stdout.contains("ephemeral storage"), "{}", run.stdout);
     let left: Vec<_> = std::fs::read_dir(spill_dir.path()).unwrap().collect();
