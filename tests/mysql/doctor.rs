@@ -434,8 +434,14 @@ fn a_spill_volume_smaller_than_the_transaction_limit_warns_with_the_drains_limit
     let spill = check(&doc, "spill volume");
     assert_eq!(spill["status"], "warn", "{doc}");
     assert!(
-        spill["detail"].as_str().unwrap().contains("transactions up to 2.0 MiB"),
+        spill["detail"]
+            .as_str()
+            .unwrap()
+            .contains("transactions up to 2.0 MiB"),
         "{spill}"
     );
-    assert!(spill["fix"].as_str().unwrap().contains("ephemeral storage"), "{spill}");
+    assert!(
+        spill["fix"].as_str().unwrap().contains("ephemeral storage"),
+        "{spill}"
+    );
 }
