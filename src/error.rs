@@ -74,6 +74,7 @@ codes! {
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
     SourceProtocol => "SLUICE_SOURCE_PROTOCOL", Refusal;
     SourceTransactionTooLarge => "SLUICE_SOURCE_TRANSACTION_TOO_LARGE", Refusal;
+    SourceTransactionTooLong => "SLUICE_SOURCE_TRANSACTION_TOO_LONG", Refusal;
     ValueUnrepresentable => "SLUICE_VALUE_UNREPRESENTABLE", Refusal;
     OutputChecksum => "SLUICE_OUTPUT_CHECKSUM", Refusal;
     OutputWrite => "SLUICE_OUTPUT_WRITE", Transient;
@@ -251,6 +252,7 @@ mod tests {
             (Code::SourceUnsupportedType, R),
             (Code::SourceProtocol, R),
             (Code::SourceTransactionTooLarge, R),
+            (Code::SourceTransactionTooLong, R),
             (Code::ValueUnrepresentable, R),
             (Code::OutputChecksum, R),
             (Code::OutputWrite, T),

@@ -40,19 +40,41 @@ pub struct DrainOptions {
     /// Stop at the first transaction boundary after this instant (the deadline minus the
     /// configured safety margin).
     pub stop_at: Option<Instant>,
+    /// Past this instant (the deadline minus a quarter of the margin) a run still inside
+    /// a transaction stops there: its open parts are dropped unwritten and nothing past
+    /// the last checkpoint is kept, so the lease is released and the run reports before
+    /// the deadline instead of being killed.
+    pub abort_at: Option<Instant>,
+    /// With a deadline, completed transactions are flushed at least this often, so a
+    /// stop inside a long transaction loses little work.
+    pub flush_every: Option<Duration>,
 }
 
 impl DrainOptions {
     /// Options for a run that must be over by `deadline`, keeping `margin` in reserve
     /// for the final flush, checkpoint and ack.
     pub fn with_deadline(deadline: Option<Instant>, margin: Duration) -> Self {
+        let now = Instant::now();
+        let before = |d: Instant, by: Duration| d.checked_sub(by).unwrap_or(d).max(now);
+        let stop_at = deadline.map(|d| before(d, margin));
         DrainOptions {
-            stop_at: deadline.map(|d| d.checked_sub(margin).unwrap_or(d).max(Instant::now())),
+            stop_at,
+            abort_at: deadline.map(|d| before(d, margin / 4)),
+            flush_every: stop_at.map(|s| (s - now) / 4),
         }
     }
 
     fn deadline_reached(&self) -> bool {
         self.stop_at.is_some_and(|t| Instant::now() >= t)
+    }
+
+    fn abort_reached(&self) -> bool {
+        self.abort_at.is_some_and(|t| Instant::now() >= t)
+    }
+
+    fn flush_due(&self, last_flush: Instant) -> bool {
+        self.flush_every
+            .is_some_and(|every| last_flush.elapsed() >= every)
     }
 }
 
@@ -133,6 +155,8 @@ pub async fn run(
     let mut last_commit: Option<Position> = None;
     let mut newest_commit_ts: Option<i64> = None;
     let mut status = RunStatus::Drained;
+    let mut last_flush = Instant::now();
+    let mut stopped_inside_transaction = false;
 
     while let Some(event) = stream.next().await? {
         match event {
@@ -141,6 +165,12 @@ pub async fn run(
                 newest_commit_ts = newest_commit_ts.max(commit_ts);
             }
             SourceEvent::Change(change) => {
+                if options.abort_reached() {
+                    router.abandon_open();
+                    stopped_inside_transaction = true;
+                    status = RunStatus::Partial;
+                    break;
+                }
                 framer.change(change, &mut framed)?;
                 for event in framed.drain(..) {
                     if let Some(part) = router.append(&event)? {
@@ -152,8 +182,9 @@ pub async fn run(
                 let position = framer.commit(resume)?;
                 last_commit = Some(position);
                 let stop = options.deadline_reached();
-                if stop || router.any_should_roll() {
+                if stop || router.any_should_roll() || options.flush_due(last_flush) {
                     flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
+                    last_flush = Instant::now();
                 }
                 if stop {
                     status = RunStatus::Partial;
@@ -171,7 +202,15 @@ pub async fn run(
         }
     }
 
+    if stopped_inside_transaction {
+        let at = committer.checkpoint();
+        tracing::warn!(checkpoint = ?at.map(|p| p.to_string()), "deadline reached inside a transaction; stopped there, keeping nothing past the checkpoint");
+        if at == start.position {
+            return Err(transaction_too_long(at));
+        }
+    }
     let end = match status {
+        _ if stopped_inside_transaction => None,
         RunStatus::Drained => Some(stream.end_position()),
         _ => last_commit,
     };
@@ -258,4 +297,15 @@ async fn publish_part(
     committer.make_durable(part).await?;
     router.record_durable(&table, entry);
     Ok(())
+}
+
+/// A run stopped inside a transaction without moving the checkpoint: the next run under
+/// the same deadline would stop there again.
+fn transaction_too_long(checkpoint: Option<Position>) -> crate::error::Error {
+    let at = checkpoint.map_or_else(|| "the stream's start".to_owned(), |p| p.to_string());
+    crate::error::Error::new(
+        crate::error::Code::SourceTransactionTooLong,
+        format!("the transaction after {at} could not be drained before the run's deadline; the run stopped inside it and kept nothing past {at}"),
+    )
+    .hint("give one run more time: raise the Lambda function's timeout (up to 900 s) or the CLI's --max-duration, or drain this backlog once with the CLI without --max-duration; the schedule then continues from there")
 }

@@ -91,6 +91,14 @@ impl Router {
         self.tables.values().any(|t| t.writer.should_roll())
     }
 
+    /// Drops every open part unwritten (a stop inside a transaction): nothing they hold
+    /// is checkpointed, so the next run reads it again.
+    pub fn abandon_open(&mut self) {
+        for output in self.tables.values_mut() {
+            output.writer.abandon();
+        }
+    }
+
     /// Closes every open part (at a transaction boundary).
     pub fn finish_all(&mut self) -> Result<Vec<FinishedPart>> {
         let mut parts = Vec::new();

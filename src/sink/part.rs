@@ -233,6 +233,12 @@ impl PartWriter {
     }
 
     /// Rows in the open part.
+    /// Drops the open part unwritten (its local file is removed): for a run that stops
+    /// inside a transaction, whose rows the next run reads again.
+    pub fn abandon(&mut self) {
+        self.open = None;
+    }
+
     pub fn rows_in_part(&self) -> u64 {
         self.open.as_ref().map_or(0, |open| open.rows)
     }

@@ -239,3 +239,47 @@ fn a_checkpoint_from_another_timeline_is_refused_and_one_without_a_timeline_is_u
     assert_eq!(drained["rows"], 1);
     assert_eq!(read_identity(), identity);
 }
+
+#[test]
+fn a_transaction_longer_than_the_deadline_stops_inside_it_and_keeps_nothing_past_the_checkpoint() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "longtxn");
+    db.sql(ORDERS);
+    let job = Job::postgres(&db, &["orders"], "deadline: { safety_margin_seconds: 2 }");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (0, 'before', 0)");
+    assert_eq!(job.drain()["rows"], 1);
+    let state_file = job
+        .dir
+        .path()
+        .join("state")
+        .join(format!("{}.json", db.name));
+    let checkpoint = || -> serde_json::Value {
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+        state["checkpoint"]["position"].clone()
+    };
+    let before = checkpoint();
+    db.sql("INSERT INTO orders SELECT i, repeat('x', 40), i FROM generate_series(1, 400000) i");
+
+    let started = std::time::Instant::now();
+    let run = job.run(&["drain", "--max-duration", "3s"], &[]);
+    let took = started.elapsed();
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_TRANSACTION_TOO_LONG");
+    assert!(run.stdout.contains("--max-duration"), "{}", run.stdout);
+    assert!(
+        took < std::time::Duration::from_secs(6),
+        "the run stopped inside the transaction near its deadline, not after it: {took:?}"
+    );
+    assert_eq!(checkpoint(), before, "nothing past the checkpoint was kept");
+    let lease = job.run(&["drain"], &[]);
+    assert_eq!(lease.code, 0, "the lease was released: {}", lease.stderr);
+    let rows = job.rows("orders");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["__op"].as_deref() == Some("insert"))
+            .count(),
+        400_001
+    );
+}
