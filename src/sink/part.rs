@@ -128,6 +128,10 @@ pub struct FinishedPart {
     pub first_pos: String,
     pub last_pos: String,
     pub schema: Arc<TableSchema>,
+    /// Keeps the file marked in use (the spill sweep of another process skips it) until
+    /// the part is dropped.
+    #[allow(dead_code)]
+    hold: Option<File>,
 }
 
 impl FinishedPart {
@@ -295,7 +299,9 @@ impl PartWriter {
             )
         })?;
         open.spill.keep = true;
+        let hold = open.spill.hold.take();
         Ok(Some(FinishedPart {
+            hold,
             key: format!("{}{number:06}.parquet", self.key_prefix),
             local_path: path,
             rows: open.rows,
@@ -408,6 +414,8 @@ impl OpenPart {
 struct SpillFile {
     path: PathBuf,
     keep: bool,
+    /// The in-use mark ([`crate::sink::spill_sweep::hold`]), passed on to the finished part.
+    hold: Option<File>,
 }
 
 static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -436,7 +444,15 @@ impl SpillFile {
                 std::process::id()
             ));
             match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => return Ok((SpillFile { path, keep: false }, file)),
+                Ok(file) => {
+                    let hold = crate::sink::spill_sweep::hold(&file);
+                    let spill = SpillFile {
+                        path,
+                        keep: false,
+                        hold,
+                    };
+                    return Ok((spill, file));
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 1000 => {
                     attempts += 1;
                 }

@@ -5,12 +5,18 @@
 //! transaction buffer as `sluice-txn-<pid>-<n>.spill`. Lambda keeps `/tmp`
 //! between invocations of a warm sandbox, so without a sweep a few crashed runs fill it
 //! and every later run fails with `SLUICE_SPILL_FULL`. [`sweep`] runs at the start of a
-//! drain and removes only files no live process can own: those named with this
-//! process's own pid (a previous process with our pid is gone — on Lambda the runtime
-//! reuses the same pid) and, where `/proc` exists, those of pids that are not running.
-//! Files of live processes (another job sharing the directory) and every file not named
-//! like a spill file are left alone.
+//! drain and removes only files no live process can own. A live process holds an
+//! exclusive lock ([`hold`]) on each of its spill files for as long as the file is in use
+//! (a finished part until it is uploaded and removed), so a locked file is never removed
+//! — also when another container sharing the volume runs under the same pid (each
+//! container's first process is pid 1). An unlocked file is removed when it is named
+//! with this process's own pid (a previous process with our pid is gone — on Lambda the
+//! runtime reuses the same pid) or, where `/proc` exists, with a pid that is not running.
+//! Every file not named like a spill file is left alone.
 
+use std::fs::File;
+
+use fs4::fs_std::FileExt;
 use std::path::Path;
 
 /// Removes the dead runs' spill files in `dir`; returns how many were removed.
@@ -27,7 +33,7 @@ pub fn sweep(dir: &Path) -> usize {
             continue;
         };
         let dead = pid == own || (proc_fs && !Path::new("/proc").join(pid.to_string()).exists());
-        if dead && std::fs::remove_file(entry.path()).is_ok() {
+        if dead && !in_use(&entry.path()) && std::fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
     }
@@ -35,6 +41,22 @@ pub fn sweep(dir: &Path) -> usize {
         tracing::info!(dir = %dir.display(), files = removed, "removed spill files left by crashed runs");
     }
     removed
+}
+
+/// Marks a new spill file (through its open handle) as in use by this process until the
+/// returned handle is dropped. `None` when the file system has no locks; the pid rule
+/// alone then protects the file.
+pub fn hold(file: &File) -> Option<File> {
+    let held = file.try_clone().ok()?;
+    FileExt::try_lock_exclusive(&held)
+        .ok()
+        .filter(|locked| *locked)?;
+    Some(held)
+}
+
+/// True when a live process holds the file's lock.
+fn in_use(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| matches!(FileExt::try_lock_exclusive(&f), Ok(false)))
 }
 
 /// The pid in a spill file name: `sluice-<pid>-<n>-<table>.parquet.partial` or
@@ -98,6 +120,28 @@ mod tests {
         assert!(left.contains(&names[3]) && left.contains(&names[4]) && left.contains(&names[5]));
         assert!(left.contains(&names[7]), "pid 1 is alive: {left:?}");
         assert_eq!(sweep(Path::new("/nonexistent/dir")), 0);
+    }
+
+    #[test]
+    fn a_held_file_is_never_removed_even_under_this_process_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = std::process::id();
+        // As another container's live process with the same pid would leave it.
+        let live = dir
+            .path()
+            .join(format!("sluice-{own}-000001-t.parquet.partial"));
+        let crashed = dir
+            .path()
+            .join(format!("sluice-{own}-000002-t.parquet.partial"));
+        std::fs::write(&crashed, b"x").unwrap();
+        let handle = File::create(&live).unwrap();
+        let held = hold(&handle).expect("the test file system has locks");
+        drop(handle);
+        assert_eq!(sweep(dir.path()), 1);
+        assert!(live.exists() && !crashed.exists());
+        drop(held);
+        assert_eq!(sweep(dir.path()), 1);
+        assert!(!live.exists(), "released, the file is a leftover");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub enum SpillError {
 
 struct SpillFile {
     path: PathBuf,
+    /// Marks the file in use for the spill sweep of other processes, until dropped.
+    #[allow(dead_code)]
+    hold: Option<File>,
     writer: Option<BufWriter<File>>,
     reader: Option<BufReader<File>>,
 }
@@ -174,8 +177,10 @@ impl TxnBuffer {
             {
                 Ok(handle) => {
                     tracing::info!(path = %path.display(), "transaction exceeds the memory cap; spilling to disk");
+                    let hold = crate::sink::spill_sweep::hold(&handle);
                     self.file = Some(SpillFile {
                         path,
+                        hold,
                         writer: Some(BufWriter::with_capacity(256 * 1024, handle)),
                         reader: None,
                     });
