@@ -105,17 +105,19 @@ const TEXT: Group = Group {
          gb varchar(20) CHARACTER SET gbk, c2 char(6) CHARACTER SET ucs2, \
          lb varchar(20) CHARACTER SET latin1 COLLATE latin1_bin, \
          kb varchar(20) CHARACTER SET keybcs2, bn binary(4), vb varbinary(10), \
-         e enum('small', 'large', 'ünï'), s set('a', 'b', 'c'), j json) DEFAULT CHARSET = utf8mb4",
+         e enum('small', 'large', 'ünï'), s set('a', 'b', 'c'), j json, \
+         e2 enum('ščř', 'x') CHARACTER SET cp1250, s2 set('Ä', 'ö') CHARACTER SET latin1) \
+         DEFAULT CHARSET = utf8mb4",
     rows: "(1, 'café €', 'Příliš žluťoučký', 'Łódź', 'Привет', 'Ωmega ✓', '😀 astral', 'ʎ le', \
          '😀𝄞', 'あいう', '你好', 'ab', 'Ärger', 'Čau', x'0001', x'ff00', 'ünï', 'a,c', \
-         '{\"k\": [1, 2.5, \"ü\"], \"a\": null}'), \
+         '{\"k\": [1, 2.5, \"ü\"], \"a\": null}', 'ščř', 'Ä,ö'), \
          (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
-         NULL, NULL, NULL, NULL), \
-         (3, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', 'small', '', '[]')",
+         NULL, NULL, NULL, NULL, NULL, NULL), \
+         (3, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', 'small', '', '[]', 'x', '')",
     update: "UPDATE tx SET l1 = 'Œuvre ‰', w1250 = 'Šťastný', l2 = 'ő ű', w1251 = 'Ёж', \
          u2 = 'ŝ', u16 = '𝄞', u16le = 'z', u32 = 'ü', sj = 'カタカナ', gb = '中文', c2 = 'x y', \
          lb = 'ß', kb = 'Řeř', bn = x'ffffffff', vb = x'', e = 'large', s = 'b,c', \
-         j = '\"text\"' WHERE id = 1",
+         j = '\"text\"', e2 = 'x', s2 = 'ö' WHERE id = 1",
     columns: &[
         ("l1", "HEX(CONVERT(l1 USING utf8mb4))", Kind::Hex),
         ("w1250", "HEX(CONVERT(w1250 USING utf8mb4))", Kind::Hex),
@@ -136,6 +138,8 @@ const TEXT: Group = Group {
         ("e", "HEX(CONVERT(e USING utf8mb4))", Kind::Hex),
         ("s", "HEX(CONVERT(s USING utf8mb4))", Kind::Hex),
         ("j", "HEX(CONVERT(j USING utf8mb4))", Kind::Hex),
+        ("e2", "HEX(CONVERT(e2 USING utf8mb4))", Kind::Hex),
+        ("s2", "HEX(CONVERT(s2 USING utf8mb4))", Kind::Hex),
     ],
 };
 

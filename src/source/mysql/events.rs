@@ -23,6 +23,7 @@ use mysql_async::binlog::events::{
 use mysql_async::consts::ColumnType as MyType;
 
 use super::cell::CellError;
+use super::charset;
 use super::rows::{ImageColumns, RowError, RowImages};
 use super::schema::CapturedTable;
 use super::values::{BinlogColumn, binlog_type, compatible};
@@ -192,20 +193,21 @@ pub fn describe_table_map(
     if names.len() != count {
         return Ok(None);
     }
-    let mut enum_labels: Vec<Vec<String>> = Vec::new();
-    let mut set_labels: Vec<Vec<String>> = Vec::new();
+    // Labels as raw bytes in their column's character set (decoded below, per column).
+    let mut enum_labels: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut set_labels: Vec<Vec<Vec<u8>>> = Vec::new();
     for field in tme.iter_optional_meta() {
         match field.map_err(|e| format!("bad TABLE_MAP metadata: {e}"))? {
             OptionalMetadataField::EnumStrValue(values) => {
                 for v in values.iter_values() {
                     let v = v.map_err(|e| format!("bad ENUM labels: {e}"))?;
-                    enum_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                    enum_labels.push(v.values().iter().map(|s| s.value_raw().to_vec()).collect());
                 }
             }
             OptionalMetadataField::SetStrValue(values) => {
                 for v in values.iter_values() {
                     let v = v.map_err(|e| format!("bad SET labels: {e}"))?;
-                    set_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                    set_labels.push(v.values().iter().map(|s| s.value_raw().to_vec()).collect());
                 }
             }
             _ => {}
@@ -244,11 +246,15 @@ pub fn describe_table_map(
         } else {
             None
         };
-        let labels = match raw {
+        let raw_labels = match raw {
             MyType::MYSQL_TYPE_ENUM => enums.next().unwrap_or_default(),
             MyType::MYSQL_TYPE_SET => sets.next().unwrap_or_default(),
             _ => Vec::new(),
         };
+        let labels = raw_labels
+            .into_iter()
+            .map(|bytes| label_text(charset.as_deref(), bytes))
+            .collect();
         columns.push(BinlogColumn {
             name,
             raw,
@@ -260,6 +266,19 @@ pub fn describe_table_map(
         });
     }
     Ok(Some(columns))
+}
+
+/// An ENUM / SET label's bytes, in its column's character set, as text: decoded by the
+/// set ([`charset`]); a set without a decoding, or bytes invalid in it, as UTF-8 with
+/// replacement characters (labels are DDL, not data).
+fn label_text(set: Option<&str>, bytes: Vec<u8>) -> String {
+    let set = set.unwrap_or("utf8mb4");
+    let decoding = charset::decoding(set);
+    if decoding.is_bytes() {
+        return String::from_utf8_lossy(&bytes).into_owned();
+    }
+    charset::decode(decoding, set, bytes.clone())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A captured table as one TABLE_MAP event describes it.
@@ -408,6 +427,18 @@ fn malformed(table: &str, at: &str, reason: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enum_labels_are_decoded_by_their_columns_set() {
+        assert_eq!(label_text(Some("cp1250"), vec![0x9a, 0xe8]), "šč");
+        assert_eq!(
+            label_text(Some("utf8mb4"), "ünï".as_bytes().to_vec()),
+            "ünï"
+        );
+        assert_eq!(label_text(Some("latin1"), vec![0xfc]), "ü");
+        assert_eq!(label_text(None, b"a".to_vec()), "a");
+        assert_eq!(label_text(Some("keybcs2"), b"ab".to_vec()), "ab");
+    }
 
     #[test]
     fn maria_gtid_bodies_parse() {

@@ -711,6 +711,52 @@ mod tests {
         );
     }
 
+    /// A JSON cell as a MySQL 8 binlog carries it: 4-byte length, then binary JSON.
+    fn jsonb_cell(doc: &[u8]) -> Vec<u8> {
+        let mut raw = (doc.len() as u32).to_le_bytes().to_vec();
+        raw.extend_from_slice(doc);
+        raw
+    }
+
+    #[test]
+    fn mysql8_binary_json_renders_as_text_opaque_scalars_included() {
+        let mut j = col(MyType::MYSQL_TYPE_JSON, &[4]);
+        j.charset = Some("binary".into());
+        let decode = |doc: &[u8]| {
+            super::super::cell::decode_cell_as(&j, &ColumnType::Json, &jsonb_cell(doc))
+                .map(|(v, _)| v)
+        };
+        // A small object {"a": 1, "b": "x"}: count 2, size, key entries, value entries.
+        let object = [
+            0x00, 2, 0, 22, 0, // small object, 2 members, 22 bytes
+            18, 0, 1, 0, // key "a" at 18, length 1
+            19, 0, 1, 0, // key "b" at 19, length 1
+            0x05, 1, 0, // int16 1, inlined
+            0x0c, 20, 0, // string at 20
+            b'a', b'b', 1, b'x',
+        ];
+        assert_eq!(
+            decode(&object),
+            Ok(Value::Text(r#"{"a":1,"b":"x"}"#.into()))
+        );
+        // An opaque DECIMAL(3,2) 1.50 (CAST(1.5 AS DECIMAL(3,2)) in a document): a
+        // string, never a stop (serde_json's TryFrom refuses opaque values).
+        let decimal = [0x0f, 246, 4, 3, 2, 0x81, 0x32];
+        assert_eq!(decode(&decimal), Ok(Value::Text(r#""1.50""#.into())));
+        // Literals and numbers.
+        assert_eq!(decode(&[0x04, 0x01]), Ok(Value::Text("true".into())));
+        assert_eq!(decode(&[0x04, 0x00]), Ok(Value::Text("null".into())));
+        let mut uint = vec![0x0a];
+        uint.extend(u64::MAX.to_le_bytes());
+        assert_eq!(decode(&uint), Ok(Value::Text(u64::MAX.to_string())));
+        // A partial update's diff is not the value: refused, named.
+        assert!(
+            convert(&j, &ColumnType::Json, BinlogValue::JsonDiff(vec![]))
+                .unwrap_err()
+                .contains("PARTIAL_JSON")
+        );
+    }
+
     #[test]
     fn enums_sets_and_bits() {
         let mut e = col(MyType::MYSQL_TYPE_ENUM, &[247, 1]);
