@@ -2,7 +2,8 @@
 //! stream and the baseline write the same values, equal to the source's own rendering:
 //! one table per type group (temporal, numeric, text in many character sets, spatial),
 //! with NULLs, edge values (negative and > 24 h TIMEs, zero and partial-zero dates,
-//! unsigned maxima, 65-digit decimals) and an update of every column. pyarrow and DuckDB
+//! unsigned maxima, 65-digit decimals, MariaDB's inet6 / inet4) and an update of every
+//! column. pyarrow and DuckDB
 //! read the parts back with the declared types.
 
 use std::collections::BTreeMap;
@@ -159,7 +160,21 @@ const SPATIAL: Group = Group {
     ],
 };
 
-const GROUPS: [&Group; 4] = [&TEMPORAL, &NUMERIC, &TEXT, &SPATIAL];
+const NETWORK: Group = Group {
+    table: "ip",
+    create: "CREATE TABLE ip (id int PRIMARY KEY, a inet6, b inet4)",
+    rows: "(1, '::', '0.0.0.0'), (2, NULL, NULL), (3, '::1', '255.255.255.255'), \
+         (4, '::ffff:1.2.3.4', '10.0.0.1'), (5, '::1.2.3.4', '127.0.0.1'), \
+         (6, '1:0:2:3:4:5:6:7', '1.2.3.4'), (7, '1:0:0:2:0:0:3:4', '1.0.0.0'), \
+         (8, 'fe80::abcd:ef01', '0.0.0.1'), (9, '2001:db8:0:0:1::', '9.9.9.9')",
+    update: "UPDATE ip SET a = '1::', b = '192.168.0.1' WHERE id = 1",
+    columns: &[
+        ("a", "CAST(a AS CHAR)", Kind::Text),
+        ("b", "CAST(b AS CHAR)", Kind::Text),
+    ],
+};
+
+const GROUPS: [&Group; 5] = [&TEMPORAL, &NUMERIC, &TEXT, &SPATIAL, &NETWORK];
 
 type State = BTreeMap<String, BTreeMap<String, Option<String>>>;
 
@@ -427,6 +442,7 @@ fn every_mariadb_type_is_captured_and_stream_and_baseline_write_the_source_rende
         ),
         ("gs", "p", "sluice.form", "wkb"),
         ("tx", "kb", "sluice.charset", "keybcs2"),
+        ("ip", "a", "sluice.form", "text"),
     ] {
         for (dir, prefix) in [
             (job.out().join(table), "cdc-"),

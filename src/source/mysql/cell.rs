@@ -305,6 +305,7 @@ mod tests {
             nullable: true,
             charset: Some(charset.into()),
             labels: vec!["a".into(), "b".into(), "c".into()],
+            plugin: None,
         }
     }
 

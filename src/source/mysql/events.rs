@@ -26,7 +26,7 @@ use super::cell::CellError;
 use super::charset;
 use super::rows::{ImageColumns, RowError, RowImages};
 use super::schema::CapturedTable;
-use super::values::{BinlogColumn, binlog_type, compatible};
+use super::values::{BinlogColumn, Plugin, binlog_type, compatible};
 use crate::change::{Column, ColumnType, Op, RowChange, TableSchema};
 use crate::error::{Code, Error, Result};
 
@@ -263,6 +263,7 @@ pub fn describe_table_map(
             nullable: nullable.get(i).is_some_and(|b| *b),
             charset,
             labels,
+            plugin: None,
         });
     }
     Ok(Some(columns))
@@ -298,6 +299,12 @@ pub fn map_table(
     columns: Vec<BinlogColumn>,
     at: &str,
 ) -> Result<MappedTable> {
+    let mut columns = columns;
+    for col in &mut columns {
+        col.plugin = captured
+            .column(&col.name)
+            .and_then(|declared| Plugin::of_declared(&declared.source_type));
+    }
     let mut out = Vec::with_capacity(columns.len());
     let mut unsupported = Vec::new();
     for col in &columns {

@@ -16,6 +16,10 @@
 //!   then WKB); they are written as WKB when the SRID is 0, and as EWKB (the type word's
 //!   `0x20000000` flag, the SRID after it — PostGIS's extended WKB) otherwise, so the SRID
 //!   is never lost; declared `sluice.form = wkb`.
+//! * **MariaDB's `inet6` and `inet4`** arrive as their 16 / 4 network-order bytes; they
+//!   are written as the server's text of them ([`inet6_text`], MariaDB's own algorithm:
+//!   the first longest run of zero groups compressed, IPv4-compatible and IPv4-mapped
+//!   addresses with a dotted tail), declared `sluice.form = text`.
 
 use std::collections::BTreeMap;
 
@@ -121,6 +125,63 @@ pub fn wkb(internal: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The text MariaDB prints for an INET4 value.
+pub fn inet4_text(bytes: &[u8]) -> Result<String, String> {
+    match bytes {
+        [a, b, c, d] => Ok(format!("{a}.{b}.{c}.{d}")),
+        other => Err(format!("an INET4 value of {} bytes", other.len())),
+    }
+}
+
+/// The text MariaDB prints for an INET6 value (`Inet6::to_string`).
+pub fn inet6_text(bytes: &[u8]) -> Result<String, String> {
+    if bytes.len() != 16 {
+        return Err(format!("an INET6 value of {} bytes", bytes.len()));
+    }
+    let words: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|w| u16::from_be_bytes([w[0], w[1]]))
+        .collect();
+    // The first longest run of zero words (a single zero word counts).
+    let (mut gap_pos, mut gap_len) = (usize::MAX, 0);
+    let mut i = 0;
+    while i < 8 {
+        if words[i] == 0 {
+            let start = i;
+            while i < 8 && words[i] == 0 {
+                i += 1;
+            }
+            if i - start > gap_len {
+                (gap_pos, gap_len) = (start, i - start);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = String::new();
+    let mut i = 0;
+    while i < 8 {
+        if i == gap_pos {
+            if i == 0 {
+                out.push(':');
+            }
+            out.push(':');
+            i += gap_len;
+            continue;
+        }
+        if i == 6 && gap_pos == 0 && (gap_len == 6 || (gap_len == 5 && words[5] == 0xffff)) {
+            out.push_str(&inet4_text(&bytes[12..])?);
+            return Ok(out);
+        }
+        out.push_str(&format!("{:x}", words[i]));
+        if i + 1 != 8 {
+            out.push(':');
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +206,27 @@ mod tests {
         );
         let lowest = zero_datetime_micros(9999, 12, 31, MICROS_PER_DAY - 1).unwrap();
         assert!(lowest > -i64::MAX, "above DuckDB's -infinity");
+    }
+
+    fn ip(text: &str) -> String {
+        let addr: std::net::Ipv6Addr = text.parse().unwrap();
+        inet6_text(&addr.octets()).unwrap()
+    }
+
+    #[test]
+    fn inet_values_print_as_mariadb_prints_them() {
+        assert_eq!(ip("::"), "::");
+        assert_eq!(ip("::1"), "::1");
+        assert_eq!(ip("1::"), "1::");
+        assert_eq!(ip("::ffff:1.2.3.4"), "::ffff:1.2.3.4");
+        assert_eq!(ip("::1.2.3.4"), "::1.2.3.4");
+        assert_eq!(ip("2001:db8::1"), "2001:db8::1");
+        // A single zero group is compressed too; the first of equal runs wins.
+        assert_eq!(ip("1:0:2:3:4:5:6:7"), "1::2:3:4:5:6:7");
+        assert_eq!(ip("1:0:0:2:0:0:3:4"), "1::2:0:0:3:4");
+        assert_eq!(ip("fe80::abcd:ef01"), "fe80::abcd:ef01");
+        assert_eq!(inet4_text(&[10, 0, 0, 1]).unwrap(), "10.0.0.1");
+        assert!(inet6_text(&[0; 4]).is_err());
     }
 
     #[test]

@@ -185,6 +185,7 @@ mod tests {
             nullable: true,
             charset: Some("utf8mb4".into()),
             labels: vec![],
+            plugin: None,
         }
     }
 

@@ -45,6 +45,27 @@ pub struct BinlogColumn {
     pub charset: Option<String>,
     /// ENUM or SET labels, in definition order.
     pub labels: Vec<String>,
+    /// A MariaDB plugin type the binlog carries as a fixed BINARY (set from the declared
+    /// type when the table is mapped).
+    pub plugin: Option<Plugin>,
+}
+
+/// MariaDB's plugin types that arrive as fixed-width bytes and are written as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plugin {
+    Inet6,
+    Inet4,
+}
+
+impl Plugin {
+    /// The plugin type a declared column type names (`inet6`, `inet4`).
+    pub fn of_declared(source_type: &str) -> Option<Plugin> {
+        match source_type.to_ascii_lowercase().as_str() {
+            "inet6" => Some(Plugin::Inet6),
+            "inet4" => Some(Plugin::Inet4),
+            _ => None,
+        }
+    }
 }
 
 fn charset_of(col: &BinlogColumn) -> Result<Decoding, String> {
@@ -56,6 +77,9 @@ fn charset_of(col: &BinlogColumn) -> Result<Decoding, String> {
 
 /// The sluice type of a binlog column.
 pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
+    if col.plugin.is_some() && col.raw == MyType::MYSQL_TYPE_STRING {
+        return Ok(ColumnType::Utf8);
+    }
     let int = |signed, unsigned| if col.unsigned { unsigned } else { signed };
     Ok(match col.raw {
         MyType::MYSQL_TYPE_TINY => int(ColumnType::Int8, ColumnType::UInt8),
@@ -144,6 +168,18 @@ pub fn convert(
         return Ok(Value::Null);
     }
     match (col.raw, value) {
+        (MyType::MYSQL_TYPE_STRING, MyValue::Bytes(bytes)) if col.plugin.is_some() => {
+            let width = string_width(&col.meta);
+            let mut bytes = bytes;
+            if bytes.len() < width {
+                bytes.resize(width, 0);
+            }
+            match col.plugin {
+                Some(Plugin::Inet6) => forms::inet6_text(&bytes),
+                _ => forms::inet4_text(&bytes),
+            }
+            .map(Value::Text)
+        }
         (MyType::MYSQL_TYPE_ENUM, MyValue::Int(index)) => enum_label(col, index),
         (MyType::MYSQL_TYPE_SET, MyValue::Bytes(bits)) => set_labels(col, &bits),
         (MyType::MYSQL_TYPE_BIT, MyValue::Bytes(bytes)) => {
@@ -469,6 +505,7 @@ mod tests {
             nullable: true,
             charset: None,
             labels: vec![],
+            plugin: None,
         }
     }
 
