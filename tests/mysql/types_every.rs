@@ -2,7 +2,7 @@
 //! stream and the baseline write the same values, equal to the source's own rendering:
 //! one table per type group (temporal, numeric, text in many character sets, spatial),
 //! with NULLs, edge values (negative and > 24 h TIMEs, zero and partial-zero dates,
-//! unsigned maxima, 65-digit decimals, MariaDB's inet6 / inet4) and an update of every
+//! unsigned maxima, 65-digit decimals, MariaDB's inet6 / inet4 / uuid) and an update of every
 //! column. pyarrow and DuckDB
 //! read the parts back with the declared types.
 
@@ -162,15 +162,21 @@ const SPATIAL: Group = Group {
 
 const NETWORK: Group = Group {
     table: "ip",
-    create: "CREATE TABLE ip (id int PRIMARY KEY, a inet6, b inet4)",
-    rows: "(1, '::', '0.0.0.0'), (2, NULL, NULL), (3, '::1', '255.255.255.255'), \
-         (4, '::ffff:1.2.3.4', '10.0.0.1'), (5, '::1.2.3.4', '127.0.0.1'), \
-         (6, '1:0:2:3:4:5:6:7', '1.2.3.4'), (7, '1:0:0:2:0:0:3:4', '1.0.0.0'), \
-         (8, 'fe80::abcd:ef01', '0.0.0.1'), (9, '2001:db8:0:0:1::', '9.9.9.9')",
-    update: "UPDATE ip SET a = '1::', b = '192.168.0.1' WHERE id = 1",
+    create: "CREATE TABLE ip (id int PRIMARY KEY, a inet6, b inet4, u uuid)",
+    rows: "(1, '::', '0.0.0.0', '6ccd780c-baba-1026-9564-5b8c656024db'), (2, NULL, NULL, NULL), \
+         (3, '::1', '255.255.255.255', '00000000-0000-0000-0000-000000000000'), \
+         (4, '::ffff:1.2.3.4', '10.0.0.1', 'ffffffff-ffff-ffff-ffff-ffffffffffff'), \
+         (5, '::1.2.3.4', '127.0.0.1', '123e4567-e89b-42d3-a456-426614174000'), \
+         (6, '1:0:2:3:4:5:6:7', '1.2.3.4', '123e4567-e89b-62d3-a456-426614174000'), \
+         (7, '1:0:0:2:0:0:3:4', '1.0.0.0', '123e4567-e89b-42d3-7456-426614174000'), \
+         (8, 'fe80::abcd:ef01', '0.0.0.1', '01234567-89ab-5def-8123-456789abcdef'), \
+         (9, '2001:db8:0:0:1::', '9.9.9.9', '00000000-0000-1000-8000-000000000000')",
+    update: "UPDATE ip SET a = '1::', b = '192.168.0.1', u = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' \
+         WHERE id = 1",
     columns: &[
         ("a", "CAST(a AS CHAR)", Kind::Text),
         ("b", "CAST(b AS CHAR)", Kind::Text),
+        ("u", "CAST(u AS CHAR)", Kind::Text),
     ],
 };
 

@@ -19,7 +19,10 @@
 //! * **MariaDB's `inet6` and `inet4`** arrive as their 16 / 4 network-order bytes; they
 //!   are written as the server's text of them ([`inet6_text`], MariaDB's own algorithm:
 //!   the first longest run of zero groups compressed, IPv4-compatible and IPv4-mapped
-//!   addresses with a dotted tail), declared `sluice.form = text`.
+//!   addresses with a dotted tail), declared `sluice.form = text`; **`uuid`** arrives in
+//!   MariaDB's record layout (an RFC 4122 version 1–5 UUID with its five groups in
+//!   reverse order, for index locality; any other value as is) and is written as its
+//!   canonical lower-case text ([`uuid_text`]).
 
 use std::collections::BTreeMap;
 
@@ -125,6 +128,37 @@ pub fn wkb(internal: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The canonical text of a MariaDB UUID from its record bytes: a record whose byte 6
+/// has the RFC 4122 variant bit and whose byte 8 is a version 1–5 nibble holds the
+/// groups swapped (`nnnnnnnnnnnn vsss Vhhh mmmm llllllll`) and is swapped back.
+pub fn uuid_text(record: &[u8]) -> Result<String, String> {
+    let Ok(record) = <[u8; 16]>::try_from(record) else {
+        return Err(format!("a UUID value of {} bytes", record.len()));
+    };
+    let swapped = record[6] & 0x80 != 0 && record[8] > 0 && record[8] < 0x60;
+    let memory: Vec<u8> = if swapped {
+        [
+            &record[12..16],
+            &record[10..12],
+            &record[8..10],
+            &record[6..8],
+            &record[0..6],
+        ]
+        .concat()
+    } else {
+        record.to_vec()
+    };
+    let hex: String = memory.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
 /// The text MariaDB prints for an INET4 value.
 pub fn inet4_text(bytes: &[u8]) -> Result<String, String> {
     match bytes {
@@ -227,6 +261,29 @@ mod tests {
         assert_eq!(ip("fe80::abcd:ef01"), "fe80::abcd:ef01");
         assert_eq!(inet4_text(&[10, 0, 0, 1]).unwrap(), "10.0.0.1");
         assert!(inet6_text(&[0; 4]).is_err());
+    }
+
+    #[test]
+    fn uuids_are_swapped_back_from_the_record_layout() {
+        // 6ccd780c-baba-1026-9564-5b8c656024db (version 1) as MariaDB stores it.
+        let record = [
+            0x5b, 0x8c, 0x65, 0x60, 0x24, 0xdb, 0x95, 0x64, 0x10, 0x26, 0xba, 0xba, 0x6c, 0xcd,
+            0x78, 0x0c,
+        ];
+        assert_eq!(
+            uuid_text(&record).unwrap(),
+            "6ccd780c-baba-1026-9564-5b8c656024db"
+        );
+        // Not RFC 4122 version 1-5: as is.
+        assert_eq!(
+            uuid_text(&[0xff; 16]).unwrap(),
+            "ffffffff-ffff-ffff-ffff-ffffffffffff"
+        );
+        assert_eq!(
+            uuid_text(&[0; 16]).unwrap(),
+            "00000000-0000-0000-0000-000000000000"
+        );
+        assert!(uuid_text(&[0; 4]).is_err());
     }
 
     #[test]

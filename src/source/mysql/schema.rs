@@ -4,8 +4,9 @@
 //! Guarantees: every configured table exists and is a base table; every column of a
 //! MySQL / MariaDB built-in type resolves to an output type and its field metadata
 //! ([`declared_type`], [`declared_metadata`]: every character set, spatial types, TIME,
-//! zero dates, MariaDB's `inet6` / `inet4` — none refused); a type sluice does not know
-//! (MariaDB's `uuid`) fails the open naming every such column; the key is the
+//! zero dates, MariaDB's `inet6` / `inet4` / `uuid` — none refused); a type sluice does
+//! not know (one newer than it: MariaDB 11's `vector`) fails the open naming every such
+//! column; the key is the
 //! primary key, or else the first unique index over NOT NULL columns (a table with
 //! neither is captured without a key: a key change cannot be split and downstream
 //! dedupe needs all columns). The binlog's own TABLE_MAP metadata decides how each row
@@ -135,7 +136,7 @@ pub fn declared_type(
         "json" => ColumnType::Json,
         "enum" | "set" => ColumnType::Utf8,
         "bit" => ColumnType::UInt64,
-        "inet6" | "inet4" => ColumnType::Utf8,
+        "inet6" | "inet4" | "uuid" => ColumnType::Utf8,
         spatial if SPATIAL.contains(&spatial) => ColumnType::Binary,
         other => return Err(format!("type {other} is not supported")),
     })
@@ -148,7 +149,7 @@ pub fn declared_type(
 pub fn declared_metadata(data_type: &str, charset: Option<&str>) -> BTreeMap<String, String> {
     let data_type = data_type.to_ascii_lowercase();
     match data_type.as_str() {
-        "time" | "inet6" | "inet4" => forms::metadata(forms::FORM_KEY, "text"),
+        "time" | "inet6" | "inet4" | "uuid" => forms::metadata(forms::FORM_KEY, "text"),
         "date" => forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATE_RULE),
         "datetime" | "timestamp" => {
             forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATETIME_RULE)
@@ -264,7 +265,7 @@ async fn resolve_one(
     crate::source::refuse_unsupported(
         config_name,
         &unsupported,
-        "see the type table in docs/mysql.md; change each column to a supported type (MariaDB uuid: a BINARY(16) or CHAR(36) column), or stop capturing the table",
+        "see the type table in docs/mysql.md; a type newer than this sluice has no mapping yet: change each such column to a type in the table, or stop capturing the table",
     )?;
     if key.is_empty() {
         tracing::warn!(table = %config_name, "table has no primary key or NOT NULL unique index; it is captured without a key");
@@ -450,7 +451,12 @@ mod tests {
             Ok(ColumnType::Binary)
         );
         assert_eq!(t("inet6", "inet6", None), Ok(ColumnType::Utf8));
-        assert!(t("uuid", "uuid", None).unwrap_err().contains("uuid"));
+        assert_eq!(t("uuid", "uuid", None), Ok(ColumnType::Utf8));
+        assert!(
+            t("vector", "vector(3)", None)
+                .unwrap_err()
+                .contains("vector")
+        );
     }
 
     /// The name docs/mysql.md's type table gives an output type.
@@ -527,6 +533,7 @@ mod tests {
             ("point", "point", "point", None, "sluice.form = wkb"),
             ("inet6", "inet6", "inet6", None, "sluice.form = text"),
             ("inet4", "inet4", "inet4", None, "sluice.form = text"),
+            ("uuid", "uuid", "uuid", None, "sluice.form = text"),
         ] {
             let ty = declared_type(data_type, column_type, charset, false).unwrap();
             let row = row(name);

@@ -55,6 +55,7 @@ pub struct BinlogColumn {
 pub enum Plugin {
     Inet6,
     Inet4,
+    Uuid,
 }
 
 impl Plugin {
@@ -63,6 +64,7 @@ impl Plugin {
         match source_type.to_ascii_lowercase().as_str() {
             "inet6" => Some(Plugin::Inet6),
             "inet4" => Some(Plugin::Inet4),
+            "uuid" => Some(Plugin::Uuid),
             _ => None,
         }
     }
@@ -176,6 +178,7 @@ pub fn convert(
             }
             match col.plugin {
                 Some(Plugin::Inet6) => forms::inet6_text(&bytes),
+                Some(Plugin::Uuid) => forms::uuid_text(&bytes),
                 _ => forms::inet4_text(&bytes),
             }
             .map(Value::Text)

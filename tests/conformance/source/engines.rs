@@ -95,8 +95,8 @@ impl Engine for Mariadb {
     const URL_VAR: &'static str = "SLUICE_TEST_MYSQL_URL";
     const TEXT: &'static str = "varchar(40)";
     const KEY_INT: &'static str = "int unsigned";
-    // MariaDB's own UUID type (a plugin type sluice has no mapping for).
-    const UNSUPPORTED_TYPE: Option<&'static str> = Some("uuid");
+    // Every MariaDB 10.11 type has a mapping (mysql::types_every).
+    const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::WholeRow;
 
     fn create(admin: &str, test: &str) -> Self {
