@@ -24,6 +24,7 @@ use mysql_async::consts::ColumnType as MyType;
 
 use super::cell::CellError;
 use super::charset;
+use super::forms;
 use super::rows::{ImageColumns, RowError, RowImages};
 use super::schema::CapturedTable;
 use super::values::{BinlogColumn, Plugin, binlog_type, compatible};
@@ -282,6 +283,35 @@ fn label_text(set: Option<&str>, bytes: Vec<u8>) -> String {
         .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// The field metadata of a column known only from the binlog (added or changed since the
+/// open): the same forms [`super::schema::declared_metadata`] declares, from the binlog type.
+fn binlog_metadata(col: &BinlogColumn) -> std::collections::BTreeMap<String, String> {
+    match col.raw {
+        MyType::MYSQL_TYPE_TIME | MyType::MYSQL_TYPE_TIME2 => {
+            forms::metadata(forms::FORM_KEY, "text")
+        }
+        MyType::MYSQL_TYPE_GEOMETRY => forms::metadata(forms::FORM_KEY, "wkb"),
+        MyType::MYSQL_TYPE_DATE | MyType::MYSQL_TYPE_NEWDATE => {
+            forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATE_RULE)
+        }
+        MyType::MYSQL_TYPE_DATETIME
+        | MyType::MYSQL_TYPE_DATETIME2
+        | MyType::MYSQL_TYPE_TIMESTAMP
+        | MyType::MYSQL_TYPE_TIMESTAMP2 => {
+            forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATETIME_RULE)
+        }
+        _ => match col.charset.as_deref() {
+            Some(set)
+                if col.raw.is_character_type()
+                    && charset::decoding(set) == charset::Decoding::Raw =>
+            {
+                forms::metadata(forms::CHARSET_KEY, &set.to_ascii_lowercase())
+            }
+            _ => Default::default(),
+        },
+    }
+}
+
 /// A captured table as one TABLE_MAP event describes it.
 #[derive(Debug)]
 pub struct MappedTable {
@@ -320,7 +350,7 @@ pub fn map_table(
             Some(declared) => Column {
                 ty: binlog,
                 source_type: format!("{:?} (binlog)", col.raw),
-                field_metadata: Default::default(),
+                field_metadata: binlog_metadata(col),
                 ..declared.clone()
             },
             None => Column {
@@ -329,7 +359,7 @@ pub fn map_table(
                 nullable: col.nullable,
                 key: false,
                 source_type: format!("{:?} (binlog)", col.raw),
-                field_metadata: Default::default(),
+                field_metadata: binlog_metadata(col),
             },
         });
     }
@@ -434,6 +464,40 @@ fn malformed(table: &str, at: &str, reason: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_known_only_from_the_binlog_declare_their_forms() {
+        let col = |raw, charset: Option<&str>| BinlogColumn {
+            name: "c".into(),
+            raw,
+            meta: vec![],
+            unsigned: false,
+            nullable: true,
+            charset: charset.map(str::to_owned),
+            labels: vec![],
+            plugin: None,
+        };
+        let form = |raw, charset| binlog_metadata(&col(raw, charset));
+        assert_eq!(form(MyType::MYSQL_TYPE_TIME2, None)["sluice.form"], "text");
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_GEOMETRY, None)["sluice.form"],
+            "wkb"
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_NEWDATE, None)["sluice.zero_dates"],
+            forms::ZERO_DATE_RULE
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_TIMESTAMP2, None)["sluice.zero_dates"],
+            forms::ZERO_DATETIME_RULE
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_VARCHAR, Some("keybcs2"))["sluice.charset"],
+            "keybcs2"
+        );
+        assert!(form(MyType::MYSQL_TYPE_VARCHAR, Some("cp1250")).is_empty());
+        assert!(form(MyType::MYSQL_TYPE_LONG, None).is_empty());
+    }
 
     #[test]
     fn enum_labels_are_decoded_by_their_columns_set() {
