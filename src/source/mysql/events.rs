@@ -270,6 +270,10 @@ pub fn describe_table_map(
     Ok(Some(columns))
 }
 
+/// What to do when a binlog cell has no form in its column's output type: the binlog
+/// already holds the value, so fixing the row at the source cannot help the stream.
+pub const UNREPRESENTABLE_HINT: &str = "the value is already in the binlog, so fixing the row does not help: for text bytes invalid in the column's character set, change the column to a binary type (ALTER TABLE … MODIFY … VARBINARY / BLOB); for a partial JSON diff, SET GLOBAL binlog_row_value_options = ''; then re-baseline the table (docs/operations.md#recovery)";
+
 /// An ENUM / SET label's bytes, in its column's character set, as text: decoded by the
 /// set ([`charset`]); a set without a decoding, or bytes invalid in it, as UTF-8 with
 /// replacement characters (labels are DDL, not data).
@@ -445,7 +449,7 @@ fn row_error(mapped: &MappedTable, error: RowError, at: &str) -> Error {
                     Code::ValueUnrepresentable,
                     format!("{name}.{} ({}) at {at}: {reason}", col.name, col.source_type),
                 )
-                .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline"),
+                .hint(UNREPRESENTABLE_HINT),
                 CellError::Malformed(reason) => malformed(name, at, &format!("column {}: {reason}", col.name)),
             }
         }

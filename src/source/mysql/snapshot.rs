@@ -476,7 +476,7 @@ impl SnapshotSource for MySnapshot {
                             Code::ValueUnrepresentable,
                             format!("{name}.{} ({}) in the baseline: {reason}", column.name, column.source_type),
                         )
-                        .hint("the value has no exact representation in the column's output type; fix the row at the source")
+                        .hint("the value has no form in the column's output type (text bytes invalid in the column's character set): fix the row at the source, or change the column to a binary type (ALTER TABLE … MODIFY … VARBINARY / BLOB), then baseline again")
                     })?;
                 values.push(value);
             }
