@@ -58,6 +58,7 @@ fuzz_target!(|data: &[u8]| {
         labels: (0..usize::from(flags >> 5))
             .map(|i| format!("l{i}"))
             .collect(),
+        plugin: None,
     };
     let mut row = rest;
     while !row.is_empty() {

@@ -9,3 +9,4 @@ mod durability;
 mod faults;
 pub mod oracle;
 mod security;
+mod types_every;

@@ -95,6 +95,14 @@ fn columns() -> Vec<(&'static str, &'static str, Kind)> {
                 scale: 10,
             },
         ),
+        (
+            "max",
+            "decimal(65,30)",
+            Kind::Decimal {
+                precision: 65,
+                scale: 30,
+            },
+        ),
         ("r", "float", Kind::FiniteFloat32),
         ("d", "double", Kind::FiniteFloat64),
         ("flag", "boolean", Kind::Bool),

@@ -6,8 +6,9 @@
 //! (`fuzz/fuzz_targets/mysql_binlog_cell.rs`) and property-tested over arbitrary bytes.
 //! Guarantee: for any column description and any bytes it returns a value or an error,
 //! never panics, and never reads past `raw`. Inputs on which mysql_common 0.37's decoder
-//! would overflow (ill-formed packed DECIMAL groups, negative TIME2 of 1–2 fractional
-//! digits) are refused before it runs.
+//! would overflow (ill-formed packed DECIMAL groups) are refused before it runs; TIME
+//! cells (TIME2 and the old TIME) are decoded here, sign included, since that decoder
+//! overflows on a negative TIME(1|2) and reads the old format unsigned.
 //!
 //! The column's metadata must be as long as a TABLE_MAP event gives it for its type (the
 //! decoder indexes it unchecked); a shorter one is refused before decoding.
@@ -74,31 +75,102 @@ pub fn decode_cell_as(
         packed_decimal_is_well_formed(col.meta[0].into(), col.meta[1].into(), raw)
             .map_err(CellError::Malformed)?;
     }
-    if col.raw == MyType::MYSQL_TYPE_TIME2 {
-        time2_is_not_negative(raw).map_err(CellError::Unrepresentable)?;
-    }
-    let mut buf = ParseBuf(raw);
-    let cell = BinlogValue::deserialize((col.raw, &col.meta[..], col.unsigned, false), &mut buf)
-        .map_err(|e| CellError::Malformed(format!("cannot decode a {:?} cell: {e}", col.raw)))?;
-    let used = raw.len() - buf.0.len();
+    let (cell, used) = match col.raw {
+        MyType::MYSQL_TYPE_TIME2 => time2(raw, col.meta[0]).map_err(CellError::Malformed)?,
+        MyType::MYSQL_TYPE_TIME => old_time(raw).map_err(CellError::Malformed)?,
+        _ => {
+            let mut buf = ParseBuf(raw);
+            let cell =
+                BinlogValue::deserialize((col.raw, &col.meta[..], col.unsigned, false), &mut buf)
+                    .map_err(|e| {
+                    CellError::Malformed(format!("cannot decode a {:?} cell: {e}", col.raw))
+                })?;
+            (cell, raw.len() - buf.0.len())
+        }
+    };
     values::convert(col, ty, cell)
         .map(|v| (v, used))
         .map_err(CellError::Unrepresentable)
 }
 
-/// A TIME2 cell's first three bytes are its integer part (sign, hours, minutes, seconds)
-/// offset by 0x800000, so a value below the offset is negative. Every negative TIME is
-/// outside a day and refused by [`values::convert`] anyway; refusing it here, before
-/// decoding, also keeps mysql_common 0.37 away from the `u32 - 0x100` overflow it hits on
-/// a negative TIME(1|2) with a fraction.
-fn time2_is_not_negative(raw: &[u8]) -> Result<(), String> {
-    const TIMEF_INT_OFS: u32 = 0x80_0000;
-    if let [a, b, c, ..] = *raw
-        && u32::from_be_bytes([0, a, b, c]) < TIMEF_INT_OFS
-    {
-        return Err("a negative TIME is outside a day (00:00:00 to 23:59:59.999999)".to_owned());
+/// Decodes a TIME2 cell with `fsp` fractional digits (MySQL's `my_time_packed_from_binary`
+/// and `TIME_from_longlong_time_packed`): three big-endian bytes of sign, hours, minutes and
+/// seconds offset by 0x800000, then 0–3 fraction bytes; a negative value's fraction is
+/// borrowed from its integer part.
+fn time2(raw: &[u8], fsp: u8) -> Result<(BinlogValue<'static>, usize), String> {
+    const TIMEF_INT_OFS: i64 = 0x80_0000;
+    const TIMEF_OFS: i64 = 0x8000_0000_0000;
+    let frac_len = usize::from(fsp.min(6)).div_ceil(2);
+    let len = 3 + frac_len;
+    let Some(bytes) = raw.get(..len) else {
+        return Err(format!(
+            "a TIME2 cell needs {len} bytes, {} remain",
+            raw.len()
+        ));
+    };
+    let be = |b: &[u8]| b.iter().fold(0i64, |acc, x| (acc << 8) | i64::from(*x));
+    let int_part = be(&bytes[..3]) - TIMEF_INT_OFS;
+    let packed = match frac_len {
+        0 => int_part << 24,
+        1 | 2 => {
+            let (scale, span) = if frac_len == 1 {
+                (10_000, 0x100)
+            } else {
+                (100, 0x1_0000)
+            };
+            let (mut int_part, mut frac) = (int_part, be(&bytes[3..]));
+            if int_part < 0 && frac != 0 {
+                int_part += 1;
+                frac -= span;
+            }
+            (int_part << 24) + frac * scale
+        }
+        _ => be(bytes) - TIMEF_OFS,
+    };
+    let negative = packed < 0;
+    let magnitude = packed.unsigned_abs();
+    let hms = magnitude >> 24;
+    let micros = (magnitude % (1 << 24)) as u32;
+    let hours = ((hms >> 12) % (1 << 10)) as u32;
+    let minutes = ((hms >> 6) % (1 << 6)) as u8;
+    let seconds = (hms % (1 << 6)) as u8;
+    if minutes > 59 || seconds > 59 || micros > 999_999 {
+        return Err(format!(
+            "malformed TIME2 cell: {hours}:{minutes}:{seconds}.{micros}"
+        ));
     }
-    Ok(())
+    let value = mysql_async::Value::Time(
+        negative,
+        hours / 24,
+        (hours % 24) as u8,
+        minutes,
+        seconds,
+        micros,
+    );
+    Ok((BinlogValue::Value(value), len))
+}
+
+/// Decodes an old-format TIME cell: a signed little-endian 3-byte `±HHMMSS`.
+fn old_time(raw: &[u8]) -> Result<(BinlogValue<'static>, usize), String> {
+    let [a, b, c, ..] = *raw else {
+        return Err(format!("a TIME cell needs 3 bytes, {} remain", raw.len()));
+    };
+    // Sign-extend the 24-bit value.
+    let v = i32::from_le_bytes([a, b, c, 0]) << 8 >> 8;
+    let magnitude = v.unsigned_abs();
+    let (hours, minutes, seconds) = (magnitude / 10_000, (magnitude / 100) % 100, magnitude % 100);
+    if minutes > 59 || seconds > 59 {
+        return Err(format!("malformed TIME cell {v}"));
+    }
+    let value = mysql_async::Value::Time(
+        v < 0,
+        hours / 24,
+        (hours % 24) as u8,
+        minutes as u8,
+        seconds as u8,
+        0,
+    );
+    Ok((BinlogValue::Value(value), 3))
 }
 
 /// Digits per 4-byte group of MySQL's packed DECIMAL, and the bytes of a partial group.
@@ -168,6 +240,7 @@ fn metadata_len(raw: MyType) -> usize {
         | MYSQL_TYPE_DATETIME2
         | MYSQL_TYPE_TIMESTAMP2
         | MYSQL_TYPE_JSON
+        | MYSQL_TYPE_GEOMETRY
         | MYSQL_TYPE_TINY_BLOB
         | MYSQL_TYPE_BLOB
         | MYSQL_TYPE_MEDIUM_BLOB
@@ -189,7 +262,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// Every binlog type sluice maps, as a TABLE_MAP names it (real types resolved).
-    const TYPES: [MyType; 26] = [
+    const TYPES: [MyType; 27] = [
         MyType::MYSQL_TYPE_TINY,
         MyType::MYSQL_TYPE_SHORT,
         MyType::MYSQL_TYPE_INT24,
@@ -216,9 +289,12 @@ mod tests {
         MyType::MYSQL_TYPE_ENUM,
         MyType::MYSQL_TYPE_SET,
         MyType::MYSQL_TYPE_BIT,
+        MyType::MYSQL_TYPE_GEOMETRY,
     ];
 
-    const CHARSETS: [&str; 5] = ["utf8mb4", "latin1", "binary", "ascii", "gbk"];
+    const CHARSETS: [&str; 7] = [
+        "utf8mb4", "latin1", "binary", "ascii", "gbk", "ucs2", "utf32",
+    ];
 
     fn column(raw: MyType, meta: Vec<u8>, unsigned: bool, charset: &str) -> BinlogColumn {
         BinlogColumn {
@@ -229,6 +305,7 @@ mod tests {
             nullable: true,
             charset: Some(charset.into()),
             labels: vec!["a".into(), "b".into(), "c".into()],
+            plugin: None,
         }
     }
 
@@ -323,28 +400,56 @@ mod tests {
     }
 
     #[test]
-    fn a_negative_time2_is_refused_as_outside_a_day_not_overflowed() {
+    fn negative_and_long_time2_values_decode_with_their_sign() {
         for decimals in 0..=6u8 {
             let col = column(MyType::MYSQL_TYPE_TIME2, vec![decimals], false, "utf8mb4");
             let frac_len = usize::from(decimals).div_ceil(2);
-            // -00:00:01 (the integer part just below TIMEF_INT_OFS) with a non-zero fraction.
+            // -00:00:01 (the integer part just below TIMEF_INT_OFS), fraction bytes 0:
+            // exactly -1 s.
             let mut negative = vec![0x7f, 0xff, 0xff];
-            negative.extend(std::iter::repeat_n(0x01, frac_len));
-            let err = decode_cell(&col, &negative).unwrap_err();
-            assert!(
-                matches!(&err, CellError::Unrepresentable(r) if r.contains("outside a day")),
-                "TIME({decimals}): {err:?}"
-            );
-            // 00:00:01 with the same fraction bytes decodes, and uses every byte.
+            negative.extend(std::iter::repeat_n(0x00, frac_len));
+            let (value, used) = decode_cell(&col, &negative).unwrap();
+            assert_eq!(used, 3 + frac_len, "TIME({decimals})");
+            let want = if decimals == 0 {
+                "-00:00:01".to_owned()
+            } else {
+                format!("-00:00:01.{}", "0".repeat(usize::from(decimals)))
+            };
+            assert_eq!(value, Value::Text(want), "TIME({decimals})");
+            // 00:00:01 with fraction bytes 0x01 decodes, and uses every byte.
             let mut positive = vec![0x80, 0x00, 0x01];
             positive.extend(std::iter::repeat_n(0x01, frac_len));
             let (value, used) = decode_cell(&col, &positive).unwrap();
             assert_eq!(used, 3 + frac_len, "TIME({decimals})");
             assert!(
-                matches!(value, Value::Time(us) if (1_000_000..2_000_000).contains(&us)),
+                matches!(&value, Value::Text(t) if t.starts_with("00:00:01")),
                 "TIME({decimals}): {value:?}"
             );
         }
+        // What MariaDB writes for TIME(6) '-838:59:59.999999' and TIME(2) '-01:00:00.50'.
+        let t6 = column(MyType::MYSQL_TYPE_TIME2, vec![6], false, "utf8mb4");
+        let packed = -(((838i64 << 12 | 59 << 6 | 59) << 24) + 999_999) + 0x8000_0000_0000;
+        let bytes = &packed.to_be_bytes()[2..];
+        assert_eq!(
+            decode_cell(&t6, bytes).unwrap().0,
+            Value::Text("-838:59:59.999999".into())
+        );
+        let t2 = column(MyType::MYSQL_TYPE_TIME2, vec![2], false, "utf8mb4");
+        // The packed value's integer part floors (-4097 for -1 h 0.5 s), the fraction
+        // byte is the (negative) remainder as a signed char: 0x100 - 50.
+        let int_part = 0x80_0000 - 4097i64;
+        let mut raw = (int_part as u32).to_be_bytes()[1..].to_vec();
+        raw.push((0x100 - 50) as u8);
+        assert_eq!(
+            decode_cell(&t2, &raw).unwrap().0,
+            Value::Text("-01:00:00.50".into())
+        );
+        let old = column(MyType::MYSQL_TYPE_TIME, vec![], false, "utf8mb4");
+        let v: i32 = -(8_385_959);
+        assert_eq!(
+            decode_cell(&old, &v.to_le_bytes()[..3]).unwrap(),
+            (Value::Text("-838:59:59".into()), 3)
+        );
     }
 
     #[test]
@@ -355,11 +460,10 @@ mod tests {
             Err(CellError::Malformed(_))
         ));
         let date = column(MyType::MYSQL_TYPE_NEWDATE, vec![], false, "binary");
-        // 0000-00-00: a well-formed cell with no calendar date.
-        let zero = decode_cell(&date, &[0, 0, 0]);
-        assert!(
-            matches!(zero, Err(CellError::Unrepresentable(_))),
-            "{zero:?}"
+        // 0000-00-00: a well-formed cell with no calendar date, encoded.
+        assert_eq!(
+            decode_cell(&date, &[0, 0, 0]),
+            Ok((Value::Date(super::super::forms::ZERO_DATE_DAYS), 3))
         );
     }
 }

@@ -23,9 +23,11 @@ use mysql_async::binlog::events::{
 use mysql_async::consts::ColumnType as MyType;
 
 use super::cell::CellError;
+use super::charset;
+use super::forms;
 use super::rows::{ImageColumns, RowError, RowImages};
 use super::schema::CapturedTable;
-use super::values::{BinlogColumn, binlog_type, compatible};
+use super::values::{BinlogColumn, Plugin, binlog_type, compatible};
 use crate::change::{Column, ColumnType, Op, RowChange, TableSchema};
 use crate::error::{Code, Error, Result};
 
@@ -192,20 +194,21 @@ pub fn describe_table_map(
     if names.len() != count {
         return Ok(None);
     }
-    let mut enum_labels: Vec<Vec<String>> = Vec::new();
-    let mut set_labels: Vec<Vec<String>> = Vec::new();
+    // Labels as raw bytes in their column's character set (decoded below, per column).
+    let mut enum_labels: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut set_labels: Vec<Vec<Vec<u8>>> = Vec::new();
     for field in tme.iter_optional_meta() {
         match field.map_err(|e| format!("bad TABLE_MAP metadata: {e}"))? {
             OptionalMetadataField::EnumStrValue(values) => {
                 for v in values.iter_values() {
                     let v = v.map_err(|e| format!("bad ENUM labels: {e}"))?;
-                    enum_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                    enum_labels.push(v.values().iter().map(|s| s.value_raw().to_vec()).collect());
                 }
             }
             OptionalMetadataField::SetStrValue(values) => {
                 for v in values.iter_values() {
                     let v = v.map_err(|e| format!("bad SET labels: {e}"))?;
-                    set_labels.push(v.values().iter().map(|s| s.value().into_owned()).collect());
+                    set_labels.push(v.values().iter().map(|s| s.value_raw().to_vec()).collect());
                 }
             }
             _ => {}
@@ -244,11 +247,15 @@ pub fn describe_table_map(
         } else {
             None
         };
-        let labels = match raw {
+        let raw_labels = match raw {
             MyType::MYSQL_TYPE_ENUM => enums.next().unwrap_or_default(),
             MyType::MYSQL_TYPE_SET => sets.next().unwrap_or_default(),
             _ => Vec::new(),
         };
+        let labels = raw_labels
+            .into_iter()
+            .map(|bytes| label_text(charset.as_deref(), bytes))
+            .collect();
         columns.push(BinlogColumn {
             name,
             raw,
@@ -257,9 +264,56 @@ pub fn describe_table_map(
             nullable: nullable.get(i).is_some_and(|b| *b),
             charset,
             labels,
+            plugin: None,
         });
     }
     Ok(Some(columns))
+}
+
+/// What to do when a binlog cell has no form in its column's output type: the binlog
+/// already holds the value, so fixing the row at the source cannot help the stream.
+pub const UNREPRESENTABLE_HINT: &str = "the value is already in the binlog, so fixing the row does not help: for text bytes invalid in the column's character set, change the column to a binary type (ALTER TABLE … MODIFY … VARBINARY / BLOB); for a partial JSON diff, SET GLOBAL binlog_row_value_options = ''; then re-baseline the table (docs/operations.md#recovery)";
+
+/// An ENUM / SET label's bytes, in its column's character set, as text: decoded by the
+/// set ([`charset`]); a set without a decoding, or bytes invalid in it, as UTF-8 with
+/// replacement characters (labels are DDL, not data).
+fn label_text(set: Option<&str>, bytes: Vec<u8>) -> String {
+    let set = set.unwrap_or("utf8mb4");
+    let decoding = charset::decoding(set);
+    if decoding.is_bytes() {
+        return String::from_utf8_lossy(&bytes).into_owned();
+    }
+    charset::decode(decoding, set, bytes.clone())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The field metadata of a column known only from the binlog (added or changed since the
+/// open): the same forms [`super::schema::declared_metadata`] declares, from the binlog type.
+fn binlog_metadata(col: &BinlogColumn) -> std::collections::BTreeMap<String, String> {
+    match col.raw {
+        MyType::MYSQL_TYPE_TIME | MyType::MYSQL_TYPE_TIME2 => {
+            forms::metadata(forms::FORM_KEY, "text")
+        }
+        MyType::MYSQL_TYPE_GEOMETRY => forms::metadata(forms::FORM_KEY, "wkb"),
+        MyType::MYSQL_TYPE_DATE | MyType::MYSQL_TYPE_NEWDATE => {
+            forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATE_RULE)
+        }
+        MyType::MYSQL_TYPE_DATETIME
+        | MyType::MYSQL_TYPE_DATETIME2
+        | MyType::MYSQL_TYPE_TIMESTAMP
+        | MyType::MYSQL_TYPE_TIMESTAMP2 => {
+            forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATETIME_RULE)
+        }
+        _ => match col.charset.as_deref() {
+            Some(set)
+                if col.raw.is_character_type()
+                    && charset::decoding(set) == charset::Decoding::Raw =>
+            {
+                forms::metadata(forms::CHARSET_KEY, &set.to_ascii_lowercase())
+            }
+            _ => Default::default(),
+        },
+    }
 }
 
 /// A captured table as one TABLE_MAP event describes it.
@@ -279,6 +333,12 @@ pub fn map_table(
     columns: Vec<BinlogColumn>,
     at: &str,
 ) -> Result<MappedTable> {
+    let mut columns = columns;
+    for col in &mut columns {
+        col.plugin = captured
+            .column(&col.name)
+            .and_then(|declared| Plugin::of_declared(&declared.source_type));
+    }
     let mut out = Vec::with_capacity(columns.len());
     let mut unsupported = Vec::new();
     for col in &columns {
@@ -294,7 +354,7 @@ pub fn map_table(
             Some(declared) => Column {
                 ty: binlog,
                 source_type: format!("{:?} (binlog)", col.raw),
-                field_metadata: Default::default(),
+                field_metadata: binlog_metadata(col),
                 ..declared.clone()
             },
             None => Column {
@@ -303,7 +363,7 @@ pub fn map_table(
                 nullable: col.nullable,
                 key: false,
                 source_type: format!("{:?} (binlog)", col.raw),
-                field_metadata: Default::default(),
+                field_metadata: binlog_metadata(col),
             },
         });
     }
@@ -389,7 +449,7 @@ fn row_error(mapped: &MappedTable, error: RowError, at: &str) -> Error {
                     Code::ValueUnrepresentable,
                     format!("{name}.{} ({}) at {at}: {reason}", col.name, col.source_type),
                 )
-                .hint("the value has no exact representation in the column's output type; fix the row at the source (or change the column's type) and re-baseline"),
+                .hint(UNREPRESENTABLE_HINT),
                 CellError::Malformed(reason) => malformed(name, at, &format!("column {}: {reason}", col.name)),
             }
         }
@@ -408,6 +468,52 @@ fn malformed(table: &str, at: &str, reason: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_known_only_from_the_binlog_declare_their_forms() {
+        let col = |raw, charset: Option<&str>| BinlogColumn {
+            name: "c".into(),
+            raw,
+            meta: vec![],
+            unsigned: false,
+            nullable: true,
+            charset: charset.map(str::to_owned),
+            labels: vec![],
+            plugin: None,
+        };
+        let form = |raw, charset| binlog_metadata(&col(raw, charset));
+        assert_eq!(form(MyType::MYSQL_TYPE_TIME2, None)["sluice.form"], "text");
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_GEOMETRY, None)["sluice.form"],
+            "wkb"
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_NEWDATE, None)["sluice.zero_dates"],
+            forms::ZERO_DATE_RULE
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_TIMESTAMP2, None)["sluice.zero_dates"],
+            forms::ZERO_DATETIME_RULE
+        );
+        assert_eq!(
+            form(MyType::MYSQL_TYPE_VARCHAR, Some("keybcs2"))["sluice.charset"],
+            "keybcs2"
+        );
+        assert!(form(MyType::MYSQL_TYPE_VARCHAR, Some("cp1250")).is_empty());
+        assert!(form(MyType::MYSQL_TYPE_LONG, None).is_empty());
+    }
+
+    #[test]
+    fn enum_labels_are_decoded_by_their_columns_set() {
+        assert_eq!(label_text(Some("cp1250"), vec![0x9a, 0xe8]), "šč");
+        assert_eq!(
+            label_text(Some("utf8mb4"), "ünï".as_bytes().to_vec()),
+            "ünï"
+        );
+        assert_eq!(label_text(Some("latin1"), vec![0xfc]), "ü");
+        assert_eq!(label_text(None, b"a".to_vec()), "a");
+        assert_eq!(label_text(Some("keybcs2"), b"ab".to_vec()), "ab");
+    }
 
     #[test]
     fn maria_gtid_bodies_parse() {

@@ -17,13 +17,15 @@
 //! This module only wires the parts: [`connect`] (`source.tls`, errors), [`probe`]
 //! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
-//! decision, dump), [`events`], [`values`] and [`cell`] (pure decoders), [`spill`] (the transaction
+//! decision, dump), [`events`], [`values`], [`cell`], [`charset`] and [`forms`] (pure decoders), [`spill`] (the transaction
 //! buffer), [`stream`] (the change stream), [`snapshot`] (baseline chunk reads).
 
 pub mod binlog;
 pub mod cell;
+pub mod charset;
 pub mod connect;
 pub mod events;
+pub mod forms;
 pub mod prerequisites;
 pub mod probe;
 pub mod rows;

@@ -185,6 +185,7 @@ mod tests {
             nullable: true,
             charset: Some("utf8mb4".into()),
             labels: vec![],
+            plugin: None,
         }
     }
 
@@ -288,18 +289,37 @@ mod tests {
     fn an_unrepresentable_cell_names_its_column() {
         let columns = vec![
             col("id", MyType::MYSQL_TYPE_LONG, &[]),
-            col("t", MyType::MYSQL_TYPE_TIME2, &[2]),
+            col("e", MyType::MYSQL_TYPE_ENUM, &[247, 1]),
         ];
-        let types = vec![ColumnType::Int32, ColumnType::Time];
-        // id = 7, t = -00:00:01.50
-        let data = [0u8, 7, 0, 0, 0, 0x7f, 0xff, 0xfe, 0x32];
+        let types = vec![ColumnType::Int32, ColumnType::Utf8];
+        // id = 7, e = index 3 of an ENUM whose labels the TABLE_MAP did not carry.
+        let data = [0u8, 7, 0, 0, 0, 3];
         let err = RowImages::new(&columns, &types, None, all(2), &data)
             .next()
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, RowError::Cell { column: 1, error: CellError::Unrepresentable(r) } if r.contains("outside a day")),
+            matches!(&err, RowError::Cell { column: 1, error: CellError::Unrepresentable(r) } if r.contains("no label")),
             "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_negative_time_is_its_text_not_a_stop() {
+        let columns = vec![
+            col("id", MyType::MYSQL_TYPE_LONG, &[]),
+            col("t", MyType::MYSQL_TYPE_TIME2, &[2]),
+        ];
+        let types = vec![ColumnType::Int32, ColumnType::Utf8];
+        // id = 7, t = -00:00:01.50
+        let data = [0u8, 7, 0, 0, 0, 0x7f, 0xff, 0xfe, 0xce];
+        let row = RowImages::new(&columns, &types, None, all(2), &data)
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            row.1,
+            Some(vec![Value::Int(7), Value::Text("-00:00:01.50".into())])
         );
     }
 

@@ -1,21 +1,27 @@
 //! The captured tables as `information_schema` declares them at open: columns, declared
 //! types, nullability and the key.
 //!
-//! Guarantees: every configured table exists and is a base table; every column has a
-//! supported type (an unsupported one fails the open naming the column); the key is the
+//! Guarantees: every configured table exists and is a base table; every column of a
+//! MySQL / MariaDB built-in type resolves to an output type and its field metadata
+//! ([`declared_type`], [`declared_metadata`]: every character set, spatial types, TIME,
+//! zero dates, MariaDB's `inet6` / `inet4` / `uuid` — none refused); a type sluice does
+//! not know (one newer than it: MariaDB 11's `vector`) fails the open naming every such
+//! column; the key is the
 //! primary key, or else the first unique index over NOT NULL columns (a table with
 //! neither is captured without a key: a key change cannot be split and downstream
 //! dedupe needs all columns). The binlog's own TABLE_MAP metadata decides how each row
 //! is decoded ([`super::values`]); the declared types add what the binlog cannot say
 //! (MariaDB's JSON is a LONGTEXT with a `json_valid` check) and the source type names.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 
+use super::charset;
 use super::connect::query_error;
+use super::forms;
 use crate::change::{Column, ColumnType, TableSchema};
 use crate::error::{Code, Error, Result};
 
@@ -76,13 +82,18 @@ pub fn split_name(config_name: &str, default_db: Option<&str>) -> Result<(String
     }
 }
 
-/// Character sets whose text sluice decodes exactly into UTF-8.
-pub fn charset_supported(charset: &str) -> bool {
-    matches!(
-        charset.to_ascii_lowercase().as_str(),
-        "utf8mb4" | "utf8mb3" | "utf8" | "ascii" | "latin1" | "binary"
-    )
-}
+/// The spatial `DATA_TYPE`s.
+const SPATIAL: &[&str] = &[
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+    "geomcollection",
+];
 
 /// The sluice type for a declared column (`DATA_TYPE`, `COLUMN_TYPE`, charset, and
 /// whether MariaDB's `json_valid` check marks it as JSON). Pure.
@@ -95,19 +106,13 @@ pub fn declared_type(
     let unsigned = column_type.to_ascii_lowercase().contains("unsigned");
     let int =
         |signed: ColumnType, unsigned_ty: ColumnType| if unsigned { unsigned_ty } else { signed };
-    let text = || match charset {
-        Some(cs) if cs.eq_ignore_ascii_case("binary") => Ok(ColumnType::Binary),
-        Some(cs) if charset_supported(cs) => Ok(if is_json {
-            ColumnType::Json
-        } else {
-            ColumnType::Utf8
-        }),
-        Some(cs) => Err(format!(
-            "character set {cs} is not supported (utf8mb4, utf8mb3, ascii, latin1 are)"
-        )),
-        None => Ok(ColumnType::Utf8),
+    let text = || match charset.map(charset::decoding) {
+        Some(decoding) if decoding.is_bytes() => ColumnType::Binary,
+        _ if is_json => ColumnType::Json,
+        _ => ColumnType::Utf8,
     };
-    Ok(match data_type.to_ascii_lowercase().as_str() {
+    let data_type = data_type.to_ascii_lowercase();
+    Ok(match data_type.as_str() {
         "tinyint" => int(ColumnType::Int8, ColumnType::UInt8),
         "smallint" => int(ColumnType::Int16, ColumnType::UInt16),
         "mediumint" | "int" | "integer" => int(ColumnType::Int32, ColumnType::UInt32),
@@ -122,22 +127,42 @@ pub fn declared_type(
         "date" => ColumnType::Date,
         "datetime" => ColumnType::Timestamp,
         "timestamp" => ColumnType::TimestampTz,
-        "time" => ColumnType::Time,
+        "time" => ColumnType::Utf8,
         "year" => ColumnType::Int16,
-        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => text()?,
+        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => text(),
         "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => {
             ColumnType::Binary
         }
         "json" => ColumnType::Json,
-        "enum" | "set" => match charset {
-            Some(cs) if !charset_supported(cs) => {
-                return Err(format!("character set {cs} is not supported"));
-            }
-            _ => ColumnType::Utf8,
-        },
+        "enum" | "set" => ColumnType::Utf8,
         "bit" => ColumnType::UInt64,
+        "inet6" | "inet4" | "uuid" => ColumnType::Utf8,
+        spatial if SPATIAL.contains(&spatial) => ColumnType::Binary,
         other => return Err(format!("type {other} is not supported")),
     })
+}
+
+/// The field metadata a declared column's output carries besides its source type: how
+/// a TIME, a spatial value or a column in a character set without a decoding table is
+/// held, and the non-calendar date encoding of DATE, DATETIME and TIMESTAMP columns
+/// ([`forms`]). Pure.
+pub fn declared_metadata(data_type: &str, charset: Option<&str>) -> BTreeMap<String, String> {
+    let data_type = data_type.to_ascii_lowercase();
+    match data_type.as_str() {
+        "time" | "inet6" | "inet4" | "uuid" => forms::metadata(forms::FORM_KEY, "text"),
+        "date" => forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATE_RULE),
+        "datetime" | "timestamp" => {
+            forms::metadata(forms::ZERO_DATES_KEY, forms::ZERO_DATETIME_RULE)
+        }
+        spatial if SPATIAL.contains(&spatial) => forms::metadata(forms::FORM_KEY, "wkb"),
+        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => match charset {
+            Some(cs) if charset::decoding(cs) == charset::Decoding::Raw => {
+                forms::metadata(forms::CHARSET_KEY, &cs.to_ascii_lowercase())
+            }
+            _ => BTreeMap::new(),
+        },
+        _ => BTreeMap::new(),
+    }
 }
 
 /// `decimal(12,2) unsigned` → (12, 2).
@@ -216,6 +241,7 @@ async fn resolve_one(
     let mut unsupported = Vec::new();
     for (name, data_type, column_type, nullable, charset) in rows {
         let is_json = json_columns.contains(&name);
+        let field_metadata = declared_metadata(&data_type, charset.as_deref());
         let ty = match declared_type(&data_type, &column_type, charset.as_deref(), is_json) {
             Ok(ty) => ty,
             Err(reason) => {
@@ -231,7 +257,7 @@ async fn resolve_one(
             } else {
                 column_type
             },
-            field_metadata: Default::default(),
+            field_metadata,
             name,
             ty,
         });
@@ -239,7 +265,7 @@ async fn resolve_one(
     crate::source::refuse_unsupported(
         config_name,
         &unsupported,
-        "see the type table in docs/mysql.md; change each column to a supported type (text columns: ALTER TABLE … CONVERT TO CHARACTER SET utf8mb4), or stop capturing the table",
+        "see the type table in docs/mysql.md; a type newer than this sluice has no mapping yet: change each such column to a type in the table, or stop capturing the table",
     )?;
     if key.is_empty() {
         tracing::warn!(table = %config_name, "table has no primary key or NOT NULL unique index; it is captured without a key");
@@ -412,11 +438,150 @@ mod tests {
             declared_type("longtext", "longtext", Some("utf8mb4"), true),
             Ok(ColumnType::Json)
         );
-        assert!(t("geometry", "geometry", None).is_err());
-        assert!(
-            t("varchar", "varchar(10)", Some("sjis"))
-                .unwrap_err()
-                .contains("sjis")
+        assert_eq!(t("point", "point", None), Ok(ColumnType::Binary));
+        assert_eq!(t("geometry", "geometry", None), Ok(ColumnType::Binary));
+        assert_eq!(t("time", "time(3)", None), Ok(ColumnType::Utf8));
+        assert_eq!(
+            t("varchar", "varchar(10)", Some("sjis")),
+            Ok(ColumnType::Utf8)
         );
+        assert_eq!(t("char", "char(4)", Some("ucs2")), Ok(ColumnType::Utf8));
+        assert_eq!(
+            t("varchar", "varchar(4)", Some("keybcs2")),
+            Ok(ColumnType::Binary)
+        );
+        assert_eq!(t("inet6", "inet6", None), Ok(ColumnType::Utf8));
+        assert_eq!(t("uuid", "uuid", None), Ok(ColumnType::Utf8));
+        assert!(
+            t("vector", "vector(3)", None)
+                .unwrap_err()
+                .contains("vector")
+        );
+    }
+
+    /// The name docs/mysql.md's type table gives an output type.
+    fn doc_name(ty: &ColumnType) -> String {
+        match ty {
+            ColumnType::Decimal { precision, .. } if *precision > 38 => "Decimal256".into(),
+            ColumnType::Decimal { .. } => "Decimal128".into(),
+            ColumnType::Date => "Date32".into(),
+            ColumnType::Timestamp => "Timestamp(µs)".into(),
+            ColumnType::TimestampTz => "Timestamp(µs, UTC)".into(),
+            ColumnType::Json => "JSON extension".into(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_docs_type_table_matches_the_code() {
+        let docs = include_str!("../../../docs/mysql.md");
+        let rows: Vec<&str> = docs.lines().filter(|l| l.starts_with("| ")).collect();
+        let row = |name: &str| {
+            let quoted = format!("`{name}`");
+            rows.iter()
+                .find(|l| l.split('|').nth(1).is_some_and(|c| c.contains(&quoted)))
+                .unwrap_or_else(|| panic!("{name} is not in the type table of docs/mysql.md"))
+                .to_string()
+        };
+        // (doc name, DATA_TYPE, COLUMN_TYPE, charset, what the row must also say)
+        for (name, data_type, column_type, charset, also) in [
+            ("tinyint", "tinyint", "tinyint(4)", None, ""),
+            ("smallint", "smallint", "smallint(6)", None, ""),
+            ("int", "int", "int(11)", None, ""),
+            ("bigint", "bigint", "bigint(20)", None, ""),
+            ("decimal(p,s)", "decimal", "decimal(12,2)", None, ""),
+            ("decimal(p,s)", "decimal", "decimal(65,30)", None, ""),
+            ("float", "float", "float", None, ""),
+            ("double", "double", "double", None, ""),
+            ("date", "date", "date", None, "sluice.zero_dates"),
+            (
+                "datetime(fsp)",
+                "datetime",
+                "datetime(6)",
+                None,
+                "sluice.zero_dates",
+            ),
+            (
+                "timestamp(fsp)",
+                "timestamp",
+                "timestamp(3)",
+                None,
+                "sluice.zero_dates",
+            ),
+            ("time(fsp)", "time", "time(6)", None, "sluice.form = text"),
+            ("year", "year", "year(4)", None, ""),
+            ("varchar", "varchar", "varchar(10)", Some("cp1250"), ""),
+            (
+                "keybcs2",
+                "varchar",
+                "varchar(10)",
+                Some("keybcs2"),
+                "sluice.charset",
+            ),
+            ("varbinary", "varbinary", "varbinary(10)", None, ""),
+            ("json", "json", "json", None, ""),
+            ("enum", "enum", "enum('a')", Some("utf8mb4"), ""),
+            ("set", "set", "set('a')", Some("utf8mb4"), ""),
+            ("bit(n)", "bit", "bit(5)", None, ""),
+            (
+                "geometry",
+                "geometry",
+                "geometry",
+                None,
+                "sluice.form = wkb",
+            ),
+            ("point", "point", "point", None, "sluice.form = wkb"),
+            ("inet6", "inet6", "inet6", None, "sluice.form = text"),
+            ("inet4", "inet4", "inet4", None, "sluice.form = text"),
+            ("uuid", "uuid", "uuid", None, "sluice.form = text"),
+        ] {
+            let ty = declared_type(data_type, column_type, charset, false).unwrap();
+            let row = row(name);
+            assert!(row.contains(&doc_name(&ty)), "{name}: {ty:?} not in {row}");
+            assert!(row.contains(also), "{name}: {also} not in {row}");
+            let metadata = declared_metadata(data_type, charset);
+            for key in metadata.keys() {
+                assert!(row.contains(key.as_str()), "{name}: {key} not in {row}");
+            }
+        }
+        let unsigned = row("tinyint");
+        assert!(unsigned.contains("Int8"));
+        let unsigned = rows.iter().find(|l| l.contains("unsigned")).unwrap();
+        for ty in ["UInt8", "UInt16", "UInt32", "UInt64"] {
+            assert!(unsigned.contains(ty), "{ty} not in {unsigned}");
+        }
+        // Every character set the docs name as decoded is decoded, and the raw ones raw.
+        for set in [
+            "latin2", "cp1250", "ucs2", "utf16", "utf16le", "utf32", "sjis", "gbk",
+        ] {
+            assert!(docs.contains(&format!("`{set}`")), "{set}");
+            assert!(!charset::decoding(set).is_bytes(), "{set}");
+        }
+        for set in [
+            "armscii8", "cp850", "cp852", "dec8", "geostd8", "hp8", "keybcs2", "macce", "swe7",
+        ] {
+            assert!(row("keybcs2").contains(&format!("`{set}`")), "{set}");
+            assert_eq!(charset::decoding(set), charset::Decoding::Raw, "{set}");
+        }
+    }
+
+    #[test]
+    fn declared_metadata_says_how_values_are_held() {
+        let m = |d: &str, cs: Option<&str>| declared_metadata(d, cs);
+        assert_eq!(m("time", None)["sluice.form"], "text");
+        assert_eq!(m("point", None)["sluice.form"], "wkb");
+        assert_eq!(m("multipolygon", None)["sluice.form"], "wkb");
+        assert_eq!(m("date", None)["sluice.zero_dates"], forms::ZERO_DATE_RULE);
+        assert_eq!(
+            m("timestamp", None)["sluice.zero_dates"],
+            forms::ZERO_DATETIME_RULE
+        );
+        assert_eq!(
+            m("datetime", None)["sluice.zero_dates"],
+            forms::ZERO_DATETIME_RULE
+        );
+        assert_eq!(m("varchar", Some("keybcs2"))["sluice.charset"], "keybcs2");
+        assert!(m("varchar", Some("cp1250")).is_empty());
+        assert!(m("int", None).is_empty());
     }
 }

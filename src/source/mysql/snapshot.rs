@@ -6,7 +6,8 @@
 //! them ([`crate::source::snapshot::baseline_key`]).
 //!
 //! Guarantees: the session runs with `time_zone = '+00:00'` and utf8mb4 results, so
-//! TIMESTAMPs are instants and every supported character set arrives as UTF-8; a chunk is
+//! TIMESTAMPs are instants and every character set with a decoding arrives as UTF-8 (a
+//! set without one is selected as its bytes, as the binlog carries it); a chunk is
 //! `lower < key <= upper` in the key's index order, the bounds bound as typed parameters
 //! (integers as integers, DECIMAL through `CAST(? AS DECIMAL(p,s))`, BINARY as bytes) so
 //! a comparison never goes through floating point; planning uses the table's row estimate
@@ -24,6 +25,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Value as MyValue};
 
 use super::connect::{self, query_error};
+use super::forms;
 use super::schema::{self, CapturedTable, quote_ident};
 use super::values::convert_selected;
 use crate::change::{Column, ColumnType, TableSchema};
@@ -196,7 +198,7 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> Result<(Strin
         .shape
         .columns
         .iter()
-        .map(|c| quote_ident(&c.name))
+        .map(select_expression)
         .collect::<Vec<_>>()
         .join(", ");
     let keys = table.key_columns();
@@ -225,6 +227,18 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> Result<(Strin
         ),
         params,
     ))
+}
+
+/// A column as the chunk selects it: text in a character set sluice has no decoding
+/// table for as its own bytes (`CAST(… AS BINARY)`, what the binlog carries), every
+/// other column as it is.
+fn select_expression(column: &Column) -> String {
+    let name = quote_ident(&column.name);
+    if column.field_metadata.contains_key(forms::CHARSET_KEY) {
+        format!("CAST({name} AS BINARY) AS {name}")
+    } else {
+        name
+    }
 }
 
 fn order_by(keys: &[&Column], direction: &str) -> String {
@@ -440,10 +454,10 @@ impl SnapshotSource for MySnapshot {
             .exec_iter(statement, params)
             .await
             .map_err(|e| query_error(&what, e))?;
-        let json: Vec<bool> = result
+        let result_types: Vec<mysql_async::consts::ColumnType> = result
             .columns_ref()
             .iter()
-            .map(|c| c.column_type() == mysql_async::consts::ColumnType::MYSQL_TYPE_JSON)
+            .map(|c| c.column_type())
             .collect();
         let columns = &table.shape.columns;
         let mut count = 0u64;
@@ -452,13 +466,17 @@ impl SnapshotSource for MySnapshot {
             let mut values = Vec::with_capacity(columns.len());
             for (i, cell) in cells.into_iter().enumerate() {
                 let column = &columns[i];
-                let value = convert_selected(&column.ty, json.get(i).copied().unwrap_or(false), cell)
+                let result_type = result_types
+                    .get(i)
+                    .copied()
+                    .unwrap_or(mysql_async::consts::ColumnType::MYSQL_TYPE_NULL);
+                let value = convert_selected(column, result_type, cell)
                     .map_err(|reason| {
                         Error::new(
                             Code::ValueUnrepresentable,
                             format!("{name}.{} ({}) in the baseline: {reason}", column.name, column.source_type),
                         )
-                        .hint("the value has no exact representation in the column's output type; fix the row at the source")
+                        .hint("the value has no form in the column's output type (text bytes invalid in the column's character set): fix the row at the source, or change the column to a binary type (ALTER TABLE … MODIFY … VARBINARY / BLOB), then baseline again")
                     })?;
                 values.push(value);
             }

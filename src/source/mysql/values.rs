@@ -9,21 +9,27 @@
 //! * integers keep their signedness (`UInt*` for UNSIGNED); DECIMAL is exact
 //!   (Decimal128 up to 38 digits, Decimal256 up to MySQL's 65);
 //! * DATE / DATETIME are calendar values (naive), TIMESTAMP is an instant (the binlog
-//!   stores UTC seconds, so the session time zone never matters); zero or partial-zero
-//!   dates (`0000-00-00`, `2024-00-10`) have no calendar meaning and are refused;
-//! * TIME is a time of day: values outside `00:00:00 ≤ t < 24:00:00` (MySQL allows
-//!   ±838 h) are refused; YEAR is an integer (0 for `0000`);
-//! * text is decoded by its column's character set (UTF-8 family and ASCII validated,
-//!   latin1 as MySQL's cp1252 variant); `binary`-charset columns are bytes; BINARY(n) is
-//!   re-padded with the zero bytes the binlog strips, as `SELECT` returns it;
-//! * ENUM and SET become their labels (SET labels comma-joined in definition order; the
-//!   ENUM error value 0 is `''`, as MySQL prints it); BIT(n) is an unsigned integer; JSON is its text.
+//!   stores UTC seconds, so the session time zone never matters); zero, partial-zero and
+//!   invalid dates (`0000-00-00`, `2024-00-10`) are written in the lossless encoding of
+//!   [`super::forms`], far below every real date;
+//! * TIME is a signed duration (±838 h), written as the server's text of it
+//!   ([`super::forms::time_text`]); YEAR is an integer (0 for `0000`);
+//! * text is decoded by its column's character set ([`super::charset`]); `binary`-charset
+//!   columns, and sets without a decoding table, are bytes; BINARY(n) is re-padded with
+//!   the zero bytes the binlog strips, as `SELECT` returns it;
+//! * spatial values are WKB (EWKB with a non-zero SRID, [`super::forms::wkb`]);
+//! * ENUM and SET become their labels (SET labels comma-joined in definition order — the
+//!   text MySQL prints; the ENUM error value 0 is `''`, as MySQL prints it); BIT(n) is an
+//!   unsigned integer; JSON is its text (MySQL's binary JSON rendered, opaque scalars —
+//!   DECIMAL, DATE, TIME, DATETIME — as strings).
 
 use mysql_async::Value as MyValue;
 use mysql_async::binlog::value::BinlogValue;
 use mysql_async::consts::ColumnType as MyType;
 
-use crate::change::{ColumnType, Value};
+use super::charset::{self, Decoding};
+use super::forms;
+use crate::change::{Column, ColumnType, Value};
 
 /// One column as a TABLE_MAP event describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -39,33 +45,43 @@ pub struct BinlogColumn {
     pub charset: Option<String>,
     /// ENUM or SET labels, in definition order.
     pub labels: Vec<String>,
+    /// A MariaDB plugin type the binlog carries as a fixed BINARY (set from the declared
+    /// type when the table is mapped).
+    pub plugin: Option<Plugin>,
 }
 
-/// How text bytes are decoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Charset {
-    Utf8,
-    Latin1,
-    Binary,
+/// MariaDB's plugin types that arrive as fixed-width bytes and are written as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plugin {
+    Inet6,
+    Inet4,
+    Uuid,
 }
 
-fn charset_of(col: &BinlogColumn) -> Result<Charset, String> {
-    match col
-        .charset
-        .as_deref()
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("utf8mb4" | "utf8mb3" | "utf8" | "ascii") => Ok(Charset::Utf8),
-        Some("latin1") => Ok(Charset::Latin1),
-        Some("binary") => Ok(Charset::Binary),
-        Some(other) => Err(format!("character set {other} is not supported")),
-        None => Err("the binlog gives no character set for the column".to_owned()),
+impl Plugin {
+    /// The plugin type a declared column type names (`inet6`, `inet4`).
+    pub fn of_declared(source_type: &str) -> Option<Plugin> {
+        match source_type.to_ascii_lowercase().as_str() {
+            "inet6" => Some(Plugin::Inet6),
+            "inet4" => Some(Plugin::Inet4),
+            "uuid" => Some(Plugin::Uuid),
+            _ => None,
+        }
     }
+}
+
+fn charset_of(col: &BinlogColumn) -> Result<Decoding, String> {
+    col.charset
+        .as_deref()
+        .map(charset::decoding)
+        .ok_or_else(|| "the binlog gives no character set for the column".to_owned())
 }
 
 /// The sluice type of a binlog column.
 pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
+    if col.plugin.is_some() && col.raw == MyType::MYSQL_TYPE_STRING {
+        return Ok(ColumnType::Utf8);
+    }
     let int = |signed, unsigned| if col.unsigned { unsigned } else { signed };
     Ok(match col.raw {
         MyType::MYSQL_TYPE_TINY => int(ColumnType::Int8, ColumnType::UInt8),
@@ -94,7 +110,7 @@ pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
         MyType::MYSQL_TYPE_NEWDATE | MyType::MYSQL_TYPE_DATE => ColumnType::Date,
         MyType::MYSQL_TYPE_DATETIME | MyType::MYSQL_TYPE_DATETIME2 => ColumnType::Timestamp,
         MyType::MYSQL_TYPE_TIMESTAMP | MyType::MYSQL_TYPE_TIMESTAMP2 => ColumnType::TimestampTz,
-        MyType::MYSQL_TYPE_TIME | MyType::MYSQL_TYPE_TIME2 => ColumnType::Time,
+        MyType::MYSQL_TYPE_TIME | MyType::MYSQL_TYPE_TIME2 => ColumnType::Utf8,
         MyType::MYSQL_TYPE_YEAR => ColumnType::Int16,
         MyType::MYSQL_TYPE_VARCHAR
         | MyType::MYSQL_TYPE_VAR_STRING
@@ -102,10 +118,14 @@ pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
         | MyType::MYSQL_TYPE_BLOB
         | MyType::MYSQL_TYPE_TINY_BLOB
         | MyType::MYSQL_TYPE_MEDIUM_BLOB
-        | MyType::MYSQL_TYPE_LONG_BLOB => match charset_of(col)? {
-            Charset::Binary => ColumnType::Binary,
-            _ => ColumnType::Utf8,
-        },
+        | MyType::MYSQL_TYPE_LONG_BLOB => {
+            if charset_of(col)?.is_bytes() {
+                ColumnType::Binary
+            } else {
+                ColumnType::Utf8
+            }
+        }
+        MyType::MYSQL_TYPE_GEOMETRY => ColumnType::Binary,
         MyType::MYSQL_TYPE_JSON => ColumnType::Json,
         MyType::MYSQL_TYPE_ENUM | MyType::MYSQL_TYPE_SET => {
             if col.labels.is_empty() {
@@ -114,7 +134,6 @@ pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
                         .to_owned(),
                 );
             }
-            charset_of(col)?;
             ColumnType::Utf8
         }
         MyType::MYSQL_TYPE_BIT => ColumnType::UInt64,
@@ -137,8 +156,10 @@ pub fn convert(
     let value = match cell {
         BinlogValue::Value(v) => v,
         BinlogValue::Jsonb(doc) => {
-            let json = serde_json::Value::try_from(doc)
-                .map_err(|e| format!("JSON value cannot be rendered as text: {e}"))?;
+            let json: serde_json::Value = doc
+                .parse()
+                .map_err(|e| format!("JSON value cannot be rendered as text: {e}"))?
+                .into();
             return Ok(Value::Text(json.to_string()));
         }
         BinlogValue::JsonDiff(_) => {
@@ -149,6 +170,19 @@ pub fn convert(
         return Ok(Value::Null);
     }
     match (col.raw, value) {
+        (MyType::MYSQL_TYPE_STRING, MyValue::Bytes(bytes)) if col.plugin.is_some() => {
+            let width = string_width(&col.meta);
+            let mut bytes = bytes;
+            if bytes.len() < width {
+                bytes.resize(width, 0);
+            }
+            match col.plugin {
+                Some(Plugin::Inet6) => forms::inet6_text(&bytes),
+                Some(Plugin::Uuid) => forms::uuid_text(&bytes),
+                _ => forms::inet4_text(&bytes),
+            }
+            .map(Value::Text)
+        }
         (MyType::MYSQL_TYPE_ENUM, MyValue::Int(index)) => enum_label(col, index),
         (MyType::MYSQL_TYPE_SET, MyValue::Bytes(bits)) => set_labels(col, &bits),
         (MyType::MYSQL_TYPE_BIT, MyValue::Bytes(bytes)) => {
@@ -169,10 +203,25 @@ pub fn convert(
         (MyType::MYSQL_TYPE_NEWDECIMAL, MyValue::Bytes(text)) => decimal(ty, ascii(&text)?),
         (MyType::MYSQL_TYPE_TIMESTAMP2, MyValue::Bytes(text)) => timestamp_text(ascii(&text)?),
         (MyType::MYSQL_TYPE_TIMESTAMP, MyValue::Int(seconds)) => {
-            if seconds == 0 {
-                return Err("zero TIMESTAMP ('0000-00-00 00:00:00') is not an instant".to_owned());
-            }
-            Ok(Value::Timestamp(seconds * 1_000_000))
+            Ok(Value::Timestamp(if seconds == 0 {
+                forms::ZERO_DATETIME_MICROS
+            } else {
+                seconds * 1_000_000
+            }))
+        }
+        (MyType::MYSQL_TYPE_GEOMETRY, MyValue::Bytes(internal)) => {
+            forms::wkb(&internal).map(Value::Bytes)
+        }
+        (
+            MyType::MYSQL_TYPE_TIME2 | MyType::MYSQL_TYPE_TIME,
+            MyValue::Time(neg, days, h, m, s, us),
+        ) => {
+            let fsp = if col.raw == MyType::MYSQL_TYPE_TIME2 {
+                col.meta.first().copied().unwrap_or(0)
+            } else {
+                0
+            };
+            Ok(time_value(neg, days, h, m, s, us, fsp))
         }
         // mysql_common reads a signed MEDIUMINT without sign extension.
         (MyType::MYSQL_TYPE_INT24, MyValue::Int(v))
@@ -199,19 +248,6 @@ pub fn convert(
         (_, MyValue::Float(v)) => Ok(Value::Float(f64::from(v))),
         (_, MyValue::Double(v)) => Ok(Value::Float(v)),
         (_, MyValue::Date(y, m, d, h, i, s, us)) => date_time(ty, (y, m, d), (h, i, s, us)),
-        (_, MyValue::Time(negative, days, h, m, s, us)) => {
-            if negative || days > 0 {
-                let sign = if negative { "-" } else { "" };
-                return Err(format!(
-                    "TIME {sign}{}:{m:02}:{s:02} is outside a day (00:00:00 to 23:59:59.999999)",
-                    u64::from(days) * 24 + u64::from(h)
-                ));
-            }
-            Ok(Value::Time(
-                ((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1_000_000
-                    + i64::from(us),
-            ))
-        }
         (_, MyValue::Bytes(bytes)) => match ty {
             ColumnType::Binary => Ok(Value::Bytes(pad_binary(col, bytes))),
             _ => text(col, bytes).map(Value::Text),
@@ -221,12 +257,14 @@ pub fn convert(
 }
 
 /// Converts one cell of a `SELECT` (binary protocol, `time_zone = '+00:00'`, results in
-/// utf8mb4) into a value of the column's declared type `ty` — the type the change stream
-/// writes for the same column, with the same exactness rules as [`convert`]: DECIMAL from
-/// its text, zero dates and out-of-day TIMEs refused, BIT as an unsigned integer. `json`
-/// marks a MySQL JSON result column, whose text is re-rendered as the binlog path renders
-/// a JSON document; MariaDB's JSON is LONGTEXT and passes through as written.
-pub fn convert_selected(ty: &ColumnType, json: bool, value: MyValue) -> Result<Value, String> {
+/// utf8mb4) of `column` into a value of its declared type — the type the change stream
+/// writes for the same column, through the same forms as [`convert`]: DECIMAL from its
+/// text, non-calendar dates encoded ([`super::forms`]), TIME as its text, BIT as an
+/// unsigned integer, spatial values as WKB. `result` is the result column's type: a
+/// MySQL JSON result is re-rendered as the binlog path renders a JSON document;
+/// MariaDB's JSON is LONGTEXT and passes through as written.
+pub fn convert_selected(column: &Column, result: MyType, value: MyValue) -> Result<Value, String> {
+    let ty = &column.ty;
     let unsigned = matches!(
         ty,
         ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64
@@ -244,20 +282,19 @@ pub fn convert_selected(ty: &ColumnType, json: bool, value: MyValue) -> Result<V
         MyValue::Float(v) => Ok(Value::Float(f64::from(v))),
         MyValue::Double(v) => Ok(Value::Float(v)),
         MyValue::Date(y, m, d, h, i, s, us) => date_time(ty, (y, m, d), (h, i, s, us)),
-        MyValue::Time(negative, days, h, m, s, us) => {
-            if negative || days > 0 {
-                let sign = if negative { "-" } else { "" };
-                return Err(format!(
-                    "TIME {sign}{}:{m:02}:{s:02} is outside a day (00:00:00 to 23:59:59.999999)",
-                    u64::from(days) * 24 + u64::from(h)
-                ));
-            }
-            Ok(Value::Time(
-                ((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1_000_000
-                    + i64::from(us),
-            ))
-        }
+        MyValue::Time(negative, days, h, m, s, us) => Ok(time_value(
+            negative,
+            days,
+            h,
+            m,
+            s,
+            us,
+            forms::declared_fsp(&column.source_type),
+        )),
         MyValue::Bytes(bytes) => match ty {
+            ColumnType::Binary if result == MyType::MYSQL_TYPE_GEOMETRY => {
+                forms::wkb(&bytes).map(Value::Bytes)
+            }
             ColumnType::Binary => Ok(Value::Bytes(bytes)),
             ColumnType::Decimal { .. } => decimal(ty, ascii(&bytes)?),
             ColumnType::UInt64 => {
@@ -269,7 +306,7 @@ pub fn convert_selected(ty: &ColumnType, json: bool, value: MyValue) -> Result<V
                     bytes.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
                 ))
             }
-            ColumnType::Json if json => {
+            ColumnType::Json if result == MyType::MYSQL_TYPE_JSON => {
                 let doc: serde_json::Value = serde_json::from_slice(&bytes)
                     .map_err(|e| format!("JSON value is not valid JSON: {e}"))?;
                 Ok(Value::Text(doc.to_string()))
@@ -285,6 +322,12 @@ pub fn convert_selected(ty: &ColumnType, json: bool, value: MyValue) -> Result<V
             other => Err(format!("unexpected bytes for a {other:?} column")),
         },
     }
+}
+
+/// A TIME as the server prints it.
+fn time_value(negative: bool, days: u32, h: u8, m: u8, s: u8, us: u32, fsp: u8) -> Value {
+    let hours = u64::from(days) * 24 + u64::from(h);
+    Value::Text(forms::time_text(negative, hours, m, s, us, fsp))
 }
 
 fn ascii(bytes: &[u8]) -> Result<&str, String> {
@@ -328,7 +371,7 @@ fn set_labels(col: &BinlogColumn, bits: &[u8]) -> Result<Value, String> {
 
 /// BINARY(n) arrives with its trailing zero bytes stripped; `SELECT` returns all n.
 fn pad_binary(col: &BinlogColumn, mut bytes: Vec<u8>) -> Vec<u8> {
-    if col.raw == MyType::MYSQL_TYPE_STRING {
+    if col.raw == MyType::MYSQL_TYPE_STRING && charset_of(col) == Ok(Decoding::Binary) {
         let width = string_width(&col.meta);
         if bytes.len() < width {
             bytes.resize(width, 0);
@@ -349,30 +392,8 @@ fn string_width(meta: &[u8]) -> usize {
 }
 
 fn text(col: &BinlogColumn, bytes: Vec<u8>) -> Result<String, String> {
-    match charset_of(col)? {
-        Charset::Utf8 | Charset::Binary => String::from_utf8(bytes).map_err(|e| {
-            format!(
-                "text is not valid {} (byte {})",
-                col.charset.as_deref().unwrap_or("UTF-8"),
-                e.utf8_error().valid_up_to()
-            )
-        }),
-        Charset::Latin1 => Ok(bytes.iter().map(|&b| latin1_char(b)).collect()),
-    }
-}
-
-/// MySQL's `latin1` is Windows-1252, with the five undefined bytes mapped to the C1
-/// control characters of the same value.
-fn latin1_char(b: u8) -> char {
-    const HIGH: [u16; 32] = [
-        0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
-        0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
-        0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
-    ];
-    match b {
-        0x80..=0x9F => char::from_u32(u32::from(HIGH[usize::from(b - 0x80)])).unwrap_or('\u{FFFD}'),
-        _ => char::from(b),
-    }
+    let decoding = charset_of(col)?;
+    charset::decode(decoding, col.charset.as_deref().unwrap_or("UTF-8"), bytes)
 }
 
 /// `-1234.5600` at the column's scale → the unscaled integer.
@@ -434,7 +455,7 @@ fn timestamp_text(text: &str) -> Result<Value, String> {
             .map_err(|_| format!("malformed TIMESTAMP {text:?}"))?
     };
     if secs == 0 && micros == 0 {
-        return Err("zero TIMESTAMP ('0000-00-00 00:00:00') is not an instant".to_owned());
+        return Ok(Value::Timestamp(forms::ZERO_DATETIME_MICROS));
     }
     Ok(Value::Timestamp(secs * 1_000_000 + micros))
 }
@@ -444,12 +465,22 @@ fn date_time(
     (y, m, d): (u16, u8, u8),
     (h, i, s, us): (u8, u8, u8, u32),
 ) -> Result<Value, String> {
-    let date = chrono::NaiveDate::from_ymd_opt(i32::from(y), u32::from(m), u32::from(d))
-        .ok_or_else(|| {
-            format!(
-                "{y:04}-{m:02}-{d:02} is not a calendar date (zero dates cannot be represented)"
-            )
-        })?;
+    if h > 23 || i > 59 || s > 59 || us > 999_999 {
+        return Err(format!("{h:02}:{i:02}:{s:02}.{us:06} is not a time of day"));
+    }
+    let micros_of_day =
+        (i64::from(h) * 3600 + i64::from(i) * 60 + i64::from(s)) * 1_000_000 + i64::from(us);
+    let Some(date) = chrono::NaiveDate::from_ymd_opt(i32::from(y), u32::from(m), u32::from(d))
+    else {
+        // The zero date, a zero month or day, an ALLOW_INVALID_DATES date: encoded.
+        return match ty {
+            ColumnType::Date => forms::zero_date_days(y, m, d).map(Value::Date),
+            ColumnType::Timestamp | ColumnType::TimestampTz => {
+                forms::zero_datetime_micros(y, m, d, micros_of_day).map(Value::Timestamp)
+            }
+            other => Err(format!("a date value for a {other:?} column")),
+        };
+    };
     let days = date
         .signed_duration_since(chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch"))
         .num_days();
@@ -458,11 +489,7 @@ fn date_time(
             .map(Value::Date)
             .map_err(|_| "date out of range".to_owned()),
         ColumnType::Timestamp | ColumnType::TimestampTz => {
-            if h > 23 || i > 59 || s > 59 || us > 999_999 {
-                return Err(format!("{h:02}:{i:02}:{s:02}.{us:06} is not a time of day"));
-            }
-            let seconds = days * 86_400 + i64::from(h) * 3600 + i64::from(i) * 60 + i64::from(s);
-            Ok(Value::Timestamp(seconds * 1_000_000 + i64::from(us)))
+            Ok(Value::Timestamp(days * 86_400_000_000 + micros_of_day))
         }
         other => Err(format!("a date value for a {other:?} column")),
     }
@@ -481,6 +508,7 @@ mod tests {
             nullable: true,
             charset: None,
             labels: vec![],
+            plugin: None,
         }
     }
 
@@ -508,10 +536,19 @@ mod tests {
         s.charset = Some("binary".into());
         assert_eq!(binlog_type(&s), Ok(ColumnType::Binary));
         s.charset = Some("gbk".into());
-        assert!(binlog_type(&s).unwrap_err().contains("gbk"));
+        assert_eq!(binlog_type(&s), Ok(ColumnType::Utf8), "gbk decodes");
+        s.charset = Some("keybcs2".into());
+        assert_eq!(binlog_type(&s), Ok(ColumnType::Binary), "no table: bytes");
         let e = col(MyType::MYSQL_TYPE_ENUM, &[247, 1]);
         assert!(binlog_type(&e).unwrap_err().contains("FULL"));
-        assert!(binlog_type(&col(MyType::MYSQL_TYPE_GEOMETRY, &[4])).is_err());
+        assert_eq!(
+            binlog_type(&col(MyType::MYSQL_TYPE_GEOMETRY, &[4])),
+            Ok(ColumnType::Binary)
+        );
+        assert_eq!(
+            binlog_type(&col(MyType::MYSQL_TYPE_TIME2, &[3])),
+            Ok(ColumnType::Utf8)
+        );
         assert!(compatible(&ColumnType::Json, &ColumnType::Utf8));
         assert!(!compatible(&ColumnType::Int32, &ColumnType::Int64));
     }
@@ -595,18 +632,17 @@ mod tests {
             ),
             Ok(Value::Date(-165))
         );
-        assert!(
-            convert(&d, &ColumnType::Date, v(MyValue::Date(0, 0, 0, 0, 0, 0, 0)))
-                .unwrap_err()
-                .contains("zero")
+        assert_eq!(
+            convert(&d, &ColumnType::Date, v(MyValue::Date(0, 0, 0, 0, 0, 0, 0))),
+            Ok(Value::Date(-1_000_000_000))
         );
-        assert!(
+        assert_eq!(
             convert(
                 &d,
                 &ColumnType::Date,
                 v(MyValue::Date(2024, 0, 10, 0, 0, 0, 0))
-            )
-            .is_err()
+            ),
+            Ok(Value::Date(-1_020_240_010))
         );
         let dt = col(MyType::MYSQL_TYPE_DATETIME2, &[6]);
         assert_eq!(
@@ -633,29 +669,40 @@ mod tests {
             tsv("1733000000"),
             Ok(Value::Timestamp(1_733_000_000_000_000))
         );
-        assert!(tsv("0").is_err());
+        assert_eq!(tsv("0"), Ok(Value::Timestamp(forms::ZERO_DATETIME_MICROS)));
+        let ts1 = col(MyType::MYSQL_TYPE_TIMESTAMP, &[]);
+        assert_eq!(
+            convert(&ts1, &ColumnType::TimestampTz, v(MyValue::Int(0))),
+            Ok(Value::Timestamp(forms::ZERO_DATETIME_MICROS))
+        );
+        assert_eq!(
+            convert(
+                &dt,
+                &ColumnType::Timestamp,
+                v(MyValue::Date(0, 0, 0, 0, 0, 0, 0))
+            ),
+            Ok(Value::Timestamp(-100_000_000_000_000_000))
+        );
         let t = col(MyType::MYSQL_TYPE_TIME2, &[6]);
         assert_eq!(
             convert(
                 &t,
-                &ColumnType::Time,
+                &ColumnType::Utf8,
                 v(MyValue::Time(false, 0, 23, 59, 59, 999_999))
             ),
-            Ok(Value::Time(86_399_999_999))
+            Ok(Value::Text("23:59:59.999999".into()))
         );
-        assert!(
-            convert(&t, &ColumnType::Time, v(MyValue::Time(true, 0, 1, 0, 0, 0)))
-                .unwrap_err()
-                .contains("-1:00:00")
+        assert_eq!(
+            convert(&t, &ColumnType::Utf8, v(MyValue::Time(true, 0, 1, 0, 0, 0))),
+            Ok(Value::Text("-01:00:00.000000".into()))
         );
-        assert!(
+        assert_eq!(
             convert(
                 &t,
-                &ColumnType::Time,
+                &ColumnType::Utf8,
                 v(MyValue::Time(false, 1, 10, 0, 0, 0))
-            )
-            .unwrap_err()
-            .contains("34:00:00")
+            ),
+            Ok(Value::Text("34:00:00.000000".into()))
         );
         let y = col(MyType::MYSQL_TYPE_YEAR, &[]);
         assert_eq!(
@@ -704,6 +751,52 @@ mod tests {
         );
     }
 
+    /// A JSON cell as a MySQL 8 binlog carries it: 4-byte length, then binary JSON.
+    fn jsonb_cell(doc: &[u8]) -> Vec<u8> {
+        let mut raw = (doc.len() as u32).to_le_bytes().to_vec();
+        raw.extend_from_slice(doc);
+        raw
+    }
+
+    #[test]
+    fn mysql8_binary_json_renders_as_text_opaque_scalars_included() {
+        let mut j = col(MyType::MYSQL_TYPE_JSON, &[4]);
+        j.charset = Some("binary".into());
+        let decode = |doc: &[u8]| {
+            super::super::cell::decode_cell_as(&j, &ColumnType::Json, &jsonb_cell(doc))
+                .map(|(v, _)| v)
+        };
+        // A small object {"a": 1, "b": "x"}: count 2, size, key entries, value entries.
+        let object = [
+            0x00, 2, 0, 22, 0, // small object, 2 members, 22 bytes
+            18, 0, 1, 0, // key "a" at 18, length 1
+            19, 0, 1, 0, // key "b" at 19, length 1
+            0x05, 1, 0, // int16 1, inlined
+            0x0c, 20, 0, // string at 20
+            b'a', b'b', 1, b'x',
+        ];
+        assert_eq!(
+            decode(&object),
+            Ok(Value::Text(r#"{"a":1,"b":"x"}"#.into()))
+        );
+        // An opaque DECIMAL(3,2) 1.50 (CAST(1.5 AS DECIMAL(3,2)) in a document): a
+        // string, never a stop (serde_json's TryFrom refuses opaque values).
+        let decimal = [0x0f, 246, 4, 3, 2, 0x81, 0x32];
+        assert_eq!(decode(&decimal), Ok(Value::Text(r#""1.50""#.into())));
+        // Literals and numbers.
+        assert_eq!(decode(&[0x04, 0x01]), Ok(Value::Text("true".into())));
+        assert_eq!(decode(&[0x04, 0x00]), Ok(Value::Text("null".into())));
+        let mut uint = vec![0x0a];
+        uint.extend(u64::MAX.to_le_bytes());
+        assert_eq!(decode(&uint), Ok(Value::Text(u64::MAX.to_string())));
+        // A partial update's diff is not the value: refused, named.
+        assert!(
+            convert(&j, &ColumnType::Json, BinlogValue::JsonDiff(vec![]))
+                .unwrap_err()
+                .contains("PARTIAL_JSON")
+        );
+    }
+
     #[test]
     fn enums_sets_and_bits() {
         let mut e = col(MyType::MYSQL_TYPE_ENUM, &[247, 1]);
@@ -738,9 +831,29 @@ mod tests {
         );
     }
 
+    fn declared(ty: &ColumnType, source_type: &str) -> Column {
+        Column {
+            name: "c".into(),
+            ty: ty.clone(),
+            nullable: true,
+            key: false,
+            source_type: source_type.into(),
+            field_metadata: Default::default(),
+        }
+    }
+
+    /// A selected cell of a column of `ty`; `json`: the result column is MySQL's JSON.
+    fn sel(ty: &ColumnType, json: bool, value: MyValue) -> Result<Value, String> {
+        let result = if json {
+            MyType::MYSQL_TYPE_JSON
+        } else {
+            MyType::MYSQL_TYPE_VAR_STRING
+        };
+        convert_selected(&declared(ty, "x"), result, value)
+    }
+
     #[test]
     fn selected_cells_match_the_binlog_conversion() {
-        let sel = convert_selected;
         assert_eq!(
             sel(&ColumnType::UInt64, false, MyValue::UInt(u64::MAX)),
             Ok(Value::UInt(u64::MAX))
@@ -774,10 +887,20 @@ mod tests {
             ),
             Ok(Value::Timestamp(1_796_119_200_123_000))
         );
-        assert!(
-            sel(&ColumnType::Date, false, MyValue::Date(0, 0, 0, 0, 0, 0, 0)).is_err(),
-            "zero dates are refused"
+        assert_eq!(
+            sel(&ColumnType::Date, false, MyValue::Date(0, 0, 0, 0, 0, 0, 0)),
+            Ok(Value::Date(forms::ZERO_DATE_DAYS)),
+            "zero dates are encoded"
         );
+        let d = col(MyType::MYSQL_TYPE_DATETIME2, &[0]);
+        for (y, m, dd) in [(0, 0, 0), (2024, 0, 10), (2024, 2, 30)] {
+            let cell = MyValue::Date(y, m, dd, 12, 0, 1, 5);
+            assert_eq!(
+                sel(&ColumnType::Timestamp, false, cell.clone()),
+                convert(&d, &ColumnType::Timestamp, v(cell)),
+                "{y}-{m}-{dd}"
+            );
+        }
         assert_eq!(
             sel(
                 &ColumnType::Date,
@@ -786,14 +909,40 @@ mod tests {
             ),
             Ok(Value::Date(-165))
         );
-        assert!(
-            sel(
-                &ColumnType::Time,
-                false,
-                MyValue::Time(false, 1, 0, 0, 0, 0)
+        let time = |source_type: &str, cell| {
+            convert_selected(
+                &declared(&ColumnType::Utf8, source_type),
+                MyType::MYSQL_TYPE_TIME,
+                cell,
             )
-            .is_err()
+        };
+        assert_eq!(
+            time("time", MyValue::Time(false, 1, 10, 0, 0, 0)),
+            Ok(Value::Text("34:00:00".into()))
         );
+        assert_eq!(
+            time("time(2)", MyValue::Time(true, 34, 22, 59, 59, 990_000)),
+            Ok(Value::Text("-838:59:59.99".into()))
+        );
+        let t2 = col(MyType::MYSQL_TYPE_TIME2, &[2]);
+        let cell = MyValue::Time(true, 0, 1, 2, 3, 40_000);
+        assert_eq!(
+            time("time(2)", cell.clone()),
+            convert(&t2, &ColumnType::Utf8, v(cell))
+        );
+        let mut point = vec![7, 0, 0, 0, 1, 1, 0, 0, 0];
+        point.extend([0; 16]);
+        let geometry = convert_selected(
+            &declared(&ColumnType::Binary, "point"),
+            MyType::MYSQL_TYPE_GEOMETRY,
+            MyValue::Bytes(point.clone()),
+        );
+        let g = col(MyType::MYSQL_TYPE_GEOMETRY, &[4]);
+        assert_eq!(
+            geometry,
+            convert(&g, &ColumnType::Binary, v(MyValue::Bytes(point)))
+        );
+        assert!(matches!(geometry, Ok(Value::Bytes(b)) if b[..5] == [1, 1, 0, 0, 0x20]));
         assert_eq!(
             sel(&ColumnType::UInt64, false, MyValue::Bytes(vec![2, 1])),
             Ok(Value::UInt(513))

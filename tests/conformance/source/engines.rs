@@ -57,8 +57,8 @@ impl Engine for Postgres {
         Job::postgres(&self.0, tables, extra)
     }
 
-    fn unrepresentable() -> (&'static str, &'static str) {
-        ("numeric(10,2)", "INSERT INTO t VALUES (1, 'NaN')")
+    fn unrepresentable() -> Option<(&'static str, &'static str)> {
+        Some(("numeric(10,2)", "INSERT INTO t VALUES (1, 'NaN')"))
     }
 
     fn assert_position_forms(pos: &str, checkpoint: &str) {
@@ -95,7 +95,8 @@ impl Engine for Mariadb {
     const URL_VAR: &'static str = "SLUICE_TEST_MYSQL_URL";
     const TEXT: &'static str = "varchar(40)";
     const KEY_INT: &'static str = "int unsigned";
-    const UNSUPPORTED_TYPE: Option<&'static str> = Some("geometry");
+    // Every MariaDB 10.11 type has a mapping (mysql::types_every).
+    const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::WholeRow;
 
     fn create(admin: &str, test: &str) -> Self {
@@ -142,11 +143,10 @@ impl Engine for Mariadb {
         Job::mysql(&self.0, tables, "", extra)
     }
 
-    fn unrepresentable() -> (&'static str, &'static str) {
-        (
-            "date",
-            "SET SESSION sql_mode = ''; INSERT INTO t VALUES (1, '0000-00-00')",
-        )
+    fn unrepresentable() -> Option<(&'static str, &'static str)> {
+        // Zero dates, out-of-day TIMEs and spatial values all have a form now
+        // (mysql::types_every); a partial JSON diff is MySQL 8 only (unit-tested).
+        None
     }
 
     fn assert_position_forms(pos: &str, checkpoint: &str) {

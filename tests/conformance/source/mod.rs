@@ -75,8 +75,9 @@ pub trait Engine: Sized + 'static {
     /// A job on this database capturing `tables`, with `extra` YAML appended.
     fn job(&self, tables: &[&str], extra: &str) -> Job;
     /// A column type and the SQL writing `(1, <value>)` into `t (id, x)` where the value
-    /// has no Arrow form (PostgreSQL's numeric NaN, MariaDB's zero date).
-    fn unrepresentable() -> (&'static str, &'static str);
+    /// has no form in the column's output type (PostgreSQL's NaN in a `numeric(p,s)`);
+    /// `None` when the engine has none (MariaDB: every value has a form).
+    fn unrepresentable() -> Option<(&'static str, &'static str)>;
     /// Asserts the engine's form of a change row's `__pos` and of a summary's `to`.
     fn assert_position_forms(pos: &str, checkpoint: &str);
     /// The correctness oracle's adapter for this engine.
