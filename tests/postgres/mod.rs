@@ -7,6 +7,7 @@ mod doctor;
 mod drain;
 mod durability;
 mod faults;
+mod killed;
 pub mod oracle;
 mod security;
 mod types_every;
