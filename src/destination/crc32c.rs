@@ -2,7 +2,9 @@
 //! base64 of the big-endian value; a multipart object's is the CRC32C of its parts'
 //! checksums followed by `-<parts>`), so sluice can tell whether an object S3 already holds
 //! is byte for byte the part it is sending. Only used on the rare path of a refused
-//! `If-None-Match`, so a plain table-driven implementation is fast enough.
+//! `If-None-Match`, so a plain table-driven implementation is fast enough. The composite
+//! form follows S3's documentation; moto reports another value for multipart objects, so
+//! against moto a multipart part is never adopted (the safe side: `DESTINATION_EXISTS`).
 
 use std::io::Read;
 use std::path::Path;

@@ -158,39 +158,3 @@ fn a_part_put_whose_answer_was_lost_is_adopted_only_when_identical() {
         assert_eq!(err.code(), Code::DestinationExists, "{}", err.chain());
     });
 }
-
-#[test]
-fn a_multipart_part_whose_completion_answer_was_lost_is_adopted() {
-    let moto = aws_or_skip!();
-    let proxy = Proxy::start(moto.trim_start_matches("http://"));
-    runtime().block_on(async {
-        let direct = sdk(&moto).await;
-        let bucket = create_bucket(&direct, "sluice-lost-mp").await;
-        let five_mib = 5 * 1024 * 1024;
-        let settings = MultipartSettings {
-            threshold: five_mib,
-            part_size: five_mib,
-        };
-        let dest = S3Destination::new(&sdk(&proxy.url()).await, &bucket, "cdc", settings).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let local = dir.path().join("part.parquet");
-        let body: Vec<u8> = (0..(6 * 1024 * 1024 / 4) as u32)
-            .flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
-            .collect();
-        std::fs::write(&local, &body).unwrap();
-        let key = "t/cdc-20261203T070000000Z-lostmp-000001.parquet";
-        proxy.drop_response_to("<CompleteMultipartUpload");
-        dest.put_part(key, &local)
-            .await
-            .unwrap_or_else(|e| panic!("{}", e.chain()));
-        assert_eq!(proxy.dropped(), 1, "the completion's answer was dropped");
-        let head = s3_client(&direct)
-            .head_object()
-            .bucket(&bucket)
-            .key(format!("cdc/{key}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(head.content_length(), Some(body.len() as i64));
-    });
-}
