@@ -11,6 +11,7 @@
 //! [`crate::commit::Committer`]'s); an early stop happens only at a transaction boundary
 //! and is reported as `partial`.
 
+pub mod stop;
 pub mod tables;
 
 use std::time::{Duration, Instant};
@@ -35,11 +36,13 @@ use crate::summary::{RunStatus, RunSummary, TableCounts};
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 
 /// When the run must stop.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct DrainOptions {
     /// Stop at the first transaction boundary after this instant (the deadline minus the
     /// configured safety margin).
     pub stop_at: Option<Instant>,
+    /// Stop at the first transaction boundary once this is asked (SIGTERM / SIGINT).
+    pub stop: Option<stop::StopRequest>,
 }
 
 impl DrainOptions {
@@ -48,11 +51,22 @@ impl DrainOptions {
     pub fn with_deadline(deadline: Option<Instant>, margin: Duration) -> Self {
         DrainOptions {
             stop_at: deadline.map(|d| d.checked_sub(margin).unwrap_or(d).max(Instant::now())),
+            stop: None,
         }
+    }
+
+    /// The same options, also stopping when `stop` is asked.
+    pub fn stopped_by(mut self, stop: stop::StopRequest) -> Self {
+        self.stop = Some(stop);
+        self
     }
 
     fn deadline_reached(&self) -> bool {
         self.stop_at.is_some_and(|t| Instant::now() >= t)
+    }
+
+    fn stop_asked(&self) -> bool {
+        self.stop.as_ref().is_some_and(stop::StopRequest::asked)
     }
 }
 
@@ -135,13 +149,19 @@ pub async fn run(
             SourceEvent::Commit { resume } => {
                 let position = framer.commit(resume)?;
                 last_commit = Some(position);
-                let stop = options.deadline_reached();
-                if stop || router.any_should_roll() {
+                let deadline = options.deadline_reached();
+                let asked = options.stop_asked();
+                if deadline || asked || router.any_should_roll() {
                     flush(committer, &mut router, position, stream.as_mut()).await?;
                 }
-                if stop {
+                if deadline || asked {
                     status = RunStatus::Partial;
-                    tracing::info!(at = %position, "deadline reached; stopping at a transaction boundary");
+                    let why = if asked {
+                        "stop requested"
+                    } else {
+                        "deadline reached"
+                    };
+                    tracing::info!(at = %position, "{why}; stopping at a transaction boundary");
                     break;
                 }
                 committer.keep_lease().await?;
@@ -149,6 +169,11 @@ pub async fn run(
             SourceEvent::Barrier => {
                 if let Some(position) = last_commit {
                     flush(committer, &mut router, position, stream.as_mut()).await?;
+                }
+                if options.stop_asked() {
+                    status = RunStatus::Partial;
+                    tracing::info!("stop requested; stopping at a page boundary");
+                    break;
                 }
                 committer.keep_lease().await?;
             }
