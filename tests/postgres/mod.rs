@@ -9,5 +9,6 @@ mod durability;
 mod faults;
 mod killed;
 pub mod oracle;
+mod orphan_backend;
 mod security;
 mod types_every;
