@@ -264,8 +264,10 @@ pub enum Leased<T> {
 
 /// Takes `job`'s lease for `owner`, runs `work` under it, and gives the lease back
 /// whatever `work` returned. A release that fails is logged, not returned: the lease
-/// then expires on its own. A process that dies inside `work` releases nothing, which is
-/// what fencing is for. The one lease path of drains and baselines.
+/// then expires on its own. A process that dies inside `work` releases nothing: the next
+/// run on the same host takes its lease over at once (its pid is dead), elsewhere it
+/// expires; fencing keeps the dead run from ever writing. The one lease path of drains
+/// and baselines.
 pub async fn with_lease<T, F, Fut>(
     store: &dyn StateStore,
     job: &str,

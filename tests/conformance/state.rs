@@ -179,6 +179,27 @@ async fn a_dead_holders_lease_is_taken_over_at_once_and_fenced(store: &dyn State
     assert_eq!(cp.version, 2);
 }
 
+async fn concurrent_takeovers_of_a_dead_holder_grant_one_lease(store: &dyn StateStore, job: &str) {
+    let gone = dead_owner("run-gone");
+    let dead = acquired(store, job, &gone, LONG).await;
+    let owners: Vec<String> = (0..8).map(|i| format!("taker-{i}")).collect();
+    let outcomes = futures_util::future::join_all(
+        owners
+            .iter()
+            .map(|owner| store.acquire_lease(job, owner, LONG)),
+    )
+    .await;
+    let winners: Vec<&Lease> = outcomes
+        .iter()
+        .filter_map(|o| match o.as_ref().unwrap() {
+            LeaseOutcome::Acquired(lease) => Some(lease),
+            LeaseOutcome::Held { .. } => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert_eq!(winners[0].token, dead.token + 1);
+}
+
 async fn a_live_or_remote_holder_is_not_taken_over(store: &dyn StateStore, job: &str) {
     // This test process is alive; a holder on another host cannot be proven gone.
     let here = sluice::state::holder::owner("run-live", None);
@@ -730,6 +751,7 @@ conformance!(
     claims_are_released_only_by_their_job,
     a_dead_holders_lease_is_taken_over_at_once_and_fenced,
     a_live_or_remote_holder_is_not_taken_over,
+    concurrent_takeovers_of_a_dead_holder_grant_one_lease,
     a_grant_asked_again_by_its_owner_is_the_same_lease,
     a_checkpoint_write_sent_again_is_recognised_as_done,
 );
