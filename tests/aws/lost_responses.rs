@@ -158,3 +158,56 @@ fn a_part_put_whose_answer_was_lost_is_adopted_only_when_identical() {
         assert_eq!(err.code(), Code::DestinationExists, "{}", err.chain());
     });
 }
+
+/// The real binary: for each of the lease grant, a checkpoint advance and a part put,
+/// the answer is lost once; the drain still succeeds (drained, not skipped or failed) and
+/// the replay is exact.
+#[test]
+fn a_drain_survives_a_lost_answer_to_its_lease_checkpoint_and_part() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = crate::support::TestDb::new(&admin, "aws_lost_answers");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let proxy = Proxy::start(moto.trim_start_matches("http://"));
+    let mut target = crate::support::aws::AwsTarget::new(&moto);
+    target.s3_endpoint = proxy.url();
+    target.dynamodb_endpoint = proxy.url();
+    let job = target.job(&db, &["t"], "");
+    job.drain();
+    let mut total = 0;
+    for (round, needle) in [
+        "lease_expires_at_ms <= :now",
+        "SET #cp = :cp",
+        "/cdc/t/cdc-",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let from = round * 10 + 1;
+        db.sql(&format!(
+            "INSERT INTO t SELECT g, 'v' || g FROM generate_series({from}, {}) g",
+            from + 9
+        ));
+        total += 10;
+        let lost = proxy.dropped();
+        proxy.drop_response_to(needle);
+        let run = job.run(&["drain"], &[]);
+        assert_eq!(run.code, 0, "{needle}: {}\n{}", run.stdout, run.stderr);
+        let summary = run.summary();
+        assert_eq!(summary["status"], "drained", "{needle}: {summary}");
+        assert_eq!(summary["rows"], 10, "{needle}: {summary}");
+        assert_eq!(
+            proxy.dropped(),
+            lost + 1,
+            "{needle}: the answer was dropped"
+        );
+    }
+    target.fetch_output(&job);
+    let rows = job.rows("t");
+    let distinct: std::collections::BTreeSet<_> = rows
+        .iter()
+        .map(|r| (r["__pos"].clone(), r["__seq"].clone()))
+        .collect();
+    assert_eq!(distinct.len(), total, "every change, once");
+    assert_eq!(rows.len(), total, "no duplicate part was left behind");
+}
