@@ -15,6 +15,10 @@ use clap::{Parser, Subcommand};
 
 use crate::backends::Backends;
 use crate::drain::DrainOptions;
+use crate::drain::stop::StopRequest;
+
+/// Time an abandoned drain gets to release its lease before the process gives up on it.
+const RELEASE_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(3);
 use crate::error::{Code, Error, Result};
 use crate::job;
 
@@ -190,14 +194,29 @@ async fn run(command: Command) -> i32 {
                 Err(e) => return fail(Some(&config.job), &e),
             };
             let deadline = max_duration.map(|d| std::time::Instant::now() + d);
-            let options = DrainOptions::with_deadline(deadline, config.deadline.margin());
-            match job::run(&config, options).await {
+            let stop = StopRequest::default();
+            if let Err(e) = stop.on_signals() {
+                tracing::warn!(error = %e, "cannot catch SIGTERM/SIGINT; a signal kills the run");
+            }
+            let options = DrainOptions::with_deadline(deadline, config.deadline.margin())
+                .stopped_by(stop.clone());
+            let result = tokio::select! {
+                result = job::run(&config, options) => result,
+                // Outside the lease (claims, an inline baseline), or a release that hangs.
+                () = async {
+                    stop.abandoned().await;
+                    tokio::time::sleep(RELEASE_ALLOWANCE).await;
+                } => Err(job::interrupted(stop.signal())),
+            };
+            let code = match result {
                 Ok(summary) => {
                     stdout_line(summary.to_line());
                     0
                 }
                 Err(e) => fail(Some(&config.job), &e),
-            }
+            };
+            // A run stopped by a signal exits as the shell expects: 128 + the signal.
+            stop.signal().map_or(code, |signal| 128 + signal)
         }
         Command::Baseline {
             config,

@@ -96,6 +96,7 @@ codes! {
     BaselineStart => "SLUICE_BASELINE_START", Transient;
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
+    RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
 }
@@ -281,6 +282,8 @@ mod tests {
             (Code::BaselineStart, T),
             (Code::BaselineStartDenied, R),
             (Code::RecoveryRefused, R),
+            // Stopped by a signal where a crash could have stopped it; the next run resumes.
+            (Code::RunInterrupted, T),
             (Code::FaultInjected, T),
             (Code::Internal, R),
         ];

@@ -147,7 +147,7 @@ impl Default for OutputConfig {
 
 impl Default for LeaseConfig {
     fn default() -> Self {
-        LeaseConfig { ttl_seconds: 900 }
+        LeaseConfig { ttl_seconds: 120 }
     }
 }
 

@@ -17,7 +17,7 @@ state: { type: local, path: ./.sluice }
 fn minimal_config_gets_defaults() {
     let c = Config::parse(MINIMAL, "test").unwrap();
     assert_eq!(c.output.rollover_rows, 1_000_000);
-    assert_eq!(c.lease.ttl_seconds, 900);
+    assert_eq!(c.lease.ttl_seconds, 120);
     assert!(c.source.postgres.as_ref().unwrap().create);
     assert_eq!(c.baseline.inline_plan_max_bytes, 128 * 1024);
     for bytes in [0, BaselineConfig::MAX_INLINE_PLAN_BYTES] {
@@ -65,7 +65,7 @@ fn normalized_redacts_and_fills_defaults() {
         v["source"]["url"],
         "postgres://postgres:***@127.0.0.1:5432/app"
     );
-    assert_eq!(v["lease"]["ttl_seconds"], 900);
+    assert_eq!(v["lease"]["ttl_seconds"], 120);
     assert!(!v.to_string().contains("hunter2"));
 }
 

@@ -9,6 +9,7 @@
 //! stored as, for readers outside sluice (a Step Functions `ItemReader`); only an S3
 //! backend has one.
 
+mod crc32c;
 pub mod local;
 pub mod s3;
 

@@ -4,7 +4,10 @@
 //! Guarantees:
 //! * a part is written with `If-None-Match: *`, so S3 itself refuses to overwrite an
 //!   existing key (`412 PreconditionFailed` → `SLUICE_DESTINATION_EXISTS`) even when two
-//!   writers race;
+//!   writers race. A 412 whose object is byte for byte the part being sent (same size and
+//!   CRC32C, read with `HeadObject`) is our own earlier attempt — the SDK retried a put
+//!   whose answer was lost, and part keys carry the run id — so the part is adopted;
+//!   any other object stays `SLUICE_DESTINATION_EXISTS`;
 //! * every object carries a CRC32C checksum computed by the SDK from the bytes it sends
 //!   and verified by S3 before the object exists;
 //! * a part above the multipart threshold is uploaded in parts; the object becomes
@@ -31,10 +34,10 @@ use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, Length};
 use aws_sdk_s3::types::{
-    ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
+    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
 };
 
-use super::{Destination, S3Object};
+use super::{Destination, S3Object, crc32c};
 use crate::aws::{self, Failure};
 pub use crate::config::{Encryption, SseMode};
 use crate::error::{Code, Error, Result};
@@ -207,7 +210,8 @@ impl S3Destination {
             .await
             .map_err(|e| local_error(local, e))?;
         let (sse, kms_key) = sse_headers(&self.encryption);
-        self.client
+        let sent = self
+            .client
             .put_object()
             .bucket(&self.bucket)
             .key(object_key)
@@ -217,9 +221,57 @@ impl S3Destination {
             .set_ssekms_key_id(kms_key.map(str::to_owned))
             .body(body)
             .send()
-            .await
-            .map_err(|e| self.part_error(e, "s3:PutObject", object_key))?;
-        Ok(())
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let error = self.part_error(e, "s3:PutObject", object_key);
+                self.adopt_if_ours(error, object_key, local, None).await
+            }
+        }
+    }
+
+    /// After a refused conditional put (`error`): adopts the object at `object_key` when
+    /// it is exactly `local` as sent (`part_size`: the multipart split) — our own earlier
+    /// attempt whose answer was lost — and returns `error` otherwise.
+    async fn adopt_if_ours(
+        &self,
+        error: Error,
+        object_key: &str,
+        local: &Path,
+        part_size: Option<u64>,
+    ) -> Result<()> {
+        if error.code() != Code::DestinationExists {
+            return Err(error);
+        }
+        let head = self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(object_key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await;
+        let head = match head {
+            Ok(head) => head,
+            Err(e) => {
+                tracing::warn!(key = object_key, error = %aws::describe_failure(&e), "could not read the existing object to compare it with the part");
+                return Err(error);
+            }
+        };
+        let size = std::fs::metadata(local)
+            .map_err(|e| local_error(local, e))?
+            .len();
+        let crc = crc32c::of_file(local, part_size).map_err(|e| local_error(local, e))?;
+        if same_object(head.content_length(), head.checksum_crc32_c(), size, &crc) {
+            tracing::info!(
+                key = object_key,
+                crc32c = %crc,
+                "the part is already stored, byte for byte (a retried put whose answer was lost); adopted"
+            );
+            return Ok(());
+        }
+        Err(error)
     }
 
     async fn put_multipart(&self, object_key: &str, local: &Path, size: u64) -> Result<()> {
@@ -303,7 +355,8 @@ impl S3Destination {
             offset += length;
             number += 1;
         }
-        self.client
+        let completed = self
+            .client
             .complete_multipart_upload()
             .bucket(&self.bucket)
             .key(object_key)
@@ -315,9 +368,15 @@ impl S3Destination {
                     .build(),
             )
             .send()
-            .await
-            .map_err(|e| self.part_error(e, "s3:PutObject", object_key))?;
-        Ok(())
+            .await;
+        match completed {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let error = self.part_error(e, "s3:PutObject", object_key);
+                self.adopt_if_ours(error, object_key, local, Some(self.multipart.part_size))
+                    .await
+            }
+        }
     }
 
     /// Like [`Self::error`], but a failed `If-None-Match` is `SLUICE_DESTINATION_EXISTS`.
@@ -343,7 +402,13 @@ impl S3Destination {
     }
 }
 
-/// `""`, `"a"`, `"a/"`, `"/a/b/"` → `""`, `"a/"`, `"a/"`, `"a/b/"`.
+/// True when an object S3 holds (its size and CRC32C as `HeadObject` reports them) is
+/// the local file of `size` bytes whose checksum, in S3's form, is `crc`. An object
+/// without a CRC32C cannot be proven identical.
+fn same_object(remote_size: Option<i64>, remote_crc: Option<&str>, size: u64, crc: &str) -> bool {
+    remote_size.and_then(|s| u64::try_from(s).ok()) == Some(size) && remote_crc == Some(crc)
+}
+
 /// The fix for an S3 answer that will not change by retrying, by its error code.
 fn rejected_hint(code: &str) -> &'static str {
     match code {
@@ -362,6 +427,7 @@ fn rejected_hint(code: &str) -> &'static str {
     }
 }
 
+/// `""`, `"a"`, `"a/"`, `"/a/b/"` → `""`, `"a/"`, `"a/"`, `"a/b/"`.
 fn normalize_prefix(prefix: &str) -> Result<String> {
     let trimmed = prefix.trim_matches('/');
     if trimmed.is_empty() {
@@ -554,6 +620,19 @@ mod tests {
             Code::DestinationUnavailable,
             "sent again, it succeeds"
         );
+    }
+
+    #[test]
+    fn only_an_object_of_the_same_size_and_crc32c_is_ours() {
+        assert!(same_object(Some(10), Some("4waSgw=="), 10, "4waSgw=="));
+        assert!(!same_object(Some(11), Some("4waSgw=="), 10, "4waSgw=="));
+        assert!(!same_object(Some(10), Some("AAAAAA=="), 10, "4waSgw=="));
+        assert!(
+            !same_object(Some(10), None, 10, "4waSgw=="),
+            "no checksum, no proof"
+        );
+        assert!(!same_object(None, Some("4waSgw=="), 10, "4waSgw=="));
+        assert!(!same_object(Some(10), Some("4waSgw==-2"), 10, "4waSgw=="));
     }
 
     #[test]

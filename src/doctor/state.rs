@@ -81,7 +81,7 @@ pub fn lease_check(shown: &serde_json::Value, ttl_ms: i64, now: i64) -> Check {
                     "held by {owner}, a dead process on this host; expires in {}s",
                     (expires - now) / 1000
                 ),
-                "run `sluice lease release --config FILE` to free it now, or let it expire",
+                "the next run on this host takes it over at once (`sluice lease release --config FILE` frees it now)",
             )
         }
         (Some(owner), Some(expires)) if expires > now => {

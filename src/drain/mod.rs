@@ -13,6 +13,7 @@
 //! and is reported as `partial`.
 
 pub mod manifests;
+pub mod stop;
 pub mod tables;
 
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ use manifests::RunManifests;
 const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 
 /// When the run must stop.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct DrainOptions {
     /// Stop at the first transaction boundary after this instant (the deadline minus the
     /// configured safety margin).
@@ -48,6 +49,8 @@ pub struct DrainOptions {
     /// With a deadline, completed transactions are flushed at least this often, so a
     /// stop inside a long transaction loses little work.
     pub flush_every: Option<Duration>,
+    /// Stop at the first transaction boundary once this is asked (SIGTERM / SIGINT).
+    pub stop: Option<stop::StopRequest>,
 }
 
 impl DrainOptions {
@@ -61,7 +64,14 @@ impl DrainOptions {
             stop_at,
             abort_at: deadline.map(|d| before(d, margin / 4)),
             flush_every: stop_at.map(|s| (s - now) / 4),
+            stop: None,
         }
+    }
+
+    /// The same options, also stopping when `stop` is asked.
+    pub fn stopped_by(mut self, stop: stop::StopRequest) -> Self {
+        self.stop = Some(stop);
+        self
     }
 
     fn deadline_reached(&self) -> bool {
@@ -75,6 +85,10 @@ impl DrainOptions {
     fn flush_due(&self, last_flush: Instant) -> bool {
         self.flush_every
             .is_some_and(|every| last_flush.elapsed() >= every)
+    }
+
+    fn stop_asked(&self) -> bool {
+        self.stop.as_ref().is_some_and(stop::StopRequest::asked)
     }
 }
 
@@ -181,14 +195,20 @@ pub async fn run(
             SourceEvent::Commit { resume } => {
                 let position = framer.commit(resume)?;
                 last_commit = Some(position);
-                let stop = options.deadline_reached();
-                if stop || router.any_should_roll() || options.flush_due(last_flush) {
+                let deadline = options.deadline_reached();
+                let asked = options.stop_asked();
+                if deadline || asked || router.any_should_roll() || options.flush_due(last_flush) {
                     flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
                     last_flush = Instant::now();
                 }
-                if stop {
+                if deadline || asked {
                     status = RunStatus::Partial;
-                    tracing::info!(at = %position, "deadline reached; stopping at a transaction boundary");
+                    let why = if asked {
+                        "stop requested"
+                    } else {
+                        "deadline reached"
+                    };
+                    tracing::info!(at = %position, "{why}; stopping at a transaction boundary");
                     break;
                 }
                 committer.keep_lease().await?;
@@ -196,6 +216,11 @@ pub async fn run(
             SourceEvent::Barrier => {
                 if let Some(position) = last_commit {
                     flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
+                }
+                if options.stop_asked() {
+                    status = RunStatus::Partial;
+                    tracing::info!("stop requested; stopping at a page boundary");
+                    break;
                 }
                 committer.keep_lease().await?;
             }

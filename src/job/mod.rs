@@ -17,8 +17,9 @@ use std::time::Instant;
 
 use crate::backends::Backends;
 use crate::config::{Config, Initial};
+use crate::drain::stop::StopRequest;
 use crate::drain::{self, DrainOptions};
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 use crate::state::{Leased, with_lease};
 use crate::summary::{RunStatus, RunSummary};
 
@@ -50,7 +51,11 @@ pub async fn run_with(
         &config.job,
         &owner,
         config.lease.ttl(),
-        |lease| drain::run(config, backends, lease, run_id.clone(), started, options),
+        |lease| {
+            let stop = options.stop.clone();
+            let drain = drain::run(config, backends, lease, run_id.clone(), started, options);
+            abandon_on(stop, drain)
+        },
     )
     .await?;
     match leased {
@@ -78,6 +83,31 @@ pub async fn run_with(
             })
         }
     }
+}
+
+/// Runs `work` until it ends, or until `stop` abandons it (dropped at the await it is in,
+/// as a crash there would stop it) with `SLUICE_RUN_INTERRUPTED`.
+async fn abandon_on<T>(
+    stop: Option<StopRequest>,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(stop) = stop else {
+        return work.await;
+    };
+    tokio::select! {
+        result = work => result,
+        () = stop.abandoned() => Err(interrupted(stop.signal())),
+    }
+}
+
+/// The error of a run abandoned after a stop request by `signal`.
+pub fn interrupted(signal: Option<i32>) -> Error {
+    let by = signal.map_or_else(|| "a stop request".to_owned(), |s| format!("signal {s}"));
+    Error::new(
+        Code::RunInterrupted,
+        format!("stopped by {by} before reaching a transaction boundary; the run was abandoned where it was"),
+    )
+    .hint("nothing was half-written and the lease was released: the next run resumes from the last checkpoint. To let a run stop at a boundary instead, allow more than 5 s between SIGTERM and SIGKILL")
 }
 
 /// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —

@@ -110,7 +110,7 @@ async fn handle(
             );
             let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin());
             let result = with_rotated_secret(container, config, async |config: &Config| {
-                crate::job::run_with(config, backends, options).await
+                crate::job::run_with(config, backends, options.clone()).await
             })
             .await;
             let summary = result.as_ref().ok();

@@ -20,6 +20,8 @@ use async_trait::async_trait;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+use super::decide::{self, LeaseDecision};
+use super::holder;
 use super::{
     Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Cleared, Lease, LeaseOutcome,
     RunRecord, SnapshotRecord, StateStore, now_ms,
@@ -241,17 +243,39 @@ impl StateStore for LocalStateStore {
 
     async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome> {
         self.with_doc(job, |doc| {
-            let now = now_ms();
-            if let (Some(holder), Some(expires)) = (&doc.lease_owner, doc.lease_expires_at_ms)
-                && expires > now
-            {
-                return Ok((
-                    false,
-                    LeaseOutcome::Held {
-                        owner: holder.clone(),
-                        expires_at_ms: expires,
-                    },
-                ));
+            let decision = decide::lease(
+                doc.lease_owner.as_deref(),
+                doc.lease_expires_at_ms,
+                owner,
+                now_ms(),
+                holder::liveness,
+            );
+            match decision {
+                LeaseDecision::Held {
+                    holder,
+                    expires_at_ms,
+                } => {
+                    return Ok((
+                        false,
+                        LeaseOutcome::Held {
+                            owner: holder,
+                            expires_at_ms,
+                        },
+                    ));
+                }
+                LeaseDecision::Ours => {
+                    let lease = Lease {
+                        job: job.to_owned(),
+                        owner: owner.to_owned(),
+                        token: doc.lease_token,
+                        expires_at_ms: 0,
+                    };
+                    return Ok((true, LeaseOutcome::Acquired(doc.extend(&lease, ttl))));
+                }
+                LeaseDecision::TakeOver { holder } => {
+                    super::log_takeover(job, &holder, owner);
+                }
+                LeaseDecision::Free => {}
             }
             doc.lease_token += 1;
             doc.lease_owner = Some(owner.to_owned());
@@ -298,6 +322,12 @@ impl StateStore for LocalStateStore {
         self.with_doc(&lease.job, |doc| {
             doc.check_fence(lease)?;
             let stored = doc.checkpoint.as_ref().map_or(0, |c| c.version);
+            let written = write.record(now_ms());
+            if decide::is_own_checkpoint(doc.checkpoint.as_ref(), &written) {
+                // Our own write, retried: it is stored already.
+                let lease = doc.extend(lease, ttl);
+                return Ok((true, (doc.checkpoint.clone().unwrap_or(written), lease)));
+            }
             if stored != expected_version {
                 return Err(Error::new(
                     Code::StateFenced,
@@ -305,7 +335,7 @@ impl StateStore for LocalStateStore {
                 )
                 .hint("the checkpoint was moved by another writer; this run stopped before acknowledging anything"));
             }
-            let checkpoint = write.record(now_ms());
+            let checkpoint = written;
             doc.checkpoint = Some(checkpoint.clone());
             let lease = doc.extend(lease, ttl);
             Ok((true, (checkpoint, lease)))

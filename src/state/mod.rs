@@ -2,14 +2,18 @@
 //! records, behind one trait with interchangeable backends.
 //!
 //! Contract for every backend (one conformance suite in `tests/` runs against each):
-//! * the lease is granted only when there is none or it has expired, and every grant
-//!   carries a fencing token strictly greater than any token granted before for the job;
+//! * the lease is granted only when there is none, it has expired, or its holder is
+//!   provably gone (`holder`: same host, pid dead), and every grant carries a fencing
+//!   token strictly greater than any token granted before for the job;
+//! * writes are idempotent under retry: a grant or a checkpoint advance whose answer was
+//!   lost and that is sent again recognises its own stored result (`decide`);
 //! * a checkpoint advance succeeds only while the caller's token is still the job's
 //!   current token **and** the stored checkpoint version is the one the caller read —
 //!   otherwise `SLUICE_STATE_FENCED` and nothing is written;
 //! * the lease and the checkpoint live in one record, so both conditions are checked in
 //!   one atomic write, and a successful advance also extends the lease.
 
+pub mod decide;
 pub mod dynamodb;
 pub mod holder;
 pub mod local;
@@ -175,7 +179,10 @@ pub trait StateStore: Send + Sync {
         Ok(serde_json::json!({ "state": self.describe(), "created": false }))
     }
 
-    /// Grants the lease when it is free or expired, with a new, higher fencing token.
+    /// Grants the lease when it is free or expired, or its holder is provably gone (same
+    /// host, pid dead: taken over in one write conditioned on that holder), always with a
+    /// new, higher fencing token. A lease the store already holds for `owner` (a retried
+    /// grant whose answer was lost) is returned as acquired with its stored token.
     async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome>;
 
     /// Extends our lease; `SLUICE_STATE_FENCED` when it is no longer ours.
@@ -190,7 +197,9 @@ pub trait StateStore: Send + Sync {
     /// Moves the checkpoint to `write.position`, conditional on `write.lease` still
     /// holding the current token and on the stored version being `write.expected_version`
     /// (0 = none yet). Extends the lease by `write.ttl`. Returns the stored checkpoint and
-    /// the renewed lease. Only `crate::commit` calls it.
+    /// the renewed lease. A write refused by its condition because it had already been
+    /// stored (a retry whose first answer was lost: same lease, version, position, source
+    /// and run) is a success. Only `crate::commit` calls it.
     async fn advance_checkpoint(&self, write: &CheckpointWrite<'_>) -> Result<(Checkpoint, Lease)>;
 
     async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>>;
@@ -255,8 +264,10 @@ pub enum Leased<T> {
 
 /// Takes `job`'s lease for `owner`, runs `work` under it, and gives the lease back
 /// whatever `work` returned. A release that fails is logged, not returned: the lease
-/// then expires on its own. A process that dies inside `work` releases nothing, which is
-/// what fencing is for. The one lease path of drains and baselines.
+/// then expires on its own. A process that dies inside `work` releases nothing: the next
+/// run on the same host takes its lease over at once (its pid is dead), elsewhere it
+/// expires; fencing keeps the dead run from ever writing. The one lease path of drains
+/// and baselines.
 pub async fn with_lease<T, F, Fut>(
     store: &dyn StateStore,
     job: &str,
@@ -287,6 +298,17 @@ where
         tracing::warn!(error = %e, "could not release the lease; it expires on its own");
     }
     result.map(Leased::Ran)
+}
+
+/// Logs the takeover of `job`'s lease from a provably gone `holder` (the same line for
+/// every store).
+fn log_takeover(job: &str, holder: &str, owner: &str) {
+    tracing::warn!(
+        job,
+        holder,
+        owner,
+        "lease holder is provably gone (its pid is dead on this host); taking the lease over with a new fencing token"
+    );
 }
 
 /// Milliseconds since the Unix epoch, from the wall clock (leases are wall-clock based

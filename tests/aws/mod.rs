@@ -6,5 +6,6 @@ mod baseline_sfn;
 mod doctor;
 mod drain;
 mod lambda_face;
+mod lost_responses;
 mod s3_encryption;
 mod secrets;

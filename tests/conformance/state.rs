@@ -136,6 +136,138 @@ async fn an_expired_lease_is_taken_over_and_its_holder_fenced(store: &dyn StateS
     assert_eq!(cp.version, 2);
 }
 
+/// The owner string of a process that ran on this host and has exited.
+fn dead_owner(run_id: &str) -> String {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    format!("{run_id}/{}/pid-{pid}", sluice::state::holder::this_host())
+}
+
+async fn a_dead_holders_lease_is_taken_over_at_once_and_fenced(store: &dyn StateStore, job: &str) {
+    let gone = dead_owner("run-gone");
+    let dead = acquired(store, job, &gone, LONG).await;
+    let (_, dead) = advance(
+        store,
+        &dead,
+        LONG,
+        0,
+        "pg:00000000/00000010",
+        "id",
+        "run-gone",
+    )
+    .await
+    .unwrap();
+    // Unexpired, but its process is gone: taken over now, with a higher token.
+    let b = acquired(store, job, "b", LONG).await;
+    assert!(b.token > dead.token, "{} then {}", dead.token, b.token);
+    let err = advance(
+        store,
+        &dead,
+        LONG,
+        1,
+        "pg:00000000/00000020",
+        "id",
+        "run-gone",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
+    let (cp, _) = advance(store, &b, LONG, 1, "pg:00000000/00000030", "id", "run-b")
+        .await
+        .unwrap();
+    assert_eq!(cp.version, 2);
+}
+
+async fn concurrent_takeovers_of_a_dead_holder_grant_one_lease(store: &dyn StateStore, job: &str) {
+    let gone = dead_owner("run-gone");
+    let dead = acquired(store, job, &gone, LONG).await;
+    let owners: Vec<String> = (0..8).map(|i| format!("taker-{i}")).collect();
+    let outcomes = futures_util::future::join_all(
+        owners
+            .iter()
+            .map(|owner| store.acquire_lease(job, owner, LONG)),
+    )
+    .await;
+    let winners: Vec<&Lease> = outcomes
+        .iter()
+        .filter_map(|o| match o.as_ref().unwrap() {
+            LeaseOutcome::Acquired(lease) => Some(lease),
+            LeaseOutcome::Held { .. } => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert_eq!(winners[0].token, dead.token + 1);
+}
+
+async fn a_live_or_remote_holder_is_not_taken_over(store: &dyn StateStore, job: &str) {
+    // This test process is alive; a holder on another host cannot be proven gone.
+    let here = sluice::state::holder::owner("run-live", None);
+    let elsewhere = "run-far/some-other-host-x/pid-1".to_owned();
+    for holder in [here, elsewhere] {
+        let lease = acquired(store, job, &holder, LONG).await;
+        match store.acquire_lease(job, "b", LONG).await.unwrap() {
+            LeaseOutcome::Held { owner, .. } => assert_eq!(owner, holder),
+            other => panic!("{holder} was taken over: {other:?}"),
+        }
+        store.release_lease(&lease).await.unwrap();
+    }
+}
+
+async fn a_grant_asked_again_by_its_owner_is_the_same_lease(store: &dyn StateStore, job: &str) {
+    let first = acquired(store, job, "a", LONG).await;
+    let again = acquired(store, job, "a", LONG).await;
+    assert_eq!(again.token, first.token, "no new token for our own lease");
+    match store.acquire_lease(job, "b", LONG).await.unwrap() {
+        LeaseOutcome::Held { owner, .. } => assert_eq!(owner, "a"),
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn a_checkpoint_write_sent_again_is_recognised_as_done(store: &dyn StateStore, job: &str) {
+    let lease = acquired(store, job, "a", LONG).await;
+    let (first, lease) = advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000010",
+        "id",
+        "run-a",
+    )
+    .await
+    .unwrap();
+    // The same write again (as after a lost answer): done, not fenced.
+    let (again, _) = advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000010",
+        "id",
+        "run-a",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (again.version, &again.position),
+        (first.version, &first.position)
+    );
+    // A different write with the stale version is still refused.
+    let err = advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000020",
+        "id",
+        "run-a",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
+}
+
 async fn checkpoints_are_conditional_on_the_version(store: &dyn StateStore, job: &str) {
     let lease = acquired(store, job, "a", LONG).await;
     assert_eq!(store.load_checkpoint(job).await.unwrap(), None);
@@ -617,6 +749,11 @@ conformance!(
     clear_removes_the_stream_state_under_the_lease,
     a_lease_is_broken_only_from_its_named_holder,
     claims_are_released_only_by_their_job,
+    a_dead_holders_lease_is_taken_over_at_once_and_fenced,
+    a_live_or_remote_holder_is_not_taken_over,
+    concurrent_takeovers_of_a_dead_holder_grant_one_lease,
+    a_grant_asked_again_by_its_owner_is_the_same_lease,
+    a_checkpoint_write_sent_again_is_recognised_as_done,
 );
 
 type Case = for<'a> fn(

@@ -7,6 +7,8 @@ mod doctor;
 mod drain;
 mod durability;
 mod faults;
+mod killed;
 pub mod oracle;
+mod orphan_backend;
 mod security;
 mod types_every;

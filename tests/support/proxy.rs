@@ -6,10 +6,16 @@
 //! the service fails. While stalled, connections stay open but nothing is forwarded in
 //! either direction — the client sees silence, as when a path drops packets without a
 //! reset. `restore` lets traffic through again.
+//!
+//! A *lost response* ([`Proxy::drop_response_to`], [`Proxy::drop_next_response`]) is
+//! armed once: the next request that contains a given text is forwarded to the service,
+//! which carries it out, but its response is swallowed and the connection closed — the
+//! client sees a connection broken after sending, as when an answer is lost on the way
+//! back, and its SDK sends the request again.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -18,6 +24,17 @@ struct Shared {
     stalled: AtomicBool,
     stopped: AtomicBool,
     open: Mutex<Vec<TcpStream>>,
+    /// Armed lost response: the text a request must contain.
+    lose_response_to: Mutex<Option<Vec<u8>>>,
+    /// Responses swallowed so far.
+    lost: AtomicUsize,
+}
+
+/// Which way a pipe copies; the connection's flag marks its next response as lost.
+#[derive(Clone)]
+enum Way {
+    Up(Arc<AtomicBool>),
+    Down(Arc<AtomicBool>),
 }
 
 /// A proxy from a local port to `upstream`; stops when dropped.
@@ -36,6 +53,8 @@ impl Proxy {
             stalled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             open: Mutex::new(Vec::new()),
+            lose_response_to: Mutex::new(None),
+            lost: AtomicUsize::new(0),
         });
         let upstream = upstream.to_owned();
         let accept_shared = shared.clone();
@@ -60,12 +79,14 @@ impl Proxy {
                     open.push(client.try_clone().unwrap());
                     open.push(server.try_clone().unwrap());
                 }
+                let doomed = Arc::new(AtomicBool::new(false));
                 pipe(
                     client.try_clone().unwrap(),
                     server.try_clone().unwrap(),
                     accept_shared.clone(),
+                    Way::Up(doomed.clone()),
                 );
-                pipe(server, client, accept_shared.clone());
+                pipe(server, client, accept_shared.clone(), Way::Down(doomed));
             }
         });
         Proxy { addr, shared }
@@ -90,6 +111,22 @@ impl Proxy {
         self.shared.stalled.store(true, Ordering::SeqCst);
     }
 
+    /// Arms one lost response: the next request containing `needle` reaches the service,
+    /// its response is dropped and the connection closed.
+    pub fn drop_response_to(&self, needle: &str) {
+        *self.shared.lose_response_to.lock().unwrap() = Some(needle.as_bytes().to_vec());
+    }
+
+    /// Arms one lost response for the next request, whatever it is.
+    pub fn drop_next_response(&self) {
+        self.drop_response_to("");
+    }
+
+    /// How many responses were dropped so far.
+    pub fn dropped(&self) -> usize {
+        self.shared.lost.load(Ordering::SeqCst)
+    }
+
     /// Lets connections and traffic through again.
     pub fn restore(&self) {
         self.shared.severed.store(false, Ordering::SeqCst);
@@ -107,8 +144,10 @@ impl Drop for Proxy {
 }
 
 /// Copies `from` to `to` on a thread until either side closes, holding what it read while
-/// the proxy is stalled.
-fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+/// the proxy is stalled. Upstream, a request matching the armed lost response marks its
+/// connection; downstream, the response on a marked connection is dropped and both sides
+/// are closed.
+fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, way: Way) {
     thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -119,6 +158,24 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
                         && !shared.stopped.load(Ordering::SeqCst)
                     {
                         thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    match &way {
+                        Way::Up(doomed) => {
+                            let mut armed = shared.lose_response_to.lock().unwrap();
+                            let hit = armed.as_deref().is_some_and(|needle| {
+                                needle.is_empty()
+                                    || buf[..n].windows(needle.len()).any(|w| w == needle)
+                            });
+                            if hit {
+                                *armed = None;
+                                doomed.store(true, Ordering::SeqCst);
+                            }
+                        }
+                        Way::Down(doomed) if doomed.load(Ordering::SeqCst) => {
+                            shared.lost.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                        Way::Down(_) => {}
                     }
                     if to.write_all(&buf[..n]).is_err() {
                         break;

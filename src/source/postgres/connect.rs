@@ -101,9 +101,9 @@ const KEEPALIVE_RETRIES: u32 = 3;
 
 /// The connection settings sluice adds to the URL's: its application name, the connect
 /// timeout of `source.timeouts`, TCP keepalive, and a bound on unacknowledged writes.
-fn tune(config: &mut tokio_postgres::Config, timeouts: &TimeoutsConfig) {
+fn tune(config: &mut tokio_postgres::Config, timeouts: &TimeoutsConfig, application_name: &str) {
     config
-        .application_name("sluice")
+        .application_name(application_name)
         .connect_timeout(timeouts.connect())
         .keepalives(true)
         .keepalives_idle(KEEPALIVE_IDLE)
@@ -115,8 +115,19 @@ fn tune(config: &mut tokio_postgres::Config, timeouts: &TimeoutsConfig) {
 /// Opens one connection; the connection task runs on the current runtime. The URL's own
 /// `sslmode` is overridden by `source.tls`.
 pub async fn connect_with(url: &str, tls: &TlsConfig, timeouts: &TimeoutsConfig) -> Result<Client> {
+    connect_named(url, tls, timeouts, "sluice").await
+}
+
+/// [`connect_with`], with the session's `application_name` (a job's stream connections
+/// carry `sluice/<job>`, see `orphan`).
+pub async fn connect_named(
+    url: &str,
+    tls: &TlsConfig,
+    timeouts: &TimeoutsConfig,
+    application_name: &str,
+) -> Result<Client> {
     let mut config = parse(url)?;
-    tune(&mut config, timeouts);
+    tune(&mut config, timeouts, application_name);
     let connected = match transport_for(&config, tls)? {
         None => {
             config.ssl_mode(SslMode::Disable);
@@ -250,7 +261,7 @@ mod tests {
             connect_seconds: 7,
             read_seconds: 45,
         };
-        tune(&mut config, &timeouts);
+        tune(&mut config, &timeouts, "sluice");
         assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));
         assert!(config.get_keepalives());
         assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);

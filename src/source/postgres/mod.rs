@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
+pub mod orphan;
 pub mod pgoutput;
 pub mod render;
 pub mod resolve;
@@ -63,8 +64,9 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     })?;
     let url = config.source_url()?;
     let timeouts = &config.source.timeouts;
-    let control = connect::connect_with(&url, &config.source.tls, timeouts).await?;
-    let data = connect::connect_with(&url, &config.source.tls, timeouts).await?;
+    let name = orphan::application_name(&config.job);
+    let control = connect::connect_named(&url, &config.source.tls, timeouts, &name).await?;
+    let data = connect::connect_named(&url, &config.source.tls, timeouts, &name).await?;
     // Text output (text cells of the stream, cells the server renders) prints the same
     // on every path and run.
     for client in [&control, &data] {
@@ -83,6 +85,9 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let tables = catalog::resolve(&control, &config.source.tables).await?;
     slot::ensure_publication(&control, &pg, &tables).await?;
     let info = slot::slot_info(&control, &pg.slot).await?;
+    // Under the job's lease: a backend an earlier run of this job left holding the slot
+    // is ended; anyone else's is refused below.
+    let info = orphan::release(&control, &config.job, &pg.slot, info).await?;
     check_slot_free(&pg.slot, info.as_ref())?;
     let start = match slot::decide_start(&pg.slot, info.as_ref(), checkpoint, &database)? {
         StartDecision::CreateSlot => slot::create_slot(&control, &pg).await?,
@@ -150,7 +155,7 @@ pub fn check_slot_free(slot: &str, info: Option<&slot::SlotInfo>) -> Result<()> 
             Code::SourceSlotBusy,
             format!("replication slot {slot} is in use by server process {pid}"),
         )
-        .hint("another consumer is streaming from this slot; a slot has one consumer — give this job its own slot"));
+        .hint(format!("another consumer is streaming from this slot (not a session of this job, whose own left-overs are ended automatically); a slot has one consumer — give this job its own slot, or see who it is: SELECT application_name, client_addr, backend_start FROM pg_stat_activity WHERE pid = {pid}")));
     }
     Ok(())
 }

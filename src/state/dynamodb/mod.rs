@@ -18,7 +18,13 @@
 //! * Lease grant: one `UpdateItem` on the `job` item conditioned on "no holder, or the
 //!   holder's expiry has passed", which also `ADD`s 1 to `lease_token` — so every grant
 //!   carries a token above every earlier one, and of concurrent requesters exactly one
-//!   wins.
+//!   wins. When the condition fails, the item is read and decided (`state::decide`): a
+//!   stored lease of our own owner is ours (a retried grant whose answer was lost); a
+//!   holder that is provably gone is taken over by the same update conditioned on that
+//!   holder **and** its token (so a new token again; of concurrent takers one wins).
+//! * A checkpoint advance refused by its condition is read back: when the stored
+//!   checkpoint is exactly ours under our still current token, the write had happened
+//!   (its answer was lost) and counts as done.
 //! * Checkpoint advance: one `UpdateItem` on the same item conditioned on our token and
 //!   owner **and** the stored checkpoint version being the one we read (or no checkpoint
 //!   for version 0) — fenced and monotonic in one atomic write; it also extends the lease.
@@ -43,6 +49,8 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde_json::json;
 
+use super::decide::{self, LeaseDecision};
+use super::holder;
 use super::{
     Checkpoint, CheckpointWrite, ChunkRecord, Cleared, Lease, LeaseOutcome, RunRecord,
     SnapshotRecord, StateStore, now_ms,
@@ -246,11 +254,12 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn acquire_lease(&self, job: &str, owner: &str, ttl: Duration) -> Result<LeaseOutcome> {
-        // A lease that expires between the failed condition and our read is retried.
+        // A lease that changes hands between a failed condition and our read is retried.
+        let mut takeover: Option<(String, u64)> = None;
         for _ in 0..5 {
             let now = now_ms();
             let expires = now + ttl.as_millis() as i64;
-            let granted = self
+            let request = self
                 .client
                 .update_item()
                 .table_name(&self.table)
@@ -259,20 +268,30 @@ impl StateStore for DynamoStateStore {
                     "SET lease_owner = :owner, lease_expires_at_ms = :expires, \
                      format_version = if_not_exists(format_version, :fv) ADD lease_token :one",
                 )
-                .condition_expression(
-                    "attribute_not_exists(lease_owner) OR attribute_not_exists(lease_expires_at_ms) \
-                     OR lease_expires_at_ms <= :now",
-                )
                 .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
                 .expression_attribute_values(":expires", number(expires))
                 .expression_attribute_values(":fv", number(1))
                 .expression_attribute_values(":one", number(1))
-                .expression_attribute_values(":now", number(now))
-                .return_values(ReturnValue::AllNew)
-                .send()
-                .await;
-            match granted {
+                .return_values(ReturnValue::AllNew);
+            let request = match &takeover {
+                // Taken over only from the very holder and token found dead: a holder that
+                // changed meanwhile fails the condition and is decided again.
+                Some((holder, token)) => request
+                    .condition_expression("lease_owner = :holder AND lease_token = :token")
+                    .expression_attribute_values(":holder", AttributeValue::S(holder.clone()))
+                    .expression_attribute_values(":token", number(token)),
+                None => request
+                    .condition_expression(
+                        "attribute_not_exists(lease_owner) OR attribute_not_exists(lease_expires_at_ms) \
+                         OR lease_expires_at_ms <= :now",
+                    )
+                    .expression_attribute_values(":now", number(now)),
+            };
+            match request.send().await {
                 Ok(output) => {
+                    if let Some((holder, _)) = &takeover {
+                        super::log_takeover(job, holder, owner);
+                    }
                     let item = output.attributes.unwrap_or_default();
                     let parsed = JobItem::parse(&self.table, job, &item)?;
                     return Ok(LeaseOutcome::Acquired(Lease {
@@ -287,14 +306,43 @@ impl StateStore for DynamoStateStore {
                         .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
                 {
                     let current = self.job_state(job).await?;
-                    if let (Some(holder), Some(expires_at_ms)) =
-                        (current.lease_owner, current.lease_expires_at_ms)
-                        && expires_at_ms > now_ms()
-                    {
-                        return Ok(LeaseOutcome::Held {
-                            owner: holder,
+                    let decision = decide::lease(
+                        current.lease_owner.as_deref(),
+                        current.lease_expires_at_ms,
+                        owner,
+                        now_ms(),
+                        holder::liveness,
+                    );
+                    takeover = None;
+                    match decision {
+                        LeaseDecision::Free => {}
+                        // Our grant was stored, but its answer was lost and the SDK sent it
+                        // again: the stored lease is ours.
+                        LeaseDecision::Ours => {
+                            tracing::info!(
+                                job,
+                                owner,
+                                "lease grant retried after a lost answer; the stored lease is ours"
+                            );
+                            return Ok(LeaseOutcome::Acquired(Lease {
+                                job: job.to_owned(),
+                                owner: owner.to_owned(),
+                                token: current.lease_token,
+                                expires_at_ms: current.lease_expires_at_ms.unwrap_or(expires),
+                            }));
+                        }
+                        LeaseDecision::TakeOver { holder } => {
+                            takeover = Some((holder, current.lease_token));
+                        }
+                        LeaseDecision::Held {
+                            holder,
                             expires_at_ms,
-                        });
+                        } => {
+                            return Ok(LeaseOutcome::Held {
+                                owner: holder,
+                                expires_at_ms,
+                            });
+                        }
                     }
                 }
                 Err(e) => {
@@ -412,6 +460,23 @@ impl StateStore for DynamoStateStore {
                 if e.as_service_error()
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
             {
+                // Refused: unless the stored checkpoint is this very write (its first
+                // answer was lost and the SDK sent it again), we are fenced.
+                if let Ok(current) = self.job_state(&lease.job).await
+                    && current.lease_token == lease.token
+                    && current.lease_owner.as_deref() == Some(&lease.owner)
+                    && decide::is_own_checkpoint(current.checkpoint.as_ref(), &checkpoint)
+                {
+                    tracing::info!(job = %lease.job, version = checkpoint.version, "checkpoint write retried after a lost answer; the stored checkpoint is ours");
+                    let stored = current.checkpoint.unwrap_or(checkpoint);
+                    return Ok((
+                        stored,
+                        Lease {
+                            expires_at_ms: current.lease_expires_at_ms.unwrap_or(expires),
+                            ..lease.clone()
+                        },
+                    ));
+                }
                 Err(self.fenced(lease, Some(expected_version)).await.source(e))
             }
             Err(e) => Err(self.job_write_error(e, &lease.job, "checkpoint").await),

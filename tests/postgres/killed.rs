@@ -1,0 +1,228 @@
+//! A `sluice drain` killed mid-run (SIGKILL: nothing of it runs any more) must not block
+//! the job: its lease names a dead process on this host, so the next run takes the lease
+//! over at once — for the local state file and for DynamoDB (moto) — and the replay is
+//! exact. The run is made to hang first by stalling its source connection (a proxy that
+//! holds every byte), as a silent network would.
+//!
+//! A drain stopped by SIGTERM stops at its next transaction boundary (`partial`, exit
+//! 143), or — stuck where no boundary comes — is abandoned after the grace period
+//! (`SLUICE_RUN_INTERRUPTED`, exit 143, nothing moved); either way it releases its lease.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::{self, Job, TestDb, aws::AwsTarget, proxy::Proxy};
+
+/// `url` with its host and port replaced by the proxy's.
+fn through(proxy: &Proxy, url: &str) -> String {
+    let port = proxy
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse::<u16>()
+        .unwrap();
+    let mut parsed = url::Url::parse(url).unwrap();
+    parsed.set_host(Some("127.0.0.1")).unwrap();
+    parsed.set_port(Some(port)).unwrap();
+    parsed.to_string()
+}
+
+fn upstream(url: &str) -> String {
+    let parsed = url::Url::parse(url).unwrap();
+    format!(
+        "{}:{}",
+        parsed.host_str().unwrap(),
+        parsed.port().unwrap_or(5432)
+    )
+}
+
+fn seed(db: &TestDb, from: usize, to: usize) {
+    db.sql(&format!(
+        "INSERT INTO t SELECT i, md5(i::text) FROM generate_series({from}, {to}) i"
+    ));
+}
+
+/// Every change once (duplicates identical) and exactly `n` distinct changes.
+fn assert_exact(rows: &[support::Row], n: usize) {
+    let mut seen = std::collections::BTreeMap::new();
+    for row in rows {
+        let at = (row["__pos"].clone(), row["__seq"].clone());
+        if let Some(previous) = seen.insert(at.clone(), row.clone()) {
+            assert_eq!(previous, *row, "duplicate at {at:?} differs");
+        }
+    }
+    assert_eq!(seen.len(), n, "distinct changes");
+}
+
+/// Starts a drain, stalls its source once the stream is open, SIGKILLs it, then runs the
+/// next drain, which must proceed at once (not `skipped`) and take the lease over.
+fn killed_run_is_taken_over(job: &Job, db: &TestDb, proxy: &Proxy) {
+    job.drain();
+    seed(db, 1, 100);
+    let mut child = job
+        .command(&["drain"], &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
+    proxy.stall();
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The held bytes of the dead run are dropped, never delivered.
+    proxy.sever();
+    proxy.restore();
+    seed(db, 101, 150);
+
+    let started = Instant::now();
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["status"], "drained", "{summary}\n{}", run.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        run.stderr.contains("lease holder is provably gone"),
+        "the takeover is logged: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn killed_drain_is_taken_over_at_once_with_local_state() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "lease_kill_local");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.url));
+    let mut job = Job::postgres(&db, &["t"], "");
+    job.url_env.1 = through(&proxy, &db.url);
+    killed_run_is_taken_over(&job, &db, &proxy);
+    assert_exact(&job.rows("t"), 150);
+}
+
+#[test]
+fn killed_drain_is_taken_over_at_once_with_dynamodb_state() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "lease_kill_ddb");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.url));
+    let target = AwsTarget::new(&moto);
+    let mut job = target.job(&db, &["t"], "");
+    job.url_env.1 = through(&proxy, &db.url);
+    killed_run_is_taken_over(&job, &db, &proxy);
+    target.fetch_output(&job);
+    assert_exact(&job.rows("t"), 150);
+}
+
+fn lease_owner(job: &Job, db: &TestDb) -> serde_json::Value {
+    let path = job
+        .dir
+        .path()
+        .join("state")
+        .join(format!("{}.json", db.name));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    doc["lease_owner"].clone()
+}
+
+fn checkpoint(job: &Job, db: &TestDb) -> serde_json::Value {
+    let path = job
+        .dir
+        .path()
+        .join("state")
+        .join(format!("{}.json", db.name));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    doc["checkpoint"].clone()
+}
+
+fn sigterm(child: &std::process::Child) {
+    // SAFETY: signalling our own child process by its pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+}
+
+#[test]
+fn sigterm_stops_a_drain_at_a_transaction_boundary_and_releases_the_lease() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "lease_sigterm");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let job = Job::postgres(&db, &["t"], "output: { rollover_rows: 20 }");
+    job.drain();
+    // Many small transactions: many boundaries, many parts.
+    db.sql(
+        "DO $$ BEGIN FOR i IN 1..3000 LOOP \
+         INSERT INTO t VALUES (i, md5(i::text)); COMMIT; END LOOP; END $$",
+    );
+    let mut child = job
+        .command(&["drain"], &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(child.stderr.take().unwrap(), "part written");
+    sigterm(&child);
+    let run = support::Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 143, "{}", run.stdout);
+    let summary = run.summary();
+    assert_eq!(summary["status"], "partial", "{summary}");
+    let rows = summary["rows"].as_u64().unwrap();
+    assert!(rows > 0 && rows < 3000, "{summary}");
+    assert!(lease_owner(&job, &db).is_null(), "the lease was released");
+    assert_eq!(
+        checkpoint(&job, &db)["position"].as_str(),
+        summary["to"].as_str(),
+        "the checkpoint is where the run stopped"
+    );
+
+    let next = job.run(&["drain"], &[]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert_eq!(next.summary()["status"], "drained");
+    assert!(
+        !next.stderr.contains("provably gone"),
+        "no takeover was needed"
+    );
+    assert_exact(&job.rows("t"), 3000);
+}
+
+#[test]
+fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "lease_sigterm_stuck");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.url));
+    let mut job = Job::postgres(&db, &["t"], "");
+    job.url_env.1 = through(&proxy, &db.url);
+    job.drain();
+    seed(&db, 1, 100);
+    let before = checkpoint(&job, &db);
+    let mut child = job
+        .command(&["drain"], &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
+    proxy.stall();
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    sigterm(&child);
+    let run = support::Run::from(child.wait_with_output().unwrap());
+    let took = asked.elapsed();
+    assert_eq!(run.code, 143, "{}", run.stdout);
+    assert_eq!(run.error_code(), "SLUICE_RUN_INTERRUPTED", "{}", run.stdout);
+    assert!(took < Duration::from_secs(9), "took {took:?}");
+    assert!(lease_owner(&job, &db).is_null(), "the lease was released");
+    assert_eq!(checkpoint(&job, &db), before, "nothing moved");
+    proxy.sever();
+    proxy.restore();
+
+    let next = job.run(&["drain"], &[]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert_eq!(next.summary()["status"], "drained");
+    assert_exact(&job.rows("t"), 100);
+}
