@@ -234,5 +234,8 @@ fn every_error_code_has_a_row_with_its_class_in_the_operations_table() {
             missing.push(row);
         }
     }
-    assert!(missing.is_empty(), "docs/operations.md lacks the rows {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "docs/operations.md lacks the rows {missing:#?}"
+    );
 }

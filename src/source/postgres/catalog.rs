@@ -131,6 +131,16 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         .map(|c| c.name.clone())
         .collect();
     check_identity(config_name, &replident, &key)?;
+    let deferrable = client
+        .query_opt(
+            "SELECT c.conname::text FROM pg_constraint c \
+             WHERE c.conrelid = $1::int8::oid AND c.contype = 'p' AND c.condeferrable",
+            &[&oid],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_constraint", e))?
+        .map(|row| row.get::<_, String>(0));
+    check_key_immediate(config_name, &replident, deferrable.as_deref())?;
     Ok(CapturedTable {
         config_name: config_name.to_owned(),
         schema,
@@ -161,6 +171,32 @@ pub fn check_identity(config_name: &str, replident: &str, key: &[String]) -> Res
     }
 }
 
+/// Refuses a table whose replica identity would be a `DEFERRABLE` primary key
+/// (`deferrable_pk`: its constraint name). PostgreSQL uses only an immediate key as the
+/// identity of `REPLICA IDENTITY DEFAULT`; with a deferrable one the table has none, and
+/// once published its UPDATEs and DELETEs fail. `FULL` and `USING INDEX` (which takes
+/// only an immediate index) do not use the primary key.
+pub fn check_key_immediate(
+    config_name: &str,
+    replident: &str,
+    deferrable_pk: Option<&str>,
+) -> Result<()> {
+    match (replident, deferrable_pk) {
+        ("d", Some(constraint)) => Err(Error::new(
+            Code::SourceKeyDeferrable,
+            format!(
+                "{config_name}'s primary key {constraint} is DEFERRABLE, which PostgreSQL cannot use as replica identity"
+            ),
+        )
+        .hint(format!(
+            "publishing {config_name} as is would make its UPDATEs and DELETEs fail, so nothing was created; run \
+             ALTER TABLE {config_name} REPLICA IDENTITY FULL (the old row is then logged whole), or make the key \
+             immediate (ALTER TABLE {config_name} DROP CONSTRAINT {constraint}, ADD PRIMARY KEY (…)), then run again"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +206,16 @@ mod tests {
         assert_eq!(split_name("orders"), ("public".into(), "orders".into()));
         assert_eq!(split_name("app.orders"), ("app".into(), "orders".into()));
         assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn a_deferrable_primary_key_is_refused_only_as_the_default_identity() {
+        let err = check_key_immediate("t", "d", Some("t_pkey")).unwrap_err();
+        assert_eq!(err.code(), Code::SourceKeyDeferrable);
+        assert!(err.hint_text().unwrap().contains("REPLICA IDENTITY FULL"));
+        check_key_immediate("t", "f", Some("t_pkey")).unwrap();
+        check_key_immediate("t", "i", Some("t_pkey")).unwrap();
+        check_key_immediate("t", "d", None).unwrap();
     }
 
     #[test]

@@ -217,15 +217,57 @@ pub async fn ensure_publication(
         )));
     }
     if row.get::<_, bool>(0) {
-        return Ok(());
+        return Err(all_tables(&pg.publication, &table_list));
     }
+    // PostgreSQL 15 adds row filters and column lists (`rowfilter`, `attnames`).
+    let filters = client
+        .query_one(
+            "SELECT current_setting('server_version_num')::int >= 150000",
+            &[],
+        )
+        .await
+        .map_err(|e| query_error("reading server_version_num", e))?
+        .get::<_, bool>(0);
     let published = client
         .query(
-            "SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1",
+            if filters {
+                "SELECT schemaname::text, tablename::text, rowfilter, attnames::text[] FROM pg_publication_tables WHERE pubname = $1"
+            } else {
+                "SELECT schemaname::text, tablename::text, NULL::text, NULL::text[] FROM pg_publication_tables WHERE pubname = $1"
+            },
             &[&pg.publication],
         )
         .await
         .map_err(|e| query_error("reading pg_publication_tables", e))?;
+    let mut filtered = Vec::new();
+    for t in tables {
+        let Some(r) = published
+            .iter()
+            .find(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
+        else {
+            continue;
+        };
+        let published_columns: Option<Vec<String>> = r.get(3);
+        if let Some(what) = filter_difference(t, r.get(2), published_columns.as_deref()) {
+            filtered.push(what);
+        }
+    }
+    if !filtered.is_empty() {
+        return Err(Error::new(
+            Code::SourcePublicationFiltered,
+            format!(
+                "publication {} does not publish what sluice captures: {}",
+                pg.publication,
+                filtered.join("; ")
+            ),
+        )
+        .hint(format!(
+            "the stream would be a subset of the baseline. Run ALTER PUBLICATION {} SET TABLE {table_list}; \
+             (no WHERE, no column list) as the tables' owner, or give the job its own publication; \
+             if this job already ran with the filter, re-baseline its tables: what was decoded under it is a subset",
+            quote_ident(&pg.publication)
+        )));
+    }
     let missing: Vec<String> = tables
         .iter()
         .filter(|t| {
@@ -247,6 +289,56 @@ pub async fn ensure_publication(
         quote_ident(&pg.publication),
         missing.join(", ")
     )))
+}
+
+/// How a publication's definition of table `t` differs from what sluice captures — a row
+/// filter (`rowfilter`), or a column list (`columns`, PostgreSQL lists every column when
+/// there is none) that is not exactly the captured columns — or `None`.
+pub fn filter_difference(
+    t: &CapturedTable,
+    rowfilter: Option<String>,
+    columns: Option<&[String]>,
+) -> Option<String> {
+    if let Some(filter) = rowfilter {
+        return Some(format!("{} has the row filter WHERE {filter}", t.quoted()));
+    }
+    let columns = columns?;
+    let captured: Vec<&str> = t.shape.columns.iter().map(|c| c.name.as_str()).collect();
+    let missing: Vec<&str> = captured
+        .iter()
+        .copied()
+        .filter(|c| !columns.iter().any(|p| p == c))
+        .collect();
+    let extra: Vec<&str> = columns
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !captured.contains(p))
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut what = format!("{} has a column list", t.quoted());
+    if !missing.is_empty() {
+        what.push_str(&format!(" without {}", missing.join(", ")));
+    }
+    if !extra.is_empty() {
+        what.push_str(&format!(" with {} (not captured)", extra.join(", ")));
+    }
+    Some(what)
+}
+
+/// The refusal of a `FOR ALL TABLES` publication: it streams every table of the database,
+/// and a change of a table the job does not capture would fail the run.
+fn all_tables(publication: &str, table_list: &str) -> Error {
+    Error::new(
+        Code::SourcePublicationAllTables,
+        format!("publication {publication} is FOR ALL TABLES; a job's publication must name exactly its tables"),
+    )
+    .hint(format!(
+        "give the job a publication of its own: set source.postgres.publication to a new name (sluice creates it \
+         with source.postgres.create: true), or have the tables' owner run CREATE PUBLICATION <name> FOR TABLE {table_list}; \
+         a FOR ALL TABLES publication cannot be narrowed by ALTER PUBLICATION"
+    ))
 }
 
 /// Moves the slot forward to `upto` (never backward).
