@@ -128,6 +128,9 @@ pub enum Op {
     Delete,
     /// A baseline row (written under `snapshot/`).
     Snapshot,
+    /// The table was emptied (PostgreSQL `TRUNCATE`): the row carries no image (every
+    /// column NULL, none listed as unlogged); a replay drops every earlier row of the table.
+    Truncate,
 }
 
 impl Op {
@@ -138,6 +141,7 @@ impl Op {
             Op::Update => "update",
             Op::Delete => "delete",
             Op::Snapshot => "snapshot",
+            Op::Truncate => "truncate",
         }
     }
 }

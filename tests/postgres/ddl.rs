@@ -4,7 +4,7 @@
 //! and the output replays (the documented rule) to the source's state. Every test owns
 //! its database, slot and publication (`ddl_*` names).
 
-use crate::support::{Job, TestDb, baseline_and_changes, replay};
+use crate::support::{Job, TestDb, baseline_and_changes, readers, replay, snapshot_dir};
 
 /// Slots and publications in the test database: what a refused run must not have made.
 fn resources(db: &TestDb) -> String {
@@ -143,4 +143,93 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
     assert_eq!(job.drain()["status"], "drained");
     assert_eq!(replayed(&job, "t"), source(&db, "t"));
     assert_eq!(source(&db, "t"), "1=b");
+}
+
+/// Runs docs/baselines.md's latest-state query — the documented replay rule, verbatim —
+/// with DuckDB over the job's output of `table` (baseline plan folder and change parts),
+/// and returns `id=v,…` in id order; `None` (skipped loudly) without the readers' venv.
+fn duckdb_replayed(job: &Job, table: &str) -> Option<String> {
+    let python = readers::python()?;
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/baselines.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("## Drains during a baseline").unwrap()..];
+    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
+    let query = &section[start..start + section[start..].find("```").unwrap()];
+    let folder = job.out().join(table);
+    let plan = snapshot_dir(&folder);
+    let query = query
+        .replace(
+            "out/public.orders/snapshot/<plan id>",
+            &plan.display().to_string(),
+        )
+        .replace("out/public.orders", &folder.display().to_string());
+    let script = format!(
+        "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
+         print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"
+    );
+    Some(readers::run(&python, &script, &[]))
+}
+
+#[test]
+fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl_truncate");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE other (id int PRIMARY KEY)");
+    db.sql("INSERT INTO t SELECT i, 'seed' || i FROM generate_series(1, 5) i");
+    db.sql("INSERT INTO u SELECT i, 'seed' || i FROM generate_series(1, 3) i");
+    let job = Job::postgres(&db, &["t", "u"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    // Mid-backlog: writes, a TRUNCATE of both tables (and one not captured), a TRUNCATE in
+    // the same transaction as data, more writes.
+    db.sql("INSERT INTO t VALUES (6, 'six'); UPDATE u SET v = 'u1' WHERE id = 1");
+    db.sql("TRUNCATE t, u, other");
+    db.sql("INSERT INTO t VALUES (1, 'again'), (2, 'two'); INSERT INTO u VALUES (9, 'nine')");
+    db.sql("BEGIN; INSERT INTO t VALUES (3, 'lost'); TRUNCATE t; INSERT INTO t VALUES (4, 'kept'); COMMIT");
+    db.sql("UPDATE t SET v = 'kept2' WHERE id = 4; INSERT INTO u VALUES (10, 'ten')");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    let rows = job.rows("t");
+    let truncates: Vec<_> = rows
+        .iter()
+        .filter(|r| r["__op"].as_deref() == Some("truncate"))
+        .collect();
+    assert_eq!(truncates.len(), 2, "one row per TRUNCATE naming t");
+    assert!(
+        truncates
+            .iter()
+            .all(|r| r["id"].is_none() && r["v"].is_none())
+    );
+    // In the same transaction: insert, truncate, insert at consecutive ordinals.
+    let in_txn: Vec<_> = rows
+        .iter()
+        .filter(|r| r["__pos"] == truncates[1]["__pos"])
+        .map(|r| (r["__op"].clone().unwrap(), r["__seq"].clone().unwrap()))
+        .collect();
+    assert_eq!(
+        in_txn,
+        [
+            ("insert".to_owned(), "0".to_owned()),
+            ("truncate".to_owned(), "1".to_owned()),
+            ("insert".to_owned(), "2".to_owned())
+        ]
+    );
+    for table in ["t", "u"] {
+        assert_eq!(replayed(&job, table), source(&db, table), "{table}");
+    }
+    assert_eq!(source(&db, "t"), "4=kept2");
+    assert_eq!(source(&db, "u"), "9=nine,10=ten");
+    // The documented query (DuckDB) gives the same state.
+    for table in ["t", "u"] {
+        if let Some(text) = duckdb_replayed(&job, table) {
+            assert_eq!(text, source(&db, table), "DuckDB, {table}");
+        }
+    }
+    // The stream goes on.
+    db.sql("INSERT INTO t VALUES (5, 'five')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(replayed(&job, "t"), source(&db, "t"));
 }

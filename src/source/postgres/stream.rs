@@ -16,6 +16,9 @@
 //! the bound is read whole). Acking the bound after reaching it is therefore safe: no
 //! commit that starts before it can still be undecoded.
 //!
+//! A TRUNCATE is an event, not a stop: one [`Op::Truncate`] change per captured table it
+//! names, at its place in the transaction.
+//!
 //! Columns captured in their text form ([`Decode::Text`]) arrive as binary cells for
 //! every type with a send function; the control connection has the server print them
 //! ([`Renderer`]) before the change is handed on, so the stream holds the same text the
@@ -67,6 +70,9 @@ pub struct PgStream {
     /// The slot's confirmed position as far as this run knows.
     pub(super) slot_at: PgLsn,
     page: Option<Page>,
+    /// Events decoded from one message and not yet handed out (a TRUNCATE of several
+    /// tables).
+    pending: std::collections::VecDeque<SourceEvent>,
     finished: bool,
     relations: HashMap<u32, KnownRelation>,
     current_commit: Option<PgLsn>,
@@ -105,6 +111,7 @@ impl PgStream {
             tables,
             slot_at,
             page: None,
+            pending: std::collections::VecDeque::new(),
             finished: false,
             relations: HashMap::new(),
             current_commit: None,
@@ -213,24 +220,18 @@ impl PgStream {
                 change(table, Op::Delete, Some(before), None)
             }
             PgMessage::Truncate(truncate) => {
-                let names: Vec<String> = truncate
-                    .rel_oids
-                    .iter()
-                    .map(|oid| {
-                        self.relations
-                            .get(oid)
-                            .map_or_else(|| format!("relation {oid}"), |r| r.schema.name.clone())
-                    })
-                    .collect();
-                return Err(Error::new(
-                    Code::SourceTruncated,
-                    format!(
-                        "{} truncated at {}; a TRUNCATE cannot be represented as change rows",
-                        names.join(", "),
-                        self.current_commit.unwrap_or_default()
-                    ),
-                )
-                .hint("re-baseline the truncated table(s): clear the job's state with `sluice state clear --config FILE` and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                // One `truncate` row per table it names, in the message's order, at this
+                // point of the transaction (pgoutput names only published tables).
+                let mut tables = Vec::with_capacity(truncate.rel_oids.len());
+                for oid in &truncate.rel_oids {
+                    tables.push(self.relation(*oid)?.schema.clone());
+                }
+                let mut events = tables
+                    .into_iter()
+                    .map(|table| change(table, Op::Truncate, None, None));
+                let first = events.next().flatten();
+                self.pending.extend(events.flatten());
+                first
             }
             PgMessage::Origin(_) | PgMessage::Type(_) | PgMessage::Message(_) => None,
         })
@@ -456,6 +457,9 @@ impl ChangeStream for PgStream {
 
     async fn next(&mut self) -> Result<Option<SourceEvent>> {
         loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
             if self.finished {
                 return Ok(None);
             }
