@@ -1,6 +1,7 @@
 //! Reading the captured tables' definitions from the PostgreSQL catalog at open.
 //!
-//! Guarantees: every configured table exists, every column resolves to an output type
+//! Guarantees: every configured table exists, every column but the generated ones (which
+//! pgoutput does not publish, so the baseline leaves them out too) resolves to an output type
 //! ([`resolve`](super::resolve); none is refused for its type), and the table can publish updates
 //! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
 //! publishing a table without one would make the application's own UPDATEs fail.
@@ -98,7 +99,8 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
              FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
-             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
+             ORDER BY a.attnum",
             &[&oid, &replident],
         )
         .await
@@ -124,6 +126,14 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             source_type: type_name,
             field_metadata: resolved.field_metadata,
         });
+    }
+    let generated = generated_columns(client, oid).await?;
+    if !generated.is_empty() {
+        tracing::info!(
+            table = config_name,
+            columns = %generated.join(", "),
+            "generated columns are not captured (neither in the baseline nor in the stream: pgoutput does not publish them)"
+        );
     }
     let key: Vec<String> = columns
         .iter()
@@ -154,6 +164,21 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             columns,
         }),
     })
+}
+
+/// The table's generated (`GENERATED ALWAYS AS … STORED`) columns, which sluice does not
+/// capture: pgoutput (PostgreSQL ≤ 17) leaves them out of the stream, so the baseline
+/// leaves them out too, and baseline and stream carry the same columns.
+async fn generated_columns(client: &Client, oid: i64) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::int8::oid AND attnum > 0 \
+             AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum",
+            &[&oid],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_attribute", e))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// What counts as a key to chunk a baseline by, for refusals.

@@ -219,7 +219,9 @@ pub async fn ensure_publication(
     if row.get::<_, bool>(0) {
         return Err(all_tables(&pg.publication, &table_list));
     }
-    // PostgreSQL 15 adds row filters and column lists (`rowfilter`, `attnames`).
+    // PostgreSQL 15 adds row filters and column lists (`prqual`, `prattrs`; NULL when the
+    // table has none — unlike `pg_publication_tables.attnames`, which then lists every
+    // column, generated ones included).
     let filters = client
         .query_one(
             "SELECT current_setting('server_version_num')::int >= 150000",
@@ -228,20 +230,25 @@ pub async fn ensure_publication(
         .await
         .map_err(|e| query_error("reading server_version_num", e))?
         .get::<_, bool>(0);
-    let published = client
-        .query(
-            if filters {
-                "SELECT schemaname::text, tablename::text, rowfilter, attnames::text[] FROM pg_publication_tables WHERE pubname = $1"
-            } else {
-                "SELECT schemaname::text, tablename::text, NULL::text, NULL::text[] FROM pg_publication_tables WHERE pubname = $1"
-            },
-            &[&pg.publication],
-        )
-        .await
-        .map_err(|e| query_error("reading pg_publication_tables", e))?;
+    let definitions = if filters {
+        client
+            .query(
+                "SELECT n.nspname::text, c.relname::text, pg_get_expr(pr.prqual, pr.prrelid), \
+                        (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a \
+                         WHERE a.attrelid = pr.prrelid AND a.attnum = ANY(pr.prattrs::int2[])) \
+                 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid \
+                 JOIN pg_class c ON c.oid = pr.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE p.pubname = $1 AND (pr.prqual IS NOT NULL OR pr.prattrs IS NOT NULL)",
+                &[&pg.publication],
+            )
+            .await
+            .map_err(|e| query_error("reading pg_publication_rel", e))?
+    } else {
+        vec![]
+    };
     let mut filtered = Vec::new();
     for t in tables {
-        let Some(r) = published
+        let Some(r) = definitions
             .iter()
             .find(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
         else {
@@ -252,6 +259,13 @@ pub async fn ensure_publication(
             filtered.push(what);
         }
     }
+    let published = client
+        .query(
+            "SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1",
+            &[&pg.publication],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_publication_tables", e))?;
     if !filtered.is_empty() {
         return Err(Error::new(
             Code::SourcePublicationFiltered,
@@ -292,8 +306,8 @@ pub async fn ensure_publication(
 }
 
 /// How a publication's definition of table `t` differs from what sluice captures — a row
-/// filter (`rowfilter`), or a column list (`columns`, PostgreSQL lists every column when
-/// there is none) that is not exactly the captured columns — or `None`.
+/// filter (`rowfilter`), or a column list (`columns`, `None` when there is none) that is
+/// not exactly the captured columns — or `None`.
 pub fn filter_difference(
     t: &CapturedTable,
     rowfilter: Option<String>,
