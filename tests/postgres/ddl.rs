@@ -267,3 +267,109 @@ fn ddl_generated_columns_are_left_out_of_baseline_and_stream_alike() {
         .collect();
     assert_eq!(names, ["id", "v", "n"]);
 }
+
+/// `table`'s `columns` replayed from the job's output as `c1|c2|…` rows joined by `;` in
+/// `id` order (`NULL` for a null cell) — the form of [`source_columns`].
+fn replayed_columns(job: &Job, table: &str, columns: &[&str]) -> String {
+    let mut state: Vec<(i64, String)> =
+        replay(&baseline_and_changes(&job.out().join(table)), &["id"])
+            .values()
+            .map(|r| {
+                let cells: Vec<String> = columns
+                    .iter()
+                    .map(|c| {
+                        r.get(*c)
+                            .cloned()
+                            .flatten()
+                            .unwrap_or_else(|| "NULL".into())
+                    })
+                    .collect();
+                (
+                    r["id"].as_deref().unwrap().parse().unwrap(),
+                    cells.join("|"),
+                )
+            })
+            .collect();
+    state.sort();
+    state
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// `table`'s `columns` of the source as `c1|c2|…` rows joined by `;` in `id` order.
+fn source_columns(db: &TestDb, table: &str, columns: &[&str]) -> String {
+    let cells: Vec<String> = columns
+        .iter()
+        .map(|c| format!("coalesce({c}::text, 'NULL')"))
+        .collect();
+    db.sql(&format!(
+        "SELECT coalesce(string_agg({}, ';' ORDER BY id), '') FROM {table}",
+        cells.join(" || '|' || ")
+    ))
+}
+
+#[test]
+fn ddl_widening_retypes_continue_with_the_wider_type() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl_widen");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, a int, v varchar(5), m numeric(6,2), f real, s smallint)");
+    db.sql("INSERT INTO t VALUES (1, 1, 'one', 1.25, 1.5, 1), (2, 2, 'two', 2.5, 2.5, 2)");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    let columns = ["id", "a", "v", "m", "f", "s"];
+    db.sql("INSERT INTO t VALUES (3, 3, 'three', 3.75, 3.5, 3)");
+    db.sql("ALTER TABLE t ALTER COLUMN a TYPE bigint, ALTER COLUMN v TYPE varchar(40)");
+    db.sql("INSERT INTO t VALUES (4, 5000000000, 'a longer text', 4.5, 4.5, 4); UPDATE t SET a = 6000000000 WHERE id = 1");
+    // In the same transaction as data.
+    db.sql(
+        "BEGIN; UPDATE t SET m = 9999.99 WHERE id = 2; \
+         ALTER TABLE t ALTER COLUMN m TYPE numeric(12,2), ALTER COLUMN f TYPE double precision, \
+         ALTER COLUMN s TYPE int; \
+         INSERT INTO t VALUES (5, 5, 'five', 1234567890.12, 0.1, 100000); COMMIT",
+    );
+    db.sql("DELETE FROM t WHERE id = 3; UPDATE t SET f = 2.25 WHERE id = 2");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(
+        replayed_columns(&job, "t", &columns),
+        source_columns(&db, "t", &columns)
+    );
+    // A part never mixes shapes: each part's schema holds one type per column, and the
+    // last manifest names the wider types.
+    let folder = job.out().join("t");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("_manifest.json")).unwrap()).unwrap();
+    let types: Vec<String> = manifest["schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}",
+                c["name"].as_str().unwrap(),
+                c["type"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "id:int32",
+            "a:int64",
+            "v:utf8",
+            "m:decimal(12,2)",
+            "f:float64",
+            "s:int32"
+        ]
+    );
+    assert!(summary["parts"].as_u64().unwrap() >= 3, "{summary}");
+    // The stream goes on.
+    db.sql("INSERT INTO t VALUES (6, 7000000000, 'six', 6.5, 6.5, 6)");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(
+        replayed_columns(&job, "t", &columns),
+        source_columns(&db, "t", &columns)
+    );
+}
