@@ -373,3 +373,72 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
         source_columns(&db, "t", &columns)
     );
 }
+
+#[test]
+fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl_partitioned");
+    db.sql(
+        "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY RANGE (id); \
+         CREATE TABLE m_low PARTITION OF m FOR VALUES FROM (0) TO (100); \
+         CREATE TABLE m_high PARTITION OF m FOR VALUES FROM (100) TO (200)",
+    );
+    db.sql("INSERT INTO m SELECT i, 'seed' || i FROM generate_series(1, 150, 7) i");
+    let job = Job::postgres(&db, &["m"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(
+        replayed(&job, "m"),
+        source(&db, "m"),
+        "the baseline read the parent"
+    );
+    db.sql("INSERT INTO m VALUES (2, 'low'), (102, 'high'); UPDATE m SET v = 'u' WHERE id = 8");
+    // A row moving to another partition, a partition created mid-backlog and written to.
+    db.sql("UPDATE m SET id = 115 WHERE id = 15");
+    db.sql("CREATE TABLE m_top PARTITION OF m FOR VALUES FROM (200) TO (300)");
+    db.sql("INSERT INTO m VALUES (250, 'top'); DELETE FROM m WHERE id = 1; UPDATE m SET v = 'top2' WHERE id = 250");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(replayed(&job, "m"), source(&db, "m"));
+    let folders: Vec<String> = std::fs::read_dir(job.out())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('_'))
+        .collect();
+    assert_eq!(folders, ["m"], "every partition's changes are the parent's");
+    // A TRUNCATE of the parent is a truncate row of the parent.
+    db.sql("INSERT INTO m VALUES (3, 'three'); TRUNCATE m; INSERT INTO m VALUES (4, 'four'), (104, 'x')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(replayed(&job, "m"), source(&db, "m"));
+    assert_eq!(source(&db, "m"), "4=four,104=x");
+}
+
+#[test]
+fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl_partpub");
+    db.sql(
+        "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY LIST (id); \
+         CREATE TABLE m_a PARTITION OF m FOR VALUES IN (1, 2); \
+         CREATE TABLE m_b PARTITION OF m FOR VALUES IN (3, 4)",
+    );
+    let publication = format!("p_{}", db.name);
+    db.sql(&format!("CREATE PUBLICATION {publication} FOR TABLE m"));
+    let job = Job::postgres(&db, &["m"], "");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        run.stderr.contains("publish_via_partition_root = true"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(resources(&db), "0/1", "no slot was created");
+    db.sql(&format!(
+        "ALTER PUBLICATION {publication} SET (publish_via_partition_root = true)"
+    ));
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO m VALUES (1, 'a'), (3, 'c'); UPDATE m SET v = 'b' WHERE id = 1");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(replayed(&job, "m"), source(&db, "m"));
+    assert_eq!(source(&db, "m"), "1=b,3=c");
+}

@@ -34,6 +34,10 @@ pub struct CapturedTable {
     pub decodes: Vec<Decode>,
     /// The table as of the open.
     pub shape: Arc<TableSchema>,
+    /// A partitioned table (`relkind p`): captured as the parent — published with
+    /// `publish_via_partition_root`, so every partition's changes arrive as the parent's,
+    /// and baselined by reading the parent.
+    pub partitioned: bool,
 }
 
 impl CapturedTable {
@@ -163,6 +167,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             name: config_name.to_owned(),
             columns,
         }),
+        partitioned: relkind == "p",
     })
 }
 

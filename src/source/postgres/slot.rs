@@ -172,7 +172,7 @@ pub async fn ensure_publication(
 ) -> Result<()> {
     let publication = client
         .query_opt(
-            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_publication WHERE pubname = $1",
+            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE pubname = $1",
             &[&pg.publication],
         )
         .await
@@ -182,10 +182,22 @@ pub async fn ensure_publication(
         .map(CapturedTable::quoted)
         .collect::<Vec<_>>()
         .join(", ");
+    // A partitioned table is captured as its parent: its partitions' changes are
+    // published as the parent's (pgoutput would otherwise name each partition).
+    let partitioned: Vec<String> = tables
+        .iter()
+        .filter(|t| t.partitioned)
+        .map(CapturedTable::quoted)
+        .collect();
     let Some(row) = publication else {
         let create = format!(
-            "CREATE PUBLICATION {} FOR TABLE {table_list}",
-            quote_ident(&pg.publication)
+            "CREATE PUBLICATION {} FOR TABLE {table_list}{}",
+            quote_ident(&pg.publication),
+            if partitioned.is_empty() {
+                ""
+            } else {
+                " WITH (publish_via_partition_root = true)"
+            }
         );
         if !pg.create {
             return Err(Error::new(
@@ -218,6 +230,20 @@ pub async fn ensure_publication(
     }
     if row.get::<_, bool>(0) {
         return Err(all_tables(&pg.publication, &table_list));
+    }
+    if !partitioned.is_empty() && !row.get::<_, bool>(5) {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "{} is partitioned, but publication {} publishes its changes as each partition's",
+                partitioned.join(", "),
+                pg.publication
+            ),
+        )
+        .hint(format!(
+            "ALTER PUBLICATION {} SET (publish_via_partition_root = true); as the tables' owner: sluice captures a partitioned table as its parent",
+            quote_ident(&pg.publication)
+        )));
     }
     // PostgreSQL 15 adds row filters and column lists (`prqual`, `prattrs`; NULL when the
     // table has none — unlike `pg_publication_tables.attnames`, which then lists every

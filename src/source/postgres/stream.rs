@@ -75,6 +75,8 @@ pub struct PgStream {
     pending: std::collections::VecDeque<SourceEvent>,
     finished: bool,
     relations: HashMap<u32, KnownRelation>,
+    /// Relations the stream announced that the job does not capture, by oid.
+    foreign: HashMap<u32, String>,
     current_commit: Option<PgLsn>,
     last_end: Option<PgLsn>,
     /// The longest a page may pause between two rows once it streams.
@@ -114,6 +116,7 @@ impl PgStream {
             pending: std::collections::VecDeque::new(),
             finished: false,
             relations: HashMap::new(),
+            foreign: HashMap::new(),
             current_commit: None,
             last_end: None,
             read_timeout: crate::config::TimeoutsConfig::default().read(),
@@ -157,6 +160,7 @@ impl PgStream {
             seen: 0,
         });
         self.relations.clear();
+        self.foreign.clear();
         Ok(())
     }
 
@@ -238,6 +242,15 @@ impl PgStream {
     }
 
     fn relation(&self, oid: u32) -> Result<&KnownRelation> {
+        if let Some(name) = self.foreign.get(&oid) {
+            return Err(Error::new(
+                Code::SourceProtocol,
+                format!("the stream carries changes of {name}, which this job does not capture"),
+            )
+            .hint(
+                "the publication includes tables not in source.tables; use a publication per job",
+            ));
+        }
         self.relations.get(&oid).ok_or_else(|| {
             Error::new(
                 Code::SourceProtocol,
@@ -251,19 +264,22 @@ impl PgStream {
         Ok(self.image(oid, old.cells(), key_only)?.1)
     }
 
-    /// Registers (or re-registers after DDL) a relation announced by the stream.
+    /// Registers (or re-registers after DDL) a relation announced by the stream. A
+    /// relation the job does not capture is remembered as foreign: PostgreSQL 13–15
+    /// announce a partition next to its root under `publish_via_partition_root` although
+    /// its changes arrive as the root's; a change that does name it fails the run.
     fn learn_relation(&mut self, rel: Relation) -> Result<()> {
-        let captured = self
+        let Some(captured) = self
             .tables
             .iter()
             .find(|t| t.schema == rel.namespace && t.table == rel.name)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::SourceProtocol,
-                    format!("the stream announced {}.{}, which this job does not capture", rel.namespace, rel.name),
-                )
-                .hint("the publication includes tables not in source.tables; use a publication per job")
-            })?;
+        else {
+            self.relations.remove(&rel.oid);
+            self.foreign
+                .insert(rel.oid, format!("{}.{}", rel.namespace, rel.name));
+            return Ok(());
+        };
+        self.foreign.remove(&rel.oid);
         let mut columns = Vec::with_capacity(rel.columns.len());
         let mut type_oids = Vec::with_capacity(rel.columns.len());
         let mut decodes = Vec::with_capacity(rel.columns.len());
