@@ -4,7 +4,9 @@
 //! and the output replays (the documented rule) to the source's state. Every test owns
 //! its database, slot and publication (`ddl_*` names).
 
-use crate::support::{Job, TestDb, baseline_and_changes, readers, replay, snapshot_dir};
+use crate::support::{
+    Job, TestDb, baseline_and_changes, part_files, readers, replay, snapshot_dir,
+};
 
 /// Slots and publications in the test database: what a refused run must not have made.
 fn resources(db: &TestDb) -> String {
@@ -365,6 +367,39 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
         ]
     );
     assert!(summary["parts"].as_u64().unwrap() >= 3, "{summary}");
+    // Each part names the type its column had there, source type included.
+    let mut shapes = std::collections::BTreeSet::new();
+    for part in part_files(&folder, "cdc-") {
+        let file = std::fs::File::open(&part).unwrap();
+        let reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        let schema = reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .unwrap()
+            .iter()
+            .find(|kv| kv.key == "sluice.schema")
+            .and_then(|kv| kv.value.clone())
+            .unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+        let a = schema["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "a")
+            .unwrap()
+            .clone();
+        shapes.insert(format!(
+            "{}:{}",
+            a["type"].as_str().unwrap(),
+            a["source_type"].as_str().unwrap()
+        ));
+    }
+    assert_eq!(
+        shapes.into_iter().collect::<Vec<_>>(),
+        ["int32:integer", "int64:bigint"]
+    );
     // The stream goes on.
     db.sql("INSERT INTO t VALUES (6, 7000000000, 'six', 6.5, 6.5, 6)");
     assert_eq!(job.drain()["status"], "drained");

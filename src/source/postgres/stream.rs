@@ -284,17 +284,26 @@ impl PgStream {
         let mut type_oids = Vec::with_capacity(rel.columns.len());
         let mut decodes = Vec::with_capacity(rel.columns.len());
         for col in &rel.columns {
-            let type_name = captured
-                .type_names
-                .get(&col.name)
-                .cloned()
-                .unwrap_or_else(|| format!("oid {}", col.type_oid));
             let at_open = captured
                 .shape
                 .columns
                 .iter()
                 .position(|c| c.name == col.name)
                 .filter(|&i| captured.type_oids[i] == col.type_oid);
+            // The open's name describes the column only while its type is the open's (a
+            // retype since changes the modifier or the type itself).
+            let type_name = match (
+                at_open,
+                super::types::builtin_type_name(col.type_oid, col.type_modifier),
+            ) {
+                (_, Some(name)) => name,
+                (Some(_), None) => captured
+                    .type_names
+                    .get(&col.name)
+                    .cloned()
+                    .unwrap_or_else(|| format!("oid {}", col.type_oid)),
+                (None, None) => format!("oid {}", col.type_oid),
+            };
             // The open's resolution for a column of the same type; a built-in type's own
             // (its modifier may have changed); else, for a type the catalog did not see
             // at open, its text output — which needs no catalog knowledge.
