@@ -149,7 +149,8 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
 
 /// Runs docs/baselines.md's latest-state query — the documented replay rule, verbatim —
 /// with DuckDB over the job's output of `table` (baseline plan folder and change parts),
-/// and returns `id=v,…` in id order; `None` (skipped loudly) without the readers' venv.
+/// and returns `id=v,…` in id order (`v`: the table's second column); `None` (skipped
+/// loudly) without the readers' venv.
 fn duckdb_replayed(job: &Job, table: &str) -> Option<String> {
     let python = readers::python()?;
     let docs = std::fs::read_to_string(
@@ -400,6 +401,14 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
         shapes.into_iter().collect::<Vec<_>>(),
         ["int32:integer", "int64:bigint"]
     );
+    // The documented query unifies the int32 and int64 parts (DuckDB, union_by_name).
+    if let Some(text) = duckdb_replayed(&job, "t") {
+        assert_eq!(
+            text,
+            db.sql("SELECT string_agg(id || '=' || a, ',' ORDER BY id) FROM t"),
+            "DuckDB, id=a"
+        );
+    }
     // The stream goes on.
     db.sql("INSERT INTO t VALUES (6, 7000000000, 'six', 6.5, 6.5, 6)");
     assert_eq!(job.drain()["status"], "drained");
