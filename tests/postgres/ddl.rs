@@ -486,3 +486,27 @@ fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a
     assert_eq!(replayed(&job, "m"), source(&db, "m"));
     assert_eq!(source(&db, "m"), "1=b,3=c");
 }
+
+#[test]
+fn ddl_a_key_with_a_generated_column_is_refused_before_publishing() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ddl_genkey");
+    db.sql("CREATE TABLE t (id int, v text, g int GENERATED ALWAYS AS (id * 2) STORED, PRIMARY KEY (id, g))");
+    db.sql("INSERT INTO t (id, v) VALUES (1, 'a')");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        run.stderr.contains("generated column(s) g"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(resources(&db), "0/0", "nothing was created");
+    // The hint's fix: a key of stored, non-generated columns.
+    db.sql("ALTER TABLE t DROP CONSTRAINT t_pkey, ADD PRIMARY KEY (id)");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t (id, v) VALUES (2, 'b'); UPDATE t SET v = 'a2' WHERE id = 1");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(replayed(&job, "t"), source(&db, "t"));
+}

@@ -131,7 +131,27 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             field_metadata: resolved.field_metadata,
         });
     }
-    let generated = generated_columns(client, oid).await?;
+    let generated = generated_columns(client, oid, &replident).await?;
+    let generated_key: Vec<&str> = generated
+        .iter()
+        .filter(|(_, key)| *key)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !generated_key.is_empty() {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "{config_name}'s key includes the generated column(s) {}, which PostgreSQL does not publish",
+                generated_key.join(", ")
+            ),
+        )
+        .hint(format!(
+            "a change's key would lack them, so rows could not be told apart: give {config_name} a primary key \
+             (or a unique index made its identity with ALTER TABLE {config_name} REPLICA IDENTITY USING INDEX …) \
+             of stored, non-generated columns"
+        )));
+    }
+    let generated: Vec<String> = generated.into_iter().map(|(name, _)| name).collect();
     if !generated.is_empty() {
         tracing::info!(
             table = config_name,
@@ -174,16 +194,25 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
 /// The table's generated (`GENERATED ALWAYS AS … STORED`) columns, which sluice does not
 /// capture: pgoutput (PostgreSQL ≤ 17) leaves them out of the stream, so the baseline
 /// leaves them out too, and baseline and stream carry the same columns.
-async fn generated_columns(client: &Client, oid: i64) -> Result<Vec<String>> {
+/// Each with whether it is part of the key (the primary key, or the replica-identity
+/// index under `replident` `i`).
+async fn generated_columns(
+    client: &Client,
+    oid: i64,
+    replident: &str,
+) -> Result<Vec<(String, bool)>> {
     let rows = client
         .query(
-            "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::int8::oid AND attnum > 0 \
-             AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum",
-            &[&oid],
+            "SELECT a.attname::text, COALESCE(a.attnum = ANY(i.indkey), false) FROM pg_attribute a \
+             LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
+                  AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped \
+               AND a.attgenerated <> '' ORDER BY a.attnum",
+            &[&oid, &replident],
         )
         .await
         .map_err(|e| query_error("reading pg_attribute", e))?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// What counts as a key to chunk a baseline by, for refusals.
