@@ -48,6 +48,55 @@ pub enum ColumnType {
     List(Box<ColumnType>),
 }
 
+impl ColumnType {
+    /// True when every value of `self` is exactly a value of `wider` (and the types
+    /// differ): a narrower integer of the same or a wider signedness, `Float32` →
+    /// `Float64`, a decimal keeping at least its integer digits and its scale, lists of
+    /// such. A column retyped this way (PostgreSQL `int` → `bigint`, `real` → `double
+    /// precision`, `numeric(10,2)` → `numeric(14,2)`) continues in its next part with the
+    /// wider type; any other type change cannot continue in place.
+    pub fn widens_to(&self, wider: &ColumnType) -> bool {
+        use ColumnType::*;
+        let signed = |t: &ColumnType| match t {
+            Int8 => Some(8),
+            Int16 => Some(16),
+            Int32 => Some(32),
+            Int64 => Some(64),
+            _ => None,
+        };
+        let unsigned = |t: &ColumnType| match t {
+            UInt8 => Some(8),
+            UInt16 => Some(16),
+            UInt32 => Some(32),
+            UInt64 => Some(64),
+            _ => None,
+        };
+        match (self, wider) {
+            (Float32, Float64) => true,
+            (
+                Decimal {
+                    precision: p,
+                    scale: s,
+                },
+                Decimal {
+                    precision: p2,
+                    scale: s2,
+                },
+            ) => {
+                (p, s) != (p2, s2)
+                    && s2 >= s
+                    && i16::from(*p2) - i16::from(*s2) >= i16::from(*p) - i16::from(*s)
+            }
+            (List(a), List(b)) => a.widens_to(b),
+            (a, b) => match (signed(a), unsigned(a), signed(b), unsigned(b)) {
+                (Some(n), _, Some(m), _) | (_, Some(n), _, Some(m)) => m > n,
+                (_, Some(n), Some(m), _) => m > n,
+                _ => false,
+            },
+        }
+    }
+}
+
 /// One cell. Integers of every width travel as `Int`/`UInt` and are narrowed (checked)
 /// by the writer to the column's width.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +177,9 @@ pub enum Op {
     Delete,
     /// A baseline row (written under `snapshot/`).
     Snapshot,
+    /// The table was emptied (PostgreSQL `TRUNCATE`): the row carries no image (every
+    /// column NULL, none listed as unlogged); a replay drops every earlier row of the table.
+    Truncate,
 }
 
 impl Op {
@@ -138,6 +190,7 @@ impl Op {
             Op::Update => "update",
             Op::Delete => "delete",
             Op::Snapshot => "snapshot",
+            Op::Truncate => "truncate",
         }
     }
 }
@@ -173,4 +226,43 @@ pub struct ChangeEvent {
     pub image: Vec<Value>,
     /// Columns of `image` that were not logged by the source (`__unlogged`).
     pub unlogged: Vec<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColumnType::*;
+
+    #[test]
+    fn widening_keeps_every_value_and_nothing_else_widens() {
+        let dec = |precision, scale| Decimal { precision, scale };
+        for (narrow, wide) in [
+            (Int16, Int32),
+            (Int32, Int64),
+            (Int8, Int64),
+            (UInt8, UInt32),
+            (UInt32, Int64),
+            (Float32, Float64),
+            (dec(10, 2), dec(14, 2)),
+            (dec(10, 2), dec(12, 4)),
+            (dec(38, 0), dec(40, 0)),
+            (List(Box::new(Int32)), List(Box::new(Int64))),
+        ] {
+            assert!(narrow.widens_to(&wide), "{narrow:?} -> {wide:?}");
+            assert!(!wide.widens_to(&narrow), "{wide:?} -> {narrow:?}");
+        }
+        for (a, b) in [
+            (Int32, Int32),
+            (Int64, UInt64),
+            (UInt64, Int64),
+            (Int32, Float64),
+            (Int32, dec(20, 0)),
+            (dec(10, 2), dec(11, 4)),
+            (dec(10, 2), dec(10, 2)),
+            (Utf8, Json),
+            (Int32, Utf8),
+            (Timestamp, TimestampTz),
+        ] {
+            assert!(!a.widens_to(&b), "{a:?} -> {b:?}");
+        }
+    }
 }

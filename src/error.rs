@@ -69,6 +69,9 @@ codes! {
     SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
+    SourceKeyDeferrable => "SLUICE_SOURCE_KEY_DEFERRABLE", Refusal;
+    SourcePublicationFiltered => "SLUICE_SOURCE_PUBLICATION_FILTERED", Refusal;
+    SourcePublicationAllTables => "SLUICE_SOURCE_PUBLICATION_ALL_TABLES", Refusal;
     SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
     SourceSlotNotOurs => "SLUICE_SOURCE_SLOT_NOT_OURS", Refusal;
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
@@ -245,6 +248,11 @@ mod tests {
             (Code::SourceForeignCheckpoint, R),
             (Code::SourceSchemaChange, R),
             (Code::SourceTruncated, R),
+            // The table's or the publication's definition stays wrong until an
+            // operator changes it (the hint names the statement).
+            (Code::SourceKeyDeferrable, R),
+            (Code::SourcePublicationFiltered, R),
+            (Code::SourcePublicationAllTables, R),
             // Another consumer's session ends by itself.
             (Code::SourceSlotBusy, T),
             // Another job's slot, or one from before the job's state was lost: an

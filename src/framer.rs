@@ -4,7 +4,8 @@
 //! `commit(resume position)`. The framer stamps every change of the transaction with the
 //! commit position text (`__pos`) and a gap-free ordinal (`__seq`, from 0), splits an
 //! UPDATE that changed the key into a delete of the old key followed by an insert of the
-//! new row (consecutive ordinals, same position), and refuses a change outside a
+//! new row (consecutive ordinals, same position), writes a truncate as one row without
+//! an image (every cell NULL, nothing unlogged), and refuses a change outside a
 //! transaction or a commit without a begin. Only `commit` yields a checkpointable
 //! position, so checkpoints can land only on commit boundaries.
 
@@ -82,6 +83,10 @@ impl Framer {
                     .before
                     .ok_or_else(|| protocol("a delete without a key"))?;
                 emit(Op::Delete, before, change.before_unlogged);
+            }
+            Op::Truncate => {
+                let columns = change.table.columns.len();
+                emit(Op::Truncate, vec![Value::Null; columns], vec![]);
             }
             Op::Update => {
                 let after = change
@@ -200,6 +205,23 @@ mod tests {
         );
         assert_eq!(out[1].image[0], Value::Int(1));
         assert_eq!(out[2].image[0], Value::Int(2));
+    }
+
+    #[test]
+    fn truncate_is_one_row_without_an_image_at_its_ordinal() {
+        let mut f = Framer::new();
+        let mut out = vec![];
+        f.begin(&pos(1), None).unwrap();
+        f.change(change(Op::Insert, None, Some([1, 1])), &mut out)
+            .unwrap();
+        f.change(change(Op::Truncate, None, None), &mut out)
+            .unwrap();
+        f.change(change(Op::Insert, None, Some([2, 2])), &mut out)
+            .unwrap();
+        let ops: Vec<_> = out.iter().map(|e| (e.op, e.seq)).collect();
+        assert_eq!(ops, [(Op::Insert, 0), (Op::Truncate, 1), (Op::Insert, 2)]);
+        assert_eq!(out[1].image, vec![Value::Null, Value::Null]);
+        assert!(out[1].unlogged.is_empty());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct TableInfo {
     pub name: String,
     pub replident: String,
     pub key: Vec<String>,
+    /// The primary key's constraint name when it is `DEFERRABLE`.
+    pub deferrable_pk: Option<String>,
 }
 
 /// One stream to write: a job and its tables.
@@ -97,7 +99,8 @@ async fn list_tables(client: &tokio_postgres::Client) -> Result<Vec<TableInfo>> 
             "SELECT n.nspname::text, c.relname::text, c.relreplident::text, \
              COALESCE((SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_index i \
                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) \
-                WHERE i.indrelid = c.oid AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END), '{}') \
+                WHERE i.indrelid = c.oid AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END), '{}'), \
+             (SELECT k.conname::text FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p' AND k.condeferrable) \
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
              WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition \
                AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' \
@@ -113,6 +116,7 @@ async fn list_tables(client: &tokio_postgres::Client) -> Result<Vec<TableInfo>> 
             name: format!("{}.{}", r.get::<_, String>(0), r.get::<_, String>(1)),
             replident: r.get(2),
             key: r.get(3),
+            deferrable_pk: r.get(4),
         })
         .collect())
 }
@@ -222,7 +226,9 @@ pub fn render_config(stream: &Stream, source_env: &str, per_table: bool, streams
     ));
     out.push_str("  tables:\n");
     for t in &stream.tables {
-        let note = match catalog::check_identity(&t.name, &t.replident, &t.key) {
+        let note = match catalog::check_identity(&t.name, &t.replident, &t.key).and_then(|()| {
+            catalog::check_key_immediate(&t.name, &t.replident, t.deferrable_pk.as_deref())
+        }) {
             Err(e) => format!(
                 "   # WARNING: the drain refuses this table: {} — fix: {}",
                 e.message(),
@@ -279,7 +285,22 @@ mod tests {
             name: name.into(),
             replident: replident.into(),
             key: key.iter().map(|k| k.to_string()).collect(),
+            deferrable_pk: None,
         }
+    }
+
+    #[test]
+    fn a_deferrable_primary_key_is_flagged_with_its_fix() {
+        let mut table = t("public.d", "d", &["id"]);
+        table.deferrable_pk = Some("d_pkey".into());
+        let stream = &plan("shop", &[table], false)[0];
+        let text = render_config(stream, "SRC", true, 2);
+        assert!(
+            text.contains("WARNING: the drain refuses this table")
+                && text.contains("DEFERRABLE")
+                && text.contains("REPLICA IDENTITY FULL"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! * memory is bounded by configuration: at most one batch of `row_group_rows` rows (or
 //!   `row_group_bytes` bytes) plus the writer's current row group; everything else is on
 //!   local disk ([`part`]);
-//! * a schema change rolls to a new part, a column type change is a refusal
-//!   (`SLUICE_SOURCE_SCHEMA_CHANGE`); the manifest ([`manifest`]) lists every part with
+//! * a schema change (a widened column type included) rolls to a new part, any other
+//!   column type change is a refusal (`SLUICE_SOURCE_SCHEMA_CHANGE`); the manifest ([`manifest`]) lists every part with
 //!   its rows, bytes, checksum and position range.
 
 pub mod arrow_schema;

@@ -14,9 +14,10 @@
 //!   `sluice.identity`; its spill file has a name no other writer (thread or process) uses and is
 //!   fsynced before [`PartWriter::finish`] returns it;
 //! * a part holds one table schema: an event with a different schema (columns reordered,
-//!   added or dropped, another nullability or source type) finishes the open part and
-//!   starts the next; a column whose type changed is refused with
-//!   `SLUICE_SOURCE_SCHEMA_CHANGE`, because one column cannot hold both types;
+//!   added or dropped, another nullability or source type, a widened type such as
+//!   `int32` → `int64`) finishes the open part and starts the next; a column whose type
+//!   changed to one that does not widen it is refused with `SLUICE_SOURCE_SCHEMA_CHANGE`,
+//!   because no output column holds both types;
 //! * part numbers count finished parts only (no gaps), from `first_number`, six digits;
 //! * I/O failures are `SLUICE_OUTPUT_WRITE`, a full spill volume `SLUICE_SPILL_FULL`;
 //!   after an error in [`PartWriter::finish`] the writer holds no open part. An unfinished
@@ -476,11 +477,13 @@ impl Drop for SpillFile {
     }
 }
 
-/// Refuses a schema in which a column kept its name but changed its type.
+/// Refuses a schema in which a column kept its name but changed its type to one that does
+/// not widen the old one ([`ColumnType::widens_to`](crate::change::ColumnType::widens_to)).
 fn refuse_type_changes(old: &TableSchema, new: &TableSchema) -> Result<()> {
     for column in &new.columns {
         if let Some(before) = old.columns.iter().find(|c| c.name == column.name)
             && before.ty != column.ty
+            && !before.ty.widens_to(&column.ty)
         {
             return Err(Error::new(
                 Code::SourceSchemaChange,

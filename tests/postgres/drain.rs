@@ -113,14 +113,15 @@ fn added_column_mid_backlog_opens_a_new_part_with_the_new_schema() {
 }
 
 #[test]
-fn changed_column_type_mid_backlog_fails_naming_the_column() {
+fn narrowed_column_type_mid_backlog_fails_naming_the_column() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "retype");
     db.sql(ORDERS);
     let job = Job::postgres(&db, &["orders"], "");
     job.drain();
     db.sql("INSERT INTO orders VALUES (1, 'a', 1)");
-    db.sql("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(20,4)");
+    // numeric(12,2) -> numeric(8,2) narrows (a widening continues: postgres::ddl).
+    db.sql("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(8,2)");
     db.sql("INSERT INTO orders VALUES (2, 'b', 2)");
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);

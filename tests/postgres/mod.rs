@@ -3,6 +3,7 @@
 //! is in `conformance::source`.
 
 mod baseline;
+mod ddl;
 mod doctor;
 mod drain;
 mod durability;

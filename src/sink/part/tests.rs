@@ -691,6 +691,29 @@ fn a_schema_change_finishes_the_part_and_starts_a_new_one() {
 }
 
 #[test]
+fn a_widened_type_finishes_the_part_and_the_next_carries_the_wider_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut narrow = narrow_table().columns.clone();
+    narrow[0].ty = ColumnType::Int32;
+    narrow[0].source_type = "integer".into();
+    let v1 = table(narrow);
+    let mut w = writer(dir.path(), settings(dir.path()));
+    w.append(&ev(&v1, 0, vec![Value::Int(1), Value::Null]))
+        .unwrap();
+    let mut wide = v1.columns.clone();
+    wide[0].ty = ColumnType::Int64;
+    wide[0].source_type = "bigint".into();
+    let v2 = table(wide);
+    let first = w
+        .append(&ev(&v2, 1, vec![Value::Int(5_000_000_000), Value::Null]))
+        .unwrap()
+        .expect("the widening closes the first part");
+    assert_eq!((first.rows, &first.schema), (1, &v1));
+    let second = w.finish().unwrap().unwrap();
+    assert_eq!((second.rows, &second.schema), (1, &v2));
+}
+
+#[test]
 fn a_type_change_is_refused_and_keeps_the_open_part() {
     let dir = tempfile::tempdir().unwrap();
     let v1 = narrow_table();

@@ -247,6 +247,7 @@ fn encode_change(w: &mut impl Write, table: u32, change: &RowChange) -> io::Resu
         Op::Update => 1,
         Op::Delete => 2,
         Op::Snapshot => 3,
+        Op::Truncate => 4,
     }])?;
     for image in [&change.before, &change.after] {
         match image {
@@ -341,6 +342,7 @@ fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<R
         1 => Op::Update,
         2 => Op::Delete,
         3 => Op::Snapshot,
+        4 => Op::Truncate,
         _ => return Err(corrupt("op")),
     };
     let mut images = [None, None];

@@ -1,6 +1,7 @@
 //! Reading the captured tables' definitions from the PostgreSQL catalog at open.
 //!
-//! Guarantees: every configured table exists, every column resolves to an output type
+//! Guarantees: every configured table exists, every column but the generated ones (which
+//! pgoutput does not publish, so the baseline leaves them out too) resolves to an output type
 //! ([`resolve`](super::resolve); none is refused for its type), and the table can publish updates
 //! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
 //! publishing a table without one would make the application's own UPDATEs fail.
@@ -33,6 +34,10 @@ pub struct CapturedTable {
     pub decodes: Vec<Decode>,
     /// The table as of the open.
     pub shape: Arc<TableSchema>,
+    /// A partitioned table (`relkind p`): captured as the parent — published with
+    /// `publish_via_partition_root`, so every partition's changes arrive as the parent's,
+    /// and baselined by reading the parent.
+    pub partitioned: bool,
 }
 
 impl CapturedTable {
@@ -98,7 +103,8 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
              FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
-             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
+             ORDER BY a.attnum",
             &[&oid, &replident],
         )
         .await
@@ -125,12 +131,50 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             field_metadata: resolved.field_metadata,
         });
     }
+    let generated = generated_columns(client, oid, &replident).await?;
+    let generated_key: Vec<&str> = generated
+        .iter()
+        .filter(|(_, key)| *key)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !generated_key.is_empty() {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "{config_name}'s key includes the generated column(s) {}, which PostgreSQL does not publish",
+                generated_key.join(", ")
+            ),
+        )
+        .hint(format!(
+            "a change's key would lack them, so rows could not be told apart: give {config_name} a primary key \
+             (or a unique index made its identity with ALTER TABLE {config_name} REPLICA IDENTITY USING INDEX …) \
+             of stored, non-generated columns"
+        )));
+    }
+    let generated: Vec<String> = generated.into_iter().map(|(name, _)| name).collect();
+    if !generated.is_empty() {
+        tracing::info!(
+            table = config_name,
+            columns = %generated.join(", "),
+            "generated columns are not captured (neither in the baseline nor in the stream: pgoutput does not publish them)"
+        );
+    }
     let key: Vec<String> = columns
         .iter()
         .filter(|c| c.key)
         .map(|c| c.name.clone())
         .collect();
     check_identity(config_name, &replident, &key)?;
+    let deferrable = client
+        .query_opt(
+            "SELECT c.conname::text FROM pg_constraint c \
+             WHERE c.conrelid = $1::int8::oid AND c.contype = 'p' AND c.condeferrable",
+            &[&oid],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_constraint", e))?
+        .map(|row| row.get::<_, String>(0));
+    check_key_immediate(config_name, &replident, deferrable.as_deref())?;
     Ok(CapturedTable {
         config_name: config_name.to_owned(),
         schema,
@@ -143,7 +187,32 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             name: config_name.to_owned(),
             columns,
         }),
+        partitioned: relkind == "p",
     })
+}
+
+/// The table's generated (`GENERATED ALWAYS AS … STORED`) columns, which sluice does not
+/// capture: pgoutput (PostgreSQL ≤ 17) leaves them out of the stream, so the baseline
+/// leaves them out too, and baseline and stream carry the same columns.
+/// Each with whether it is part of the key (the primary key, or the replica-identity
+/// index under `replident` `i`).
+async fn generated_columns(
+    client: &Client,
+    oid: i64,
+    replident: &str,
+) -> Result<Vec<(String, bool)>> {
+    let rows = client
+        .query(
+            "SELECT a.attname::text, COALESCE(a.attnum = ANY(i.indkey), false) FROM pg_attribute a \
+             LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
+                  AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped \
+               AND a.attgenerated <> '' ORDER BY a.attnum",
+            &[&oid, &replident],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_attribute", e))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// What counts as a key to chunk a baseline by, for refusals.
@@ -161,6 +230,32 @@ pub fn check_identity(config_name: &str, replident: &str, key: &[String]) -> Res
     }
 }
 
+/// Refuses a table whose replica identity would be a `DEFERRABLE` primary key
+/// (`deferrable_pk`: its constraint name). PostgreSQL uses only an immediate key as the
+/// identity of `REPLICA IDENTITY DEFAULT`; with a deferrable one the table has none, and
+/// once published its UPDATEs and DELETEs fail. `FULL` and `USING INDEX` (which takes
+/// only an immediate index) do not use the primary key.
+pub fn check_key_immediate(
+    config_name: &str,
+    replident: &str,
+    deferrable_pk: Option<&str>,
+) -> Result<()> {
+    match (replident, deferrable_pk) {
+        ("d", Some(constraint)) => Err(Error::new(
+            Code::SourceKeyDeferrable,
+            format!(
+                "{config_name}'s primary key {constraint} is DEFERRABLE, which PostgreSQL cannot use as replica identity"
+            ),
+        )
+        .hint(format!(
+            "publishing {config_name} as is would make its UPDATEs and DELETEs fail, so nothing was created; run \
+             ALTER TABLE {config_name} REPLICA IDENTITY FULL (the old row is then logged whole), or make the key \
+             immediate (ALTER TABLE {config_name} DROP CONSTRAINT {constraint}, ADD PRIMARY KEY (…)), then run again"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +265,16 @@ mod tests {
         assert_eq!(split_name("orders"), ("public".into(), "orders".into()));
         assert_eq!(split_name("app.orders"), ("app".into(), "orders".into()));
         assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn a_deferrable_primary_key_is_refused_only_as_the_default_identity() {
+        let err = check_key_immediate("t", "d", Some("t_pkey")).unwrap_err();
+        assert_eq!(err.code(), Code::SourceKeyDeferrable);
+        assert!(err.hint_text().unwrap().contains("REPLICA IDENTITY FULL"));
+        check_key_immediate("t", "f", Some("t_pkey")).unwrap();
+        check_key_immediate("t", "i", Some("t_pkey")).unwrap();
+        check_key_immediate("t", "d", None).unwrap();
     }
 
     #[test]

@@ -172,7 +172,7 @@ pub async fn ensure_publication(
 ) -> Result<()> {
     let publication = client
         .query_opt(
-            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_publication WHERE pubname = $1",
+            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE pubname = $1",
             &[&pg.publication],
         )
         .await
@@ -182,10 +182,22 @@ pub async fn ensure_publication(
         .map(CapturedTable::quoted)
         .collect::<Vec<_>>()
         .join(", ");
+    // A partitioned table is captured as its parent: its partitions' changes are
+    // published as the parent's (pgoutput would otherwise name each partition).
+    let partitioned: Vec<String> = tables
+        .iter()
+        .filter(|t| t.partitioned)
+        .map(CapturedTable::quoted)
+        .collect();
     let Some(row) = publication else {
         let create = format!(
-            "CREATE PUBLICATION {} FOR TABLE {table_list}",
-            quote_ident(&pg.publication)
+            "CREATE PUBLICATION {} FOR TABLE {table_list}{}",
+            quote_ident(&pg.publication),
+            if partitioned.is_empty() {
+                ""
+            } else {
+                " WITH (publish_via_partition_root = true)"
+            }
         );
         if !pg.create {
             return Err(Error::new(
@@ -217,7 +229,61 @@ pub async fn ensure_publication(
         )));
     }
     if row.get::<_, bool>(0) {
-        return Ok(());
+        return Err(all_tables(&pg.publication, &table_list));
+    }
+    if !partitioned.is_empty() && !row.get::<_, bool>(5) {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            format!(
+                "{} is partitioned, but publication {} publishes its changes as each partition's",
+                partitioned.join(", "),
+                pg.publication
+            ),
+        )
+        .hint(format!(
+            "ALTER PUBLICATION {} SET (publish_via_partition_root = true); as the tables' owner: sluice captures a partitioned table as its parent",
+            quote_ident(&pg.publication)
+        )));
+    }
+    // PostgreSQL 15 adds row filters and column lists (`prqual`, `prattrs`; NULL when the
+    // table has none — unlike `pg_publication_tables.attnames`, which then lists every
+    // column, generated ones included).
+    let filters = client
+        .query_one(
+            "SELECT current_setting('server_version_num')::int >= 150000",
+            &[],
+        )
+        .await
+        .map_err(|e| query_error("reading server_version_num", e))?
+        .get::<_, bool>(0);
+    let definitions = if filters {
+        client
+            .query(
+                "SELECT n.nspname::text, c.relname::text, pg_get_expr(pr.prqual, pr.prrelid), \
+                        (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a \
+                         WHERE a.attrelid = pr.prrelid AND a.attnum = ANY(pr.prattrs::int2[])) \
+                 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid \
+                 JOIN pg_class c ON c.oid = pr.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE p.pubname = $1 AND (pr.prqual IS NOT NULL OR pr.prattrs IS NOT NULL)",
+                &[&pg.publication],
+            )
+            .await
+            .map_err(|e| query_error("reading pg_publication_rel", e))?
+    } else {
+        vec![]
+    };
+    let mut filtered = Vec::new();
+    for t in tables {
+        let Some(r) = definitions
+            .iter()
+            .find(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
+        else {
+            continue;
+        };
+        let published_columns: Option<Vec<String>> = r.get(3);
+        if let Some(what) = filter_difference(t, r.get(2), published_columns.as_deref()) {
+            filtered.push(what);
+        }
     }
     let published = client
         .query(
@@ -226,6 +292,22 @@ pub async fn ensure_publication(
         )
         .await
         .map_err(|e| query_error("reading pg_publication_tables", e))?;
+    if !filtered.is_empty() {
+        return Err(Error::new(
+            Code::SourcePublicationFiltered,
+            format!(
+                "publication {} does not publish what sluice captures: {}",
+                pg.publication,
+                filtered.join("; ")
+            ),
+        )
+        .hint(format!(
+            "the stream would be a subset of the baseline. Run ALTER PUBLICATION {} SET TABLE {table_list}; \
+             (no WHERE, no column list) as the tables' owner, or give the job its own publication; \
+             if this job already ran with the filter, re-baseline its tables: what was decoded under it is a subset",
+            quote_ident(&pg.publication)
+        )));
+    }
     let missing: Vec<String> = tables
         .iter()
         .filter(|t| {
@@ -247,6 +329,56 @@ pub async fn ensure_publication(
         quote_ident(&pg.publication),
         missing.join(", ")
     )))
+}
+
+/// How a publication's definition of table `t` differs from what sluice captures — a row
+/// filter (`rowfilter`), or a column list (`columns`, `None` when there is none) that is
+/// not exactly the captured columns — or `None`.
+pub fn filter_difference(
+    t: &CapturedTable,
+    rowfilter: Option<String>,
+    columns: Option<&[String]>,
+) -> Option<String> {
+    if let Some(filter) = rowfilter {
+        return Some(format!("{} has the row filter WHERE {filter}", t.quoted()));
+    }
+    let columns = columns?;
+    let captured: Vec<&str> = t.shape.columns.iter().map(|c| c.name.as_str()).collect();
+    let missing: Vec<&str> = captured
+        .iter()
+        .copied()
+        .filter(|c| !columns.iter().any(|p| p == c))
+        .collect();
+    let extra: Vec<&str> = columns
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !captured.contains(p))
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut what = format!("{} has a column list", t.quoted());
+    if !missing.is_empty() {
+        what.push_str(&format!(" without {}", missing.join(", ")));
+    }
+    if !extra.is_empty() {
+        what.push_str(&format!(" with {} (not captured)", extra.join(", ")));
+    }
+    Some(what)
+}
+
+/// The refusal of a `FOR ALL TABLES` publication: it streams every table of the database,
+/// and a change of a table the job does not capture would fail the run.
+fn all_tables(publication: &str, table_list: &str) -> Error {
+    Error::new(
+        Code::SourcePublicationAllTables,
+        format!("publication {publication} is FOR ALL TABLES; a job's publication must name exactly its tables"),
+    )
+    .hint(format!(
+        "give the job a publication of its own: set source.postgres.publication to a new name (sluice creates it \
+         with source.postgres.create: true), or have the tables' owner run CREATE PUBLICATION <name> FOR TABLE {table_list}; \
+         a FOR ALL TABLES publication cannot be narrowed by ALTER PUBLICATION"
+    ))
 }
 
 /// Moves the slot forward to `upto` (never backward).

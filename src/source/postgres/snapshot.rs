@@ -300,6 +300,7 @@ mod tests {
             field_metadata: Default::default(),
         };
         CapturedTable {
+            partitioned: false,
             config_name: "app.t".into(),
             schema: "app".into(),
             table: "t".into(),

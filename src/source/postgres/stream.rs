@@ -16,6 +16,9 @@
 //! the bound is read whole). Acking the bound after reaching it is therefore safe: no
 //! commit that starts before it can still be undecoded.
 //!
+//! A TRUNCATE is an event, not a stop: one [`Op::Truncate`] change per captured table it
+//! names, at its place in the transaction.
+//!
 //! Columns captured in their text form ([`Decode::Text`]) arrive as binary cells for
 //! every type with a send function; the control connection has the server print them
 //! ([`Renderer`]) before the change is handed on, so the stream holds the same text the
@@ -67,8 +70,13 @@ pub struct PgStream {
     /// The slot's confirmed position as far as this run knows.
     pub(super) slot_at: PgLsn,
     page: Option<Page>,
+    /// Events decoded from one message and not yet handed out (a TRUNCATE of several
+    /// tables).
+    pending: std::collections::VecDeque<SourceEvent>,
     finished: bool,
     relations: HashMap<u32, KnownRelation>,
+    /// Relations the stream announced that the job does not capture, by oid.
+    foreign: HashMap<u32, String>,
     current_commit: Option<PgLsn>,
     last_end: Option<PgLsn>,
     /// The longest a page may pause between two rows once it streams.
@@ -105,8 +113,10 @@ impl PgStream {
             tables,
             slot_at,
             page: None,
+            pending: std::collections::VecDeque::new(),
             finished: false,
             relations: HashMap::new(),
+            foreign: HashMap::new(),
             current_commit: None,
             last_end: None,
             read_timeout: crate::config::TimeoutsConfig::default().read(),
@@ -150,6 +160,7 @@ impl PgStream {
             seen: 0,
         });
         self.relations.clear();
+        self.foreign.clear();
         Ok(())
     }
 
@@ -213,30 +224,33 @@ impl PgStream {
                 change(table, Op::Delete, Some(before), None)
             }
             PgMessage::Truncate(truncate) => {
-                let names: Vec<String> = truncate
-                    .rel_oids
-                    .iter()
-                    .map(|oid| {
-                        self.relations
-                            .get(oid)
-                            .map_or_else(|| format!("relation {oid}"), |r| r.schema.name.clone())
-                    })
-                    .collect();
-                return Err(Error::new(
-                    Code::SourceTruncated,
-                    format!(
-                        "{} truncated at {}; a TRUNCATE cannot be represented as change rows",
-                        names.join(", "),
-                        self.current_commit.unwrap_or_default()
-                    ),
-                )
-                .hint("re-baseline the truncated table(s): clear the job's state with `sluice state clear --config FILE` and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                // One `truncate` row per table it names, in the message's order, at this
+                // point of the transaction (pgoutput names only published tables).
+                let mut tables = Vec::with_capacity(truncate.rel_oids.len());
+                for oid in &truncate.rel_oids {
+                    tables.push(self.relation(*oid)?.schema.clone());
+                }
+                let mut events = tables
+                    .into_iter()
+                    .map(|table| change(table, Op::Truncate, None, None));
+                let first = events.next().flatten();
+                self.pending.extend(events.flatten());
+                first
             }
             PgMessage::Origin(_) | PgMessage::Type(_) | PgMessage::Message(_) => None,
         })
     }
 
     fn relation(&self, oid: u32) -> Result<&KnownRelation> {
+        if let Some(name) = self.foreign.get(&oid) {
+            return Err(Error::new(
+                Code::SourceProtocol,
+                format!("the stream carries changes of {name}, which this job does not capture"),
+            )
+            .hint(
+                "the publication includes tables not in source.tables; use a publication per job",
+            ));
+        }
         self.relations.get(&oid).ok_or_else(|| {
             Error::new(
                 Code::SourceProtocol,
@@ -250,34 +264,46 @@ impl PgStream {
         Ok(self.image(oid, old.cells(), key_only)?.1)
     }
 
-    /// Registers (or re-registers after DDL) a relation announced by the stream.
+    /// Registers (or re-registers after DDL) a relation announced by the stream. A
+    /// relation the job does not capture is remembered as foreign: PostgreSQL 13–15
+    /// announce a partition next to its root under `publish_via_partition_root` although
+    /// its changes arrive as the root's; a change that does name it fails the run.
     fn learn_relation(&mut self, rel: Relation) -> Result<()> {
-        let captured = self
+        let Some(captured) = self
             .tables
             .iter()
             .find(|t| t.schema == rel.namespace && t.table == rel.name)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::SourceProtocol,
-                    format!("the stream announced {}.{}, which this job does not capture", rel.namespace, rel.name),
-                )
-                .hint("the publication includes tables not in source.tables; use a publication per job")
-            })?;
+        else {
+            self.relations.remove(&rel.oid);
+            self.foreign
+                .insert(rel.oid, format!("{}.{}", rel.namespace, rel.name));
+            return Ok(());
+        };
+        self.foreign.remove(&rel.oid);
         let mut columns = Vec::with_capacity(rel.columns.len());
         let mut type_oids = Vec::with_capacity(rel.columns.len());
         let mut decodes = Vec::with_capacity(rel.columns.len());
         for col in &rel.columns {
-            let type_name = captured
-                .type_names
-                .get(&col.name)
-                .cloned()
-                .unwrap_or_else(|| format!("oid {}", col.type_oid));
             let at_open = captured
                 .shape
                 .columns
                 .iter()
                 .position(|c| c.name == col.name)
                 .filter(|&i| captured.type_oids[i] == col.type_oid);
+            // The open's name describes the column only while its type is the open's (a
+            // retype since changes the modifier or the type itself).
+            let type_name = match (
+                at_open,
+                super::types::builtin_type_name(col.type_oid, col.type_modifier),
+            ) {
+                (_, Some(name)) => name,
+                (Some(_), None) => captured
+                    .type_names
+                    .get(&col.name)
+                    .cloned()
+                    .unwrap_or_else(|| format!("oid {}", col.type_oid)),
+                (None, None) => format!("oid {}", col.type_oid),
+            };
             // The open's resolution for a column of the same type; a built-in type's own
             // (its modifier may have changed); else, for a type the catalog did not see
             // at open, its text output — which needs no catalog knowledge.
@@ -456,6 +482,9 @@ impl ChangeStream for PgStream {
 
     async fn next(&mut self) -> Result<Option<SourceEvent>> {
         loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
             if self.finished {
                 return Ok(None);
             }

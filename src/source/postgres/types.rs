@@ -217,6 +217,32 @@ pub fn column_type(type_oid: u32, typmod: i32, type_name: &str) -> Result<Column
     })
 }
 
+/// The name `format_type(oid, typmod)` gives a built-in scalar type whose name the
+/// stream's Relation message does not carry (`integer`, `numeric(12,2)`, `character
+/// varying(40)`), or `None` for any other type (the caller keeps the catalog's name).
+pub fn builtin_type_name(type_oid: u32, typmod: i32) -> Option<String> {
+    let length = |base: &str, bare: &str| match typmod.checked_sub(4).filter(|n| *n >= 0) {
+        Some(n) => format!("{base}({n})"),
+        None => bare.to_owned(),
+    };
+    Some(match type_oid {
+        oid::BOOL => "boolean".into(),
+        oid::INT2 => "smallint".into(),
+        oid::INT4 => "integer".into(),
+        oid::INT8 => "bigint".into(),
+        oid::FLOAT4 => "real".into(),
+        oid::FLOAT8 => "double precision".into(),
+        oid::NUMERIC => match numeric_typmod(typmod) {
+            Some((p, s)) => format!("numeric({p},{s})"),
+            None => "numeric".into(),
+        },
+        oid::TEXT => "text".into(),
+        oid::VARCHAR => length("character varying", "character varying"),
+        oid::BPCHAR => length("character", "bpchar"),
+        _ => return None,
+    })
+}
+
 /// `(precision, scale)` of a numeric typmod, `None` for unconstrained `numeric`.
 /// PostgreSQL 15 packs the scale as an 11-bit two's-complement field.
 fn numeric_typmod(typmod: i32) -> Option<(i32, i32)> {
@@ -883,6 +909,29 @@ fn mismatch(ty: &ColumnType, type_oid: u32) -> DecodeError {
     DecodeError::malformed(format!(
         "column type {ty:?} does not match PostgreSQL type OID {type_oid} (the relation changed?)"
     ))
+}
+
+#[cfg(test)]
+mod builtin_name_tests {
+    use super::*;
+
+    #[test]
+    fn builtin_names_are_format_types() {
+        // As `SELECT format_type(oid, typmod)` prints them on PostgreSQL 15.
+        for (oid, typmod, name) in [
+            (oid::BPCHAR, -1, "bpchar"),
+            (oid::BPCHAR, 5, "character(1)"),
+            (oid::VARCHAR, -1, "character varying"),
+            (oid::VARCHAR, 44, "character varying(40)"),
+            (oid::NUMERIC, -1, "numeric"),
+            (oid::NUMERIC, ((12 << 16) | 2) + 4, "numeric(12,2)"),
+            (oid::INT4, -1, "integer"),
+            (oid::FLOAT8, -1, "double precision"),
+        ] {
+            assert_eq!(builtin_type_name(oid, typmod).as_deref(), Some(name));
+        }
+        assert_eq!(builtin_type_name(oid::UUID, -1), None);
+    }
 }
 
 #[cfg(test)]
