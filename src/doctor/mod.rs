@@ -246,21 +246,7 @@ pub async fn run(config: &Config) -> Report {
     report
 }
 
-/// Bytes as a short human figure (`1.5 GiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
+pub use crate::sink::spill_budget::human_bytes;
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,6 @@
 
 use std::path::Path;
 
-use crate::doctor::human_bytes;
-
 /// The share of the spill volume's free space one transaction may take: the rest is for
 /// the parts the transaction is written into (compressed, a fraction of its size) and the
 /// other tables' open parts.
@@ -75,6 +73,22 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
     // SAFETY: `path` is a valid NUL-terminated string and `stat` a writable statvfs.
     let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
     (rc == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+}
+
+/// Bytes as a short human figure (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 #[cfg(test)]
