@@ -29,6 +29,24 @@ use crate::error::{Code, Error, Result};
 /// Time allowed to open a TCP + TLS connection before the attempt counts as failed.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Time allowed from sending a request to the first byte of its answer (and for the whole
+/// attempt: sluice only reads small documents) before the attempt counts as failed: a
+/// network path that goes silent (no reset) fails the attempt instead of hanging the run. It includes sending the body — at most one 32 MiB single put or a
+/// 16 MiB multipart part — so it stays generous for slow links.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Overrides [`READ_TIMEOUT`] (seconds, > 0): for very slow links, and for tests.
+pub const READ_TIMEOUT_ENV: &str = "SLUICE_AWS_READ_TIMEOUT_SECONDS";
+
+/// The read timeout in force: [`READ_TIMEOUT_ENV`] when it holds a positive number.
+pub fn read_timeout() -> Duration {
+    std::env::var(READ_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(READ_TIMEOUT, Duration::from_secs_f64)
+}
+
 /// Builds an SDK config from the standard provider chain, with `endpoint_url` (else
 /// `AWS_ENDPOINT_URL`) and `region` (else the chain's) when given. Fails with
 /// `SLUICE_CONFIG_INVALID` when no region can be found.
@@ -41,6 +59,8 @@ pub async fn sdk_config(endpoint_url: Option<&str>, region: Option<&str>) -> Res
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(CONNECT_TIMEOUT)
+                .read_timeout(read_timeout())
+                .operation_attempt_timeout(read_timeout())
                 .build(),
         );
     if let Some(url) = endpoint_url {

@@ -9,3 +9,4 @@ mod lambda_face;
 mod lost_responses;
 mod s3_encryption;
 mod secrets;
+mod stalls;
