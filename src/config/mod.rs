@@ -219,6 +219,16 @@ impl Config {
                 "output.rollover_rows, rollover_bytes and row_group_rows must be positive",
             ));
         }
+        if let Some(budget) = out.memory_budget_bytes {
+            const MIN_BUDGET: u64 = OutputConfig::MIN_MEMORY_BUDGET;
+            const MAX_BUDGET: u64 = OutputConfig::MAX_MEMORY_BUDGET;
+            if !(MIN_BUDGET..=MAX_BUDGET).contains(&budget) {
+                return Err(invalid(format!(
+                    "output.memory_budget_bytes ({budget}) must be between {MIN_BUDGET} (8 MiB) and {MAX_BUDGET} (1 TiB)"
+                ))
+                .hint("leave it unset for the default (half the Lambda function's memory, 512 MiB on the CLI)"));
+            }
+        }
         if !(1..=22).contains(&out.zstd_level) {
             return Err(invalid("output.zstd_level must be between 1 and 22"));
         }

@@ -99,6 +99,9 @@ pub struct OutputConfig {
     pub spill_dir: Option<PathBuf>,
     /// zstd level for Parquet pages.
     pub zstd_level: i32,
+    /// Memory the run's part writers share (each table's batch is capped at a share of
+    /// it). Default: half the Lambda function's memory, 512 MiB on the CLI.
+    pub memory_budget_bytes: Option<u64>,
 }
 
 /// Single-writer lease.
@@ -133,6 +136,13 @@ impl DeadlineConfig {
     }
 }
 
+impl OutputConfig {
+    /// The smallest `memory_budget_bytes` (8 MiB).
+    pub const MIN_MEMORY_BUDGET: u64 = 8 * 1024 * 1024;
+    /// The largest `memory_budget_bytes` (1 TiB).
+    pub const MAX_MEMORY_BUDGET: u64 = 1024 * 1024 * 1024 * 1024;
+}
+
 impl Default for OutputConfig {
     fn default() -> Self {
         OutputConfig {
@@ -141,6 +151,7 @@ impl Default for OutputConfig {
             row_group_rows: 65_536,
             spill_dir: None,
             zstd_level: 3,
+            memory_budget_bytes: None,
         }
     }
 }

@@ -218,3 +218,29 @@ fn a_config_files_relative_paths_are_relative_to_the_file() {
     };
     assert_eq!(path, std::path::Path::new("out"));
 }
+
+#[test]
+fn the_memory_budget_is_optional_and_bounded() {
+    assert_eq!(
+        Config::parse(MINIMAL, "t")
+            .unwrap()
+            .output
+            .memory_budget_bytes,
+        None
+    );
+    let with = |bytes: u64| {
+        Config::parse(
+            &format!("{MINIMAL}output: {{ memory_budget_bytes: {bytes} }}\n"),
+            "t",
+        )
+    };
+    assert_eq!(
+        with(64 << 20).unwrap().output.memory_budget_bytes,
+        Some(64 << 20)
+    );
+    for bad in [0, (8 << 20) - 1, (1 << 40) + 1] {
+        let e = with(bad).unwrap_err();
+        assert!(e.to_string().contains("output.memory_budget_bytes"), "{e}");
+        assert_eq!(e.code(), Code::ConfigInvalid);
+    }
+}

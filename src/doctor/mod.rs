@@ -6,11 +6,12 @@
 //! claim rule), so doctor and the run cannot disagree; doctor never creates, advances or
 //! claims anything — its only write is a probe object in the destination, deleted again.
 //! Engines plug in as one module each exposing `checks(config, &mut Report)`; the
-//! engine-independent state and destination checks run for every job.
+//! engine-independent state, destination and memory budget checks run for every job.
 
 pub mod destination;
 pub mod encryption;
 pub mod layout;
+pub mod memory;
 pub mod mysql;
 pub mod postgres;
 pub mod s3;
@@ -243,6 +244,7 @@ pub async fn run(config: &Config) -> Report {
     }
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;
+    report.push(memory::check(config));
     report
 }
 

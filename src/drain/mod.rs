@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::framer::Framer;
 use crate::position::Position;
+use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::{FinishedPart, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
 use crate::state::{Lease, RunRecord};
@@ -135,13 +136,24 @@ pub async fn run(
     }
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 
+    let defaults = PartSettings::new(config.spill_dir());
+    let tables = config.source.tables.len();
+    let budget = MemoryBudget::from_env(config.output.memory_budget_bytes);
+    let row_group_bytes = defaults.row_group_bytes;
     let settings = PartSettings {
         rollover_rows: config.output.rollover_rows,
         rollover_bytes: config.output.rollover_bytes,
         row_group_rows: config.output.row_group_rows,
+        row_group_bytes: budget.table_cap(tables, row_group_bytes),
         zstd_level: config.output.zstd_level,
-        ..PartSettings::new(config.spill_dir())
+        ..defaults
     };
+    tracing::info!(
+        budget_bytes = budget.bytes,
+        table_cap_bytes = settings.row_group_bytes,
+        "memory budget: {}",
+        budget.describe(tables, row_group_bytes)
+    );
     let mut router = Router::new(
         &config.source.tables,
         &info.tables,

@@ -12,7 +12,8 @@
 //!   the file;
 //! * memory is bounded by configuration: at most one batch of `row_group_rows` rows (or
 //!   `row_group_bytes` bytes) plus the writer's current row group; everything else is on
-//!   local disk ([`part`]);
+//!   local disk ([`part`]); the run's writers share one budget ([`memory_budget`]) that
+//!   lowers each table's batch size;
 //! * a schema change (a widened column type included) rolls to a new part, any other
 //!   column type change is a refusal (`SLUICE_SOURCE_SCHEMA_CHANGE`); the manifest ([`manifest`]) lists every part with
 //!   its rows, bytes, checksum and position range.
@@ -21,6 +22,7 @@ pub mod arrow_schema;
 pub mod batch;
 pub mod checksum;
 pub mod manifest;
+pub mod memory_budget;
 pub mod part;
 pub mod spill_budget;
 pub mod spill_sweep;

@@ -70,7 +70,10 @@ pub struct PartSettings {
     /// `max_row_group_row_count`).
     pub row_group_rows: usize,
     /// A batch is also written out once it holds about this many bytes of cells, so wide
-    /// rows cannot grow the heap past it.
+    /// rows cannot grow the heap past it. The drain lowers it to each table's share of
+    /// `output.memory_budget_bytes` ([`crate::sink::memory_budget`]). Each batch is closed
+    /// as its own row group at once, so the Parquet writer's in-progress row group never
+    /// holds more than one batch's encoding.
     pub row_group_bytes: usize,
     /// zstd level, 1..=22.
     pub zstd_level: i32,

@@ -199,7 +199,8 @@ fn classify(name: &str) -> Option<&'static str> {
         "SLUICE_FAULT" => "tests only",
         // Read by a unit test of the SQL Server TLS mapping when the local stack is up.
         "SLUICE_TEST_TLS_CA_FILE" => "tests only",
-        "AWS_LAMBDA_RUNTIME_API" => "Lambda runtime",
+        // Set by the Lambda runtime: the function's memory sizes the default memory budget.
+        "AWS_LAMBDA_RUNTIME_API" | "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" => "Lambda runtime",
         // The AWS SDK's standard endpoint override (local stand-ins); unset in AWS.
         "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" => "aws sdk",
         _ => return None,
@@ -372,7 +373,7 @@ fn rendered_values_keep_their_json_types() {
     inputs["postgres"] = serde_json::json!({
         "slot": "s", "publication": "p", "create": false, "page_changes": 1000
     });
-    inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null });
+    inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null, "memory_budget_bytes": 268435456 });
     inputs["safety_margin_seconds"] = serde_json::json!(12.5);
     inputs["baseline"] = serde_json::json!({ "chunk_rows": 5000, "inline_plan_max_bytes": 0 });
     let document = render(&bin, &inputs);
@@ -388,7 +389,7 @@ fn rendered_values_keep_their_json_types() {
     );
     assert_eq!(
         document["output"],
-        serde_json::json!({ "zstd_level": 7, "spill_dir": "/tmp" })
+        serde_json::json!({ "zstd_level": 7, "memory_budget_bytes": 268435456, "spill_dir": "/tmp" })
     );
     assert_eq!(document["deadline"]["safety_margin_seconds"], 12.5);
 }

@@ -9,6 +9,7 @@ mod drain;
 mod durability;
 mod faults;
 mod killed;
+mod memory_budget;
 pub mod oracle;
 mod orphan_backend;
 mod security;

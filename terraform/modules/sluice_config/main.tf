@@ -6,7 +6,7 @@
 locals {
   pg_keys      = ["slot", "publication", "create", "page_changes"]
   mysql_keys   = ["server_id", "transaction_memory_bytes", "max_transaction_bytes"]
-  output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level"]
+  output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level", "memory_budget_bytes"]
   baseline_key = ["chunk_rows", "parallel", "inline_plan_max_bytes", "keys"]
 
   # A for-expression builds a map, whose values Terraform unifies to one type (a bool

@@ -66,7 +66,7 @@ variable "mysql" {
 }
 
 variable "output" {
-  description = "Part layout: { rollover_rows, rollover_bytes, row_group_rows, zstd_level }; unset keys keep the binary's defaults. Parts are spilled to /tmp."
+  description = "Part layout and memory: { rollover_rows, rollover_bytes, row_group_rows, zstd_level, memory_budget_bytes }; unset keys keep the binary's defaults (memory_budget_bytes: half the function's memory). Parts are spilled to /tmp."
   type        = any
   default     = {}
 }

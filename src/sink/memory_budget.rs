@@ -1,0 +1,160 @@
+//! One memory budget for a run's part writers (`output.memory_budget_bytes`), split among
+//! its tables.
+//!
+//! Guarantees: each table's writer batches at most [`MemoryBudget::table_cap`] bytes of
+//! cells before it writes them out as one row group (and the Parquet writer closes that
+//! row group at once, so its encoded copy is bounded by the same cap): with the batch and
+//! its encoded row group counted twice, the writers of all tables together stay within the
+//! budget — except that no cap goes below [`MIN_TABLE_CAP`] (a job with very many tables
+//! and a tiny budget is bounded by that floor) or above `output.row_group_bytes`.
+//! The default is sized from the Lambda function's memory when there is one.
+
+use crate::sink::spill_budget::human_bytes;
+
+const MIB: u64 = 1024 * 1024;
+
+/// The smallest batch cap of one table: smaller row groups cost more than they save.
+pub const MIN_TABLE_CAP: u64 = MIB;
+
+/// The smallest budget (also the least a config may set).
+pub const MIN_BUDGET: u64 = crate::config::OutputConfig::MIN_MEMORY_BUDGET;
+
+/// The CLI's default budget.
+pub const CLI_DEFAULT: u64 = 512 * MIB;
+
+/// The Lambda function memory variable.
+pub const LAMBDA_MEMORY_ENV: &str = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE";
+
+/// Where a budget came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetOrigin {
+    /// `output.memory_budget_bytes`.
+    Configured,
+    /// Half of the Lambda function's memory (MiB).
+    Lambda(u64),
+    /// The CLI default.
+    Cli,
+}
+
+/// The memory the run's part writers may hold together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    pub bytes: u64,
+    pub origin: BudgetOrigin,
+}
+
+impl MemoryBudget {
+    /// The budget from the config (`configured`) or, unset, from the Lambda function's
+    /// memory in MiB (`lambda_mib`: half of it) or the CLI default.
+    pub fn resolve(configured: Option<u64>, lambda_mib: Option<u64>) -> Self {
+        match (configured, lambda_mib.filter(|m| *m > 0)) {
+            (Some(bytes), _) => MemoryBudget {
+                bytes,
+                origin: BudgetOrigin::Configured,
+            },
+            (None, Some(mib)) => MemoryBudget {
+                bytes: (mib * MIB / 2).max(MIN_BUDGET),
+                origin: BudgetOrigin::Lambda(mib),
+            },
+            (None, None) => MemoryBudget {
+                bytes: CLI_DEFAULT,
+                origin: BudgetOrigin::Cli,
+            },
+        }
+    }
+
+    /// The budget of this process: `configured`, or sized from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`.
+    pub fn from_env(configured: Option<u64>) -> Self {
+        let lambda = std::env::var(LAMBDA_MEMORY_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok());
+        Self::resolve(configured, lambda)
+    }
+
+    /// The batch cap of each of `tables` writers whose row groups are at most
+    /// `row_group_bytes`: `budget / (2 × tables)`, at least [`MIN_TABLE_CAP`], at most
+    /// `row_group_bytes`.
+    pub fn table_cap(&self, tables: usize, row_group_bytes: usize) -> usize {
+        let share = self.bytes / (2 * tables.max(1) as u64);
+        let cap = share.max(MIN_TABLE_CAP).min(row_group_bytes as u64);
+        usize::try_from(cap).unwrap_or(row_group_bytes)
+    }
+
+    /// True when the floor, not the budget, sets the cap of `tables` writers: together
+    /// they may then hold more than the budget.
+    pub fn overcommitted(&self, tables: usize, row_group_bytes: usize) -> bool {
+        2 * tables as u64 * self.table_cap(tables, row_group_bytes) as u64 > self.bytes
+    }
+
+    /// One line for logs and `doctor`: the budget, where it came from, and the cap of
+    /// each of `tables` writers.
+    pub fn describe(&self, tables: usize, row_group_bytes: usize) -> String {
+        let origin = match self.origin {
+            BudgetOrigin::Configured => "output.memory_budget_bytes".to_owned(),
+            BudgetOrigin::Lambda(mib) => format!("half of the Lambda function's {mib} MiB"),
+            BudgetOrigin::Cli => "the CLI default".to_owned(),
+        };
+        format!(
+            "{} ({origin}) for {tables} table writer(s): each batches at most {} per row group",
+            human_bytes(self.bytes),
+            human_bytes(self.table_cap(tables, row_group_bytes) as u64)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROW_GROUP: usize = 64 * 1024 * 1024;
+
+    #[test]
+    fn the_budget_is_split_among_the_tables_within_floor_and_row_group() {
+        let b = MemoryBudget::resolve(Some(64 * MIB), None);
+        // 20 tables: 64 MiB / 40 = 1.6 MiB each; batch and row group of all fit in 64 MiB.
+        let cap = b.table_cap(20, ROW_GROUP) as u64;
+        assert_eq!(cap, 64 * MIB / 40);
+        assert!(2 * 20 * cap <= b.bytes);
+        // One table: capped by the row group size, not the budget.
+        assert_eq!(
+            MemoryBudget::resolve(Some(1024 * MIB), None).table_cap(1, ROW_GROUP),
+            ROW_GROUP
+        );
+        assert!(!b.overcommitted(20, ROW_GROUP));
+        // Many tables: never below the floor, which then overcommits the budget.
+        assert_eq!(b.table_cap(1000, ROW_GROUP) as u64, MIN_TABLE_CAP);
+        assert!(b.overcommitted(1000, ROW_GROUP));
+        // Zero tables is treated as one.
+        assert_eq!(b.table_cap(0, ROW_GROUP) as u64, 32 * MIB);
+        // A row group smaller than the floor stays as configured.
+        assert_eq!(b.table_cap(1000, 4096), 4096);
+    }
+
+    #[test]
+    fn the_default_is_half_the_lambda_memory_or_the_cli_default() {
+        let lambda = MemoryBudget::resolve(None, Some(1024));
+        assert_eq!(lambda.bytes, 512 * MIB);
+        assert_eq!(lambda.origin, BudgetOrigin::Lambda(1024));
+        assert_eq!(
+            MemoryBudget::resolve(None, Some(128)).table_cap(20, ROW_GROUP) as u64,
+            MIN_TABLE_CAP.max(64 * MIB / 40)
+        );
+        let cli = MemoryBudget::resolve(None, None);
+        assert_eq!((cli.bytes, cli.origin), (CLI_DEFAULT, BudgetOrigin::Cli));
+        assert_eq!(
+            MemoryBudget::resolve(None, Some(0)).origin,
+            BudgetOrigin::Cli
+        );
+        let set = MemoryBudget::resolve(Some(64 * MIB), Some(4096));
+        assert_eq!(
+            (set.bytes, set.origin),
+            (64 * MIB, BudgetOrigin::Configured)
+        );
+        let line = set.describe(20, ROW_GROUP);
+        assert!(
+            line.contains("64.0 MiB (output.memory_budget_bytes) for 20"),
+            "{line}"
+        );
+        assert!(line.contains("1.6 MiB per row group"), "{line}");
+    }
+}
