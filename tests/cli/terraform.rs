@@ -197,6 +197,8 @@ fn classify(name: &str) -> Option<&'static str> {
         "SLUICE_LOG_FORMAT" => "cli only",
         // Fault injection for the durability tests; never set in a deployment.
         "SLUICE_FAULT" => "tests only",
+        // For links slower than S3's in-region bandwidth (and tests); unset in a deployment.
+        "SLUICE_AWS_READ_TIMEOUT_SECONDS" => "cli only",
         // Read by a unit test of the SQL Server TLS mapping when the local stack is up.
         "SLUICE_TEST_TLS_CA_FILE" => "tests only",
         // Set by the Lambda runtime: the function's memory sizes the default memory budget.
