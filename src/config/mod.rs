@@ -202,12 +202,13 @@ impl Config {
         let timeouts = &self.source.timeouts;
         if !(1..=3600).contains(&timeouts.connect_seconds)
             || !(1..=3600).contains(&timeouts.read_seconds)
+            || !(1..=3600).contains(&timeouts.page_seconds)
         {
             return Err(invalid(format!(
-                "source.timeouts.connect_seconds ({}) and read_seconds ({}) must be between 1 and 3600",
-                timeouts.connect_seconds, timeouts.read_seconds
+                "source.timeouts.connect_seconds ({}), read_seconds ({}) and page_seconds ({}) must be between 1 and 3600",
+                timeouts.connect_seconds, timeouts.read_seconds, timeouts.page_seconds
             ))
-            .hint("the defaults are connect_seconds: 10, read_seconds: 120"));
+            .hint("the defaults are connect_seconds: 10, read_seconds: 120, page_seconds: 300"));
         }
         if self.source.mysql.is_some() && self.source.postgres.is_some() {
             return Err(invalid("source.postgres and source.mysql are both set")

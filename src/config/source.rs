@@ -49,6 +49,11 @@ pub struct TimeoutsConfig {
     /// page of PostgreSQL changes); a source silent for longer is a transient
     /// `SLUICE_SOURCE_CONNECT` and the next run resumes from the checkpoint.
     pub read_seconds: u64,
+    /// PostgreSQL: waiting for a page's first row, while the server decodes the page (as
+    /// long as the page's transactions are large). Longer is a transient
+    /// `SLUICE_SOURCE_CONNECT`; it also bounds a path that keeps TCP alive but forwards
+    /// nothing, which TCP keepalive cannot see.
+    pub page_seconds: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -56,6 +61,7 @@ impl Default for TimeoutsConfig {
         TimeoutsConfig {
             connect_seconds: 10,
             read_seconds: 120,
+            page_seconds: 300,
         }
     }
 }
@@ -67,6 +73,10 @@ impl TimeoutsConfig {
 
     pub fn read(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.read_seconds)
+    }
+
+    pub fn page(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.page_seconds)
     }
 }
 

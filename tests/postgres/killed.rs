@@ -226,3 +226,60 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     assert_eq!(next.summary()["status"], "drained");
     assert_exact(&job.rows("t"), 100);
 }
+
+/// The source goes silent (a path that keeps TCP alive but forwards nothing, which
+/// keepalive cannot see) once the stream is open: the run ends on its own with a
+/// transient `SLUICE_SOURCE_CONNECT` within its page/read timeouts, nothing moved, and
+/// the next run is exact.
+#[test]
+fn a_source_stalled_mid_stream_fails_transient_within_its_timeouts() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "stall_source");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.url));
+    let mut job = Job::postgres(&db, &["t"], "");
+    let normal = std::fs::read_to_string(&job.config).unwrap();
+    let short = normal.replace(
+        "destination:",
+        "  timeouts: { read_seconds: 2, page_seconds: 4 }\ndestination:",
+    );
+    std::fs::write(&job.config, short).unwrap();
+    job.url_env.1 = through(&proxy, &db.url);
+    job.drain();
+    seed(&db, 1, 20_000);
+    let started = Instant::now();
+    let mut child = job
+        .command(&["drain"], &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
+    proxy.stall();
+    let limit = Duration::from_secs(40);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = started.elapsed();
+    proxy.sever();
+    proxy.restore();
+    let status = status.unwrap_or_else(|| panic!("a stalled source held the run past {limit:?}"));
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert_eq!(status.code(), Some(3), "{out}");
+    assert!(out.contains("SLUICE_SOURCE_CONNECT"), "{out}");
+    assert!(out.contains("sent nothing for"), "{out}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_exact(&job.rows("t"), 20_000);
+}

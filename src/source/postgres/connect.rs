@@ -260,6 +260,7 @@ mod tests {
         let timeouts = TimeoutsConfig {
             connect_seconds: 7,
             read_seconds: 45,
+            page_seconds: 300,
         };
         tune(&mut config, &timeouts, "sluice");
         assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));

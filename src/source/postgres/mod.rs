@@ -117,7 +117,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             tables,
             start,
         )
-        .with_read_timeout(timeouts.read()),
+        .with_timeouts(timeouts.read(), timeouts.page()),
     ))
 }
 

@@ -81,6 +81,8 @@ pub struct PgStream {
     last_end: Option<PgLsn>,
     /// The longest a page may pause between two rows once it streams.
     read_timeout: std::time::Duration,
+    /// The longest wait for a page's first row (`source.timeouts.page_seconds`).
+    page_timeout: std::time::Duration,
     renderer: Renderer,
 }
 
@@ -120,17 +122,22 @@ impl PgStream {
             current_commit: None,
             last_end: None,
             read_timeout: crate::config::TimeoutsConfig::default().read(),
+            page_timeout: crate::config::TimeoutsConfig::default().page(),
             renderer: Renderer::default(),
         }
     }
 
-    /// The same stream giving up when a streaming page pauses longer than `limit`
-    /// between rows (`source.timeouts.read_seconds`). The wait for a page's first row is
-    /// not bounded by it: the server decodes the whole page first, which takes as long as
-    /// the page's transactions are large; a dead network under that wait is found by TCP
-    /// keepalive (`connect::connect_with`).
-    pub(super) fn with_read_timeout(mut self, limit: std::time::Duration) -> Self {
-        self.read_timeout = limit;
+    /// The same stream giving up when a streaming page pauses longer than `read`
+    /// between rows (`source.timeouts.read_seconds`), or a page's first row takes longer
+    /// than `page` (`source.timeouts.page_seconds`: the server decodes the whole page
+    /// first, which takes as long as the page's transactions are large).
+    pub(super) fn with_timeouts(
+        mut self,
+        read: std::time::Duration,
+        page: std::time::Duration,
+    ) -> Self {
+        self.read_timeout = read;
+        self.page_timeout = page;
         self
     }
 
@@ -150,10 +157,9 @@ impl PgStream {
         let publication = super::catalog::quote_ident(&self.publication);
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
             [&self.slot, &bound, &limit, &publication];
-        let rows = self
-            .data
-            .query_raw(statement, params)
+        let rows = tokio::time::timeout(self.page_timeout, self.data.query_raw(statement, params))
             .await
+            .map_err(|_| self.stalled(self.page_timeout, "page_seconds", "when asked for a page"))?
             .map_err(|e| query_error(&format!("reading replication slot {}", self.slot), e))?;
         self.page = Some(Page {
             rows: Box::pin(rows),
@@ -162,6 +168,19 @@ impl PgStream {
         self.relations.clear();
         self.foreign.clear();
         Ok(())
+    }
+
+    /// The slot sent nothing for `limit` (`source.timeouts.<setting>`) at `place`.
+    fn stalled(&self, limit: std::time::Duration, setting: &str, place: &str) -> Error {
+        Error::new(
+            Code::SourceConnect,
+            format!(
+                "replication slot {} sent nothing for {} s {place}",
+                self.slot,
+                limit.as_secs()
+            ),
+        )
+        .hint(format!("the connection stalled (a network path dropping packets, or an overloaded server); the next run resumes from the checkpoint — source.timeouts.{setting} sets the limit"))
     }
 
     /// Turns one pgoutput message into at most one source event.
@@ -492,23 +511,18 @@ impl ChangeStream for PgStream {
                 self.open_page().await?;
             }
             let page = self.page.as_mut().expect("page was just opened");
-            let next = if page.seen == 0 {
-                page.rows.next().await
+            let (limit, setting, place) = if page.seen == 0 {
+                (
+                    self.page_timeout,
+                    "page_seconds",
+                    "before the first row of a page",
+                )
             } else {
-                match tokio::time::timeout(self.read_timeout, page.rows.next()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        return Err(Error::new(
-                            Code::SourceConnect,
-                            format!(
-                                "replication slot {} sent nothing for {} s in the middle of a page",
-                                self.slot,
-                                self.read_timeout.as_secs()
-                            ),
-                        )
-                        .hint("the connection stalled (a network path dropping packets, or an overloaded server); the next run resumes from the checkpoint — source.timeouts.read_seconds sets the limit"));
-                    }
-                }
+                (self.read_timeout, "read_seconds", "in the middle of a page")
+            };
+            let next = match tokio::time::timeout(limit, page.rows.next()).await {
+                Ok(next) => next,
+                Err(_) => return Err(self.stalled(limit, setting, place)),
             };
             match next {
                 Some(row) => {
