@@ -11,5 +11,6 @@ mod faults;
 mod killed;
 pub mod oracle;
 mod orphan_backend;
+mod postgis;
 mod security;
 mod types_every;
