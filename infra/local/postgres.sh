@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# infra/local/postgres.sh {start|stop|status|url}
+# infra/local/postgres.sh {install|start|stop|status|url}
 # Guarantees after `start`: a private PostgreSQL 15 (Debian's postgresql-15, installed
 # if missing, without starting the system cluster) runs as user postgres on
 # 127.0.0.1:$SLUICE_PG_PORT with data in $SLUICE_STACK_DIR/pg, wal_level=logical,
 # trust auth (incl. replication) for local and 127.0.0.1, and accepts connections.
 # Never touches the system cluster or any system service. Idempotent.
+# `install` (also done by `start`) only installs the missing packages: postgresql-15 and
+# postgresql-15-postgis-3 (so `CREATE EXTENSION postgis` works in any database).
 set -euo pipefail
 # shellcheck source=infra/local/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -45,8 +47,15 @@ host  replication all   127.0.0.1/32 trust
 HBA
 }
 
-start() {
+# The packages: the server and PostGIS (its geometry/geography types are captured as
+# EWKB; the live tests need the extension). Only what is missing is installed.
+install_packages() {
   [ -x "$PGBIN/postgres" ] || sluice_apt_install postgresql-15
+  [ -f /usr/share/postgresql/15/extension/postgis.control ] || sluice_apt_install postgresql-15-postgis-3
+}
+
+start() {
+  install_packages
   if running && ready; then return 0; fi
   mkdir -p "$SLUICE_STACK_DIR"
   sluice_traverse postgres "$SLUICE_STACK_DIR"
@@ -66,9 +75,10 @@ start() {
 stop() { if running; then as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null; fi; }
 
 case "${1:-}" in
+  install) install_packages ;;
   start) start ;;
   stop) stop ;;
   status) if running && ready; then echo "postgres: running on 127.0.0.1:$SLUICE_PG_PORT"; else echo "postgres: stopped"; exit 3; fi ;;
   url) echo "postgres://postgres@127.0.0.1:$SLUICE_PG_PORT/postgres" ;;
-  *) echo "usage: $0 {start|stop|status|url}" >&2; exit 2 ;;
+  *) echo "usage: $0 {install|start|stop|status|url}" >&2; exit 2 ;;
 esac

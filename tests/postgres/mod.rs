@@ -12,5 +12,6 @@ mod killed;
 mod memory_budget;
 pub mod oracle;
 mod orphan_backend;
+mod postgis;
 mod security;
 mod types_every;

@@ -7,7 +7,13 @@
 //!   modifier when the column has none); an enum is a string of its label; an array of
 //!   any of these is a list of it (read through the built-in array decoder, the array
 //!   header naming the domain or enum).
-//! * Every other type — extension types (citext, hstore, ltree, PostGIS), network,
+//! * PostGIS `geometry` and `geography` (recognised by their send functions
+//!   `geometry_send`/`geography_send`, whatever schema the extension lives in) are binary
+//!   columns holding the type's binary send output as is — EWKB, SRID kept when it is not
+//!   0 — declared `sluice.form = ewkb`. The stream's binary cells and the baseline's
+//!   binary COPY both carry that send output, so both paths write the same bytes.
+//!   Arrays of them and domains over them take the text form below.
+//! * Every other type — extension types (citext, hstore, ltree), network,
 //!   geometric, range and multirange types, `interval`, `money`, `timetz`, `"char"`,
 //!   `xml`, text search types, a type created tomorrow — and every array declared with
 //!   more than one dimension is a string holding the type's own text output
@@ -47,6 +53,19 @@ impl Resolved {
         }
     }
 
+    /// A PostGIS `geometry`/`geography` column: the send output (EWKB) as raw bytes,
+    /// read like `bytea` (whose binary form is its bytes as is).
+    pub fn ewkb() -> Resolved {
+        Resolved {
+            ty: ColumnType::Binary,
+            decode: Decode::Binary {
+                oid: oid::BYTEA,
+                wire_element: None,
+            },
+            field_metadata: [(FORM_KEY.to_owned(), "ewkb".to_owned())].into(),
+        }
+    }
+
     /// A string column of the type's text output.
     pub fn text() -> Resolved {
         Resolved {
@@ -79,7 +98,12 @@ struct TypeRow {
     elem: u32,
     /// `pg_type.typcategory` (`A` for arrays).
     category: String,
+    /// The name of `pg_type.typsend` (unqualified).
+    send: String,
 }
+
+/// The send functions of the PostGIS types captured as EWKB.
+const SPATIAL_SEND: [&str; 2] = ["geometry_send", "geography_send"];
 
 /// Deeper than any real domain-over-domain chain; a guard against a corrupt catalog.
 const MAX_DEPTH: u32 = 32;
@@ -90,6 +114,13 @@ pub async fn column(client: &Client, type_oid: u32, typmod: i32, ndims: i32) -> 
     if ndims > 1 {
         // One List type cannot hold nested arrays of a depth the catalog does not enforce.
         return Ok(Resolved::text());
+    }
+    if column_type(type_oid, typmod, "").is_err()
+        && let Some(row) = type_row(client, type_oid).await?
+        && row.typtype == "b"
+        && SPATIAL_SEND.contains(&row.send.as_str())
+    {
+        return Ok(Resolved::ewkb());
     }
     Ok(match typed(client, type_oid, typmod, 0).await? {
         Some((ty, oid, wire_element)) => Resolved::binary(ty, oid, wire_element),
@@ -136,7 +167,8 @@ async fn typed(
 async fn type_row(client: &Client, type_oid: u32) -> Result<Option<TypeRow>> {
     let row = client
         .query_opt(
-            "SELECT typtype::text, typbasetype::int8, typtypmod, typelem::int8, typcategory::text \
+            "SELECT typtype::text, typbasetype::int8, typtypmod, typelem::int8, typcategory::text, \
+             (SELECT proname::text FROM pg_proc WHERE oid = typsend) \
              FROM pg_type WHERE oid = $1::int8::oid",
             &[&i64::from(type_oid)],
         )
@@ -148,12 +180,27 @@ async fn type_row(client: &Client, type_oid: u32) -> Result<Option<TypeRow>> {
         typtypmod: r.get(2),
         elem: r.get::<_, i64>(3) as u32,
         category: r.get(4),
+        send: r.get::<_, Option<String>>(5).unwrap_or_default(),
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_docs_type_table_names_the_postgis_form() {
+        let docs = include_str!("../../../docs/postgresql.md");
+        let row = docs
+            .lines()
+            .find(|l| l.starts_with("| ") && l.contains("`geometry`") && l.contains("`geography`"))
+            .expect("PostGIS is in the type table of docs/postgresql.md");
+        assert!(
+            row.contains("Binary") && row.contains("sluice.form = ewkb"),
+            "{row}"
+        );
+        assert_eq!(SPATIAL_SEND, ["geometry_send", "geography_send"]);
+    }
 
     #[test]
     fn forms_declare_their_field_metadata() {
@@ -175,6 +222,12 @@ mod tests {
             None,
         );
         assert!(dates.field_metadata.contains_key(INFINITY_KEY));
+        let ewkb = Resolved::ewkb();
+        assert_eq!(ewkb.ty, ColumnType::Binary);
+        assert_eq!(
+            ewkb.field_metadata.get(FORM_KEY).map(String::as_str),
+            Some("ewkb")
+        );
         assert!(
             Resolved::binary(ColumnType::Int32, oid::INT4, None)
                 .field_metadata
