@@ -3,47 +3,9 @@
 //! transient error within a few read timeouts — never hangs — moves nothing, and the next
 //! run is exact.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::Job;
 use crate::support::proxy::Proxy;
-
-/// Runs `sluice drain`, killing it if it has not ended within `limit`; returns its exit
-/// code, stdout and how long it took (`None` when it had to be killed).
-fn drain_within(
-    job: &Job,
-    env: &[(&str, &str)],
-    limit: Duration,
-) -> (Option<i32>, String, Duration) {
-    let started = Instant::now();
-    let mut child = job
-        .command(&["drain"], env)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut out = String::new();
-            std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
-            return (status.code(), out, started.elapsed());
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (None, String::new(), started.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn error_code(stdout: &str) -> String {
-    stdout
-        .lines()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .and_then(|v| v["error"]["code"].as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_silent_s3_or_dynamodb_fails_the_run_transient_within_its_read_timeouts() {
@@ -64,25 +26,32 @@ fn a_silent_s3_or_dynamodb_fails_the_run_transient_within_its_read_timeouts() {
     db.sql("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 10) g");
     // S3 goes silent: the lease is taken and the stream read, then the part upload hangs.
     s3.stall();
-    let (code, out, took) = drain_within(&job, &fast, limit);
+    let run = job.run_within(&["drain"], &fast, limit);
     s3.restore();
+    let run =
+        run.unwrap_or_else(|| panic!("a silent S3 must fail the run, not hang it past {limit:?}"));
+    assert_eq!(run.code, 3, "{}", run.stdout);
     assert_eq!(
-        code,
-        Some(3),
-        "a silent S3 must fail the run, not hang it ({took:?}): {out}"
+        run.error_code(),
+        "SLUICE_DESTINATION_UNAVAILABLE",
+        "{}",
+        run.stdout
     );
-    assert_eq!(error_code(&out), "SLUICE_DESTINATION_UNAVAILABLE", "{out}");
 
     // DynamoDB goes silent: the lease cannot be taken.
     dynamodb.stall();
-    let (code, out, took) = drain_within(&job, &fast, limit);
+    let run = job.run_within(&["drain"], &fast, limit);
     dynamodb.restore();
+    let run = run.unwrap_or_else(|| {
+        panic!("a silent DynamoDB must fail the run, not hang it past {limit:?}")
+    });
+    assert_eq!(run.code, 3, "{}", run.stdout);
     assert_eq!(
-        code,
-        Some(3),
-        "a silent DynamoDB must fail the run, not hang it ({took:?}): {out}"
+        run.error_code(),
+        "SLUICE_STATE_UNAVAILABLE",
+        "{}",
+        run.stdout
     );
-    assert_eq!(error_code(&out), "SLUICE_STATE_UNAVAILABLE", "{out}");
 
     // Nothing moved: the next run (the dead holder's lease taken over) drains all of it.
     let run = job.run(&["drain"], &[]);

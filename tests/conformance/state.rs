@@ -80,21 +80,35 @@ async fn lease_is_exclusive_and_tokens_grow(store: &dyn StateStore, job: &str) {
     assert!(c.token > b.token);
 }
 
-async fn concurrent_requests_grant_one_lease(store: &dyn StateStore, job: &str) {
-    let owners: Vec<String> = (0..8).map(|i| format!("owner-{i}")).collect();
-    let outcomes = futures_util::future::join_all(
+/// Eight owners named `<prefix>-<i>` ask for `job`'s lease at once.
+async fn race_for_lease(
+    store: &dyn StateStore,
+    job: &str,
+    prefix: &str,
+) -> Vec<sluice::error::Result<LeaseOutcome>> {
+    let owners: Vec<String> = (0..8).map(|i| format!("{prefix}-{i}")).collect();
+    futures_util::future::join_all(
         owners
             .iter()
             .map(|owner| store.acquire_lease(job, owner, LONG)),
     )
-    .await;
-    let winners: Vec<&Lease> = outcomes
+    .await
+}
+
+/// The leases granted among `outcomes`.
+fn winners(outcomes: &[sluice::error::Result<LeaseOutcome>]) -> Vec<&Lease> {
+    outcomes
         .iter()
         .filter_map(|o| match o.as_ref().unwrap() {
             LeaseOutcome::Acquired(lease) => Some(lease),
             LeaseOutcome::Held { .. } => None,
         })
-        .collect();
+        .collect()
+}
+
+async fn concurrent_requests_grant_one_lease(store: &dyn StateStore, job: &str) {
+    let outcomes = race_for_lease(store, job, "owner").await;
+    let winners = winners(&outcomes);
     assert_eq!(winners.len(), 1, "{outcomes:?}");
     for outcome in &outcomes {
         if let LeaseOutcome::Held { owner, .. } = outcome.as_ref().unwrap() {
@@ -182,20 +196,8 @@ async fn a_dead_holders_lease_is_taken_over_at_once_and_fenced(store: &dyn State
 async fn concurrent_takeovers_of_a_dead_holder_grant_one_lease(store: &dyn StateStore, job: &str) {
     let gone = dead_owner("run-gone");
     let dead = acquired(store, job, &gone, LONG).await;
-    let owners: Vec<String> = (0..8).map(|i| format!("taker-{i}")).collect();
-    let outcomes = futures_util::future::join_all(
-        owners
-            .iter()
-            .map(|owner| store.acquire_lease(job, owner, LONG)),
-    )
-    .await;
-    let winners: Vec<&Lease> = outcomes
-        .iter()
-        .filter_map(|o| match o.as_ref().unwrap() {
-            LeaseOutcome::Acquired(lease) => Some(lease),
-            LeaseOutcome::Held { .. } => None,
-        })
-        .collect();
+    let outcomes = race_for_lease(store, job, "taker").await;
+    let winners = winners(&outcomes);
     assert_eq!(winners.len(), 1, "{outcomes:?}");
     assert_eq!(winners[0].token, dead.token + 1);
 }

@@ -13,13 +13,8 @@ struct Progress {
     parts: usize,
 }
 
-fn progress(job: &Job, db: &TestMysqlDb, table: &str) -> Progress {
-    let path = job
-        .dir
-        .path()
-        .join("state")
-        .join(format!("{}.json", db.name));
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+fn progress(job: &Job, table: &str) -> Progress {
+    let doc = job.local_state();
     Progress {
         checkpoint: doc["checkpoint"].clone(),
         parts: support::part_files(&job.out().join(table), "cdc-").len(),
@@ -78,7 +73,7 @@ fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
     // One transaction large enough that the binlog is still streaming when we cut: no
     // part can be written before its commit is read, so nothing may move.
     seed_rows(&db, 1, 200_000);
-    let before = progress(&job, &db, "t");
+    let before = progress(&job, "t");
     let run = job.run_interrupted(&["drain"], &[], "stream open", || proxy.sever());
     assert_eq!(run.code, 3, "stdout: {}", run.stdout);
     assert!(
@@ -87,11 +82,7 @@ fn binlog_connection_cut_mid_drain_fails_transient_and_moves_nothing() {
         run.stdout
     );
     assert!(run.stdout.contains("hint"), "{}", run.stdout);
-    assert_eq!(
-        progress(&job, &db, "t"),
-        before,
-        "the cut run moved something"
-    );
+    assert_eq!(progress(&job, "t"), before, "the cut run moved something");
 
     proxy.restore();
     let next = job.drain();
@@ -106,17 +97,12 @@ fn binlog_stalled_mid_drain_fails_transient_within_the_read_timeout() {
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
     let proxy = Proxy::start(&upstream(&db.source_url));
     let mut job = Job::mysql(&db, &["t"], "", "");
-    // A short read timeout; the stanza goes under `source:` (the last key written there).
     let normal = std::fs::read_to_string(&job.config).unwrap();
-    let short = normal.replace(
-        "destination:",
-        "  timeouts: { read_seconds: 2 }\ndestination:",
-    );
-    std::fs::write(&job.config, &short).unwrap();
+    job.add_source_setting("timeouts: { read_seconds: 2 }");
     job.url_env.1 = through(&proxy, &db.source_url);
     job.drain();
     seed_rows(&db, 1, 200_000);
-    let before = progress(&job, &db, "t");
+    let before = progress(&job, "t");
     let started = std::time::Instant::now();
     let run = job.run_interrupted(&["drain"], &[], "stream open", || proxy.stall());
     let took = started.elapsed();
@@ -132,7 +118,7 @@ fn binlog_stalled_mid_drain_fails_transient_within_the_read_timeout() {
         "a stalled source held the run for {took:?}"
     );
     assert_eq!(
-        progress(&job, &db, "t"),
+        progress(&job, "t"),
         before,
         "the stalled run moved something"
     );
@@ -151,12 +137,12 @@ fn source_unreachable_at_start_fails_transient_and_moves_nothing() {
     let admin = mysql_or_skip!();
     let (db, proxy, job) = proxied_job(&admin, "fault_refused");
     seed_rows(&db, 1, 100);
-    let before = progress(&job, &db, "t");
+    let before = progress(&job, "t");
     proxy.sever();
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT", "{}", run.stdout);
-    assert_eq!(progress(&job, &db, "t"), before);
+    assert_eq!(progress(&job, "t"), before);
     proxy.restore();
     assert_eq!(job.drain()["rows"], 100);
     assert_exact(&job, "t", 100);
@@ -185,7 +171,7 @@ fn a_transaction_the_spill_volume_cannot_hold_is_refused_naming_the_volume_and_m
     // cannot help (the transaction is in the log), so it is a refusal that names the
     // volume's free space and the fix — not a full disk, retried for ever.
     seed_rows(&db, 1, 20_000);
-    let before = progress(&job, &db, "t");
+    let before = progress(&job, "t");
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert_eq!(
@@ -198,7 +184,7 @@ fn a_transaction_the_spill_volume_cannot_hold_is_refused_naming_the_volume_and_m
     assert!(run.stdout.contains("ephemeral storage"), "{}", run.stdout);
     let left: Vec<_> = std::fs::read_dir(spill_dir.path()).unwrap().collect();
     assert!(left.is_empty(), "spill files left behind: {left:?}");
-    assert_eq!(progress(&job, &db, "t"), before);
+    assert_eq!(progress(&job, "t"), before);
 
     tmpfs.resize("256m");
     assert_eq!(job.drain()["rows"], 20_000);

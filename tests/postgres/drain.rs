@@ -192,24 +192,16 @@ fn a_checkpoint_from_another_timeline_is_refused_and_one_without_a_timeline_is_u
     db.sql(ORDERS);
     let job = Job::postgres(&db, &["orders"], "");
     job.drain();
-    let state_file = job
-        .dir
-        .path()
-        .join("state")
-        .join(format!("{}.json", db.name));
     let read_identity = || -> String {
-        let state: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
-        state["checkpoint"]["source_identity"]
+        job.local_state()["checkpoint"]["source_identity"]
             .as_str()
             .unwrap()
             .to_owned()
     };
     let write_identity = |identity: &str| {
-        let mut state: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+        let mut state = job.local_state();
         state["checkpoint"]["source_identity"] = identity.into();
-        std::fs::write(&state_file, state.to_string()).unwrap();
+        job.write_local_state(&state);
     };
     let timeline = db.sql("SELECT timeline_id FROM pg_control_checkpoint()");
     let identity = read_identity();
@@ -250,16 +242,7 @@ fn a_transaction_longer_than_the_deadline_stops_inside_it_and_keeps_nothing_past
     job.drain();
     db.sql("INSERT INTO orders VALUES (0, 'before', 0)");
     assert_eq!(job.drain()["rows"], 1);
-    let state_file = job
-        .dir
-        .path()
-        .join("state")
-        .join(format!("{}.json", db.name));
-    let checkpoint = || -> serde_json::Value {
-        let state: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
-        state["checkpoint"]["position"].clone()
-    };
+    let checkpoint = || job.local_state()["checkpoint"]["position"].clone();
     let before = checkpoint();
     db.sql("INSERT INTO orders SELECT i, repeat('x', 40), i FROM generate_series(1, 400000) i");
 

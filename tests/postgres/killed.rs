@@ -120,24 +120,12 @@ fn killed_drain_is_taken_over_at_once_with_dynamodb_state() {
     assert_exact(&job.rows("t"), 150);
 }
 
-fn lease_owner(job: &Job, db: &TestDb) -> serde_json::Value {
-    let path = job
-        .dir
-        .path()
-        .join("state")
-        .join(format!("{}.json", db.name));
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    doc["lease_owner"].clone()
+fn lease_owner(job: &Job) -> serde_json::Value {
+    job.local_state()["lease_owner"].clone()
 }
 
-fn checkpoint(job: &Job, db: &TestDb) -> serde_json::Value {
-    let path = job
-        .dir
-        .path()
-        .join("state")
-        .join(format!("{}.json", db.name));
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    doc["checkpoint"].clone()
+fn checkpoint(job: &Job) -> serde_json::Value {
+    job.local_state()["checkpoint"].clone()
 }
 
 fn sigterm(child: &std::process::Child) {
@@ -172,9 +160,9 @@ fn sigterm_stops_a_drain_at_a_transaction_boundary_and_releases_the_lease() {
     assert_eq!(summary["status"], "partial", "{summary}");
     let rows = summary["rows"].as_u64().unwrap();
     assert!(rows > 0 && rows < 3000, "{summary}");
-    assert!(lease_owner(&job, &db).is_null(), "the lease was released");
+    assert!(lease_owner(&job).is_null(), "the lease was released");
     assert_eq!(
-        checkpoint(&job, &db)["position"].as_str(),
+        checkpoint(&job)["position"].as_str(),
         summary["to"].as_str(),
         "the checkpoint is where the run stopped"
     );
@@ -199,7 +187,7 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     job.url_env.1 = through(&proxy, &db.url);
     job.drain();
     seed(&db, 1, 100);
-    let before = checkpoint(&job, &db);
+    let before = checkpoint(&job);
     let mut child = job
         .command(&["drain"], &[])
         .stdout(Stdio::piped())
@@ -216,8 +204,8 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     assert_eq!(run.code, 143, "{}", run.stdout);
     assert_eq!(run.error_code(), "SLUICE_RUN_INTERRUPTED", "{}", run.stdout);
     assert!(took < Duration::from_secs(9), "took {took:?}");
-    assert!(lease_owner(&job, &db).is_null(), "the lease was released");
-    assert_eq!(checkpoint(&job, &db), before, "nothing moved");
+    assert!(lease_owner(&job).is_null(), "the lease was released");
+    assert_eq!(checkpoint(&job), before, "nothing moved");
     proxy.sever();
     proxy.restore();
 
@@ -238,45 +226,24 @@ fn a_source_stalled_mid_stream_fails_transient_within_its_timeouts() {
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
     let proxy = Proxy::start(&upstream(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
-    let normal = std::fs::read_to_string(&job.config).unwrap();
-    let short = normal.replace(
-        "destination:",
-        "  timeouts: { read_seconds: 2, page_seconds: 4 }\ndestination:",
-    );
-    std::fs::write(&job.config, short).unwrap();
+    job.add_source_setting("timeouts: { read_seconds: 2, page_seconds: 4 }");
     job.url_env.1 = through(&proxy, &db.url);
     job.drain();
     seed(&db, 1, 20_000);
     let started = Instant::now();
-    let mut child = job
-        .command(&["drain"], &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
-    proxy.stall();
     let limit = Duration::from_secs(40);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run = job.run_interrupted_within(&["drain"], &[], "stream open", || proxy.stall(), limit);
     let took = started.elapsed();
     proxy.sever();
     proxy.restore();
-    let status = status.unwrap_or_else(|| panic!("a stalled source held the run past {limit:?}"));
-    let mut out = String::new();
-    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
-    assert_eq!(status.code(), Some(3), "{out}");
-    assert!(out.contains("SLUICE_SOURCE_CONNECT"), "{out}");
-    assert!(out.contains("sent nothing for"), "{out}");
+    let run = run.unwrap_or_else(|| panic!("a stalled source held the run past {limit:?}"));
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("SLUICE_SOURCE_CONNECT"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("sent nothing for"), "{}", run.stdout);
     assert!(took < Duration::from_secs(30), "took {took:?}");
 
     let run = job.run(&["drain"], &[]);

@@ -14,6 +14,7 @@ pub mod tmpfs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -235,6 +236,71 @@ impl Job {
         }
     }
 
+    /// Runs `sluice <args>`, killing it if it has not ended within `limit`: the run, or
+    /// `None` when it had to be killed (it hung).
+    pub fn run_within(&self, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Option<Run> {
+        let child = self
+            .command(args, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_within(child, std::time::Instant::now() + limit)
+    }
+
+    /// [`Job::run_interrupted`], killing the process if it has not ended within `limit`
+    /// of its start: the run, or `None` when it had to be killed (it hung).
+    pub fn run_interrupted_within(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        needle: &str,
+        meanwhile: impl FnOnce(),
+        limit: Duration,
+    ) -> Option<Run> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut child = self
+            .command(args, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_line(child.stderr.take().unwrap(), needle);
+        meanwhile();
+        wait_within(child, deadline)
+    }
+
+    /// Adds `line` (YAML, e.g. `timeouts: { read_seconds: 2 }`) to the config's `source:`
+    /// block, whose last key is written just before `destination:`.
+    pub fn add_source_setting(&self, line: &str) {
+        let yaml = std::fs::read_to_string(&self.config).unwrap();
+        assert!(yaml.contains("\ndestination:"), "{yaml}");
+        let yaml = yaml.replacen("\ndestination:", &format!("\n  {line}\ndestination:"), 1);
+        std::fs::write(&self.config, yaml).unwrap();
+    }
+
+    /// The job's local state file (`state: { type: local }`): `<state>/<job>.json`.
+    pub fn local_state_file(&self) -> PathBuf {
+        let dir = self.dir.path().join("state");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        assert_eq!(files.len(), 1, "one job's state in {dir:?}: {files:?}");
+        files.into_iter().next().unwrap()
+    }
+
+    /// The job's local state document.
+    pub fn local_state(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.local_state_file()).unwrap()).unwrap()
+    }
+
+    /// Replaces the job's local state document (to simulate what a test cannot cause).
+    pub fn write_local_state(&self, state: &serde_json::Value) {
+        std::fs::write(self.local_state_file(), state.to_string()).unwrap();
+    }
+
     /// Runs `sluice <args>`; as soon as its log shows a line containing `needle`, runs
     /// `meanwhile` (cut a connection, …) while the process goes on, then waits for it.
     pub fn run_interrupted(
@@ -308,6 +374,22 @@ impl Run {
             .as_str()
             .unwrap_or_default()
             .to_owned()
+    }
+}
+
+/// Waits for `child` until `deadline`, killing it past that: its run, or `None` when it
+/// had to be killed.
+fn wait_within(mut child: std::process::Child, deadline: std::time::Instant) -> Option<Run> {
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Some(Run::from(child.wait_with_output().unwrap()));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
