@@ -134,8 +134,7 @@ pub struct FinishedPart {
     pub schema: Arc<TableSchema>,
     /// Keeps the file marked in use (the spill sweep of another process skips it) until
     /// the part is dropped.
-    #[allow(dead_code)]
-    hold: Option<File>,
+    _hold: Option<File>,
 }
 
 impl FinishedPart {
@@ -305,7 +304,7 @@ impl PartWriter {
         open.spill.keep = true;
         let hold = open.spill.hold.take();
         Ok(Some(FinishedPart {
-            hold,
+            _hold: hold,
             key: format!("{}{number:06}.parquet", self.key_prefix),
             local_path: path,
             rows: open.rows,

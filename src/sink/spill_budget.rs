@@ -39,10 +39,11 @@ impl TransactionLimit {
         }
     }
 
-    /// The limit for `configured` on the volume of `spill_dir` (created if missing).
+    /// The limit for `configured` on the volume of `spill_dir` (or, while it does not
+    /// exist yet, of its nearest existing ancestor — nothing is created).
     pub fn for_dir(configured: u64, spill_dir: &Path) -> Self {
-        let _ = std::fs::create_dir_all(spill_dir);
-        Self::new(configured, free_bytes(spill_dir))
+        let free = spill_dir.ancestors().find_map(free_bytes);
+        Self::new(configured, free)
     }
 
     /// True when the spill volume, not the configuration, sets the limit.
@@ -124,5 +125,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(free_bytes(dir.path()).is_some_and(|b| b > 0));
         assert_eq!(free_bytes(&dir.path().join("missing")), None);
+        let below = TransactionLimit::for_dir(u64::MAX, &dir.path().join("missing/spill"));
+        assert!(
+            below.free.is_some(),
+            "measured on the nearest existing ancestor"
+        );
+        assert!(!dir.path().join("missing").exists(), "nothing is created");
     }
 }

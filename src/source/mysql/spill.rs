@@ -41,8 +41,7 @@ pub enum SpillError {
 struct SpillFile {
     path: PathBuf,
     /// Marks the file in use for the spill sweep of other processes, until dropped.
-    #[allow(dead_code)]
-    hold: Option<File>,
+    _hold: Option<File>,
     writer: Option<BufWriter<File>>,
     reader: Option<BufReader<File>>,
 }
@@ -180,7 +179,7 @@ impl TxnBuffer {
                     let hold = crate::sink::spill_sweep::hold(&handle);
                     self.file = Some(SpillFile {
                         path,
-                        hold,
+                        _hold: hold,
                         writer: Some(BufWriter::with_capacity(256 * 1024, handle)),
                         reader: None,
                     });
