@@ -408,7 +408,6 @@ impl PgSource {
             Kind::Float64 => format!("encode(float8send({e}), 'hex')"),
             Kind::Bytes { .. } => format!("encode({e}, 'hex')"),
             Kind::Date { .. } => format!("({e} - DATE '1970-01-01')::text"),
-            Kind::Time { .. } => format!("encode(time_send({e}), 'hex')"),
             Kind::Timestamp { .. } => format!("encode(timestamp_send({e}), 'hex')"),
             Kind::TimestampTz { .. } => format!("encode(timestamptz_send({e}), 'hex')"),
             Kind::List(item) => format!(
@@ -427,7 +426,6 @@ impl PgSource {
             Kind::Float32 => canon::float32(f32::from_bits(u32::from_str_radix(raw, 16).unwrap())),
             Kind::Float64 => canon::float64(f64::from_bits(u64::from_str_radix(raw, 16).unwrap())),
             Kind::Date { .. } => canon::date(raw.parse().unwrap()),
-            Kind::Time { .. } => canon::time(int_of(raw)),
             Kind::Timestamp { .. } => {
                 canon::timestamp(i128::from(int_of(raw)) + PG_EPOCH_US, false)
             }

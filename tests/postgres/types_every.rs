@@ -22,18 +22,19 @@ const SCHEMA: &str = "CREATE EXTENSION citext; CREATE EXTENSION hstore; CREATE E
        da posint[], ci citext, x xml, ch \"char\", n name, tv tsvector, tq tsquery, lt ltree, \
        hs hstore, ip inet, net cidr, mac macaddr, mac8 macaddr8, m money, b bit(4), vb varbit, \
        r int4range, tr tstzrange, mr int4multirange, tt timetz, iv interval, o oid, p point, \
-       bx box, a2 int[][], nb numeric(100,2), ts timestamptz, dt date, nn numeric)";
+       bx box, a2 int[][], nb numeric(100,2), ts timestamptz, dt date, nn numeric, \
+       tm time, n50 numeric(50,5), tma time[])";
 
 /// Columns compared with the source's `col::text` exactly (strings and integers).
 const AS_TEXT: &[&str] = &[
     "e", "d", "dd", "ci", "x", "ch", "n", "tv", "tq", "lt", "hs", "ip", "net", "mac", "mac8", "m",
-    "b", "vb", "r", "tr", "mr", "tt", "iv", "o", "p", "bx", "a2", "nb", "nn",
+    "b", "vb", "r", "tr", "mr", "tt", "iv", "o", "p", "bx", "a2", "nb", "nn", "tm", "n50", "tma",
 ];
 
 /// Columns written as text output: the field metadata says so.
 const TEXT_FORM: &[&str] = &[
     "ci", "x", "ch", "tv", "tq", "lt", "hs", "ip", "net", "mac", "mac8", "m", "b", "vb", "r", "tr",
-    "mr", "tt", "iv", "p", "bx", "a2",
+    "mr", "tt", "iv", "p", "bx", "a2", "tma",
 ];
 
 const ROW_1: &str = "(1, 'happy', 5, 7, '{sad,happy}', '{1,2}', 'MiXeD Case', '<a>1</a>', 'x', 'nm', \
@@ -42,7 +43,8 @@ const ROW_1: &str = "(1, 'happy', 5, 7, '{sad,happy}', '{1,2}', 'MiXeD Case', '<
      '[2024-01-01 00:00+00,2024-02-01 00:00+00)', '{[1,3),[5,7)}', '12:34:56.789+05:30', \
      '1 year 2 mons 3 days 04:05:06.789', 12345, '(1.5,-2)', '((0,0),(1,1))', '{{1,2},{3,4}}', \
      '123456789012345678901234567890123456789012345678901234567890123456789012345678901234567.25', \
-     'infinity', 'infinity', 'NaN')";
+     'infinity', 'infinity', 'NaN', '12:34:56.5', \
+     '-1234567890123456789012345678901234567890123.12345', '{00:00:00,24:00:00,NULL}')";
 
 const UPDATE_1: &str = "UPDATE t SET e = 'ok', d = 6, dd = 8, ea = '{ok,NULL}', da = '{3}', \
      ci = 'other', x = '<b/>', ch = 'y', n = 'nm2', tv = 'b:1A c:2', tq = 'a | !b', lt = 'a.b.c', \
@@ -51,7 +53,7 @@ const UPDATE_1: &str = "UPDATE t SET e = 'ok', d = 6, dd = 8, ea = '{ok,NULL}', 
      tr = '(,2024-01-01 00:00:00.000001+00]', mr = '{}', tt = '00:00:00-14:59', \
      iv = '-1 mons +2 days -00:00:00.000001', o = 4294967295, p = '(0,-0.5)', bx = '((2,2),(1,1))', \
      a2 = '{{{1}},{{NULL}}}', nb = -0.01, ts = '2024-03-01 12:34:56.789012+00', dt = '2024-02-29', \
-     nn = '-12.3400' WHERE id = 1";
+     nn = '-12.3400', tm = '23:59:59.999999', n50 = 0, tma = '{01:02:03.00012}' WHERE id = 1";
 
 const OTHER_ROWS: &str = "(id, ts, dt, nn) VALUES (3, '-infinity', '-infinity', '-Infinity'), \
      (4, '1969-12-31 23:59:59.999999+00', '1969-07-20', 'Infinity')";
@@ -235,7 +237,7 @@ fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
             "{column}"
         );
     }
-    for column in ["e", "d", "ea", "o", "n", "nn"] {
+    for column in ["e", "d", "ea", "o", "n", "nn", "tm", "n50"] {
         assert_eq!(meta[column].get("sluice.form"), None, "{column}");
     }
     assert_eq!(meta["e"]["sluice.source_type"], "mood");
@@ -257,4 +259,26 @@ fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
         assert_eq!(latest(&baseline)["1"][column], one[column], "{column}");
     }
     assert_eq!(field_metadata(&snapshot, "part-")["iv"], meta["iv"]);
+
+    // Spark reads the change and baseline parts whole and exactly (it refuses a whole file
+    // holding a Decimal256 or a TIME column).
+    let Some(spark) = support::readers::spark_python() else {
+        return;
+    };
+    let mut parts = support::part_files(&cdc, "cdc-");
+    parts.extend(support::part_files(&snapshot, "part-"));
+    let types = support::readers::spark_reads_exactly(&spark, &parts);
+    for (column, want) in [
+        ("n50", "string"),
+        ("tm", "string"),
+        ("nb", "string"),
+        ("ts", "timestamp"),
+        ("dt", "date"),
+    ] {
+        assert_eq!(
+            types.get(column).map(String::as_str),
+            Some(want),
+            "{column}: {types:?}"
+        );
+    }
 }

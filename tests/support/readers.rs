@@ -26,3 +26,45 @@ pub fn run(python: &str, script: &str, args: &[&Path]) -> String {
     );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
+
+/// The Spark venv's interpreter (`infra/local/spark.sh`, `SLUICE_TEST_SPARK_PYTHON`), or
+/// `None` (skipped loudly) outside CI when it is not set up.
+pub fn spark_python() -> Option<String> {
+    super::service_url("SLUICE_TEST_SPARK_PYTHON")
+}
+
+/// Spark reads every part in `parts` — the whole file, every value equal to what pyarrow
+/// reads (tests/support/spark_check.py) — and answers `column → Spark type` for the
+/// columns of those parts. Panics naming the part and the first differing row otherwise.
+pub fn spark_reads_exactly(
+    python: &str,
+    parts: &[std::path::PathBuf],
+) -> std::collections::BTreeMap<String, String> {
+    let output = Command::new(python)
+        .arg("-c")
+        .arg(include_str!("spark_check.py"))
+        .args(parts)
+        .output()
+        .expect("run the Spark venv's python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "Spark did not read the parts exactly:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("spark ok "))
+            .count(),
+        parts.len(),
+        "{stdout}"
+    );
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("spark "))
+        .filter(|l| !l.starts_with("ok "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(c, t)| (c.to_owned(), t.to_owned()))
+        .collect()
+}

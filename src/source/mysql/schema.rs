@@ -120,7 +120,7 @@ pub fn declared_type(
         "decimal" | "numeric" => {
             let (precision, scale) = decimal_args(column_type)
                 .ok_or_else(|| format!("cannot read precision and scale from {column_type}"))?;
-            ColumnType::Decimal { precision, scale }
+            super::values::decimal_type(precision, scale)
         }
         "float" => ColumnType::Float32,
         "double" | "real" | "double precision" => ColumnType::Float64,
@@ -166,7 +166,7 @@ pub fn declared_metadata(data_type: &str, charset: Option<&str>) -> BTreeMap<Str
 }
 
 /// `decimal(12,2) unsigned` → (12, 2).
-fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
+pub(super) fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
     let inner = column_type.split_once('(')?.1.split_once(')')?.0;
     let (p, s) = inner.split_once(',').unwrap_or((inner, "0"));
     let precision: u8 = p.trim().parse().ok()?;
@@ -396,10 +396,11 @@ mod tests {
             t("bigint", "bigint(20) unsigned", None),
             Ok(ColumnType::UInt64)
         );
+        assert_eq!(t("decimal", "decimal(65,30)", None), Ok(ColumnType::Utf8));
         assert_eq!(
-            t("decimal", "decimal(65,30)", None),
+            t("decimal", "decimal(38,30)", None),
             Ok(ColumnType::Decimal {
-                precision: 65,
+                precision: 38,
                 scale: 30
             })
         );

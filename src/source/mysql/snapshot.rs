@@ -103,11 +103,21 @@ fn splittable(column: &Column) -> bool {
 
 /// The placeholder for a bound value of `column`.
 fn placeholder(column: &Column) -> String {
-    match column.ty {
-        ColumnType::Decimal { precision, scale } => {
-            format!("CAST(? AS DECIMAL({precision},{scale}))")
-        }
-        _ => "?".to_owned(),
+    let decimal = match column.ty {
+        ColumnType::Decimal { precision, scale } => Some((precision, scale)),
+        // A DECIMAL wider than 38 digits is written as its text; bound as a DECIMAL all
+        // the same, so the server never compares it as a string or a float.
+        ColumnType::Utf8 => super::schema::decimal_args(&column.source_type).filter(|_| {
+            column
+                .source_type
+                .to_ascii_lowercase()
+                .starts_with("decimal")
+        }),
+        _ => None,
+    };
+    match decimal {
+        Some((precision, scale)) => format!("CAST(? AS DECIMAL({precision},{scale}))"),
+        None => "?".to_owned(),
     }
 }
 
@@ -577,6 +587,16 @@ mod tests {
             params,
             vec![MyValue::Bytes(b"12345678901234567890.01".to_vec())]
         );
+        let wide = table(vec![col("w", ColumnType::Utf8, "decimal(50,5) unsigned")]);
+        let (sql, _) = chunk_query(
+            &wide,
+            &ChunkBounds {
+                lower: Some(vec!["1.00000".into()]),
+                upper: None,
+            },
+        )
+        .unwrap();
+        assert!(sql.contains("`w` > CAST(? AS DECIMAL(50,5))"), "{sql}");
         let u = table(vec![col("u", ColumnType::UInt64, "bigint(20) unsigned")]);
         let (_, params) = chunk_query(
             &u,

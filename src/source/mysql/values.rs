@@ -6,8 +6,10 @@
 //! of that type or fails with the reason — never a silent NULL, never a rounded or
 //! clamped value:
 //!
-//! * integers keep their signedness (`UInt*` for UNSIGNED); DECIMAL is exact
-//!   (Decimal128 up to 38 digits, Decimal256 up to MySQL's 65);
+//! * integers keep their signedness (`UInt*` for UNSIGNED); DECIMAL is exact: a Decimal128
+//!   up to 38 digits, and above that (MySQL allows 65) its text at the column's scale
+//!   ([`decimal_type`]: DuckDB reads a Decimal256 as a rounded DOUBLE, Spark and Athena
+//!   refuse it);
 //! * DATE / DATETIME are calendar values (naive), TIMESTAMP is an instant (the binlog
 //!   stores UTC seconds, so the session time zone never matters); zero, partial-zero and
 //!   invalid dates (`0000-00-00`, `2024-00-10`) are written in the lossless encoding of
@@ -100,10 +102,7 @@ pub fn binlog_type(col: &BinlogColumn) -> Result<ColumnType, String> {
                     "DECIMAL({precision},{scale}) cannot be represented"
                 ));
             }
-            ColumnType::Decimal {
-                precision,
-                scale: scale as i8,
-            }
+            decimal_type(precision, scale as i8)
         }
         MyType::MYSQL_TYPE_FLOAT => ColumnType::Float32,
         MyType::MYSQL_TYPE_DOUBLE => ColumnType::Float64,
@@ -200,7 +199,10 @@ pub fn convert(
             // The binlog stores YEAR as an offset from 1900; 0 is the year 0000.
             Ok(Value::Int(if year == 1900 { 0 } else { year }))
         }
-        (MyType::MYSQL_TYPE_NEWDECIMAL, MyValue::Bytes(text)) => decimal(ty, ascii(&text)?),
+        (MyType::MYSQL_TYPE_NEWDECIMAL, MyValue::Bytes(text)) => match col.meta[..] {
+            [precision, scale, ..] => decimal(precision, scale as i8, ascii(&text)?),
+            _ => Err("DECIMAL without precision metadata".to_owned()),
+        },
         (MyType::MYSQL_TYPE_TIMESTAMP2, MyValue::Bytes(text)) => timestamp_text(ascii(&text)?),
         (MyType::MYSQL_TYPE_TIMESTAMP, MyValue::Int(seconds)) => {
             Ok(Value::Timestamp(if seconds == 0 {
@@ -296,7 +298,12 @@ pub fn convert_selected(column: &Column, result: MyType, value: MyValue) -> Resu
                 forms::wkb(&bytes).map(Value::Bytes)
             }
             ColumnType::Binary => Ok(Value::Bytes(bytes)),
-            ColumnType::Decimal { .. } => decimal(ty, ascii(&bytes)?),
+            ColumnType::Decimal { precision, scale } => decimal(*precision, *scale, ascii(&bytes)?),
+            ColumnType::Utf8 if result == MyType::MYSQL_TYPE_NEWDECIMAL => {
+                let (precision, scale) = super::schema::decimal_args(&column.source_type)
+                    .ok_or_else(|| format!("no precision and scale in {}", column.source_type))?;
+                decimal(precision, scale, ascii(&bytes)?)
+            }
             ColumnType::UInt64 => {
                 // BIT(n): big-endian bytes.
                 if bytes.len() > 8 {
@@ -396,17 +403,27 @@ fn text(col: &BinlogColumn, bytes: Vec<u8>) -> Result<String, String> {
     charset::decode(decoding, col.charset.as_deref().unwrap_or("UTF-8"), bytes)
 }
 
-/// `-1234.5600` at the column's scale → the unscaled integer.
-fn decimal(ty: &ColumnType, text: &str) -> Result<Value, String> {
-    let ColumnType::Decimal { precision, scale } = *ty else {
-        return Err(format!("decimal text {text:?} for a non-decimal column"));
-    };
+/// The output type of a `DECIMAL(precision, scale)`: a Decimal128 up to 38 digits, the
+/// widest decimal DuckDB, Spark and Athena all read exactly; wider ones are text.
+pub fn decimal_type(precision: u8, scale: i8) -> ColumnType {
+    if precision <= 38 {
+        ColumnType::Decimal { precision, scale }
+    } else {
+        ColumnType::Utf8
+    }
+}
+
+/// `-1234.5600` of a `DECIMAL(precision, scale)` → the unscaled integer (up to 38
+/// digits), or the text as MySQL prints it at the column's scale (`-1234.56000`, `0.00000`:
+/// no leading zeros, every fraction digit, no negative zero) for a wider column
+/// ([`decimal_type`]).
+fn decimal(precision: u8, scale: i8, text: &str) -> Result<Value, String> {
     let (negative, digits) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
     };
     let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
-    let scale = scale as usize;
+    let scale = usize::try_from(scale).map_err(|_| format!("DECIMAL scale {scale}"))?;
     if frac_part.len() > scale
         || !int_part
             .bytes()
@@ -416,29 +433,43 @@ fn decimal(ty: &ColumnType, text: &str) -> Result<Value, String> {
     {
         return Err(format!("malformed DECIMAL text {text:?}"));
     }
-    let mut unscaled = String::with_capacity(int_part.len() + scale + 1);
-    if negative {
-        unscaled.push('-');
-    }
-    unscaled.push_str(int_part);
-    unscaled.push_str(frac_part);
-    unscaled.extend(std::iter::repeat_n('0', scale - frac_part.len()));
-    let significant = int_part.trim_start_matches('0').len() + scale;
+    let int_digits = int_part.trim_start_matches('0');
+    let significant = int_digits.len() + scale;
     if significant > precision as usize {
         return Err(format!(
             "DECIMAL {text} has more digits than precision {precision}"
         ));
     }
+    let frac_zeros = scale - frac_part.len();
     if precision <= 38 {
-        unscaled
+        let mut unscaled = String::with_capacity(int_part.len() + scale + 1);
+        if negative {
+            unscaled.push('-');
+        }
+        unscaled.push_str(int_part);
+        unscaled.push_str(frac_part);
+        unscaled.extend(std::iter::repeat_n('0', frac_zeros));
+        return unscaled
             .parse::<i128>()
             .map(Value::Decimal)
-            .map_err(|_| format!("malformed DECIMAL text {text:?}"))
-    } else {
-        arrow_buffer::i256::from_string(&unscaled)
-            .map(|v| Value::Decimal256(v.to_le_bytes()))
-            .ok_or_else(|| format!("malformed DECIMAL text {text:?}"))
+            .map_err(|_| format!("malformed DECIMAL text {text:?}"));
     }
+    let zero = int_digits.is_empty() && frac_part.bytes().all(|b| b == b'0');
+    let mut out = String::with_capacity(int_part.len() + scale + 2);
+    if negative && !zero {
+        out.push('-');
+    }
+    out.push_str(if int_digits.is_empty() {
+        "0"
+    } else {
+        int_digits
+    });
+    if scale > 0 {
+        out.push('.');
+        out.push_str(frac_part);
+        out.extend(std::iter::repeat_n('0', frac_zeros));
+    }
+    Ok(Value::Text(out))
 }
 
 /// `1733000000` or `1733000000.000123` (UTC seconds) → µs.
@@ -523,9 +554,9 @@ mod tests {
         c.unsigned = true;
         assert_eq!(binlog_type(&c), Ok(ColumnType::UInt64));
         assert_eq!(
-            binlog_type(&col(MyType::MYSQL_TYPE_NEWDECIMAL, &[65, 30])),
+            binlog_type(&col(MyType::MYSQL_TYPE_NEWDECIMAL, &[38, 30])),
             Ok(ColumnType::Decimal {
-                precision: 65,
+                precision: 38,
                 scale: 30
             })
         );
@@ -606,19 +637,31 @@ mod tests {
             dec("12345678901.00").is_err(),
             "more digits than the precision"
         );
-        let wide = ColumnType::Decimal {
-            precision: 65,
-            scale: 30,
+        // Wider than 38 digits: the text MySQL prints, at the column's scale.
+        let wide = col(MyType::MYSQL_TYPE_NEWDECIMAL, &[65, 30]);
+        assert_eq!(binlog_type(&wide), Ok(ColumnType::Utf8));
+        let wide_dec = |t: &str| {
+            convert(
+                &wide,
+                &ColumnType::Utf8,
+                v(MyValue::Bytes(t.as_bytes().to_vec())),
+            )
         };
         let text = "12345678901234567890123456789012345.123456789012345678901234567890";
-        let value = convert(&c, &wide, v(MyValue::Bytes(text.as_bytes().to_vec()))).unwrap();
-        let Value::Decimal256(bytes) = value else {
-            panic!("{value:?}")
-        };
+        assert_eq!(wide_dec(text), Ok(Value::Text(text.into())));
         assert_eq!(
-            arrow_buffer::i256::from_le_bytes(bytes).to_string(),
-            text.replace('.', "")
+            wide_dec("-007.5"),
+            Ok(Value::Text(format!("-7.5{}", "0".repeat(29))))
         );
+        assert_eq!(
+            wide_dec("-0.0"),
+            Ok(Value::Text(format!("0.{}", "0".repeat(30))))
+        );
+        assert!(
+            wide_dec(&format!("1{}", "0".repeat(35))).is_err(),
+            "36 integer digits"
+        );
+        assert!(wide_dec("1.2.3").is_err());
     }
 
     #[test]

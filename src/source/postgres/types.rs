@@ -16,12 +16,16 @@
 //!   malformed bytes are errors, never panics.
 //!
 //! Numeric columns:
-//! * `numeric(p, s)` becomes `Decimal { precision, scale }` (Decimal128 up to precision 38,
-//!   Decimal256 up to 76; wider is unsupported). PostgreSQL 15 also allows a negative scale
+//! * `numeric(p, s)` becomes `Decimal { precision, scale }` (a Decimal128) up to precision
+//!   38 — the widest decimal every reader takes (DuckDB reads a Decimal256 as a rounded
+//!   DOUBLE; Spark and Athena refuse it). PostgreSQL 15 also allows a negative scale
 //!   (`numeric(5,-2)`, multiples of 100) and a scale above the precision (`numeric(2,5)`,
 //!   values below 0.001); Parquet's DECIMAL allows neither, so these are widened losslessly
 //!   to `Decimal { precision: p - s, scale: 0 }` and `Decimal { precision: s, scale: s }`.
-//! * `numeric(p,s)` with p above 76 after widening is captured like unconstrained numeric.
+//! * `numeric(p,s)` with p above 38 after widening is captured like unconstrained numeric,
+//!   as its exact text with the column's scale (`numeric(50,5)`: `123.45000`).
+//! * `time` is its text as PostgreSQL prints it (`12:34:56.5`): Spark and Athena read no
+//!   Parquet TIME (Spark refuses the whole file), and the text is exact.
 //! * Unconstrained `numeric` (no typmod) has no fixed scale: every value carries its own
 //!   (`1.5` and `1.50000` are different values in PostgreSQL), so no single Decimal type
 //!   holds a column of them losslessly. Such columns become [`ColumnType::Utf8`] holding the
@@ -51,9 +55,8 @@ use crate::error::Code;
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 /// Days from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
 const PG_EPOCH_DAYS: i32 = 10_957;
-/// The widest precision a Decimal256 holds.
-const MAX_DECIMAL_PRECISION: i32 = 76;
-/// Precision up to which a Decimal is a Decimal128 ([`Value::Decimal`]).
+/// The widest precision captured as a Decimal (a Decimal128, [`Value::Decimal`]); wider
+/// numerics are exact decimal text.
 const MAX_DECIMAL128_PRECISION: u8 = 38;
 
 /// Built-in type OIDs (`pg_type.oid`, stable across PostgreSQL versions).
@@ -198,7 +201,8 @@ pub fn column_type(type_oid: u32, typmod: i32, type_name: &str) -> Result<Column
         oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME => ColumnType::Utf8,
         oid::BYTEA => ColumnType::Binary,
         oid::DATE => ColumnType::Date,
-        oid::TIME => ColumnType::Time,
+        // Spark and Athena read no Parquet TIME (Spark refuses the whole file): the text.
+        oid::TIME => ColumnType::Utf8,
         oid::TIMESTAMP => ColumnType::Timestamp,
         oid::TIMESTAMPTZ => ColumnType::TimestampTz,
         oid::UUID => ColumnType::Uuid,
@@ -264,8 +268,9 @@ fn numeric_column_type(typmod: i32) -> Result<ColumnType, String> {
     } else {
         (precision, scale)
     };
-    if !(1..=MAX_DECIMAL_PRECISION).contains(&p) {
-        // Wider than Decimal256: exact decimal text, as for unconstrained numeric.
+    if !(1..=i32::from(MAX_DECIMAL128_PRECISION)).contains(&p) {
+        // Wider than Decimal128: exact decimal text, as for unconstrained numeric (DuckDB
+        // reads a Decimal256 as a rounded DOUBLE, Spark and Athena refuse it).
         return Ok(ColumnType::Utf8);
     }
     Ok(ColumnType::Decimal {
@@ -442,7 +447,7 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
                 ))
             })?)
         }
-        (T::Time, oid::TIME) => {
+        (T::Utf8, oid::TIME) => {
             let micros = wire::time_from_sql(raw).map_err(DecodeError::wire("time"))?;
             // PostgreSQL accepts 24:00:00 itself; anything outside a day is corrupt.
             if !(0..=86_400_000_000).contains(&micros) {
@@ -450,7 +455,7 @@ fn decode_scalar(ty: &ColumnType, type_oid: u32, raw: &[u8]) -> Result<Value, De
                     "time of day {micros} µs is outside 00:00..24:00"
                 )));
             }
-            Value::Time(micros)
+            Value::Text(time_text(micros))
         }
         (T::Timestamp, oid::TIMESTAMP) | (T::TimestampTz, oid::TIMESTAMPTZ) => {
             let micros = wire::timestamp_from_sql(raw).map_err(DecodeError::wire("timestamp"))?;
@@ -866,6 +871,19 @@ fn utf8(raw: &[u8]) -> Result<String, DecodeError> {
         .map_err(DecodeError::wire("text"))
 }
 
+/// A time of day as PostgreSQL prints it (`time_out`): `HH:MM:SS`, then the fraction of
+/// a second without trailing zeros when it is not zero; `24:00:00` stays itself.
+pub fn time_text(micros: i64) -> String {
+    let (secs, frac) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
+    let mut text = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        text.push('.');
+        text.push_str(digits.trim_end_matches('0'));
+    }
+    text
+}
+
 fn uuid_text(bytes: [u8; 16]) -> String {
     let mut text = String::with_capacity(36);
     for (i, b) in bytes.iter().enumerate() {
@@ -1092,7 +1110,7 @@ mod tests {
             (oid::NAME, ColumnType::Utf8),
             (oid::BYTEA, ColumnType::Binary),
             (oid::DATE, ColumnType::Date),
-            (oid::TIME, ColumnType::Time),
+            (oid::TIME, ColumnType::Utf8),
             (oid::TIMESTAMP, ColumnType::Timestamp),
             (oid::TIMESTAMPTZ, ColumnType::TimestampTz),
             (oid::UUID, ColumnType::Uuid),
@@ -1149,13 +1167,21 @@ mod tests {
         assert_eq!(t(10, 3).unwrap(), dec(10, 3));
         assert_eq!(t(38, 0).unwrap(), dec(38, 0));
         assert_eq!(t(38, 38).unwrap(), dec(38, 38));
-        assert_eq!(t(50, 10).unwrap(), dec(50, 10));
-        assert_eq!(t(76, 20).unwrap(), dec(76, 20));
         // PostgreSQL 15 scales outside 0..=p are widened to a Parquet-legal decimal.
         assert_eq!(t(5, -2).unwrap(), dec(7, 0));
         assert_eq!(t(2, 5).unwrap(), dec(5, 5));
-        // Wider than Decimal256: exact decimal text, as unconstrained numeric.
-        for (p, s) in [(1, -1000), (77, 0), (1000, 0), (70, -10)] {
+        // Wider than Decimal128 (also after widening): exact decimal text, as unconstrained
+        // numeric.
+        for (p, s) in [
+            (39, 0),
+            (50, 10),
+            (76, 20),
+            (37, -2),
+            (1, 39),
+            (1, -1000),
+            (77, 0),
+            (1000, 0),
+        ] {
             assert_eq!(t(p, s).unwrap(), ColumnType::Utf8, "numeric({p},{s})");
         }
         // Unconstrained numeric: exact text (see the module doc).
@@ -1197,7 +1223,7 @@ mod tests {
             (oid::NAME, "name", "string"),
             (oid::BYTEA, "bytea", "Binary"),
             (oid::DATE, "date", "Date32"),
-            (oid::TIME, "time", "Time64(µs)"),
+            (oid::TIME, "time", "string"),
             (oid::TIMESTAMP, "timestamp", "Timestamp(µs)"),
             (oid::TIMESTAMPTZ, "timestamptz", "Timestamp(µs, UTC)"),
             (oid::UUID, "uuid", "string"),
@@ -1444,17 +1470,22 @@ mod tests {
     }
 
     #[test]
-    fn times() {
+    fn times_are_their_postgresql_text() {
+        let text = |hex: &str| ok(&ColumnType::Utf8, oid::TIME, hex);
         assert_eq!(
-            ok(&ColumnType::Time, oid::TIME, "000000141dd75fff"),
-            Value::Time(86_399_999_999)
+            text("000000141dd75fff"),
+            Value::Text("23:59:59.999999".into())
         );
+        assert_eq!(text("000000141dd76000"), Value::Text("24:00:00".into()));
+        assert_eq!(text("0000000000000000"), Value::Text("00:00:00".into()));
+        // 12:34:56.5 and 01:02:03.000120: trailing zeros of the fraction dropped.
+        assert_eq!(text("0000000a8be1bd20"), Value::Text("12:34:56.5".into()));
         assert_eq!(
-            ok(&ColumnType::Time, oid::TIME, "000000141dd76000"),
-            Value::Time(86_400_000_000)
+            text("00000000dde87938"),
+            Value::Text("01:02:03.00012".into())
         );
-        malformed(&ColumnType::Time, oid::TIME, &hex("000000141dd76001"));
-        malformed(&ColumnType::Time, oid::TIME, &hex("ffffffffffffffff"));
+        malformed(&ColumnType::Utf8, oid::TIME, &hex("000000141dd76001"));
+        malformed(&ColumnType::Utf8, oid::TIME, &hex("ffffffffffffffff"));
     }
 
     // ---- the other scalars ----
@@ -1817,7 +1848,7 @@ mod tests {
             (ColumnType::Utf8, oid::TEXT),
             (ColumnType::Binary, oid::BYTEA),
             (ColumnType::Date, oid::DATE),
-            (ColumnType::Time, oid::TIME),
+            (ColumnType::Utf8, oid::TIME),
             (ColumnType::Timestamp, oid::TIMESTAMP),
             (ColumnType::TimestampTz, oid::TIMESTAMPTZ),
             (ColumnType::Uuid, oid::UUID),

@@ -44,8 +44,9 @@ pub enum KeyKind {
     Decimal { precision: u8, scale: u8 },
     /// `date`: `YYYY-MM-DD`.
     Date,
-    /// `time`: `HH:MM:SS.ffffff`.
-    Time,
+    /// `time(scale)`: `HH:MM:SS` and exactly `scale` fraction digits — the text the
+    /// column is written as ([`super::values::time_text`]).
+    Time { scale: u8 },
     /// `datetime2`: `YYYY-MM-DD HH:MM:SS.ffffff`.
     DateTime2,
     /// `datetime`: the same text, always of a whole 1/300 s tick.
@@ -180,7 +181,12 @@ fn key_column(config_name: &str, index: usize, c: &CaptureColumn) -> Result<KeyC
             _ => return Err(refuse("is not an exact decimal")),
         },
         "date" => KeyKind::Date,
-        "time" => KeyKind::Time,
+        "time" => KeyKind::Time {
+            scale: u8::try_from(c.scale)
+                .ok()
+                .filter(|s| *s <= 7)
+                .ok_or_else(|| refuse("has a time scale outside 0-7"))?,
+        },
         "datetime2" => KeyKind::DateTime2,
         "datetime" => KeyKind::DateTime,
         "smalldatetime" => KeyKind::SmallDateTime,
@@ -249,7 +255,7 @@ impl KeyColumn {
             (KeyKind::Float { .. }, Value::Float(v)) => format!("{v:e}"),
             (KeyKind::Decimal { scale, .. }, Value::Decimal(v)) => decimal_text(*v, *scale),
             (KeyKind::Date, Value::Date(days)) => date_text(i64::from(*days))?,
-            (KeyKind::Time, Value::Time(us)) => time_text(*us)?,
+            (KeyKind::Time { scale }, Value::Text(t)) if is_time_text(t, *scale) => t.clone(),
             (
                 KeyKind::DateTime2 | KeyKind::DateTime | KeyKind::SmallDateTime,
                 Value::Timestamp(us),
@@ -313,7 +319,8 @@ impl KeyColumn {
                         .map_err(|_| bad())?,
                 )
             }
-            KeyKind::Time => Value::Time(parse_time(text).ok_or_else(bad)?),
+            KeyKind::Time { scale } if is_time_text(text, *scale) => Value::Text(text.to_owned()),
+            KeyKind::Time { .. } => return Err(bad()),
             KeyKind::DateTime2 | KeyKind::DateTime | KeyKind::SmallDateTime => {
                 Value::Timestamp(parse_timestamp(text).ok_or_else(bad)?)
             }
@@ -357,7 +364,11 @@ impl KeyColumn {
             (KeyKind::Date, Value::Date(days)) => {
                 ColumnData::Date(Some(date_param(i64::from(*days))?))
             }
-            (KeyKind::Time, Value::Time(us)) => ColumnData::Time(Some(time_param(*us)?)),
+            // The server converts the text to the column's `time` exactly (time outranks
+            // nvarchar), so a 100 ns digit is compared as it is.
+            (KeyKind::Time { scale }, Value::Text(t)) if is_time_text(t, *scale) => {
+                ColumnData::String(Some(t.clone().into()))
+            }
             (KeyKind::DateTime2, Value::Timestamp(us)) => {
                 ColumnData::DateTime2(Some(datetime2_param(*us)?))
             }
@@ -537,6 +548,24 @@ fn parse_time(text: &str) -> Option<i64> {
     let field = |range: std::ops::Range<usize>| text[range].parse::<i64>().ok();
     let (h, m, s, f) = (field(0..2)?, field(3..5)?, field(6..8)?, field(9..15)?);
     (h < 24 && m < 60 && s < 60).then_some(((h * 60 + m) * 60 + s) * 1_000_000 + f)
+}
+
+/// `HH:MM:SS` with exactly `scale` fraction digits (none for 0), a time of day: the text
+/// a `time(scale)` column is written as ([`super::values::time_text`]).
+fn is_time_text(text: &str, scale: u8) -> bool {
+    let (clock, frac) = text.split_once('.').unwrap_or((text, ""));
+    let b = clock.as_bytes();
+    let field = |range: std::ops::Range<usize>| clock[range].parse::<u32>().ok();
+    b.len() == 8
+        && b[2] == b':'
+        && b[5] == b':'
+        && [0, 1, 3, 4, 6, 7].iter().all(|&i| b[i].is_ascii_digit())
+        && field(0..2).is_some_and(|h| h < 24)
+        && field(3..5).is_some_and(|m| m < 60)
+        && field(6..8).is_some_and(|s| s < 60)
+        && frac.len() == usize::from(scale)
+        && (scale == 0) == (text.len() == 8)
+        && frac.bytes().all(|d| d.is_ascii_digit())
 }
 
 fn parse_timestamp(text: &str) -> Option<i64> {

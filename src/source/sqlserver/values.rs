@@ -138,7 +138,8 @@ impl CaptureColumn {
                 scale: 4,
             },
             "date" => ColumnType::Date,
-            "time" => ColumnType::Time,
+            // Spark and Athena read no Parquet TIME (Spark refuses the whole file): the text.
+            "time" => ColumnType::Utf8,
             "datetime" | "datetime2" | "smalldatetime" => ColumnType::Timestamp,
             "datetimeoffset" => ColumnType::TimestampTz,
             "char" | "varchar" | "nchar" | "nvarchar" | "text" | "ntext" | "xml" => {
@@ -207,7 +208,7 @@ pub fn convert(ty: &ColumnType, data: ColumnData<'static>) -> Result<Value, Stri
         (ColumnType::Binary, D::Binary(Some(b))) => Value::Bytes(b.into_owned()),
         (ColumnType::Uuid, D::Guid(Some(g))) => Value::Text(g.hyphenated().to_string()),
         (ColumnType::Date, D::Date(Some(d))) => Value::Date(date_days(d.days())?),
-        (ColumnType::Time, D::Time(Some(t))) => Value::Time(time_us(t.increments(), t.scale())?),
+        (ColumnType::Utf8, D::Time(Some(t))) => Value::Text(time_text(t.increments(), t.scale())?),
         (ColumnType::Timestamp, D::DateTime2(Some(dt))) => Value::Timestamp(datetime2_us(dt)?),
         (ColumnType::TimestampTz, D::DateTimeOffset(Some(dto))) => {
             // TDS carries the UTC date and time plus the offset; the UTC part is the instant.
@@ -245,6 +246,27 @@ fn rescale(value: i128, from: i32, to: i32) -> Result<i128, String> {
 pub fn date_days(days_since_0001: u32) -> Result<i32, String> {
     i32::try_from(i64::from(days_since_0001) - DAYS_0001_TO_1970)
         .map_err(|_| format!("date {days_since_0001} days after 0001-01-01 is out of range"))
+}
+
+/// `time(n)`: `increments` of 10^-scale s since midnight → its text as SQL Server prints
+/// it, `HH:MM:SS` and `scale` fraction digits (`12:34:56.1234567` for `time(7)`, no
+/// fraction for `time(0)`) — exact, the 100 ns digit included.
+pub fn time_text(increments: u64, scale: u8) -> Result<String, String> {
+    if scale > 7 {
+        return Err(format!("time scale {scale} is invalid (0-7)"));
+    }
+    let per_second = 10u64.pow(u32::from(scale));
+    let (secs, frac) = (increments / per_second, increments % per_second);
+    if secs >= 86_400 {
+        return Err(format!(
+            "time value {increments}e-{scale} s is not within one day"
+        ));
+    }
+    let mut text = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    if scale > 0 {
+        text.push_str(&format!(".{frac:0width$}", width = usize::from(scale)));
+    }
+    Ok(text)
 }
 
 /// `time(n)`: `increments` of 10^-scale s since midnight → µs, refusing sub-µs digits.
@@ -358,7 +380,7 @@ mod tests {
                 ColumnType::Timestamp,
                 "smalldatetime",
             ),
-            (col("time", 5, 16, 7), ColumnType::Time, "time(7)"),
+            (col("time", 5, 16, 7), ColumnType::Utf8, "time(7)"),
             (col("nvarchar", 100, 0, 0), ColumnType::Utf8, "nvarchar(50)"),
             (col("nvarchar", -1, 0, 0), ColumnType::Utf8, "nvarchar(max)"),
             (col("ntext", 16, 0, 0), ColumnType::Utf8, "ntext"),
@@ -495,6 +517,20 @@ mod tests {
             "a 100 ns digit is refused"
         );
         assert!(time_us(DAY_US as u64, 6).is_err());
+        // A `time` column is its text at the column's scale, the 100 ns digit included.
+        assert_eq!(
+            convert(
+                &ColumnType::Utf8,
+                ColumnData::Time(Some(Time::new(t as u64 * 10 + 7, 7)))
+            )
+            .unwrap(),
+            Value::Text("12:34:56.1234567".into())
+        );
+        assert_eq!(time_text(45_296, 0).unwrap(), "12:34:56");
+        assert_eq!(time_text(45_296_120, 3).unwrap(), "12:34:56.120");
+        assert_eq!(time_text(5, 1).unwrap(), "00:00:00.5");
+        assert!(time_text(86_400, 0).is_err());
+        assert!(time_text(1, 8).is_err());
         let dt2 = DateTime2::new(Date::new(D2024_0001), Time::new(t as u64 * 10, 7));
         let want = i64::from(D2024_1970) * DAY_US + t;
         assert_eq!(
