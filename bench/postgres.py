@@ -24,8 +24,20 @@ SIX = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), labe
 WIDE = ("CREATE TABLE t (id bigint PRIMARY KEY, "
         + ", ".join(f"c{i} {('text', 'int', 'numeric(18,4)', 'timestamptz')[i % 4]}" for i in range(1, 40))
         + ")")
+# Twenty captured tables of the six-column shape: the memory a job with many tables
+# needs (one part writer per table, within output.memory_budget_bytes).
+TWENTY = [f"t{i:02}" for i in range(1, 21)]
 TABLES = {"single_row_txns": SIX, "one_big_txn": SIX, "wide_rows": WIDE,
-          "idle": "CREATE TABLE t (id bigint PRIMARY KEY, v text)"}
+          "idle": "CREATE TABLE t (id bigint PRIMARY KEY, v text)",
+          "twenty_tables": "; ".join(SIX.replace("TABLE t ", f"TABLE {t} ") for t in TWENTY)}
+# Rows of the twenty-table scenario are written in transactions of this many rows, each
+# to one table, round robin.
+TWENTY_TXN_ROWS = 100
+
+
+def captured(scenario):
+    """The tables a scenario's job captures."""
+    return TWENTY if scenario == "twenty_tables" else ["t"]
 SIX_VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
 WIDE_VALUES = ", ".join(("repeat(md5(i::text), 8)", "i", "i / 7.0", "now()")[c % 4] for c in range(1, 40))
 # Wide rows are written in transactions of this many rows (as an application would).
@@ -58,6 +70,13 @@ def seed(url, scenario, rows):
         psql(url, f"DO $$ BEGIN FOR k IN 0..{(rows - 1) // WIDE_TXN_ROWS} LOOP "
                   f"INSERT INTO t SELECT i, {WIDE_VALUES} FROM generate_series(k * {WIDE_TXN_ROWS} + 1, "
                   f"least((k + 1) * {WIDE_TXN_ROWS}, {rows})) i; COMMIT; END LOOP; END $$")
+    elif scenario == "twenty_tables":
+        blocks = ", ".join(f"'{t}'" for t in TWENTY)
+        psql(url, f"DO $$ DECLARE names text[] := ARRAY[{blocks}]; BEGIN "
+                  f"FOR k IN 0..{(rows - 1) // TWENTY_TXN_ROWS} LOOP "
+                  f"EXECUTE format('INSERT INTO %I SELECT {SIX_VALUES.replace(chr(39), chr(39) * 2).replace('%', '%%')} FROM generate_series($1, $2) i', "
+                  f"names[k % 20 + 1]) USING k * {TWENTY_TXN_ROWS} + 1, least((k + 1) * {TWENTY_TXN_ROWS}, {rows}); "
+                  f"COMMIT; END LOOP; END $$")
     elif scenario == "idle":
         psql(url, "CREATE TABLE noise (id serial PRIMARY KEY, v text)")
         psql(url, f"INSERT INTO noise (v) SELECT 'x' FROM generate_series(1, {rows}) i")
@@ -80,7 +99,8 @@ def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
 
 def _measure(binary, url, db, scenario, rows, repeat, workdir):
     psql(url, TABLES[scenario])
-    psql(url, f"CREATE PUBLICATION p_{db} FOR TABLE t")
+    tables = captured(scenario)
+    psql(url, f"CREATE PUBLICATION p_{db} FOR TABLE {', '.join(tables)}")
     slot = f"s_{db}"
     psql(url, f"SELECT lsn FROM pg_create_logical_replication_slot('{slot}', 'pgoutput')")
     seed_start = time.monotonic()
@@ -100,7 +120,7 @@ def _measure(binary, url, db, scenario, rows, repeat, workdir):
         os.makedirs(job_dir)
         config = os.path.join(job_dir, "sluice.yaml")
         with open(config, "w") as f:
-            f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [t]\n"
+            f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [{', '.join(tables)}]\n"
                     f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n"
                     f"destination: {{ type: local, path: {job_dir}/out }}\n"
                     f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")

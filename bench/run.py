@@ -5,7 +5,8 @@ Run by `make bench` (full sizes, release build) and `make bench-quick` (small si
 debug build; the CI smoke run). For every engine (PostgreSQL: bench/postgres.py,
 MariaDB: bench/mariadb.py) and scenario — single-row transactions and one big
 transaction at each of --rows, wide rows (40 columns, long text) at --wide-rows, an idle
-run — the backlog is seeded once, then the drain and the floor are measured side by side,
+run, and (PostgreSQL) twenty captured tables at the smallest --rows, reported beside one
+table's peak RSS — the backlog is seeded once, then the drain and the floor are measured side by side,
 --repeat times (medians). Ratios, not absolute times, are the comparable numbers on a
 noisy machine.
 
@@ -108,6 +109,22 @@ def growth(report):
             "| scenario | rows | drain time | peak RSS |", "| --- | --- | --- | --- |", *lines]
 
 
+def many_tables(report):
+    """Peak RSS of twenty captured tables against one, for the same number of rows."""
+    lines = []
+    for twenty in (r for r in report["scenarios"] if r["scenario"] == "twenty_tables"):
+        one = next((r for r in report["scenarios"] if (r["engine"], r["scenario"], r["rows"])
+                    == (twenty["engine"], "single_row_txns", twenty["rows"])), None)
+        if one and one["peak_rss_mib"] > 0:
+            lines.append(f"| {twenty['engine']} | {twenty['rows']} | {one['peak_rss_mib']} | {twenty['peak_rss_mib']} "
+                         f"| ×{twenty['peak_rss_mib'] / one['peak_rss_mib']:.2f} |")
+    if not lines:
+        return []
+    return ["", "Memory with many tables (twenty tables within the default `output.memory_budget_bytes`; "
+            "flat is the goal):", "", "| engine | rows | one table: peak RSS MiB | twenty tables: peak RSS MiB | ratio |",
+            "| --- | --- | --- | --- | --- |", *lines]
+
+
 def targets(report):
     rows = report["scenarios"]
     out = ["", "Against the issue's targets (notes, not assertions):", ""]
@@ -159,6 +176,7 @@ def markdown(report):
                      f"| {fmt(r['rows_per_s'])} | {r['cpu_s']} | {r['peak_rss_mib']} | {r['parts']} "
                      f"| {r['bytes'] / 1e6:.1f} | {r['gb_s']} |")
     lines += growth(report)
+    lines += many_tables(report)
     lines += ["", f"Binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
               f"`next`): {report['cold_start_ms']} ms (median of 5)."]
     if report.get("zip_bytes"):
@@ -224,7 +242,7 @@ def main():
     parser.add_argument("--idle-rows", type=int, default=10_000, help="rows written to an uncaptured table")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--engines", default="postgres,mariadb")
-    parser.add_argument("--scenarios", default="single_row_txns,one_big_txn,wide_rows,idle")
+    parser.add_argument("--scenarios", default="single_row_txns,one_big_txn,wide_rows,idle,twenty_tables")
     parser.add_argument("--binary", default=None)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     parser.add_argument("--zip", default=None)
@@ -241,7 +259,7 @@ def main():
     # Smallest sizes first, so a run cut short still has every scenario.
     plan = [("idle", args.idle_rows)]
     plan += [(s, sizes[0]) for s in ("single_row_txns", "one_big_txn")]
-    plan += [("wide_rows", args.wide_rows)]
+    plan += [("wide_rows", args.wide_rows), ("twenty_tables", sizes[0])]
     plan += [(s, n) for n in sizes[1:] for s in ("single_row_txns", "one_big_txn")]
     plan = [(s, n) for s, n in plan if s in wanted]
     engines = engines_to_run(args.engines.split(","))
@@ -255,6 +273,8 @@ def main():
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="sluice-bench-") as workdir:
         for name, (var, module) in engines.items():
             for scenario, rows in plan:
+                if scenario not in module.TABLES:
+                    continue
                 with tempfile.TemporaryDirectory(dir=workdir) as scratch:
                     r = module.run_scenario(binary, os.environ[var], scenario, rows, args.repeat, scratch)
                 report["scenarios"].append(r)
