@@ -368,7 +368,8 @@ mod tests {
         let mut added_column = good();
         added_column.source_columns.push("w".into());
         let mut unsupported = good();
-        unsupported.columns[1] = column("v", "geography");
+        unsupported.columns[1] = column("v", "decimal");
+        unsupported.columns[1].precision = 0;
         let cases = [
             (off, "cdc database app", "sp_cdc_enable_db"),
             (

@@ -629,15 +629,32 @@ fn missing_cdc_or_capture_instance_is_a_prerequisite_error() {
 
 #[test]
 #[ignore = "needs SLUICE_TEST_MSSQL_URL"]
-fn unsupported_column_type_fails_at_open_naming_the_column() {
+fn types_without_a_typed_mapping_are_captured_as_text_or_wkb() {
     let admin = admin_url();
-    let db = MsDb::new(&admin, "unsupported");
-    db.sql("CREATE TABLE dbo.t (id int PRIMARY KEY, v sql_variant)");
+    let db = MsDb::new(&admin, "untyped");
+    db.sql("CREATE TABLE dbo.t (id int PRIMARY KEY, v sql_variant, h hierarchyid, g geography)");
     db.enable("t");
     let job = db.job("t", "");
-    let (code, text) = refusal(&job, 5);
-    assert_eq!(code, "SLUICE_SOURCE_UNSUPPORTED_TYPE");
-    assert!(text.contains("dbo.t.v"), "{text}");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql(
+        "INSERT INTO dbo.t VALUES (1, CAST(42 AS int), '/1/2/', geography::Point(47.65, -122.34, 4326)), \
+         (2, CAST(N'x' AS nvarchar(10)), '/', NULL)",
+    );
+    db.capture();
+    assert_eq!(job.drain()["rows"], 2);
+    let rows = job.rows("dbo.t");
+    assert_eq!(rows[0]["v"].as_deref(), Some("42"));
+    assert_eq!(rows[0]["h"].as_deref(), Some("/1/2/"));
+    assert_eq!(rows[1]["v"].as_deref(), Some("x"));
+    assert_eq!(rows[1]["h"].as_deref(), Some("/"));
+    assert!(rows[0]["g"].is_some() && rows[1]["g"].is_none());
+    let part = &support::part_files(&job.out().join("dbo.t"), "cdc-")[0];
+    let schema = support::read_batches(part)[0].schema();
+    let form = |c: &str| schema.field_with_name(c).unwrap().metadata()["sluice.form"].clone();
+    assert_eq!(
+        (form("v"), form("h"), form("g")),
+        ("text".into(), "text".into(), "wkb".into())
+    );
 }
 
 /// Every snapshot and change row of `dbo.<table>`, sorted by (`__pos`, `__seq`): the

@@ -199,7 +199,7 @@ pub fn shape(config_name: &str, columns: &[CaptureColumn]) -> Result<TableSchema
             nullable: c.nullable,
             key: c.is_key(),
             source_type: c.declaration(),
-            field_metadata: Default::default(),
+            field_metadata: c.field_metadata(),
         });
     }
     crate::source::refuse_unsupported(
@@ -352,19 +352,29 @@ mod tests {
         assert_eq!(shape.key_indexes(), vec![0]);
         assert_eq!(shape.columns[1].ty, ColumnType::Int64);
         assert!(!shape.columns[0].nullable);
-        let err = super::shape("dbo.t", &[column("g", "geography", false)]).unwrap_err();
-        assert_eq!(err.code(), Code::SourceUnsupportedType);
-        assert!(err.to_string().contains("dbo.t.g"));
-        // Every offending column is named, not only the first.
-        let err = super::shape(
+        // No type is refused for being a type: spatial columns are WKB, others their text.
+        let wide = super::shape(
             "dbo.t",
             &[
-                column("id", "int", true),
                 column("g", "geography", false),
                 column("h", "hierarchyid", false),
             ],
         )
-        .unwrap_err();
+        .unwrap();
+        assert_eq!(wide.columns[0].ty, ColumnType::Binary);
+        assert_eq!(wide.columns[0].field_metadata["sluice.form"], "wkb");
+        assert_eq!(wide.columns[1].ty, ColumnType::Utf8);
+        assert_eq!(wide.columns[1].field_metadata["sluice.form"], "text");
+        // A declaration no output type holds (a catalog reporting a decimal of precision 0)
+        // is refused, every offending column named.
+        let mut bad = column("g", "decimal", false);
+        bad.precision = 0;
+        let err = super::shape("dbo.t", std::slice::from_ref(&bad)).unwrap_err();
+        assert_eq!(err.code(), Code::SourceUnsupportedType);
+        assert!(err.to_string().contains("dbo.t.g"));
+        let mut bad2 = column("h", "decimal", false);
+        bad2.precision = 39;
+        let err = super::shape("dbo.t", &[column("id", "int", true), bad, bad2]).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("dbo.t.g") && text.contains("dbo.t.h") && text.contains("2 columns"),

@@ -12,6 +12,12 @@
 //!   every digit SQL Server itself prints for it (milliseconds).
 //! * `datetimeoffset` is written as the UTC instant (TDS sends it in UTC plus an offset).
 //! * `uniqueidentifier` is the canonical lower-case hyphenated text; `xml` its text.
+//! * No column is refused for its type: `geometry` / `geography` are read as WKB
+//!   (`AsBinaryZM()`, Z and M kept; the SRID is not in WKB), declared `sluice.form = wkb`;
+//!   `hierarchyid` as its path text (`ToString()`), `sql_variant` as the text of its value
+//!   in an exact style for its base type ([`select_expr`]), and any other type (a CLR
+//!   type, one added in a later SQL Server) as `CONVERT(nvarchar(max), …)` — all declared
+//!   `sluice.form = text`.
 
 use tiberius::ColumnData;
 
@@ -147,8 +153,34 @@ impl CaptureColumn {
             }
             "binary" | "varbinary" | "image" | "timestamp" | "rowversion" => ColumnType::Binary,
             "uniqueidentifier" => ColumnType::Uuid,
-            other => return Err(format!("type {other} is not supported")),
+            _ => match self.form() {
+                Some(Form::Wkb) => ColumnType::Binary,
+                _ => ColumnType::Utf8,
+            },
         })
+    }
+
+    /// How a type without a typed mapping is read (`None` for a typed one).
+    pub fn form(&self) -> Option<Form> {
+        match self.type_name.as_str() {
+            "bit" | "tinyint" | "smallint" | "int" | "bigint" | "real" | "float" | "decimal"
+            | "numeric" | "money" | "smallmoney" | "date" | "time" | "datetime" | "datetime2"
+            | "smalldatetime" | "datetimeoffset" | "char" | "varchar" | "nchar" | "nvarchar"
+            | "text" | "ntext" | "xml" | "binary" | "varbinary" | "image" | "timestamp"
+            | "rowversion" | "uniqueidentifier" => None,
+            "geometry" | "geography" => Some(Form::Wkb),
+            _ => Some(Form::Text),
+        }
+    }
+
+    /// The Parquet field metadata declaring the column's form, if it has one.
+    pub fn field_metadata(&self) -> std::collections::BTreeMap<String, String> {
+        let form = match self.form() {
+            Some(Form::Wkb) => "wkb",
+            Some(Form::Text) => "text",
+            None => return Default::default(),
+        };
+        [("sluice.form".to_owned(), form.to_owned())].into()
     }
 
     /// How the capture process logs this column in old images.
@@ -165,15 +197,64 @@ impl CaptureColumn {
     }
 }
 
+/// How a column of a type without a typed mapping is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// OGC WKB bytes (`geometry`, `geography`).
+    Wkb,
+    /// The value's text.
+    Text,
+}
+
 /// The select-list expression reading `column` from the row source `alias`: the column
-/// itself, or for money types an exact `CAST` to decimal under the column's own name.
+/// itself; for money types an exact `CAST` to decimal; for a type without a typed mapping
+/// its WKB or text ([`CaptureColumn::form`]) — always under the column's own name.
 pub fn select_expr(alias: &str, column: &CaptureColumn) -> String {
     let quoted = super::queries::quote(&column.name);
+    let c = format!("{alias}.{quoted}");
     match column.type_name.as_str() {
-        "money" => format!("CAST({alias}.{quoted} AS decimal(19,4)) AS {quoted}"),
-        "smallmoney" => format!("CAST({alias}.{quoted} AS decimal(10,4)) AS {quoted}"),
-        _ => format!("{alias}.{quoted}"),
+        "money" => format!("CAST({c} AS decimal(19,4)) AS {quoted}"),
+        "smallmoney" => format!("CAST({c} AS decimal(10,4)) AS {quoted}"),
+        "geometry" | "geography" => format!("{c}.AsBinaryZM() AS {quoted}"),
+        "hierarchyid" => format!("{c}.ToString() AS {quoted}"),
+        "sql_variant" => format!("{} AS {quoted}", variant_text(&c)),
+        _ if column.form() == Some(Form::Text) => {
+            format!("CONVERT(nvarchar(max), {c}) AS {quoted}")
+        }
+        _ => c,
     }
+}
+
+/// The text of a `sql_variant` value `c`, in a style that keeps every digit of its base
+/// type: floats with 17 significant digits (style 3), date and time types in ISO 8601
+/// (126/127, offset kept), binary as `0x…` hex (style 1), money with its 4 decimals
+/// (style 2); other base types (integers, decimals, strings, uniqueidentifier) convert
+/// exactly by default.
+fn variant_text(c: &str) -> String {
+    let as_text =
+        |ty: &str, style: u8| format!("CONVERT(nvarchar(4000), CAST({c} AS {ty}), {style})");
+    let time = format!("CONVERT(nvarchar(4000), CAST({c} AS time(7)))");
+    format!(
+        "CASE CAST(SQL_VARIANT_PROPERTY({c}, 'BaseType') AS sysname) \
+         WHEN 'float' THEN {} WHEN 'real' THEN {} \
+         WHEN 'datetime' THEN {} WHEN 'smalldatetime' THEN {} WHEN 'datetime2' THEN {} \
+         WHEN 'datetimeoffset' THEN {} WHEN 'date' THEN {} WHEN 'time' THEN {} \
+         WHEN 'binary' THEN {} WHEN 'varbinary' THEN {} \
+         WHEN 'money' THEN {} WHEN 'smallmoney' THEN {} \
+         ELSE CONVERT(nvarchar(4000), {c}) END",
+        as_text("float", 3),
+        as_text("real", 3),
+        as_text("datetime", 126),
+        as_text("smalldatetime", 126),
+        as_text("datetime2(7)", 126),
+        as_text("datetimeoffset(7)", 127),
+        as_text("date", 23),
+        time,
+        as_text("varbinary(8000)", 1),
+        as_text("varbinary(8000)", 1),
+        as_text("money", 2),
+        as_text("smallmoney", 2),
+    )
 }
 
 /// Converts one cell to the column's output type. The error says why, without naming the
@@ -401,9 +482,19 @@ mod tests {
             assert_eq!(c.column_type().unwrap(), ty, "{}", c.type_name);
             assert_eq!(c.declaration(), decl);
         }
-        for unsupported in ["sql_variant", "geography", "hierarchyid"] {
-            assert!(col(unsupported, 16, 0, 0).column_type().is_err());
+        // No type is refused: spatial types are WKB, every other one its text.
+        for (name, ty, form) in [
+            ("geography", ColumnType::Binary, "wkb"),
+            ("geometry", ColumnType::Binary, "wkb"),
+            ("hierarchyid", ColumnType::Utf8, "text"),
+            ("sql_variant", ColumnType::Utf8, "text"),
+            ("my_clr_type", ColumnType::Utf8, "text"),
+        ] {
+            let c = col(name, 16, 0, 0);
+            assert_eq!(c.column_type().unwrap(), ty, "{name}");
+            assert_eq!(c.field_metadata()["sluice.form"], form, "{name}");
         }
+        assert!(col("int", 4, 10, 0).field_metadata().is_empty());
         assert!(col("decimal", 17, 39, 0).column_type().is_err());
     }
 
@@ -590,5 +681,40 @@ mod tests {
             "CAST(c.[pri]]ce] AS decimal(19,4)) AS [pri]]ce]"
         );
         assert_eq!(select_expr("t", &col("int", 4, 10, 0)), "t.[c]");
+    }
+
+    #[test]
+    fn types_without_a_typed_mapping_are_read_as_wkb_or_text_under_their_own_name() {
+        assert_eq!(
+            select_expr("c", &col("geography", -1, 0, 0)),
+            "c.[c].AsBinaryZM() AS [c]"
+        );
+        assert_eq!(
+            select_expr("t", &col("hierarchyid", 892, 0, 0)),
+            "t.[c].ToString() AS [c]"
+        );
+        assert_eq!(
+            select_expr("t", &col("my_clr_type", -1, 0, 0)),
+            "CONVERT(nvarchar(max), t.[c]) AS [c]"
+        );
+        let variant = select_expr("c", &col("sql_variant", 8016, 0, 0));
+        assert!(
+            variant.starts_with("CASE CAST(SQL_VARIANT_PROPERTY(c.[c], 'BaseType') AS sysname)"),
+            "{variant}"
+        );
+        for exact in [
+            "WHEN 'float' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS float), 3)",
+            "WHEN 'datetime2' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetime2(7)), 126)",
+            "WHEN 'datetimeoffset' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetimeoffset(7)), 127)",
+            "WHEN 'time' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS time(7)))",
+            "WHEN 'varbinary' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS varbinary(8000)), 1)",
+            "WHEN 'money' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS money), 2)",
+        ] {
+            assert!(variant.contains(exact), "{exact} not in {variant}");
+        }
+        assert!(
+            variant.ends_with("ELSE CONVERT(nvarchar(4000), c.[c]) END AS [c]"),
+            "{variant}"
+        );
     }
 }
