@@ -147,6 +147,36 @@ fn columns() -> Vec<(&'static str, &'static str, Kind)> {
         ),
         ("j", "json", Kind::Json),
         ("Mixed Case", "int", Kind::Int { min: -5, max: 5 }),
+        // Types written as the server's text or labels (docs/mysql.md#types).
+        (
+            "mood",
+            "enum('sad','ok','happy','')",
+            Kind::Literal(&["sad", "ok", "happy", ""]),
+        ),
+        (
+            "tags",
+            "set('a','b','c')",
+            Kind::Literal(&["", "a", "c,a", "a,b,c"]),
+        ),
+        (
+            "ip6",
+            "inet6",
+            Kind::Literal(&["::1", "2001:db8::1", "::ffff:1.2.3.4", "::"]),
+        ),
+        (
+            "uid",
+            "uuid",
+            Kind::Literal(&[
+                "6ccd780c-baba-1026-9564-5b8c656024db",
+                "00000000-0000-0000-0000-000000000000",
+                "ffffffff-ffff-ffff-ffff-ffffffffffff",
+            ]),
+        ),
+        (
+            "dur",
+            "time(2)",
+            Kind::Literal(&["-838:59:59.99", "34:00:00.5", "-00:00:00.01", "00:00:00"]),
+        ),
         ("doc", "mediumtext", Kind::LargeText),
     ]
 }
@@ -264,6 +294,7 @@ fn literal(val: &Val) -> String {
         Val::F64(v) => format!("{v:e}"),
         Val::Bool(b) => if *b { "TRUE" } else { "FALSE" }.into(),
         Val::Text(s) | Val::Json(s) => quote(s),
+        Val::Literal(s) => quote(s),
         Val::Bytes(b) => format!("x'{}'", canon::hex(b)),
         Val::Date(d) => format!("DATE'{}'", canon::date(*d)),
         Val::Time(t) => quote(&canon::time(*t)),
@@ -370,6 +401,8 @@ impl MariaSource {
         match kind {
             // Seconds since the epoch (6 decimals), whatever the session's time zone.
             Kind::TimestampTz { .. } => format!("UNIX_TIMESTAMP({e})"),
+            // The server's own text: labels, addresses, a TIME beyond a day.
+            Kind::Literal(_) => format!("CAST({e} AS CHAR)"),
             _ => e.to_owned(),
         }
     }

@@ -65,6 +65,10 @@ pub enum Kind {
     /// JSON normalized by the server.
     Jsonb,
     List(Box<Kind>),
+    /// One of these source literals, for a type sluice writes as the source's own text
+    /// (PostgreSQL `interval`, `inet`, ranges; MariaDB `ENUM`, `INET6`): the replay must
+    /// hold exactly what the source prints for it.
+    Literal(&'static [&'static str]),
 }
 
 /// One non-key column of the captured table.
@@ -128,6 +132,8 @@ pub enum Val {
     Uuid([u8; 16]),
     Json(String),
     List(Vec<Val>),
+    /// A source literal of a [`Kind::Literal`] column.
+    Literal(&'static str),
 }
 
 /// One statement of a transaction.
@@ -386,6 +392,7 @@ impl<'a> Workload<'a> {
 pub fn value_of(kind: &Kind, rng: &mut Rng) -> Val {
     let edge = rng.chance(25);
     match kind {
+        Kind::Literal(choices) => Val::Literal(choices[rng.below(choices.len())]),
         Kind::Int { min, max } => Val::Int(if edge {
             (*rng.pick(&[*min, *max, 0, -1, 1, min + 1, max - 1])).clamp(*min, *max)
         } else if rng.chance(50) && (*min).max(-1000) <= (*max).min(1000) {

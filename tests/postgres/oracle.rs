@@ -135,6 +135,75 @@ fn columns() -> Vec<(&'static str, &'static str, Kind)> {
             Kind::List(Box::new(Kind::Float64)),
         ),
         ("Mixed Case", "integer", Kind::Int { min: -5, max: 5 }),
+        // Types written as the server's text (docs/postgresql.md#types).
+        (
+            "iv",
+            "interval",
+            Kind::Literal(&[
+                "1 year 2 mons 3 days 04:05:06.789",
+                "-1 mons +2 days -00:00:00.000001",
+                "00:00:00",
+                "178000000 years",
+                "PT-0.5S",
+            ]),
+        ),
+        (
+            "ip",
+            "inet",
+            Kind::Literal(&[
+                "192.168.0.1/24",
+                "10.0.0.1",
+                "::1",
+                "2001:db8::1/64",
+                "::ffff:1.2.3.4",
+            ]),
+        ),
+        (
+            "tt",
+            "timetz",
+            Kind::Literal(&[
+                "12:34:56.789+05:30",
+                "00:00:00-14:59",
+                "24:00:00+00",
+                "23:59:59.999999-01",
+            ]),
+        ),
+        (
+            "m",
+            "money",
+            Kind::Literal(&[
+                "12.34",
+                "-0.01",
+                "0",
+                "-92233720368547758.08",
+                "92233720368547758.07",
+            ]),
+        ),
+        (
+            "rng",
+            "tstzrange",
+            Kind::Literal(&[
+                "[2024-01-01 00:00+00,2024-02-01 00:00+00)",
+                "empty",
+                "(,2024-01-01 00:00:00.000001+00]",
+                "[-infinity,infinity)",
+            ]),
+        ),
+        (
+            "vb",
+            "varbit",
+            Kind::Literal(&["", "1", "0101010101010101010101"]),
+        ),
+        (
+            "pt",
+            "point",
+            Kind::Literal(&["(1.5,-2)", "(0,-0.5)", "(1e+300,-1e-300)"]),
+        ),
+        (
+            "ivs",
+            "interval[]",
+            Kind::List(Box::new(Kind::Literal(&["P1D", "PT-1S", "1 mon"]))),
+        ),
         ("doc", "text", Kind::LargeText),
     ]
 }
@@ -316,6 +385,7 @@ fn literal(val: &Val, ty: &str) -> String {
         Val::F64(v) => float_text(*v),
         Val::Bool(b) => b.to_string(),
         Val::Text(s) | Val::Json(s) => s.clone(),
+        Val::Literal(s) => (*s).to_owned(),
         Val::Bytes(b) => format!("\\x{}", canon::hex(b)),
         Val::Date(d) => pg_date(*d),
         Val::Time(t) => canon::time(*t),
@@ -410,6 +480,8 @@ impl PgSource {
             Kind::Date { .. } => format!("({e} - DATE '1970-01-01')::text"),
             Kind::Timestamp { .. } => format!("encode(timestamp_send({e}), 'hex')"),
             Kind::TimestampTz { .. } => format!("encode(timestamptz_send({e}), 'hex')"),
+            // An array of a text-form type is one text-form column: the array's own text.
+            Kind::List(item) if matches!(**item, Kind::Literal(_)) => format!("({e})::text"),
             Kind::List(item) => format!(
                 "coalesce((SELECT json_agg(({}) ORDER BY u.i) FROM unnest({e}) WITH ORDINALITY AS u(e, i)), '[]')::text",
                 Self::select_expr(item, "u.e")
@@ -432,6 +504,7 @@ impl PgSource {
             Kind::TimestampTz { .. } => {
                 canon::timestamp(i128::from(int_of(raw)) + PG_EPOCH_US, true)
             }
+            Kind::List(item) if matches!(**item, Kind::Literal(_)) => raw.to_owned(),
             Kind::List(item) => {
                 let items: Vec<Option<String>> = serde_json::from_str(raw).unwrap();
                 let items: Vec<Option<String>> = items
@@ -472,10 +545,18 @@ impl Source for PgSource {
             .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
             .collect();
         let sql = format!("SELECT id::text, {} FROM {TABLE}", exprs.join(", "));
-        let rows = self
-            .runtime
-            .block_on(self.client.query(&sql, &[]))
-            .map_err(|e| format!("{sql}: {e:?}"))?;
+        // The text-form columns read under the settings sluice pins for text output
+        // (docs/postgresql.md#types), not the application session's own.
+        let pinned = "BEGIN; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; \
+             SET LOCAL IntervalStyle = 'iso_8601'; SET LOCAL extra_float_digits = 3; \
+             SET LOCAL bytea_output = 'hex'";
+        let rows = self.runtime.block_on(async {
+            self.client.batch_execute(pinned).await?;
+            let rows = self.client.query(&sql, &[]).await;
+            self.client.batch_execute("ROLLBACK").await?;
+            rows
+        });
+        let rows = rows.map_err(|e| format!("{sql}: {e:?}"))?;
         let mut out = BTreeMap::new();
         for row in rows {
             let id: String = row.get(0);
