@@ -18,6 +18,11 @@ const TABLE: &str = "public.items";
 /// Microseconds from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
 const PG_EPOCH_US: i128 = 946_684_800_000_000;
 
+/// The types and extensions the columns use beyond the built-in ones.
+const TYPES: &str = "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'); \
+     CREATE DOMAIN posint AS integer CHECK (VALUE > 0); \
+     CREATE EXTENSION IF NOT EXISTS citext; CREATE EXTENSION IF NOT EXISTS hstore";
+
 /// Columns: name, PostgreSQL type, value kind.
 fn columns() -> Vec<(&'static str, &'static str, Kind)> {
     let ts = Kind::TimestampTz {
@@ -194,6 +199,46 @@ fn columns() -> Vec<(&'static str, &'static str, Kind)> {
             "varbit",
             Kind::Literal(&["", "1", "0101010101010101010101"]),
         ),
+        ("e", "mood", Kind::Literal(&["sad", "ok", "happy"])),
+        (
+            "pos",
+            "posint",
+            Kind::Int {
+                min: 1,
+                max: i32::MAX.into(),
+            },
+        ),
+        ("ci", "citext", Kind::Literal(&["MiXeD Case", "", "ß"])),
+        (
+            "hs",
+            "hstore",
+            Kind::Literal(&["k=>v, \"a b\"=>NULL", "", "z=>\"\\\"q\""]),
+        ),
+        (
+            "x",
+            "xml",
+            Kind::Literal(&["<a>1</a>", "<b/>", "text &amp; more"]),
+        ),
+        (
+            "mac",
+            "macaddr",
+            Kind::Literal(&["08:00:2b:01:02:03", "ff:ff:ff:ff:ff:ff"]),
+        ),
+        (
+            "net",
+            "cidr",
+            Kind::Literal(&["10.0.0.0/8", "2001:db8::/32"]),
+        ),
+        (
+            "mr",
+            "int4multirange",
+            Kind::Literal(&["{}", "{[1,3),[5,7)}", "{(,0]}"]),
+        ),
+        (
+            "tv",
+            "tsvector",
+            Kind::Literal(&["a fat cat", "b:1A c:2", ""]),
+        ),
         (
             "pt",
             "point",
@@ -253,6 +298,7 @@ impl Engine for Pg {
             "replica identity: {}",
             if full { "FULL" } else { "DEFAULT" }
         ));
+        db.sql(TYPES);
         let cols: Vec<String> = self
             .spec
             .columns
