@@ -8,6 +8,9 @@ after). The backlog is written after the slot is created, so the slot holds exac
 * floor ("decode"): `SELECT count(*), sum(length(data)) FROM
   pg_logical_slot_peek_binary_changes(...)` on the slot with the drain's own pgoutput
   options — the server's decode of the same changes, without consuming them;
+* floor ("transfer", the copy-out floor): `COPY (SELECT data FROM
+  pg_logical_slot_peek_binary_changes(...)) TO STDOUT` through psql to /dev/null — the
+  same decode with every change sent to a client, what any SQL-path reader pays;
 * sluice: `sluice drain` on a copy of the slot (pg_copy_logical_replication_slot), so
   every repeat reads the full backlog.
 """
@@ -108,12 +111,16 @@ def _measure(binary, url, db, scenario, rows, repeat, workdir):
     seed_s = time.monotonic() - seed_start
     floor_sql = (f"SELECT count(*), coalesce(sum(length(data)), 0) FROM pg_logical_slot_peek_binary_changes("
                  f"'{slot}', NULL, NULL, 'proto_version', '1', 'publication_names', 'p_{db}', 'binary', 'true')")
-    floors, drains = [], []
+    copy_sql = (f"COPY (SELECT data FROM pg_logical_slot_peek_binary_changes("
+                f"'{slot}', NULL, NULL, 'proto_version', '1', 'publication_names', 'p_{db}', 'binary', 'true')) "
+                f"TO STDOUT")
+    floors, copies, drains = [], [], []
     decoded = (0, 0)
     for attempt in range(repeat):
         t0 = time.monotonic()
         decoded = tuple(int(x) for x in psql(url, floor_sql).split("|"))
         floors.append({"wall_s": time.monotonic() - t0})
+        copies.append(measure.floor(["psql", url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", copy_sql]))
         copy = f"{slot}_r{attempt}"
         psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
         job_dir = os.path.join(workdir, f"pg_{scenario}_{attempt}")
@@ -128,5 +135,5 @@ def _measure(binary, url, db, scenario, rows, repeat, workdir):
         drains.append(measure.drain(binary, config, env))
         psql(url, f"SELECT pg_drop_replication_slot('{copy}')")
         shutil.rmtree(job_dir)
-    return measure.result("postgres", scenario, rows, seed_s, drains, {"decode": floors},
+    return measure.result("postgres", scenario, rows, seed_s, drains, {"decode": floors, "transfer": copies},
                           {"changes_decoded": decoded[0], "decoded_bytes": decoded[1]})

@@ -165,7 +165,8 @@ def markdown(report):
         lines += [report["note"], ""]
     lines += [f"Parts, state and spill files in `{report['workdir']}`. "
               "Floors: PostgreSQL `pg_logical_slot_peek_binary_changes` (count + sum of lengths) on the same "
-              "slot; MariaDB `mariadb-binlog --read-from-remote-server -v` over the same binlog range to "
+              "slot (decode) and `COPY (SELECT data FROM pg_logical_slot_peek_binary_changes(…)) TO STDOUT` "
+              "to /dev/null (transfer: every change sent to a client); MariaDB `mariadb-binlog --read-from-remote-server -v` over the same binlog range to "
               "/dev/null (decode) and `--raw` (transfer).", "",
               "| engine | scenario | rows | decode floor s | transfer floor s | sluice s | sluice/decode "
               "| sluice/transfer | rows/s | CPU s | peak RSS MiB | parts | MB written | GB-s |",
