@@ -41,7 +41,7 @@ mod tests {
     fn the_row_reports_the_cap_and_warns_when_the_floor_overcommits() {
         let fits = check(&config(20, 64 << 20));
         assert_eq!(fits.status, Status::Ok, "{fits:?}");
-        assert!(fits.detail.contains("1.6 MiB per row group"), "{fits:?}");
+        assert!(fits.detail.contains("1.1 MiB per row group"), "{fits:?}");
         let over = check(&config(20, 8 << 20));
         assert_eq!(over.status, Status::Warn, "{over:?}");
         assert!(over.detail.contains("1.0 MiB per row group"), "{over:?}");

@@ -3,8 +3,9 @@
 //!
 //! Guarantees: each table's writer batches at most [`MemoryBudget::table_cap`] bytes of
 //! cells before it writes them out as one row group (and the Parquet writer closes that
-//! row group at once, so its encoded copy is bounded by the same cap): with the batch and
-//! its encoded row group counted twice, the writers of all tables together stay within the
+//! row group at once, so its encoded copy is bounded by the same cap): with the batch being
+//! built, the batch being encoded (on the encoder thread, [`crate::sink::part`]) and its
+//! encoded row group counted — [`COPIES_PER_WRITER`] caps — the writers of all tables together stay within the
 //! budget — except that no cap goes below [`MIN_TABLE_CAP`] (a job with very many tables
 //! and a tiny budget is bounded by that floor) or above `output.row_group_bytes`.
 //! The default is sized from the Lambda function's memory when there is one.
@@ -18,6 +19,10 @@ pub const MIN_TABLE_CAP: u64 = MIB;
 
 /// The smallest budget (also the least a config may set).
 pub const MIN_BUDGET: u64 = crate::config::OutputConfig::MIN_MEMORY_BUDGET;
+
+/// Caps each writer may hold at once: the batch being built, the batch being encoded and
+/// its encoded row group.
+pub const COPIES_PER_WRITER: u64 = 3;
 
 /// The CLI's default budget.
 pub const CLI_DEFAULT: u64 = 512 * MIB;
@@ -72,10 +77,10 @@ impl MemoryBudget {
     }
 
     /// The batch cap of each of `tables` writers whose row groups are at most
-    /// `row_group_bytes`: `budget / (2 × tables)`, at least [`MIN_TABLE_CAP`], at most
+    /// `row_group_bytes`: `budget / (3 × tables)`, at least [`MIN_TABLE_CAP`], at most
     /// `row_group_bytes`.
     pub fn table_cap(&self, tables: usize, row_group_bytes: usize) -> usize {
-        let share = self.bytes / (2 * tables.max(1) as u64);
+        let share = self.bytes / (COPIES_PER_WRITER * tables.max(1) as u64);
         let cap = share.max(MIN_TABLE_CAP).min(row_group_bytes as u64);
         usize::try_from(cap).unwrap_or(row_group_bytes)
     }
@@ -83,7 +88,8 @@ impl MemoryBudget {
     /// True when the floor, not the budget, sets the cap of `tables` writers: together
     /// they may then hold more than the budget.
     pub fn overcommitted(&self, tables: usize, row_group_bytes: usize) -> bool {
-        2 * tables as u64 * self.table_cap(tables, row_group_bytes) as u64 > self.bytes
+        COPIES_PER_WRITER * tables as u64 * self.table_cap(tables, row_group_bytes) as u64
+            > self.bytes
     }
 
     /// One line for logs and `doctor`: the budget, where it came from, and the cap of
@@ -111,10 +117,10 @@ mod tests {
     #[test]
     fn the_budget_is_split_among_the_tables_within_floor_and_row_group() {
         let b = MemoryBudget::resolve(Some(64 * MIB), None);
-        // 20 tables: 64 MiB / 40 = 1.6 MiB each; batch and row group of all fit in 64 MiB.
+        // 20 tables: 64 MiB / 60 ≈ 1.07 MiB each; the three copies of all fit in 64 MiB.
         let cap = b.table_cap(20, ROW_GROUP) as u64;
-        assert_eq!(cap, 64 * MIB / 40);
-        assert!(2 * 20 * cap <= b.bytes);
+        assert_eq!(cap, 64 * MIB / 60);
+        assert!(COPIES_PER_WRITER * 20 * cap <= b.bytes);
         // One table: capped by the row group size, not the budget.
         assert_eq!(
             MemoryBudget::resolve(Some(1024 * MIB), None).table_cap(1, ROW_GROUP),
@@ -125,7 +131,7 @@ mod tests {
         assert_eq!(b.table_cap(1000, ROW_GROUP) as u64, MIN_TABLE_CAP);
         assert!(b.overcommitted(1000, ROW_GROUP));
         // Zero tables is treated as one.
-        assert_eq!(b.table_cap(0, ROW_GROUP) as u64, 32 * MIB);
+        assert_eq!(b.table_cap(0, ROW_GROUP) as u64, 64 * MIB / 3);
         // A row group smaller than the floor stays as configured.
         assert_eq!(b.table_cap(1000, 4096), 4096);
     }
@@ -137,7 +143,7 @@ mod tests {
         assert_eq!(lambda.origin, BudgetOrigin::Lambda(1024));
         assert_eq!(
             MemoryBudget::resolve(None, Some(128)).table_cap(20, ROW_GROUP) as u64,
-            MIN_TABLE_CAP.max(64 * MIB / 40)
+            MIN_TABLE_CAP.max(64 * MIB / 60)
         );
         let cli = MemoryBudget::resolve(None, None);
         assert_eq!((cli.bytes, cli.origin), (CLI_DEFAULT, BudgetOrigin::Cli));
@@ -155,6 +161,6 @@ mod tests {
             line.contains("64.0 MiB (output.memory_budget_bytes) for 20"),
             "{line}"
         );
-        assert!(line.contains("1.6 MiB per row group"), "{line}");
+        assert!(line.contains("1.1 MiB per row group"), "{line}");
     }
 }

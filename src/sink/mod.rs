@@ -11,7 +11,8 @@
 //!   ([`checksum`]); the part carries the running sum, which anyone can recompute from
 //!   the file;
 //! * memory is bounded by configuration: at most one batch of `row_group_rows` rows (or
-//!   `row_group_bytes` bytes) plus the writer's current row group; everything else is on
+//!   `row_group_bytes` bytes) being built, one being encoded (on a second thread where
+//!   there is a second CPU) and its encoded row group; everything else is on
 //!   local disk ([`part`]); the run's writers share one budget ([`memory_budget`]) that
 //!   lowers each table's batch size;
 //! * a schema change (a widened column type included) rolls to a new part, any other

@@ -4,9 +4,11 @@
 //! Guarantees:
 //!
 //! * memory is bounded by configuration, not by data (docs/state.md, Guarantees): at most one
-//!   in-memory batch of `row_group_rows` rows or `row_group_bytes` bytes, whichever comes
-//!   first, plus the Parquet writer's current row group. Every full batch is verified
-//!   ([`crate::sink::batch`]) and written out as its own row group at once, so a 1M-row
+//!   in-memory batch of `row_group_rows` rows or `row_group_bytes` bytes being built,
+//!   whichever comes first, plus the batch being encoded and its encoded row group. Every
+//!   full batch is verified ([`crate::sink::batch`]) and handed to the part's encoder
+//!   ([`encoder`]: a thread of its own when the process has two CPUs, so decoding and
+//!   encoding overlap), which writes it out as its own row group at once, so a 1M-row
 //!   transaction sits on local disk, not in the heap;
 //! * a part is written with zstd at the configured level, page statistics, `created_by`
 //!   `sluice <version>`, the sluice table schema as JSON under the `sluice.schema`
@@ -45,6 +47,8 @@ use crate::sink::arrow_schema::type_name;
 use crate::sink::batch::RowBatchBuilder;
 use crate::sink::checksum::{FNV_OFFSET_BASIS, checksum_text};
 use crate::sink::manifest::{ManifestPart, schema_json};
+
+use self::encoder::Encoder;
 
 /// Key-value metadata key holding the sluice table schema as JSON.
 pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
@@ -254,9 +258,7 @@ impl PartWriter {
     /// the in-memory batch (an upper bound; the finished file is usually smaller).
     pub fn bytes_in_part(&self) -> u64 {
         self.open.as_ref().map_or(0, |open| {
-            (open.writer.bytes_written()
-                + open.writer.in_progress_size()
-                + open.builder.approx_bytes()) as u64
+            open.encoder.bytes_written() + open.builder.approx_bytes() as u64
         })
     }
 
@@ -283,17 +285,10 @@ impl PartWriter {
             return Ok(None);
         }
         if !open.builder.is_empty() {
-            open.flush_batch(&self.settings.spill_dir)?;
+            open.flush_batch()?;
         }
-        let spill_dir = &self.settings.spill_dir;
         let path = open.spill.path.clone();
-        open.writer.finish().map_err(|e| {
-            parquet_error(e, format!("finishing part {}", path.display()), spill_dir)
-        })?;
-        open.writer
-            .inner()
-            .sync_all()
-            .map_err(|e| io_error(e, format!("fsyncing part {}", path.display()), spill_dir))?;
+        let bytes = open.encoder.finish()?;
         let number = self.next_number;
         self.next_number = number.checked_add(1).ok_or_else(|| {
             Error::new(
@@ -308,7 +303,7 @@ impl PartWriter {
             key: format!("{}{number:06}.parquet", self.key_prefix),
             local_path: path,
             rows: open.rows,
-            bytes: open.writer.bytes_written() as u64,
+            bytes,
             checksum: checksum_text(open.checksum),
             first_pos: open.first_pos.as_deref().unwrap_or_default().to_owned(),
             last_pos: open.last_pos.as_deref().unwrap_or_default().to_owned(),
@@ -350,7 +345,7 @@ impl PartWriter {
         Ok(OpenPart {
             schema,
             builder,
-            writer,
+            encoder: Encoder::start(writer, spill.path.clone(), dir.clone()),
             spill,
             rows: 0,
             checksum: FNV_OFFSET_BASIS,
@@ -364,7 +359,7 @@ impl PartWriter {
 struct OpenPart {
     schema: Arc<TableSchema>,
     builder: RowBatchBuilder,
-    writer: ArrowWriter<File>,
+    encoder: Encoder,
     spill: SpillFile,
     rows: u64,
     /// Running checksum of the rows already written out.
@@ -394,19 +389,16 @@ impl OpenPart {
         if self.builder.len() >= settings.row_group_rows
             || self.builder.approx_bytes() >= settings.row_group_bytes
         {
-            self.flush_batch(&settings.spill_dir)?;
+            self.flush_batch()?;
         }
         Ok(())
     }
 
     /// Verifies the in-memory batch and writes it out as one row group.
-    fn flush_batch(&mut self, spill_dir: &Path) -> Result<()> {
+    fn flush_batch(&mut self) -> Result<()> {
+        let approx = self.builder.approx_bytes() as u64;
         let checked = self.builder.finish()?;
-        let what = || format!("writing a row group to {}", self.spill.path.display());
-        self.writer
-            .write(&checked.batch)
-            .and_then(|()| self.writer.flush())
-            .map_err(|e| parquet_error(e, what(), spill_dir))?;
+        self.encoder.write(checked.batch, approx)?;
         self.checksum = checked.checksum;
         Ok(())
     }
@@ -561,5 +553,6 @@ fn spill_full(what: String, spill_dir: &Path) -> Error {
     .hint("point output.spill_dir at a larger volume, raise the Lambda function's ephemeral storage (up to 10240 MB; /tmp), or lower output.rollover_bytes so parts are uploaded sooner")
 }
 
+mod encoder;
 #[cfg(test)]
 mod tests;

@@ -53,7 +53,7 @@ fn a_twenty_table_job_stays_within_its_memory_budget() {
     let again = job.run(&["drain"], &[]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again.stderr.contains("memory budget") && again.stderr.contains("1.6 MiB per row group"),
+        again.stderr.contains("memory budget") && again.stderr.contains("1.1 MiB per row group"),
         "{}",
         again.stderr
     );
@@ -70,7 +70,7 @@ fn a_twenty_table_job_stays_within_its_memory_budget() {
     let detail = row["detail"].as_str().unwrap();
     assert!(
         detail.contains("64.0 MiB (output.memory_budget_bytes) for 20 table writer(s)")
-            && detail.contains("1.6 MiB per row group"),
+            && detail.contains("1.1 MiB per row group"),
         "{detail}"
     );
 
