@@ -59,7 +59,10 @@ pub async fn run_with(
     )
     .await?;
     match leased {
-        Leased::Ran(summary) => Ok(summary),
+        Leased::Ran(mut summary) => {
+            rebaseline_pending(config, backends, &mut summary).await?;
+            Ok(summary)
+        }
         Leased::Held {
             owner,
             expires_at_ms,
@@ -78,6 +81,7 @@ pub async fn run_with(
                 lag_seconds: None,
                 source_retained_bytes: None,
                 tables: BTreeMap::new(),
+                rebaselined: BTreeMap::new(),
                 lease_holder: Some(owner),
                 lease_expires_at_ms: Some(expires_at_ms),
             })
@@ -108,6 +112,45 @@ pub fn interrupted(signal: Option<i32>) -> Error {
         format!("stopped by {by} before reaching a transaction boundary; the run was abandoned where it was"),
     )
     .hint("nothing was half-written and the lease was released: the next run resumes from the last checkpoint. To let a run stop at a boundary instead, allow more than 5 s between SIGTERM and SIGKILL")
+}
+
+/// After a run: every table whose re-baseline is wanted (this run's, or an earlier run's
+/// that did not get to it) is anchored at the checkpoint the run left and read inline —
+/// or, with a state machine configured, its execution is started; the summary says which.
+/// Every other table's baseline record is left untouched.
+async fn rebaseline_pending(
+    config: &Config,
+    backends: &Backends,
+    summary: &mut RunSummary,
+) -> Result<()> {
+    let pending = crate::state::rebaseline::pending(
+        backends.state.as_ref(),
+        &config.job,
+        &config.source.tables,
+    )
+    .await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let outcome = match &config.baseline.state_machine_arn {
+        None => {
+            let done =
+                crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
+            tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
+            "done"
+        }
+        Some(arn) => {
+            let started = crate::baseline::start::start_rebaseline(config, backends, arn).await?;
+            tracing::info!(execution = %started.execution_name, anchor = %started.anchor, "re-baseline execution started");
+            "started"
+        }
+    };
+    for record in &pending {
+        if let Some(entry) = summary.rebaselined.get_mut(&record.table) {
+            entry.baseline = outcome.to_owned();
+        }
+    }
+    Ok(())
 }
 
 /// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —

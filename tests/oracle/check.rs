@@ -52,9 +52,15 @@ pub fn check_table(
     // Identity of duplicates, and the distinct changes in position order.
     let mut distinct: BTreeMap<Position, &PartRow> = BTreeMap::new();
     let mut snapshot = Vec::new();
+    // Epoch markers of re-baselines (in a plan folder): not rows of the table.
+    let mut markers = Vec::new();
     for row in rows {
         if row.run == "snapshot" {
-            snapshot.push(row);
+            if row.op == "rebaseline" {
+                markers.push(row);
+            } else {
+                snapshot.push(row);
+            }
             continue;
         }
         let at = (row.pos.clone(), row.seq);
@@ -164,7 +170,21 @@ pub fn check_table(
     // The row the latest delete removed, at its position: the insert half of a key change
     // (the next change at the same `__pos`) takes its unlogged values from it.
     let mut deleted: Option<(Position, BTreeMap<String, Cell>)> = None;
-    for row in snapshot.into_iter().chain(distinct.values().copied()) {
+    // The documented rule (docs/output.md, Truncate and re-baseline): every row in
+    // (`__pos`, `__seq`) order — the snapshot's rows share one position and keep their
+    // order — and a `truncate` or `rebaseline` row drops every earlier row of the table.
+    let mut ordered: Vec<&PartRow> = snapshot
+        .into_iter()
+        .chain(markers)
+        .chain(distinct.values().copied())
+        .collect();
+    ordered.sort_by(|a, b| (&a.pos, a.seq).cmp(&(&b.pos, b.seq)));
+    for row in ordered {
+        if row.op == "truncate" || row.op == "rebaseline" {
+            state.clear();
+            deleted = None;
+            continue;
+        }
         let Some(k) = key_of(row) else {
             f.fail(format!(
                 "{}: a row at ({}, {}) has a NULL key",
