@@ -169,7 +169,17 @@ async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
             Ok(())
         }
         Some(arn) => {
-            crate::baseline::start::start(config, backends, arn).await?;
+            let pending = crate::state::rebaseline::pending(
+                backends.state.as_ref(),
+                &config.job,
+                &config.source.tables,
+            )
+            .await?;
+            if pending.is_empty() {
+                crate::baseline::start::start(config, backends, arn).await?;
+            } else {
+                crate::baseline::start::start_rebaseline(config, backends, arn).await?;
+            }
             Ok(())
         }
     }
