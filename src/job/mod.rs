@@ -132,18 +132,30 @@ async fn rebaseline_pending(
     if pending.is_empty() {
         return Ok(());
     }
-    let outcome = match &config.baseline.state_machine_arn {
-        None => {
-            let done =
-                crate::baseline::run_inline(config, backends, config.baseline.parallel).await?;
-            tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
-            "done"
+    let result = match &config.baseline.state_machine_arn {
+        None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
+            .await
+            .map(|done| {
+                tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
+                "done"
+            }),
+        Some(arn) => crate::baseline::start::start_rebaseline(config, backends, arn)
+            .await
+            .map(|started| {
+                tracing::info!(execution = %started.execution_name, anchor = %started.anchor, "re-baseline execution started");
+                "started"
+            }),
+    };
+    // The run itself succeeded and checkpointed: a re-baseline that could not run now
+    // (lease held, source or Step Functions unreachable) stays wanted and the next run
+    // tries again; until it is anchored, drains keep skipping the table.
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) if e.class() == crate::error::Class::Transient => {
+            tracing::warn!(code = e.code().as_str(), error = %e, "the re-baseline could not run now; the next run retries it");
+            "pending"
         }
-        Some(arn) => {
-            let started = crate::baseline::start::start_rebaseline(config, backends, arn).await?;
-            tracing::info!(execution = %started.execution_name, anchor = %started.anchor, "re-baseline execution started");
-            "started"
-        }
+        Err(e) => return Err(e),
     };
     for record in &pending {
         if let Some(entry) = summary.rebaselined.get_mut(&record.table) {

@@ -324,3 +324,29 @@ fn rb_baseline_table_resnapshots_one_table_under_concurrent_writes() {
     assert_eq!(unknown.code, 1, "{}", unknown.stderr);
     assert!(unknown.stderr.contains("nope"), "{}", unknown.stderr);
 }
+
+#[test]
+fn rb_a_rebaseline_that_cannot_run_after_the_run_is_pending_and_the_next_run_finishes_it() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_pending", "i::text");
+    db.sql("INSERT INTO t VALUES (10, '10'); INSERT INTO u VALUES (10, 'ten')");
+    db.sql("ALTER TABLE t ALTER COLUMN v TYPE int USING v::int");
+    db.sql("INSERT INTO t VALUES (20, 20); UPDATE u SET v = 'one' WHERE id = 1");
+    // The re-baseline after the run fails (transient) at its first chunk record.
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "chunk_done:error")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(
+        summary["rebaselined"]["t"]["baseline"], "pending",
+        "{summary}"
+    );
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_ne!(record(&job, "t")["status"], "done");
+    // The next run writes t's changes after the new anchor and finishes the re-baseline.
+    db.sql("UPDATE t SET v = 21 WHERE id = 20; DELETE FROM t WHERE id = 1; INSERT INTO u VALUES (11, 'x')");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["t"]["rows"], 2, "{summary}");
+    assert_eq!(record(&job, "t")["status"], "done");
+    assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
