@@ -216,6 +216,17 @@ pub async fn run(
                     if router.skipped.contains(&event.table.name) {
                         continue;
                     }
+                    if event.op == crate::change::Op::Rebaseline {
+                        let asked = Asked {
+                            config,
+                            state,
+                            table: &event.table.name,
+                            at: open_commit,
+                        };
+                        let reason = "the source changed the table's rows without logging them as row changes (a partition TRUNCATE, DROP, EXCHANGE or REORGANIZE)";
+                        rebaseline(asked, reason, &mut router, &mut rebaselined).await?;
+                        continue;
+                    }
                     if let Some(reason) = shapes.check(&event.table, stream.as_mut()).await?
                         && !matches!(open_commit, Some(Position::SqlServer(_)))
                     {

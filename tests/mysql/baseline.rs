@@ -281,3 +281,43 @@ fn rb_mysql_one_table_is_rebaselined_by_hand_and_after_a_narrowing() {
     }
     assert_eq!(job.local_state()["snapshots"]["u"], u_record);
 }
+
+/// `ALTER TABLE … TRUNCATE / DROP PARTITION` removes rows without row events: the table is
+/// re-baselined (the rows are gone from the replay), the other table goes on in the same run.
+#[test]
+fn rb_mysql_partition_truncate_and_drop_rebaseline_that_table() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_mysql_part");
+    db.sql(
+        "CREATE TABLE p (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB \
+           PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), \
+                                    PARTITION p2 VALUES LESS THAN (100)); \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO p SELECT seq, CONCAT('s', seq) FROM seq_1_to_25; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_3",
+    );
+    let job = Job::mysql(&db, &["p", "u"], "", "initial: snapshot");
+    job.drain();
+    for ddl in [
+        "ALTER TABLE p TRUNCATE PARTITION p0",
+        "ALTER TABLE p DROP PARTITION p1",
+    ] {
+        db.sql("UPDATE p SET v = 'x' WHERE id IN (5, 15, 25)");
+        db.sql(ddl);
+        db.sql("INSERT INTO p VALUES (30, 'thirty') ON DUPLICATE KEY UPDATE v = 'again'; UPDATE u SET v = CONCAT(v, '+') WHERE id = 1");
+        let summary = job.drain();
+        assert_eq!(
+            summary["rebaselined"]["p"]["baseline"], "done",
+            "{ddl}: {summary}"
+        );
+        assert!(summary["rebaselined"].get("u").is_none(), "{summary}");
+        assert_eq!(summary["tables"]["u"]["rows"], 1, "{ddl}: {summary}");
+        for table in ["p", "u"] {
+            assert_eq!(
+                replayed(&job, table, &["id"]),
+                source_state(&db, table, &["id"]),
+                "{ddl}: {table}"
+            );
+        }
+    }
+}
