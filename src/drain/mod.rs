@@ -171,7 +171,9 @@ pub async fn run(
         router.skipped.insert(record.table);
     }
     let mut rebaselined = BTreeMap::new();
-    let mut shapes = shapes::Shapes::at_open(&info.tables);
+    let mut shapes = shapes::Shapes::at_open(&info.tables)
+        .load_stored(backends.destination.as_ref(), &config.source.tables)
+        .await?;
     if let Some(checkpoint) = stored.as_ref().filter(|c| c.run_id != committer.run_id()) {
         manifests::settle_interrupted(
             backends.destination.as_ref(),
@@ -320,6 +322,10 @@ pub async fn run(
         (None, RunStatus::Drained) => Some(0.0),
         (None, _) => None,
     };
+    if !stopped_inside_transaction {
+        let asked: std::collections::BTreeSet<String> = rebaselined.keys().cloned().collect();
+        shapes.save(backends.destination.as_ref(), &asked).await?;
+    }
     let to = committer.checkpoint().map(|p| p.to_string());
     let source_retained_bytes = stream.retained_bytes().await;
     let summary = RunSummary {

@@ -11,20 +11,42 @@
 //! table's first change (early, never late — a re-baseline from an earlier point is as
 //! exact).
 //!
-//! Not detected: a rename between two runs whose first change of the table already comes
-//! after it (the run sees one shape, equal to the catalog's) — the shape a previous run
-//! saw last is not kept.
+//! Between runs: each run stores the column names it last saw per table in
+//! `<table>/_stream_shape.json` ([`Shapes::save`]); the next run compares the table's first
+//! shape with them, so a rename or a column added with a default between two runs is
+//! caught too. The file may lag the checkpoint (a run that died before saving it) or lead
+//! it (a run stopped inside a transaction): then a difference is reported that a replay
+//! did not need — a re-baseline too many, never one too few. A re-baselined table's file
+//! is reset (`{"columns": null}`): its new snapshot has the catalog's shape.
+//! Not compared across runs: types (a narrowing between runs whose parts never meet in
+//! one part writer is not caught).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::change::TableSchema;
-use crate::error::Result;
+use crate::destination::Destination;
+use crate::error::{Code, Error, Result};
 use crate::source::ChangeStream;
 
-/// The last shape seen per table, and whether it came from the catalog at open.
+/// The stored document: the column names a run last saw, `null` when unknown.
+#[derive(Debug, Serialize, Deserialize)]
+struct Stored {
+    columns: Option<Vec<String>>,
+}
+
+/// Where a table's last seen column names are kept between runs.
+pub fn shape_key(table: &str) -> String {
+    format!("{table}/_stream_shape.json")
+}
+
+/// The last shape seen per table, and whether it came from the catalog at open; the
+/// column names the previous run saw last, until the table's first shape of this run.
 pub struct Shapes {
     last: HashMap<String, (Arc<TableSchema>, bool)>,
+    stored: HashMap<String, Vec<String>>,
 }
 
 impl Shapes {
@@ -35,7 +57,64 @@ impl Shapes {
                 .iter()
                 .map(|t| (t.name.clone(), (t.clone(), true)))
                 .collect(),
+            stored: HashMap::new(),
         }
+    }
+
+    /// Reads what the previous run stored for `tables` (an unreadable document counts as
+    /// none: the catalog at open is compared instead).
+    pub async fn load_stored(
+        mut self,
+        destination: &dyn Destination,
+        tables: &[String],
+    ) -> Result<Self> {
+        for table in tables {
+            let Some(body) = destination.get(&shape_key(table)).await? else {
+                continue;
+            };
+            match serde_json::from_slice::<Stored>(&body) {
+                Ok(Stored {
+                    columns: Some(columns),
+                }) => {
+                    self.stored.insert(table.clone(), columns);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(table = %table, error = %e, "ignoring an unreadable {}", shape_key(table))
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Stores, per table, the column names this run saw last (`null` for a table asked
+    /// to be re-baselined); tables this run saw no change of keep their document.
+    pub async fn save(
+        &self,
+        destination: &dyn Destination,
+        rebaselined: &BTreeSet<String>,
+    ) -> Result<()> {
+        let mut documents = BTreeMap::new();
+        for (table, (shape, from_open)) in &self.last {
+            if !from_open && !rebaselined.contains(table) {
+                let names = shape.columns.iter().map(|c| c.name.clone()).collect();
+                documents.insert(
+                    table.clone(),
+                    Stored {
+                        columns: Some(names),
+                    },
+                );
+            }
+        }
+        for table in rebaselined {
+            documents.insert(table.clone(), Stored { columns: None });
+        }
+        for (table, document) in documents {
+            let body = serde_json::to_vec(&document)
+                .map_err(|e| Error::new(Code::Internal, "encoding a stream shape").source(e))?;
+            destination.put_marker(&shape_key(&table), &body).await?;
+        }
+        Ok(())
     }
 
     /// Records `shape` as the table's current one; returns why the table must be
@@ -45,11 +124,20 @@ impl Shapes {
         shape: &Arc<TableSchema>,
         stream: &mut dyn ChangeStream,
     ) -> Result<Option<String>> {
+        if let Some(names) = self.stored.remove(&shape.name)
+            && let Some(reason) = since_stored(&names, shape, stream).await?
+        {
+            self.last.insert(shape.name.clone(), (shape.clone(), false));
+            return Ok(Some(reason));
+        }
         let Some((last, from_open)) = self.last.get(&shape.name) else {
             self.last.insert(shape.name.clone(), (shape.clone(), false));
             return Ok(None);
         };
         if Arc::ptr_eq(last, shape) || **last == **shape {
+            if *from_open {
+                self.last.insert(shape.name.clone(), (shape.clone(), false));
+            }
             return Ok(None);
         }
         let (last, from_open) = (last.clone(), *from_open);
@@ -76,6 +164,37 @@ impl Shapes {
         }
         Ok(None)
     }
+}
+
+/// Why the table's first shape of a run cannot continue the column names the previous
+/// run saw last: a rename, or a new column filled without changes.
+async fn since_stored(
+    names: &[String],
+    shape: &TableSchema,
+    stream: &mut dyn ChangeStream,
+) -> Result<Option<String>> {
+    let gone: Vec<&str> = names
+        .iter()
+        .filter(|n| shape.index_of(n).is_none())
+        .map(String::as_str)
+        .collect();
+    let new: Vec<&str> = shape
+        .columns
+        .iter()
+        .filter(|c| !names.contains(&c.name))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !gone.is_empty() && !new.is_empty() {
+        return Ok(Some(format!(
+            "columns {gone:?} gave way to {new:?} since the last run (a rename): rows written before carry the old name"
+        )));
+    }
+    for column in new {
+        if let Some(reason) = stream.filled_without_changes(&shape.name, column).await? {
+            return Ok(Some(reason));
+        }
+    }
+    Ok(None)
 }
 
 /// Why `later` cannot continue `earlier` in place: a rename, or a type change that does

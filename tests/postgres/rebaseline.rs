@@ -350,3 +350,55 @@ fn rb_a_rebaseline_that_cannot_run_after_the_run_is_pending_and_the_next_run_fin
     assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
     assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
 }
+
+/// The DDL between two runs, with no change of `t` between the earlier run and it: the
+/// shape the earlier run saw last (`t/_stream_shape.json`) is what the next run compares.
+#[test]
+fn rb_a_default_column_or_a_rename_between_runs_rebaselines_too() {
+    let admin = pg_or_skip!();
+    for (name, ddl, write, columns) in [
+        (
+            "rb_between_default",
+            "ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7",
+            "INSERT INTO t VALUES (20, 'twenty', 8)",
+            &["v", "d"][..],
+        ),
+        (
+            "rb_between_rename",
+            "ALTER TABLE t RENAME COLUMN v TO w",
+            "INSERT INTO t VALUES (20, 'twenty')",
+            &["w"][..],
+        ),
+    ] {
+        let (db, job) = two_tables(&admin, name, "'s' || i");
+        db.sql("UPDATE t SET v = 'one' WHERE id = 1; INSERT INTO u VALUES (10, 'ten')");
+        assert!(job.drain().get("rebaselined").is_none());
+        db.sql(ddl);
+        db.sql(write);
+        db.sql("INSERT INTO u VALUES (11, 'eleven')");
+        let summary = job.drain();
+        assert_eq!(
+            summary["rebaselined"]["t"]["baseline"], "done",
+            "{name}: {summary}"
+        );
+        assert_eq!(summary["tables"]["u"]["rows"], 1, "{summary}");
+        assert_eq!(
+            replayed(&job, "t", columns),
+            source(&db, "t", columns),
+            "{name}"
+        );
+        assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+        // The shape is known again after the re-baseline: the next runs just continue.
+        db.sql(write.replace("20", "21").as_str());
+        let summary = job.drain();
+        assert!(summary.get("rebaselined").is_none(), "{name}: {summary}");
+        db.sql(write.replace("20", "22").as_str());
+        let summary = job.drain();
+        assert!(summary.get("rebaselined").is_none(), "{name}: {summary}");
+        assert_eq!(
+            replayed(&job, "t", columns),
+            source(&db, "t", columns),
+            "{name}"
+        );
+    }
+}
