@@ -36,7 +36,7 @@ use crate::summary::{Rebaselined, RunStatus, RunSummary, TableCounts};
 use manifests::RunManifests;
 
 /// How long run records are kept (DynamoDB TTL).
-const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
+pub const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 
 /// When the run must stop.
 #[derive(Debug, Clone, Default)]

@@ -162,6 +162,15 @@ async fn rebaseline_pending(
             entry.baseline = outcome.to_owned();
         }
     }
+    if !summary.rebaselined.is_empty() {
+        // The run record says what the summary says.
+        let record = crate::state::RunRecord {
+            run_id: summary.run_id.clone(),
+            summary: serde_json::to_value(&*summary).unwrap_or_default(),
+            expires_at_s: chrono::Utc::now().timestamp() + drain::RUN_RECORD_TTL_S,
+        };
+        backends.state.put_run(&config.job, &record).await?;
+    }
     Ok(())
 }
 

@@ -160,6 +160,11 @@ fn ddl_rebaselines_t_alone(db: &TestDb, job: &Job, ddl: &str, t_write: &str, t_a
     );
     let rebaselined = &summary["rebaselined"];
     assert_eq!(rebaselined["t"]["baseline"], "done", "{summary}");
+    let stored = &job.local_state()["runs"][summary["run_id"].as_str().unwrap()]["summary"];
+    assert_eq!(
+        stored["rebaselined"], *rebaselined,
+        "the run record says the same"
+    );
     assert!(rebaselined["t"]["at"].as_str().unwrap().starts_with("pg:"));
     assert!(rebaselined.get("u").is_none(), "{summary}");
     // u's five changes, all in this run.
