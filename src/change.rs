@@ -180,6 +180,10 @@ pub enum Op {
     /// The table was emptied (PostgreSQL `TRUNCATE`): the row carries no image (every
     /// column NULL, none listed as unlogged); a replay drops every earlier row of the table.
     Truncate,
+    /// A re-baseline's epoch marker (written in the new baseline's plan folder): the row
+    /// carries no image; a replay drops every earlier row of the table, exactly as for
+    /// [`Op::Truncate`], and the new snapshot's rows and every later change follow it.
+    Rebaseline,
 }
 
 impl Op {
@@ -191,6 +195,7 @@ impl Op {
             Op::Delete => "delete",
             Op::Snapshot => "snapshot",
             Op::Truncate => "truncate",
+            Op::Rebaseline => "rebaseline",
         }
     }
 }

@@ -54,6 +54,10 @@ enum Command {
         /// Clear the baseline records instead, so the next baseline starts over.
         #[arg(long)]
         reset: bool,
+        /// Re-baseline this one table (as source.tables names it) while drains go on:
+        /// anchored at the job's checkpoint, into a new plan folder, with an epoch marker.
+        #[arg(long, conflicts_with = "reset")]
+        table: Option<String>,
     },
     /// Inspect, create or clear the job's stored state.
     State {
@@ -222,7 +226,8 @@ async fn run(command: Command) -> i32 {
             config,
             parallel,
             reset,
-        } => report(baseline(config, parallel, reset).await),
+            table,
+        } => report(baseline(config, parallel, reset, table).await),
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -282,6 +287,7 @@ async fn baseline(
     config: Option<PathBuf>,
     parallel: Option<usize>,
     reset: bool,
+    table: Option<String>,
 ) -> Result<serde_json::Value> {
     let config = job::config::load(config.as_deref())?;
     let backends = Backends::open(&config).await?;
@@ -289,6 +295,9 @@ async fn baseline(
         return crate::baseline::reset(&config, &backends).await;
     }
     let config = crate::secret::resolve(&config).await?;
+    if let Some(table) = &table {
+        crate::baseline::request_table(&config, &backends, table).await?;
+    }
     let parallel = parallel.unwrap_or(config.baseline.parallel);
     let summary = crate::baseline::run_inline(&config, &backends, parallel).await?;
     Ok(serde_json::to_value(summary).unwrap_or_default())

@@ -69,6 +69,7 @@ codes! {
     SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
+    SourceTableRebaselined => "SLUICE_SOURCE_TABLE_REBASELINED", Refusal;
     SourceKeyDeferrable => "SLUICE_SOURCE_KEY_DEFERRABLE", Refusal;
     SourcePublicationFiltered => "SLUICE_SOURCE_PUBLICATION_FILTERED", Refusal;
     SourcePublicationAllTables => "SLUICE_SOURCE_PUBLICATION_ALL_TABLES", Refusal;
@@ -98,6 +99,7 @@ codes! {
     BaselineNotAnchored => "SLUICE_BASELINE_NOT_ANCHORED", Refusal;
     BaselineStart => "SLUICE_BASELINE_START", Transient;
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
+    BaselineRebaselineUnsupported => "SLUICE_BASELINE_REBASELINE_UNSUPPORTED", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
@@ -248,6 +250,8 @@ mod tests {
             (Code::SourceForeignCheckpoint, R),
             (Code::SourceSchemaChange, R),
             (Code::SourceTruncated, R),
+            // Logged as a warning (never raised): the table alone is re-baselined.
+            (Code::SourceTableRebaselined, R),
             // The table's or the publication's definition stays wrong until an
             // operator changes it (the hint names the statement).
             (Code::SourceKeyDeferrable, R),
@@ -289,6 +293,7 @@ mod tests {
             (Code::BaselineNotAnchored, R),
             (Code::BaselineStart, T),
             (Code::BaselineStartDenied, R),
+            (Code::BaselineRebaselineUnsupported, R),
             (Code::RecoveryRefused, R),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),

@@ -84,9 +84,9 @@ impl Framer {
                     .ok_or_else(|| protocol("a delete without a key"))?;
                 emit(Op::Delete, before, change.before_unlogged);
             }
-            Op::Truncate => {
+            Op::Truncate | Op::Rebaseline => {
                 let columns = change.table.columns.len();
-                emit(Op::Truncate, vec![Value::Null; columns], vec![]);
+                emit(change.op, vec![Value::Null; columns], vec![]);
             }
             Op::Update => {
                 let after = change

@@ -89,6 +89,7 @@ mod tests {
             lag_seconds: Some(1.5),
             source_retained_bytes: Some(4096),
             tables: BTreeMap::new(),
+            rebaselined: Default::default(),
             lease_holder: None,
             lease_expires_at_ms: None,
         }

@@ -24,6 +24,19 @@ pub struct TableCounts {
     pub parts: u64,
 }
 
+/// A table the run re-baselined instead of carrying its change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rebaselined {
+    /// Why (e.g. `column v changed type from utf8 (text) to int32 (integer)`).
+    pub reason: String,
+    /// The position (tagged) of the change that asked for it; the table's changes from
+    /// there on were not written (the new snapshot supersedes them).
+    pub at: String,
+    /// What became of the re-baseline after the run: `done` (read inline), `started`
+    /// (the state machine's execution), or `pending` (the next run retries).
+    pub baseline: String,
+}
+
 /// The one-line result of a drain.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
@@ -46,6 +59,9 @@ pub struct RunSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_retained_bytes: Option<u64>,
     pub tables: BTreeMap<String, TableCounts>,
+    /// Tables this run asked to re-baseline (absent when none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub rebaselined: BTreeMap<String, Rebaselined>,
     /// For `skipped`: who holds the lease, and until when (ms since the epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_holder: Option<String>,

@@ -14,6 +14,7 @@
 //! the plan's chunk list reaches the machine inline or as an S3 object.
 
 pub mod delivery;
+pub mod epoch;
 pub mod start;
 pub mod tasks;
 
@@ -75,6 +76,30 @@ pub fn check_config(config: &Config) -> Result<()> {
         ))
         .hint("Step Functions passes at most 256 KiB between states; larger chunk lists go through S3 (0 sends every plan of an S3 destination through S3)"));
     }
+    Ok(())
+}
+
+/// Asks for a re-baseline of `table` by an operator (`sluice baseline --table`, the
+/// `baseline.anchor` action with a `table`): recorded as wanted at the job's checkpoint,
+/// so drains skip its changes until the anchor step anchors it anew; a re-baseline of the
+/// table already anchored and not done is resumed instead.
+pub async fn request_table(config: &Config, backends: &Backends, table: &str) -> Result<()> {
+    let state = backends.state.as_ref();
+    let at = state
+        .load_checkpoint(&config.job)
+        .await?
+        .map(|c| c.position)
+        .unwrap_or_default();
+    crate::state::rebaseline::request(
+        state,
+        &config.job,
+        &config.source.tables,
+        table,
+        &at,
+        "re-baseline asked by an operator",
+        crate::state::rebaseline::Asker::Operator,
+    )
+    .await?;
     Ok(())
 }
 

@@ -75,7 +75,43 @@ pub async fn start(config: &Config, backends: &Backends, arn: &str) -> Result<St
         }
     };
     let name = execution_name(&config.job, &anchor);
-    let input = serde_json::json!({ "job": config.job, "anchor": anchor }).to_string();
+    let input = serde_json::json!({ "job": config.job, "anchor": anchor });
+    start_execution(arn, region, name, input, anchor).await
+}
+
+/// Anchors every wanted re-baseline (or finds the one anchored and not done), then starts
+/// (or finds) its execution: named after the job and the re-baseline's plan id, so each
+/// re-baseline — even one anchored at the same position as an earlier one — gets its own
+/// execution, and a retried drain asks for the same. The input names the tables.
+pub async fn start_rebaseline(config: &Config, backends: &Backends, arn: &str) -> Result<Started> {
+    let region = region_from_arn(arn)?;
+    tasks::anchor(config, backends).await?;
+    let pending = crate::state::rebaseline::pending(
+        backends.state.as_ref(),
+        &config.job,
+        &config.source.tables,
+    )
+    .await?;
+    let Some(first) = pending.first() else {
+        return Err(Error::new(
+            Code::Internal,
+            "the anchor step left no re-baseline pending",
+        ));
+    };
+    let name = execution_name(&config.job, &tasks::plan_id(first));
+    let tables: Vec<&str> = pending.iter().map(|r| r.table.as_str()).collect();
+    let input = serde_json::json!({ "job": config.job, "anchor": first.anchor, "tables": tables });
+    start_execution(arn, region, name, input, first.anchor.clone()).await
+}
+
+async fn start_execution(
+    arn: &str,
+    region: &str,
+    name: String,
+    input: serde_json::Value,
+    anchor: String,
+) -> Result<Started> {
+    let input = input.to_string();
     let sdk = aws::shared_config(None, Some(region)).await?;
     let client = aws_sdk_sfn::Client::new(&sdk);
     let result = client

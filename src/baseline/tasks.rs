@@ -238,6 +238,20 @@ async fn anchor_under_lease(
             info.start
         }
     };
+    let wanted =
+        crate::state::rebaseline::wanted(state, &config.job, &config.source.tables).await?;
+    if !wanted.is_empty() {
+        return reanchor(config, backends, &wanted, position, run_id).await;
+    }
+    // A re-baseline anchored and not done is resumed; tables without a record stay so.
+    let pending =
+        crate::state::rebaseline::pending(state, &config.job, &config.source.tables).await?;
+    if let Some(first) = pending.first() {
+        return Ok(AnchorOutput {
+            anchor: first.anchor.clone(),
+            tables: pending.iter().map(|r| r.table.clone()).collect(),
+        });
+    }
     let fresh = position.just_before().to_string();
     let mut anchor = None;
     for table in &config.source.tables {
@@ -251,6 +265,7 @@ async fn anchor_under_lease(
                 anchor: fresh.clone(),
                 run_id: run_id.to_owned(),
                 updated_at_ms: now_ms(),
+                reason: None,
             };
             state.put_snapshot(&config.job, &record).await?;
             tracing::info!(table = %table, anchor = %fresh, "baseline anchored");
@@ -261,6 +276,123 @@ async fn anchor_under_lease(
         tables: config.source.tables.clone(),
     })
 }
+
+/// Anchors every table whose re-baseline is wanted anew at the job's checkpoint
+/// `checkpoint` (read under the lease, so no drain moves it meanwhile): its record is
+/// replaced by an `anchored` one at the [`epoch`](super::epoch) of the checkpoint, with a
+/// new plan id, and its earlier chunk records are dropped. Every other table's record is
+/// left as it is.
+async fn reanchor(
+    config: &Config,
+    backends: &Backends,
+    wanted: &[SnapshotRecord],
+    checkpoint: Position,
+    run_id: &str,
+) -> Result<AnchorOutput> {
+    let epoch = super::epoch::at_checkpoint(checkpoint)?;
+    let anchor = epoch.anchor.to_string();
+    for record in wanted {
+        let anchored = SnapshotRecord {
+            table: record.table.clone(),
+            status: SnapshotStatus::Anchored,
+            anchor: anchor.clone(),
+            run_id: run_id.to_owned(),
+            updated_at_ms: now_ms(),
+            reason: Some(
+                record
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "re-baseline asked".to_owned()),
+            ),
+        };
+        backends
+            .state
+            .replace_snapshot(&config.job, &anchored)
+            .await?;
+        tracing::info!(table = %record.table, %anchor, %checkpoint, reason = ?anchored.reason,
+            "re-baseline anchored at the job's checkpoint");
+    }
+    Ok(AnchorOutput {
+        anchor,
+        tables: wanted.iter().map(|r| r.table.clone()).collect(),
+    })
+}
+
+/// The records of the baseline in progress: every table with a record that is not
+/// `wanted` (a table without one is not part of it — it is anchored by a baseline of all
+/// tables). Refuses when no table has one (the anchor step has not run).
+async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<SnapshotRecord>> {
+    let mut records = Vec::new();
+    for table in &config.source.tables {
+        if let Some(record) = backends.state.load_snapshot(&config.job, table).await?
+            && record.status != SnapshotStatus::Wanted
+        {
+            records.push(record);
+        }
+    }
+    if records.is_empty() {
+        let first = config.source.tables.first().map_or("", String::as_str);
+        return Err(not_anchored(first));
+    }
+    Ok(records)
+}
+
+/// Writes a re-baseline's epoch marker — one `__op = 'rebaseline'` row at the
+/// [`epoch`](super::epoch)'s marker position, every table column NULL — as
+/// `part-000000.parquet` of the plan folder and records it as chunk 0 (once: a retry
+/// adopts the part an earlier attempt wrote).
+async fn write_marker(
+    config: &Config,
+    backends: &Backends,
+    record: &SnapshotRecord,
+    schema: std::sync::Arc<crate::change::TableSchema>,
+) -> Result<()> {
+    let table = &record.table;
+    if backends
+        .state
+        .load_chunk(&config.job, table, MARKER_CHUNK)
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let plan = plan_id(record);
+    let marker = super::epoch::marker_of(Position::parse_tagged(&record.anchor)?)?;
+    let settings = PartSettings {
+        row_group_rows: config.output.row_group_rows,
+        zstd_level: config.output.zstd_level,
+        ..PartSettings::new(config.spill_dir())
+    };
+    let mut writer = PartWriter::new(
+        table,
+        format!("{}part-", plan_folder(table, &plan)),
+        MARKER_CHUNK,
+        settings,
+    )?
+    .with_identity(part_identity(&plan));
+    let columns = schema.columns.len();
+    writer.append(&ChangeEvent {
+        table: schema,
+        op: Op::Rebaseline,
+        pos: marker.sortable_text().into(),
+        seq: 0,
+        commit_ts: None,
+        image: vec![crate::change::Value::Null; columns],
+        unlogged: vec![],
+    })?;
+    let id = ChunkId {
+        job: &config.job,
+        table,
+        chunk: MARKER_CHUNK,
+        identity: &part_identity(&plan),
+    };
+    commit_chunk(backends, id, writer.finish()?).await?;
+    tracing::info!(table = %table, marker = %marker, "re-baseline epoch marker written");
+    Ok(())
+}
+
+/// The chunk number of a re-baseline's epoch marker (real chunks count from 1).
+const MARKER_CHUNK: u32 = 0;
 
 /// The `baseline.plan` task: [`plan_chunks`], handed to the state machine inline or
 /// through S3 ([`super::delivery::deliver`]).
@@ -274,11 +406,9 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
     let state = backends.state.as_ref();
     let mut source = None;
     let mut chunks = Vec::new();
-    for table in &config.source.tables {
-        let record = state
-            .load_snapshot(&config.job, table)
-            .await?
-            .ok_or_else(|| not_anchored(table))?;
+    for record in current_records(config, backends).await? {
+        let name = record.table.clone();
+        let table = &name;
         if record.status == SnapshotStatus::Done {
             continue;
         }
@@ -302,6 +432,13 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
                 planned
             }
         };
+        if record.reason.is_some() {
+            if source.is_none() {
+                source = Some(snapshot::open(config).await?);
+            }
+            let schema = source.as_ref().expect("opened above").schema(table)?;
+            write_marker(config, backends, &record, schema).await?;
+        }
         state
             .put_snapshot(
                 &config.job,
@@ -418,11 +555,9 @@ fn output_of(record: &ChunkRecord) -> ChunkOutput {
 pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput> {
     let state = backends.state.as_ref();
     let mut tables = BTreeMap::new();
-    for table in &config.source.tables {
-        let record = state
-            .load_snapshot(&config.job, table)
-            .await?
-            .ok_or_else(|| not_anchored(table))?;
+    for record in current_records(config, backends).await? {
+        let name = record.table.clone();
+        let table = &name;
         let Some(plan) = stored_plan(config, backends, &record).await? else {
             return Err(Error::new(
                 Code::BaselineIncomplete,
@@ -433,6 +568,27 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         let mut parts = Vec::new();
         let mut missing = Vec::new();
         let mut rows = 0;
+        if record.reason.is_some() {
+            let marker = state
+                .load_chunk(&config.job, table, MARKER_CHUNK)
+                .await?
+                .filter(|m| !m.part_key.is_empty());
+            match marker {
+                Some(m) => {
+                    let pos = super::epoch::marker_of(Position::parse_tagged(&record.anchor)?)?
+                        .sortable_text();
+                    parts.push(ManifestPart {
+                        key: m.part_key.clone(),
+                        rows: m.rows,
+                        bytes: m.bytes,
+                        checksum: m.checksum.clone(),
+                        first_pos: pos.clone(),
+                        last_pos: pos,
+                    });
+                }
+                None => missing.push(MARKER_CHUNK),
+            }
+        }
         for n in 1..=plan.len() as u32 {
             match state.load_chunk(&config.job, table, n).await? {
                 Some(chunk) => {

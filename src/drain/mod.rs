@@ -13,9 +13,11 @@
 //! and is reported as `partial`.
 
 pub mod manifests;
+pub mod shapes;
 pub mod stop;
 pub mod tables;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use tables::Router;
@@ -23,18 +25,18 @@ use tables::Router;
 use crate::backends::Backends;
 use crate::commit::{Committer, Start};
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Code, Result};
 use crate::framer::Framer;
 use crate::position::Position;
 use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::{FinishedPart, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
 use crate::state::{Lease, RunRecord};
-use crate::summary::{RunStatus, RunSummary, TableCounts};
+use crate::summary::{Rebaselined, RunStatus, RunSummary, TableCounts};
 use manifests::RunManifests;
 
 /// How long run records are kept (DynamoDB TTL).
-const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
+pub const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 
 /// When the run must stop.
 #[derive(Debug, Clone, Default)]
@@ -160,6 +162,18 @@ pub async fn run(
         committer.run_id(),
         &settings,
     )?;
+    let state = backends.state.as_ref();
+    for record in
+        crate::state::rebaseline::wanted(state, &config.job, &config.source.tables).await?
+    {
+        tracing::info!(table = %record.table, reason = ?record.reason,
+            "the table's re-baseline is wanted: its changes are not written until it is anchored");
+        router.skipped.insert(record.table);
+    }
+    let mut rebaselined = BTreeMap::new();
+    let mut shapes = shapes::Shapes::at_open(&info.tables)
+        .load_stored(backends.destination.as_ref(), &config.source.tables)
+        .await?;
     if let Some(checkpoint) = stored.as_ref().filter(|c| c.run_id != committer.run_id()) {
         manifests::settle_interrupted(
             backends.destination.as_ref(),
@@ -183,10 +197,12 @@ pub async fn run(
     let mut status = RunStatus::Drained;
     let mut last_flush = Instant::now();
     let mut stopped_inside_transaction = false;
+    let mut open_commit: Option<Position> = None;
 
     while let Some(event) = stream.next().await? {
         match event {
             SourceEvent::Begin { commit, commit_ts } => {
+                open_commit = Some(commit);
                 framer.begin(&commit, commit_ts)?;
                 newest_commit_ts = newest_commit_ts.max(commit_ts);
             }
@@ -199,11 +215,54 @@ pub async fn run(
                 }
                 framer.change(change, &mut framed)?;
                 for event in framed.drain(..) {
-                    if let Some(part) = router.append(&event)? {
-                        publish_part(committer, &mut router, part).await?;
+                    if router.skipped.contains(&event.table.name) {
+                        continue;
+                    }
+                    if event.op == crate::change::Op::Rebaseline {
+                        let asked = Asked {
+                            config,
+                            state,
+                            table: &event.table.name,
+                            at: open_commit,
+                        };
+                        let reason = "the source changed the table's rows without logging them as row changes (a partition TRUNCATE, DROP, EXCHANGE or REORGANIZE)";
+                        rebaseline(asked, reason, &mut router, &mut rebaselined).await?;
+                        continue;
+                    }
+                    if let Some(reason) = shapes.check(&event.table, stream.as_mut()).await?
+                        && !matches!(open_commit, Some(Position::SqlServer(_)))
+                    {
+                        let asked = Asked {
+                            config,
+                            state,
+                            table: &event.table.name,
+                            at: open_commit,
+                        };
+                        rebaseline(asked, &reason, &mut router, &mut rebaselined).await?;
+                        continue;
+                    }
+                    match router.append(&event) {
+                        Ok(Some(part)) => publish_part(committer, &mut router, part).await?,
+                        Ok(None) => {}
+                        // SQL Server has no position for a per-table re-baseline
+                        // (crate::baseline::epoch): the run stops there as before.
+                        Err(e)
+                            if e.code() == Code::SourceSchemaChange
+                                && !matches!(open_commit, Some(Position::SqlServer(_))) =>
+                        {
+                            let asked = Asked {
+                                config,
+                                state,
+                                table: &event.table.name,
+                                at: open_commit,
+                            };
+                            rebaseline(asked, e.message(), &mut router, &mut rebaselined).await?;
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
             }
+
             SourceEvent::Commit { resume } => {
                 let position = framer.commit(resume)?;
                 last_commit = Some(position);
@@ -263,9 +322,14 @@ pub async fn run(
         (None, RunStatus::Drained) => Some(0.0),
         (None, _) => None,
     };
+    if !stopped_inside_transaction {
+        let asked: std::collections::BTreeSet<String> = rebaselined.keys().cloned().collect();
+        shapes.save(backends.destination.as_ref(), &asked).await?;
+    }
     let to = committer.checkpoint().map(|p| p.to_string());
     let source_retained_bytes = stream.retained_bytes().await;
     let summary = RunSummary {
+        rebaselined,
         status,
         job: job.clone(),
         run_id: committer.run_id().to_owned(),
@@ -299,6 +363,59 @@ pub async fn run(
     };
     backends.state.put_run(job, &record).await?;
     Ok(summary)
+}
+
+/// Which table asked for a re-baseline, and where.
+struct Asked<'a> {
+    config: &'a Config,
+    state: &'a dyn crate::state::StateStore,
+    table: &'a str,
+    /// The commit position of the transaction the change is in.
+    at: Option<Position>,
+}
+
+/// Stops writing `asked.table`'s changes and records that it needs a re-baseline — before
+/// anything after this change is checkpointed — then goes on with the other tables. The
+/// job room re-baselines it after the run, anchored at the run's checkpoint, which is
+/// after every change of the table not written here.
+async fn rebaseline(
+    asked: Asked<'_>,
+    reason: &str,
+    router: &mut Router,
+    rebaselined: &mut BTreeMap<String, Rebaselined>,
+) -> Result<()> {
+    let Asked {
+        config,
+        state,
+        table,
+        at,
+    } = asked;
+    if router.skipped.contains(table) {
+        return Ok(());
+    }
+    let at = at.map(|p| p.to_string()).unwrap_or_default();
+    tracing::warn!(code = Code::SourceTableRebaselined.as_str(), table = %table, at = %at, reason = %reason,
+        "a change of the table cannot be carried in place: the table alone is re-baselined after this run; the other tables go on");
+    crate::state::rebaseline::request(
+        state,
+        &config.job,
+        &config.source.tables,
+        table,
+        &at,
+        reason,
+        crate::state::rebaseline::Asker::Drain,
+    )
+    .await?;
+    router.skipped.insert(table.to_owned());
+    rebaselined.insert(
+        table.to_owned(),
+        Rebaselined {
+            reason: reason.to_owned(),
+            at,
+            baseline: "pending".to_owned(),
+        },
+    );
+    Ok(())
 }
 
 /// Closes every open part, makes them durable, lists them as pending in the run

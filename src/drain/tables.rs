@@ -30,6 +30,9 @@ pub struct TableOutput {
 /// All captured tables of a run.
 pub struct Router {
     pub tables: BTreeMap<String, TableOutput>,
+    /// Tables whose re-baseline is wanted: their changes are not written (the new
+    /// snapshot, anchored after them, supersedes them).
+    pub skipped: std::collections::BTreeSet<String>,
 }
 
 impl Router {
@@ -61,11 +64,18 @@ impl Router {
                 Ok((name.clone(), output))
             })
             .collect::<Result<_>>()?;
-        Ok(Router { tables })
+        Ok(Router {
+            tables,
+            skipped: Default::default(),
+        })
     }
 
     /// Appends one change to its table; returns a part the append closed (schema change).
+    /// A change of a skipped table is dropped.
     pub fn append(&mut self, event: &ChangeEvent) -> Result<Option<FinishedPart>> {
+        if self.skipped.contains(&event.table.name) {
+            return Ok(None);
+        }
         let output = self.tables.get_mut(&event.table.name).ok_or_else(|| {
             Error::new(
                 Code::SourceProtocol,

@@ -59,7 +59,10 @@ pub async fn run_with(
     )
     .await?;
     match leased {
-        Leased::Ran(summary) => Ok(summary),
+        Leased::Ran(mut summary) => {
+            rebaseline_pending(config, backends, &mut summary).await?;
+            Ok(summary)
+        }
         Leased::Held {
             owner,
             expires_at_ms,
@@ -78,6 +81,7 @@ pub async fn run_with(
                 lag_seconds: None,
                 source_retained_bytes: None,
                 tables: BTreeMap::new(),
+                rebaselined: BTreeMap::new(),
                 lease_holder: Some(owner),
                 lease_expires_at_ms: Some(expires_at_ms),
             })
@@ -110,6 +114,66 @@ pub fn interrupted(signal: Option<i32>) -> Error {
     .hint("nothing was half-written and the lease was released: the next run resumes from the last checkpoint. To let a run stop at a boundary instead, allow more than 5 s between SIGTERM and SIGKILL")
 }
 
+/// After a run: every table whose re-baseline is wanted (this run's, or an earlier run's
+/// that did not get to it) is anchored at the checkpoint the run left and read inline —
+/// or, with a state machine configured, its execution is started; the summary says which.
+/// Every other table's baseline record is left untouched.
+async fn rebaseline_pending(
+    config: &Config,
+    backends: &Backends,
+    summary: &mut RunSummary,
+) -> Result<()> {
+    let pending = crate::state::rebaseline::pending(
+        backends.state.as_ref(),
+        &config.job,
+        &config.source.tables,
+    )
+    .await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let result = match &config.baseline.state_machine_arn {
+        None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
+            .await
+            .map(|done| {
+                tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
+                "done"
+            }),
+        Some(arn) => crate::baseline::start::start_rebaseline(config, backends, arn)
+            .await
+            .map(|started| {
+                tracing::info!(execution = %started.execution_name, anchor = %started.anchor, "re-baseline execution started");
+                "started"
+            }),
+    };
+    // The run itself succeeded and checkpointed: a re-baseline that could not run now
+    // (lease held, source or Step Functions unreachable) stays wanted and the next run
+    // tries again; until it is anchored, drains keep skipping the table.
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) if e.class() == crate::error::Class::Transient => {
+            tracing::warn!(code = e.code().as_str(), error = %e, "the re-baseline could not run now; the next run retries it");
+            "pending"
+        }
+        Err(e) => return Err(e),
+    };
+    for record in &pending {
+        if let Some(entry) = summary.rebaselined.get_mut(&record.table) {
+            entry.baseline = outcome.to_owned();
+        }
+    }
+    if !summary.rebaselined.is_empty() {
+        // The run record says what the summary says.
+        let record = crate::state::RunRecord {
+            run_id: summary.run_id.clone(),
+            summary: serde_json::to_value(&*summary).unwrap_or_default(),
+            expires_at_s: chrono::Utc::now().timestamp() + drain::RUN_RECORD_TTL_S,
+        };
+        backends.state.put_run(&config.job, &record).await?;
+    }
+    Ok(())
+}
+
 /// A stream with `initial: snapshot` whose baseline is not done: run it inline, or —
 /// with a state machine configured — anchor it and start the machine's execution for the
 /// chunks (drains run meanwhile: the anchor predates every chunk read).
@@ -126,7 +190,17 @@ async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
             Ok(())
         }
         Some(arn) => {
-            crate::baseline::start::start(config, backends, arn).await?;
+            let pending = crate::state::rebaseline::pending(
+                backends.state.as_ref(),
+                &config.job,
+                &config.source.tables,
+            )
+            .await?;
+            if pending.is_empty() {
+                crate::baseline::start::start(config, backends, arn).await?;
+            } else {
+                crate::baseline::start::start_rebaseline(config, backends, arn).await?;
+            }
             Ok(())
         }
     }

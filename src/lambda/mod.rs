@@ -198,6 +198,19 @@ async fn run_baseline_task(
     };
     match action {
         Action::BaselineAnchor => {
+            // `{"table": T}` in the payload, or in the execution input the state machine
+            // passes on as `input`, asks for a re-baseline of T first.
+            let table = payload
+                .get("table")
+                .or_else(|| payload.get("input").and_then(|i| i.get("table")))
+                .filter(|t| !t.is_null());
+            if let Some(table) = table {
+                let table = table.as_str().ok_or_else(|| {
+                    Error::new(Code::ConfigInvalid, format!("baseline.anchor: table must be a string, got {table}"))
+                        .hint("send {\"action\": \"baseline.anchor\", \"table\": \"<name as source.tables lists it>\"}")
+                })?;
+                crate::baseline::request_table(config, backends, table).await?;
+            }
             to_json(serde_json::to_value(tasks::anchor(config, backends).await?))
         }
         Action::BaselinePlan => to_json(serde_json::to_value(tasks::plan(config, backends).await?)),

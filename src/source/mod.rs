@@ -77,6 +77,19 @@ pub trait ChangeStream: Send {
     async fn retained_bytes(&mut self) -> Option<u64> {
         None
     }
+
+    /// Asked when `column` appears in `table`'s shape mid-stream: why rows the stream
+    /// will never show again may hold a value for it (PostgreSQL: the column was added
+    /// with a default — rows not touched since have it without a logged change), or
+    /// `None` when a row without a change since has it NULL (or the engine cannot tell).
+    async fn filled_without_changes(
+        &mut self,
+        table: &str,
+        column: &str,
+    ) -> Result<Option<String>> {
+        let _ = (table, column);
+        Ok(None)
+    }
 }
 
 /// The checkpoint a stream is opened at, as loaded from state.

@@ -369,6 +369,15 @@ impl StateStore for LocalStateStore {
         })
     }
 
+    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+        self.with_doc(job, |doc| {
+            let prefix = format!("{}#", record.table);
+            doc.chunks.retain(|k, _| !k.starts_with(&prefix));
+            doc.snapshots.insert(record.table.clone(), record.clone());
+            Ok((true, ()))
+        })
+    }
+
     async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>> {
         self.with_doc(job, |doc| {
             Ok((false, doc.chunks.get(&chunk_key(table, chunk)).cloned()))

@@ -17,6 +17,7 @@ pub mod decide;
 pub mod dynamodb;
 pub mod holder;
 pub mod local;
+pub mod rebaseline;
 
 use std::time::Duration;
 
@@ -98,6 +99,12 @@ pub enum SnapshotStatus {
     Anchored,
     Running,
     Done,
+    /// A re-baseline of the table was asked for (by `sluice baseline --table`, or by a
+    /// drain that met a change it cannot carry in place): drains skip the table's changes
+    /// until a new anchoring replaces the record ([`StateStore::replace_snapshot`]).
+    /// Declared last, so a late write of an earlier anchoring's `running`/`done` never
+    /// overwrites it.
+    Wanted,
 }
 
 /// The `snapshot#<table>` record.
@@ -109,6 +116,10 @@ pub struct SnapshotRecord {
     pub anchor: String,
     pub run_id: String,
     pub updated_at_ms: i64,
+    /// Why the table is (being) re-baselined; `None` for a first baseline. `wanted`
+    /// records carry the position of the change that asked for it in `anchor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The `chunk#<table>#<n>` record.
@@ -211,6 +222,12 @@ pub trait StateStore: Send + Sync {
 
     /// Removes a table's baseline record and all its chunk records (`baseline --reset`).
     async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()>;
+
+    /// Starts a table's baseline over: removes its chunk records, then writes `record`
+    /// whatever the stored one says (the last write, so a crash in between leaves the
+    /// previous record, and a retry does the same again). Used to ask for a re-baseline
+    /// (`wanted`) and to anchor it anew.
+    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()>;
 
     async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>>;
 

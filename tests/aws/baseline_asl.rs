@@ -321,9 +321,14 @@ fn definition() -> Value {
 
 /// Walks the whole definition from `StartAt` with an empty input.
 fn walk(walker: &mut Walker) -> Value {
+    walk_with(walker, json!({}))
+}
+
+/// Walks the definition for an execution started with `input`.
+fn walk_with(walker: &mut Walker, input: Value) -> Value {
     let definition = definition();
     let start = definition["StartAt"].as_str().unwrap().to_owned();
-    walker.run(&definition["States"], &start, json!({}), &json!({}))
+    walker.run(&definition["States"], &start, input, &json!({}))
 }
 
 /// The replayed snapshot + changes under `out/t`, as `id=v,…` ordered by the id's text.
@@ -416,6 +421,41 @@ fn walking_the_definition_runs_the_real_handlers_to_an_exact_baseline() {
     assert_eq!(summary["rows"], 1);
     assert_eq!(replayed(&job.out()), source_rows(&db));
     assert!(source_rows(&db).contains("5=x"));
+}
+
+#[test]
+fn rb_an_execution_started_with_a_table_rebaselines_that_table_alone() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_asl");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v text); CREATE TABLE u (id int PRIMARY KEY, v text)",
+    );
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 50) i");
+    db.sql("INSERT INTO u SELECT i, 'v' || i FROM generate_series(1, 50) i");
+    let job = Job::postgres(&db, &["t", "u"], "baseline: { chunk_rows: 20 }");
+    let api = RuntimeApi::start();
+    let _function = Function::start(&api, &job, &[]);
+    walk(&mut Walker::new(&api, None));
+    db.sql("UPDATE t SET v = 'x' WHERE id < 10; DELETE FROM t WHERE id > 40; UPDATE u SET v = 'y' WHERE id = 1");
+    api.call(json!({"action": "drain"}));
+    // t's output goes stale: its change parts are lost.
+    for part in support::part_files(&job.out().join("t"), "cdc-") {
+        std::fs::remove_file(part).unwrap();
+    }
+    assert_ne!(replayed(&job.out()), source_rows(&db));
+    let u_record = job.local_state()["snapshots"]["u"].clone();
+    let mut walker = Walker::new(&api, None);
+    let output = walk_with(&mut walker, json!({"table": "t"}));
+    assert_eq!(output["anchor"]["tables"], json!(["t"]), "{output}");
+    assert_eq!(output["baseline"]["tables"]["t"]["rows"], 40, "{output}");
+    assert_eq!(job.local_state()["snapshots"]["u"], u_record);
+    db.sql("INSERT INTO t VALUES (100, 'new')");
+    api.call(json!({"action": "drain"}));
+    assert_eq!(replayed(&job.out()), source_rows(&db));
+    assert_eq!(
+        support::replayed_text(&job.out().join("u"), &["id"]),
+        db.sql("SELECT coalesce(string_agg(id || '=' || v, ',' ORDER BY id::text), '') FROM u")
+    );
 }
 
 #[test]

@@ -113,6 +113,61 @@ fn a_drain_anchors_starts_one_execution_and_streams_from_the_anchor() {
 }
 
 #[test]
+fn a_drain_that_meets_a_narrowing_starts_the_machine_for_that_table_alone() {
+    let endpoint = aws_or_skip!();
+    let admin = pg_or_skip!();
+    let rt = runtime();
+    let sdk = rt.block_on(sdk(&endpoint));
+    let arn = rt.block_on(create_machine(&sdk));
+    let db = TestDb::new(&admin, "rb_sfn");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, '1'), (2, '2')");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text); INSERT INTO u VALUES (1, 'a')");
+    let job = Job::postgres(
+        &db,
+        &["t", "u"],
+        &format!("initial: snapshot\nbaseline: {{ state_machine_arn: \"{arn}\" }}"),
+    );
+    let env = [("AWS_ENDPOINT_URL", endpoint.as_str())];
+    let drain = |job: &Job| {
+        let run = job.run(&["drain"], &env);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.summary()
+    };
+    drain(&job);
+    // What the first execution does.
+    assert_eq!(job.run(&["baseline"], &[]).code, 0);
+    assert_eq!(rt.block_on(executions(&sdk, &arn)).len(), 1);
+
+    db.sql("INSERT INTO t VALUES (3, '3'); INSERT INTO u VALUES (2, 'b')");
+    db.sql("ALTER TABLE t ALTER COLUMN v TYPE int USING v::int");
+    db.sql("INSERT INTO t VALUES (4, 4); UPDATE u SET v = 'a2' WHERE id = 1");
+    let summary = drain(&job);
+    assert_eq!(
+        summary["rebaselined"]["t"]["baseline"], "started",
+        "{summary}"
+    );
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    let started = rt.block_on(executions(&sdk, &arn));
+    assert_eq!(started.len(), 2, "{started:?}");
+    let (name, input) = started
+        .iter()
+        .find(|(_, input)| input.get("tables").is_some())
+        .expect("the re-baseline's execution");
+    assert_eq!(input["tables"], serde_json::json!(["t"]), "{input}");
+    assert!(name.starts_with("baseline-"), "{name}");
+    // A later drain asks for the same execution, not a third.
+    db.sql("INSERT INTO t VALUES (5, 5)");
+    drain(&job);
+    assert_eq!(rt.block_on(executions(&sdk, &arn)).len(), 2);
+    // What the execution does; then both tables replay to the source.
+    let baseline = job.run(&["baseline"], &[]);
+    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    drain(&job);
+    assert_eq!(replayed(&job, "t"), "1=1,2=2,3=3,4=4,5=5");
+    assert_eq!(replayed(&job, "u"), "1=a2,2=b");
+}
+
+#[test]
 fn a_missing_state_machine_or_a_malformed_arn_is_a_config_error() {
     let endpoint = aws_or_skip!();
     let admin = pg_or_skip!();

@@ -355,6 +355,7 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         anchor: "pg:00000000/00000abc".into(),
         run_id: "run-a".into(),
         updated_at_ms: 1,
+        reason: None,
     };
     store.put_snapshot(job, &snapshot).await.unwrap();
     let chunk = ChunkRecord {
@@ -437,6 +438,40 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
     );
     assert_eq!(
         store.load_chunk(job, "public.other", 3).await.unwrap(),
+        Some(other.clone())
+    );
+    // A re-baseline: `wanted` replaces a done record and drops its chunk records; an
+    // earlier anchoring's late `done` does not overwrite it; a new anchoring replaces it.
+    store.put_snapshot(job, &done).await.unwrap();
+    store.put_chunk(job, &chunk).await.unwrap();
+    let wanted = SnapshotRecord {
+        status: SnapshotStatus::Wanted,
+        anchor: "pg:00000000/00000def".into(),
+        reason: Some("a column was renamed".into()),
+        ..snapshot.clone()
+    };
+    store.replace_snapshot(job, &wanted).await.unwrap();
+    assert_eq!(
+        store.load_chunk(job, "public.orders", 3).await.unwrap(),
+        None
+    );
+    store.put_snapshot(job, &done).await.unwrap();
+    assert_eq!(
+        store.load_snapshot(job, "public.orders").await.unwrap(),
+        Some(wanted.clone())
+    );
+    let anchored = SnapshotRecord {
+        status: SnapshotStatus::Anchored,
+        run_id: "run-b".into(),
+        ..wanted.clone()
+    };
+    store.replace_snapshot(job, &anchored).await.unwrap();
+    assert_eq!(
+        store.load_snapshot(job, "public.orders").await.unwrap(),
+        Some(anchored)
+    );
+    assert_eq!(
+        store.load_chunk(job, "public.other", 3).await.unwrap(),
         Some(other)
     );
 }
@@ -466,6 +501,7 @@ async fn show_reports_everything_in_one_shape(store: &dyn StateStore, job: &str)
                 anchor: "pg:00000000/00000001".into(),
                 run_id: "run-1".into(),
                 updated_at_ms: 5,
+                reason: None,
             },
         )
         .await
@@ -585,6 +621,7 @@ fn snapshot_record(table: &str) -> SnapshotRecord {
         anchor: "pg:00000000/00000abc".into(),
         run_id: "run-a".into(),
         updated_at_ms: 1,
+        reason: None,
     }
 }
 

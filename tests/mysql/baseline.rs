@@ -204,3 +204,120 @@ fn a_table_without_a_key_is_baselined_by_a_declared_non_unique_key() {
         source_state(&other, "t", &["id"])
     );
 }
+
+/// MariaDB's re-baseline epoch (marker at the checkpoint + 1, snapshot rows at + 2), live:
+/// `sluice baseline --table t` on a running job whose output of `t` went stale, then a
+/// narrowing retype that re-baselines `t` by itself — `u` untouched throughout, both
+/// replaying (the documented rule) to the source.
+#[test]
+fn rb_mysql_one_table_is_rebaselined_by_hand_and_after_a_narrowing() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_mysql");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20), n bigint) ENGINE=InnoDB; \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO t SELECT seq, CONCAT('s', seq), seq FROM seq_1_to_5; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
+    );
+    let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
+    job.drain();
+    db.sql("UPDATE t SET v = 'x' WHERE id <= 3; DELETE FROM t WHERE id = 5; INSERT INTO u VALUES (6, 'six')");
+    job.drain();
+    // t's output goes stale: this run's parts are lost.
+    let lost = job.out().join("t/_lost");
+    std::fs::create_dir_all(&lost).unwrap();
+    let mut lost_rows = Vec::new();
+    for part in support::part_files(&job.out().join("t"), "cdc-") {
+        lost_rows.extend(read_batches(&part).iter().flat_map(support::render));
+        std::fs::rename(&part, lost.join(part.file_name().unwrap())).unwrap();
+    }
+    assert_ne!(
+        replayed(&job, "t", &["id"]),
+        source_state(&db, "t", &["id"])
+    );
+    let u_record = job.local_state()["snapshots"]["u"].clone();
+    let run = job.run(&["baseline", "--table", "t"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows = read_rows(&support::snapshot_dir(&job.out().join("t")), "part-");
+    let marker: &Row = &rows[0];
+    assert_eq!(marker["__op"].as_deref(), Some("rebaseline"), "{rows:?}");
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|r| r["__op"].as_deref() == Some("snapshot") && r["__pos"] > marker["__pos"])
+    );
+    // Every change checkpointed before sorts before the marker (the last one at the
+    // checkpoint itself).
+    assert!(!lost_rows.is_empty());
+    assert!(
+        lost_rows.iter().all(|r| r["__pos"] < marker["__pos"]),
+        "{lost_rows:?} {marker:?}"
+    );
+    db.sql("UPDATE t SET v = 'after' WHERE id = 1; INSERT INTO t VALUES (7, 'seven', 7)");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["t"]["rows"], 2, "{summary}");
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["id"]),
+            source_state(&db, table, &["id"]),
+            "{table}"
+        );
+    }
+    assert_eq!(job.local_state()["snapshots"]["u"], u_record);
+
+    // A narrowing retype mid-backlog re-baselines t alone; u's changes are in the same run.
+    db.sql("INSERT INTO t VALUES (8, 'eight', 8); INSERT INTO u VALUES (7, 'seven')");
+    db.sql("ALTER TABLE t MODIFY n int");
+    db.sql("INSERT INTO t VALUES (9, 'nine', 9); UPDATE u SET v = 'one' WHERE id = 1");
+    let summary = job.drain();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["id"]),
+            source_state(&db, table, &["id"]),
+            "{table}"
+        );
+    }
+    assert_eq!(job.local_state()["snapshots"]["u"], u_record);
+}
+
+/// `ALTER TABLE … TRUNCATE / DROP PARTITION` removes rows without row events: the table is
+/// re-baselined (the rows are gone from the replay), the other table goes on in the same run.
+#[test]
+fn rb_mysql_partition_truncate_and_drop_rebaseline_that_table() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_mysql_part");
+    db.sql(
+        "CREATE TABLE p (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB \
+           PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), \
+                                    PARTITION p2 VALUES LESS THAN (100)); \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO p SELECT seq, CONCAT('s', seq) FROM seq_1_to_25; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_3",
+    );
+    let job = Job::mysql(&db, &["p", "u"], "", "initial: snapshot");
+    job.drain();
+    for ddl in [
+        "ALTER TABLE p TRUNCATE PARTITION p0",
+        "ALTER TABLE p DROP PARTITION p1",
+    ] {
+        db.sql("UPDATE p SET v = 'x' WHERE id IN (5, 15, 25)");
+        db.sql(ddl);
+        db.sql("INSERT INTO p VALUES (30, 'thirty') ON DUPLICATE KEY UPDATE v = 'again'; UPDATE u SET v = CONCAT(v, '+') WHERE id = 1");
+        let summary = job.drain();
+        assert_eq!(
+            summary["rebaselined"]["p"]["baseline"], "done",
+            "{ddl}: {summary}"
+        );
+        assert!(summary["rebaselined"].get("u").is_none(), "{summary}");
+        assert_eq!(summary["tables"]["u"]["rows"], 1, "{ddl}: {summary}");
+        for table in ["p", "u"] {
+            assert_eq!(
+                replayed(&job, table, &["id"]),
+                source_state(&db, table, &["id"]),
+                "{ddl}: {table}"
+            );
+        }
+    }
+}

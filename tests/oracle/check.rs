@@ -52,9 +52,15 @@ pub fn check_table(
     // Identity of duplicates, and the distinct changes in position order.
     let mut distinct: BTreeMap<Position, &PartRow> = BTreeMap::new();
     let mut snapshot = Vec::new();
+    // Epoch markers of re-baselines (in a plan folder): not rows of the table.
+    let mut markers = Vec::new();
     for row in rows {
         if row.run == "snapshot" {
-            snapshot.push(row);
+            if row.op == "rebaseline" {
+                markers.push(row);
+            } else {
+                snapshot.push(row);
+            }
             continue;
         }
         let at = (row.pos.clone(), row.seq);
@@ -136,7 +142,13 @@ pub fn check_table(
             ));
         }
     }
-    if let (Some(anchor), Some(((first, _), row))) = (snapshot.first(), distinct.first_key_value())
+    // Changes before a re-baseline's marker are superseded by it; every change after it
+    // sorts after the (new) baseline's anchor.
+    let marked = markers.iter().map(|m| (m.pos.clone(), m.seq)).max();
+    let first_after = distinct
+        .iter()
+        .find(|(at, _)| marked.as_ref().is_none_or(|m| *at > m));
+    if let (Some(anchor), Some(((first, _), row))) = (snapshot.first(), first_after)
         && *first <= anchor.pos
     {
         f.fail(format!(
@@ -164,7 +176,21 @@ pub fn check_table(
     // The row the latest delete removed, at its position: the insert half of a key change
     // (the next change at the same `__pos`) takes its unlogged values from it.
     let mut deleted: Option<(Position, BTreeMap<String, Cell>)> = None;
-    for row in snapshot.into_iter().chain(distinct.values().copied()) {
+    // The documented rule (docs/output.md, Truncate and re-baseline): every row in
+    // (`__pos`, `__seq`) order — the snapshot's rows share one position and keep their
+    // order — and a `truncate` or `rebaseline` row drops every earlier row of the table.
+    let mut ordered: Vec<&PartRow> = snapshot
+        .into_iter()
+        .chain(markers)
+        .chain(distinct.values().copied())
+        .collect();
+    ordered.sort_by(|a, b| (&a.pos, a.seq).cmp(&(&b.pos, b.seq)));
+    for row in ordered {
+        if row.op == "truncate" || row.op == "rebaseline" {
+            state.clear();
+            deleted = None;
+            continue;
+        }
         let Some(k) = key_of(row) else {
             f.fail(format!(
                 "{}: a row at ({}, {}) has a NULL key",
@@ -406,6 +432,46 @@ mod tests {
                 f.mismatches
             );
         }
+    }
+
+    #[test]
+    fn a_rebaseline_marker_or_a_truncate_drops_every_earlier_row() {
+        let snap = |id: &str, v: &str, pos: &str| row("snapshot", "snapshot", pos, 0, id, Some(v));
+        // Changes (A, B), then a re-baseline's epoch marker (C, in the new plan folder)
+        // before its snapshot rows (D) and a later change (E): key 1 vanished without a
+        // logged delete, so only the marker removes it.
+        let mut marker = row("snapshot", "rebaseline", "C", 0, "", None);
+        marker.all.insert("id".into(), None);
+        let rows = [
+            row("r1", "insert", "A", 0, "1", Some("a")),
+            row("r1", "insert", "B", 0, "2", Some("b")),
+            marker.clone(),
+            snap("2", "b2", "D"),
+            row("r2", "insert", "E", 0, "3", Some("c")),
+        ];
+        let want = source(&[("2", Some("b2")), ("3", Some("c"))]);
+        let f = check_table(&rows, "id", &want, 3, false);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
+        // Without the rule key 1 would survive.
+        let without: Vec<PartRow> = rows
+            .iter()
+            .filter(|r| r.op != "rebaseline")
+            .cloned()
+            .collect();
+        let f = check_table(&without, "id", &want, 3, false);
+        assert!(!f.mismatches.is_empty());
+        // A truncate in the stream does the same.
+        let rows = [
+            row("r1", "insert", "A", 0, "1", Some("a")),
+            {
+                let mut t = row("r1", "truncate", "B", 0, "", None);
+                t.all.insert("id".into(), None);
+                t
+            },
+            row("r1", "insert", "B", 1, "2", Some("b")),
+        ];
+        let f = check_table(&rows, "id", &source(&[("2", Some("b"))]), 3, false);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
     }
 
     #[test]

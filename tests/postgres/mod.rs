@@ -13,5 +13,6 @@ mod memory_budget;
 pub mod oracle;
 mod orphan_backend;
 mod postgis;
+mod rebaseline;
 mod security;
 mod types_every;

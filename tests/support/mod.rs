@@ -541,12 +541,12 @@ pub fn distinct_changes(rows: &[Row]) -> usize {
 
 /// Latest state per key (docs/output.md's latest-state query): the row with the highest
 /// (`__pos`, `__seq`) per key, deletes removed, and nothing from before the last
-/// `truncate` row. `rows` must be sorted.
+/// `truncate` or `rebaseline` row (neither is a row of the table). `rows` must be sorted.
 pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
     let mut state = BTreeMap::new();
     for row in rows {
         let k: Vec<Option<String>> = key.iter().map(|c| row[*c].clone()).collect();
-        if row["__op"].as_deref() == Some("truncate") {
+        if epoch(row) {
             state.clear();
         } else if row["__op"].as_deref() == Some("delete") {
             state.remove(&k);
@@ -557,11 +557,17 @@ pub fn replay(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> 
     state
 }
 
+/// True for a row that drops every earlier row of its table: a `truncate` or a
+/// re-baseline's epoch marker (`rebaseline`) — docs/output.md, Truncate and re-baseline.
+pub fn epoch(row: &Row) -> bool {
+    matches!(row["__op"].as_deref(), Some("truncate" | "rebaseline"))
+}
+
 /// The full replay rule (docs/output.md, "Unlogged values"; `rows` sorted): like [`replay`],
 /// and a column listed in a row's `__unlogged` keeps the value the key held before; the
 /// insert half of a key change (no row for its key yet) takes it from the row the delete
-/// half — the change just before it at the same `__pos` — removed; a `truncate` row drops
-/// every earlier row. Panics when neither
+/// half — the change just before it at the same `__pos` — removed; a `truncate` or
+/// `rebaseline` row drops every earlier row. Panics when neither
 /// holds the value.
 pub fn replay_carrying_unlogged(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Option<String>>, Row> {
     let mut state: BTreeMap<Vec<Option<String>>, Row> = BTreeMap::new();
@@ -569,7 +575,7 @@ pub fn replay_carrying_unlogged(rows: &[Row], key: &[&str]) -> BTreeMap<Vec<Opti
     let seq = |r: &Row| r["__seq"].as_deref().unwrap().parse::<i64>().unwrap();
     for row in rows {
         let k: Vec<Option<String>> = key.iter().map(|c| row[*c].clone()).collect();
-        if row["__op"].as_deref() == Some("truncate") {
+        if epoch(row) {
             state.clear();
             deleted = None;
             continue;

@@ -144,6 +144,24 @@ pub fn classify_statement(sql: &str) -> Statement {
     }
 }
 
+/// True for an `ALTER TABLE … {TRUNCATE | DROP | EXCHANGE | REORGANIZE} PARTITION`: it
+/// removes, swaps or moves rows without logging them as row events. Pure.
+pub fn rewrites_partition_rows(sql: &str) -> bool {
+    let words: Vec<String> = strip_leading_comments(sql)
+        .split_ascii_whitespace()
+        .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
+        .collect();
+    let alter_table =
+        words.first().is_some_and(|w| w == "ALTER") && words.iter().take(4).any(|w| w == "TABLE");
+    alter_table
+        && words.windows(2).any(|w| {
+            matches!(
+                w[0].as_str(),
+                "TRUNCATE" | "DROP" | "EXCHANGE" | "REORGANIZE"
+            ) && w[1] == "PARTITION"
+        })
+}
+
 fn strip_leading_comments(mut sql: &str) -> &str {
     loop {
         sql = sql.trim_start();
@@ -539,6 +557,26 @@ mod tests {
             assert_eq!(classify_unknown(refuse), UnknownEvent::Refuse, "{refuse}");
         }
         assert_eq!(classify_unknown(200), UnknownEvent::Refuse);
+    }
+
+    #[test]
+    fn partition_statements_that_move_rows_unlogged_are_recognised() {
+        for sql in [
+            "ALTER TABLE t TRUNCATE PARTITION p0",
+            "/* app */ alter table `db`.`t` drop partition p0, p1",
+            "ALTER ONLINE TABLE t EXCHANGE PARTITION p0 WITH TABLE t2",
+            "ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5))",
+        ] {
+            assert!(rewrites_partition_rows(sql), "{sql}");
+        }
+        for sql in [
+            "ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (90))",
+            "ALTER TABLE t DROP COLUMN partition_no",
+            "TRUNCATE TABLE t",
+            "CREATE TABLE t (id int) PARTITION BY HASH (id)",
+        ] {
+            assert!(!rewrites_partition_rows(sql), "{sql}");
+        }
     }
 
     #[test]

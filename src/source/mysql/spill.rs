@@ -247,6 +247,7 @@ fn encode_change(w: &mut impl Write, table: u32, change: &RowChange) -> io::Resu
         Op::Delete => 2,
         Op::Snapshot => 3,
         Op::Truncate => 4,
+        Op::Rebaseline => 5,
     }])?;
     for image in [&change.before, &change.after] {
         match image {
@@ -342,6 +343,7 @@ fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<R
         2 => Op::Delete,
         3 => Op::Snapshot,
         4 => Op::Truncate,
+        5 => Op::Rebaseline,
         _ => return Err(corrupt("op")),
     };
     let mut images = [None, None];

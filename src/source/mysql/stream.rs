@@ -29,6 +29,7 @@ use super::binlog::{classify_dump_error, foreign, log_gap};
 use super::events::{self, MappedTable, MariaGtid, Statement, UnknownEvent};
 use super::schema::CapturedTable;
 use super::spill::{SpillError, TxnBuffer};
+use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Position};
 use crate::sink::spill_budget::TransactionLimit;
@@ -415,7 +416,43 @@ impl MyStream {
                 }
                 self.end_statement_group();
             }
-            Statement::Other => self.end_statement_group(),
+            Statement::Other => {
+                // A partition TRUNCATE/DROP/EXCHANGE/REORGANIZE changes rows without row
+                // events: each captured table it names gets one `rebaseline` change at the
+                // statement's place, and the drain re-baselines that table.
+                let rewritten: Vec<_> = if events::rewrites_partition_rows(sql) {
+                    self.tables
+                        .iter()
+                        .filter(|t| {
+                            events::mentions_table(sql, &t.table)
+                                && (schema == t.database
+                                    || events::mentions_table(sql, &t.database))
+                        })
+                        .filter_map(|t| self.info.tables.iter().find(|s| s.name == t.config_name))
+                        .cloned()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                if rewritten.is_empty() {
+                    self.end_statement_group();
+                } else {
+                    for table in rewritten {
+                        let change = RowChange {
+                            table,
+                            op: Op::Rebaseline,
+                            before: None,
+                            after: None,
+                            before_unlogged: vec![],
+                            after_unlogged: vec![],
+                        };
+                        self.buffer
+                            .push(change)
+                            .map_err(|e| spill_error(e, at, &self.limit))?;
+                    }
+                    self.commit(end, this_event, ts, at)?;
+                }
+            }
         }
         Ok(())
     }

@@ -567,6 +567,37 @@ impl ChangeStream for PgStream {
         row.get::<_, Option<i64>>(0).map(|b| b.max(0) as u64)
     }
 
+    async fn filled_without_changes(
+        &mut self,
+        table: &str,
+        column: &str,
+    ) -> Result<Option<String>> {
+        let Some(captured) = self.tables.iter().find(|t| t.config_name == table) else {
+            return Ok(None);
+        };
+        // `atthasmissing`: added with a non-volatile default, stored once in the catalog
+        // (rows not rewritten since read it); `atthasdef`: a default (a volatile one
+        // rewrote every row without logging them). Either way a row not changed since
+        // has a value the stream never carried. A column no longer in the catalog
+        // (renamed or dropped later in the backlog) is judged by what follows.
+        let row = self
+            .control
+            .query_opt(
+                "SELECT a.atthasmissing, a.atthasdef FROM pg_attribute a \
+                   JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+                  WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3 AND a.attnum > 0 AND NOT a.attisdropped",
+                &[&captured.schema, &captured.table, &column],
+            )
+            .await
+            .map_err(|e| query_error(&format!("reading the catalog entry of {table}.{column}"), e))?;
+        Ok(row.and_then(|row| {
+            let (missing, default): (bool, bool) = (row.get(0), row.get(1));
+            (missing || default).then(|| {
+                format!("column {column} was added with a default: rows not changed since hold it without a logged change")
+            })
+        }))
+    }
+
     async fn ack(&mut self, upto: &Position) -> Result<()> {
         let Position::Postgres(upto) = *upto else {
             return Err(Error::new(

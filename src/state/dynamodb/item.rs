@@ -186,6 +186,7 @@ pub(super) fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
         "anchored" => SnapshotStatus::Anchored,
         "running" => SnapshotStatus::Running,
         "done" => SnapshotStatus::Done,
+        "wanted" => SnapshotStatus::Wanted,
         other => return Err(f.bad("status", &format!("has the unknown value {other:?}"))),
     };
     Ok(SnapshotRecord {
@@ -194,6 +195,7 @@ pub(super) fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
         anchor: f.s("anchor")?,
         run_id: f.s("run_id")?,
         updated_at_ms: f.n("updated_at_ms")?,
+        reason: f.opt_s("reason")?,
     })
 }
 
@@ -224,6 +226,7 @@ pub(super) fn status_text(status: SnapshotStatus) -> &'static str {
         SnapshotStatus::Anchored => "anchored",
         SnapshotStatus::Running => "running",
         SnapshotStatus::Done => "done",
+        SnapshotStatus::Wanted => "wanted",
     }
 }
 
@@ -249,6 +252,9 @@ pub(super) fn snapshot_item(job: &str, record: &SnapshotRecord) -> Item {
         ),
         ("updated_at_ms".to_owned(), number(record.updated_at_ms)),
     ]);
+    if let Some(reason) = &record.reason {
+        item.insert("reason".to_owned(), AttributeValue::S(reason.clone()));
+    }
     item
 }
 

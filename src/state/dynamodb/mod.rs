@@ -497,6 +497,7 @@ impl StateStore for DynamoStateStore {
             SnapshotStatus::Anchored => &["anchored"],
             SnapshotStatus::Running => &["anchored", "running"],
             SnapshotStatus::Done => &["anchored", "running", "done"],
+            SnapshotStatus::Wanted => &["anchored", "running", "done", "wanted"],
         };
         let mut request = self
             .client
@@ -547,6 +548,34 @@ impl StateStore for DynamoStateStore {
                 .await
                 .map_err(|e| self.error(e, "dynamodb:DeleteItem", &format!("{job}/{sk}")))?;
         }
+        Ok(())
+    }
+
+    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+        let table = &record.table;
+        for item in self.query(job, &format!("chunk#{table}#"), None).await? {
+            let sk = sk_of(&item);
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(job, &sk)))
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:DeleteItem", &format!("{job}/{sk}")))?;
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(snapshot_item(job, record)))
+            .send()
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    "dynamodb:PutItem",
+                    &format!("{job}/{}", snapshot_sk(table)),
+                )
+            })?;
         Ok(())
     }
 

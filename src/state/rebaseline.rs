@@ -1,0 +1,107 @@
+//! Asking for a per-table re-baseline, and finding the ones pending.
+//!
+//! A re-baseline is a table's `snapshot#<table>` record anchored anew: first the record
+//! becomes `wanted` (with the position and the reason that asked for it) — from then on
+//! drains skip the table's changes, which the new snapshot supersedes — then the anchor
+//! step (`crate::baseline::tasks::anchor`) replaces it, under the job's lease, by an `anchored`
+//! record at the job's checkpoint (`crate::baseline::epoch`), and plan, chunks and finish write a
+//! new plan folder whose epoch marker drops every earlier row of the table from the
+//! replay. Every other table's record is left untouched.
+//!
+//! Guarantees: the `wanted` record is one state write, stored before the drain that asked
+//! for it checkpoints past the change that asked ([`request`] is awaited where the change
+//! is met), so no crash can leave the table's later changes neither written nor
+//! superseded; a table whose re-baseline is already anchored and not done is resumed, not
+//! started over, when asked again by hand.
+
+use super::{SnapshotRecord, SnapshotStatus, StateStore, now_ms};
+use crate::error::{Code, Error, Result};
+
+/// Who asked for a re-baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    /// An operator (`sluice baseline --table`, the Lambda action or the state machine's
+    /// input): a re-baseline already anchored and not done is resumed.
+    Operator,
+    /// A drain that met a change it cannot carry in place: always starts over (a
+    /// baseline in progress may have read rows of the old shape).
+    Drain,
+}
+
+/// Records that `table` needs a re-baseline, asked at `at` (a tagged position, or a
+/// description when the stream has none yet) for `reason`. Returns false when an
+/// operator's request found a re-baseline of the table in progress (it is resumed).
+pub async fn request(
+    state: &dyn StateStore,
+    job: &str,
+    tables: &[String],
+    table: &str,
+    at: &str,
+    reason: &str,
+    asker: Asker,
+) -> Result<bool> {
+    if !tables.iter().any(|t| t == table) {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!("table {table:?} is not in source.tables"),
+        )
+        .hint("name the table exactly as source.tables lists it"));
+    }
+    let existing = state.load_snapshot(job, table).await?;
+    if asker == Asker::Operator
+        && let Some(record) = &existing
+        && matches!(
+            record.status,
+            SnapshotStatus::Anchored | SnapshotStatus::Running
+        )
+        && record.reason.is_some()
+    {
+        tracing::info!(table = %table, anchor = %record.anchor, "a re-baseline of the table is in progress; resuming it");
+        return Ok(false);
+    }
+    let record = SnapshotRecord {
+        table: table.to_owned(),
+        status: SnapshotStatus::Wanted,
+        anchor: at.to_owned(),
+        run_id: existing.map(|r| r.run_id).unwrap_or_default(),
+        updated_at_ms: now_ms(),
+        reason: Some(reason.to_owned()),
+    };
+    state.replace_snapshot(job, &record).await?;
+    Ok(true)
+}
+
+/// The records of every table whose re-baseline is wanted and not yet anchored.
+pub async fn wanted(
+    state: &dyn StateStore,
+    job: &str,
+    tables: &[String],
+) -> Result<Vec<SnapshotRecord>> {
+    let mut wanted = Vec::new();
+    for table in tables {
+        if let Some(record) = state.load_snapshot(job, table).await?
+            && record.status == SnapshotStatus::Wanted
+        {
+            wanted.push(record);
+        }
+    }
+    Ok(wanted)
+}
+
+/// The records of every re-baseline not done: wanted, or anchored and not finished.
+pub async fn pending(
+    state: &dyn StateStore,
+    job: &str,
+    tables: &[String],
+) -> Result<Vec<SnapshotRecord>> {
+    let mut pending = Vec::new();
+    for table in tables {
+        if let Some(record) = state.load_snapshot(job, table).await?
+            && record.reason.is_some()
+            && record.status != SnapshotStatus::Done
+        {
+            pending.push(record);
+        }
+    }
+    Ok(pending)
+}

@@ -1,0 +1,409 @@
+//! Per-table re-baselines on PostgreSQL (issue 20): a change the stream cannot carry in
+//! place (a narrowing retype, `ADD COLUMN … DEFAULT`, `RENAME COLUMN`) re-baselines that
+//! table alone while the other table's changes are written in the same run, and `sluice
+//! baseline --table` re-snapshots one table of a running job under concurrent writes.
+//! Every check replays the output by the documented rule — over *every* part of the table
+//! folder, old plan folders included: a `rebaseline` (or `truncate`) row drops every
+//! earlier row. Every test owns its database, slot and publication (`rb_*` names).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{Job, Row, TestDb, epoch, read_batches, readers, render};
+
+/// Every `.parquet` file under `dir` (recursively; `_`-prefixed folders skipped, as
+/// readers do), rendered, in replay order (`__pos`, then `__seq` as a number).
+fn every_row(dir: &Path) -> Vec<Row> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() && !name.starts_with('_') {
+                walk(&path, out);
+            } else if name.ends_with(".parquet") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    let mut rows: Vec<Row> = files
+        .iter()
+        .flat_map(|f| read_batches(f))
+        .flat_map(|b| render(&b))
+        .collect();
+    rows.sort_by_key(|r| {
+        (
+            r["__pos"].clone(),
+            r["__seq"].as_deref().map(|s| s.parse::<i64>().unwrap()),
+        )
+    });
+    rows
+}
+
+/// The table replayed by the documented rule over every part of its folder, as
+/// `id:c1:c2…` lines in id order (`NULL` for null or absent).
+fn replayed(job: &Job, table: &str, columns: &[&str]) -> String {
+    let mut state: std::collections::BTreeMap<i64, Row> = Default::default();
+    for row in every_row(&job.out().join(table)) {
+        if epoch(&row) {
+            state.clear();
+            continue;
+        }
+        let id: i64 = row["id"].as_deref().unwrap().parse().unwrap();
+        if row["__op"].as_deref() == Some("delete") {
+            state.remove(&id);
+        } else {
+            state.insert(id, row);
+        }
+    }
+    state
+        .iter()
+        .map(|(id, row)| {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| {
+                    row.get(*c)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| "NULL".into())
+                })
+                .collect();
+            format!("{id}:{}", cells.join(":"))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The source's rows in the form of [`replayed`].
+fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
+    let cells: Vec<String> = columns
+        .iter()
+        .map(|c| format!("coalesce({c}::text, 'NULL')"))
+        .collect();
+    db.sql(&format!(
+        "SELECT coalesce(string_agg(id || ':' || {}, ',' ORDER BY id), '') FROM {table}",
+        cells.join(" || ':' || ")
+    ))
+}
+
+/// docs/baselines.md's latest-state query, verbatim, run by DuckDB over every part of the
+/// table folder (`**/*.parquet`: old plan folders too), as `id:v` lines; `None` without
+/// the readers' venv.
+fn duckdb_replayed(job: &Job, table: &str, column: &str) -> Option<String> {
+    let python = readers::python()?;
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/baselines.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("## Drains during a baseline").unwrap()..];
+    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
+    let query = &section[start..start + section[start..].find("```").unwrap()];
+    let folder = job.out().join(table);
+    let files = format!("{}/**/*.parquet", folder.display());
+    let query = query.replace(
+        "['out/public.orders/snapshot/<plan id>/part-*.parquet', 'out/public.orders/cdc-*.parquet']",
+        &format!("'{files}'"),
+    );
+    assert!(
+        query.contains(&files),
+        "the docs query changed shape: {query}"
+    );
+    let script = format!(
+        "import duckdb\ncur = duckdb.connect().execute('''{query}''')\n\
+         names = [d[0] for d in cur.description]\nrows = sorted(cur.fetchall())\n\
+         i, c = names.index('id'), names.index('{column}')\n\
+         print(','.join(f\"{{r[i]}}:{{'NULL' if r[c] is None else r[c]}}\" for r in rows))"
+    );
+    Some(readers::run(&python, &script, &[]))
+}
+
+/// The `snapshot#<table>` record of the job's local state.
+fn record(job: &Job, table: &str) -> serde_json::Value {
+    job.local_state()["snapshots"][table].clone()
+}
+
+/// Two tables `t` and `u` (`id int PRIMARY KEY, v text`), seeded and baselined; the
+/// stream started.
+fn two_tables(admin: &str, name: &str, t_values: &str) -> (TestDb, Job) {
+    let db = TestDb::new(admin, name);
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    db.sql(&format!(
+        "INSERT INTO t SELECT i, {t_values} FROM generate_series(1, 5) i"
+    ));
+    db.sql("INSERT INTO u SELECT i, 'seed' || i FROM generate_series(1, 5) i");
+    let job = Job::postgres(&db, &["t", "u"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    (db, job)
+}
+
+/// Applies `ddl` to `t` mid-backlog between writes to both tables, drains once, and checks
+/// that `t` alone was re-baselined in that run, `u`'s changes are all there, and both
+/// replay to the source (`t_after`: t's columns after the DDL).
+fn ddl_rebaselines_t_alone(db: &TestDb, job: &Job, ddl: &str, t_write: &str, t_after: &[&str]) {
+    let u_before = record(job, "u");
+    let t_before = record(job, "t");
+    db.sql("INSERT INTO t (id, v) VALUES (10, '10'); UPDATE t SET v = '11' WHERE id = 1");
+    db.sql("INSERT INTO u VALUES (10, 'ten'); UPDATE u SET v = 'one' WHERE id = 1");
+    db.sql(ddl);
+    db.sql(t_write);
+    db.sql("DELETE FROM t WHERE id = 2; DELETE FROM u WHERE id = 2");
+    db.sql("INSERT INTO u VALUES (20, 'twenty'); UPDATE u SET v = 'three' WHERE id = 3");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert!(
+        run.stderr.contains("SLUICE_SOURCE_TABLE_REBASELINED"),
+        "{}",
+        run.stderr
+    );
+    let rebaselined = &summary["rebaselined"];
+    assert_eq!(rebaselined["t"]["baseline"], "done", "{summary}");
+    let stored = &job.local_state()["runs"][summary["run_id"].as_str().unwrap()]["summary"];
+    assert_eq!(
+        stored["rebaselined"], *rebaselined,
+        "the run record says the same"
+    );
+    assert!(rebaselined["t"]["at"].as_str().unwrap().starts_with("pg:"));
+    assert!(rebaselined.get("u").is_none(), "{summary}");
+    // u's five changes, all in this run.
+    assert_eq!(summary["tables"]["u"]["rows"], 5, "{summary}");
+    // t's record was anchored anew (a new plan); u's is untouched.
+    assert_eq!(record(job, "u"), u_before);
+    let t_now = record(job, "t");
+    assert_eq!(t_now["status"], "done", "{t_now}");
+    assert_ne!(t_now["run_id"], t_before["run_id"]);
+    assert!(t_now["reason"].as_str().is_some(), "{t_now}");
+    let markers: Vec<Row> = every_row(&job.out().join("t"))
+        .into_iter()
+        .filter(|r| r["__op"].as_deref() == Some("rebaseline"))
+        .collect();
+    assert_eq!(markers.len(), 1, "one epoch marker");
+    assert_eq!(replayed(job, "t", t_after), source(db, "t", t_after));
+    assert_eq!(replayed(job, "u", &["v"]), source(db, "u", &["v"]));
+    // The stream goes on for both; t's changes are written again.
+    db.sql("INSERT INTO t (id) VALUES (30); UPDATE t SET id = 31 WHERE id = 3");
+    db.sql("INSERT INTO u VALUES (30, 'thirty')");
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    assert_eq!(summary["tables"]["t"]["rows"], 3, "{summary}");
+    assert_eq!(replayed(job, "t", t_after), source(db, "t", t_after));
+    assert_eq!(replayed(job, "u", &["v"]), source(db, "u", &["v"]));
+}
+
+#[test]
+fn rb_incompatible_retype_rebaselines_that_table_and_the_other_goes_on() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_retype", "i::text");
+    ddl_rebaselines_t_alone(
+        &db,
+        &job,
+        "ALTER TABLE t ALTER COLUMN v TYPE int USING v::int",
+        "INSERT INTO t VALUES (20, 20); UPDATE t SET v = 44 WHERE id = 4",
+        &["v"],
+    );
+    let t: Vec<String> = every_row(&job.out().join("t"))
+        .into_iter()
+        .filter_map(|r| r["v"].clone())
+        .collect();
+    assert!(t.contains(&"44".to_owned()), "{t:?}");
+    if let Some(text) = duckdb_replayed(&job, "u", "v") {
+        assert_eq!(text, source(&db, "u", &["v"]), "DuckDB, u");
+    }
+}
+
+#[test]
+fn rb_add_column_with_a_default_rebaselines_so_untouched_rows_have_it() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_default", "'s' || i");
+    ddl_rebaselines_t_alone(
+        &db,
+        &job,
+        "ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7",
+        "INSERT INTO t VALUES (20, 'twenty', 8); UPDATE t SET v = 'four' WHERE id = 4",
+        &["v", "d"],
+    );
+    // Rows the application never touched after the ALTER replay with the default.
+    assert!(source(&db, "t", &["v", "d"]).contains("5:s5:7"));
+    if let Some(text) = duckdb_replayed(&job, "t", "d") {
+        assert_eq!(text, source(&db, "t", &["d"]), "DuckDB, t");
+    }
+}
+
+#[test]
+fn rb_rename_column_rebaselines_so_every_row_has_the_new_name() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_rename", "'s' || i");
+    ddl_rebaselines_t_alone(
+        &db,
+        &job,
+        "ALTER TABLE t RENAME COLUMN v TO w",
+        "INSERT INTO t VALUES (20, 'twenty'); UPDATE t SET w = 'four' WHERE id = 4",
+        &["w"],
+    );
+    assert!(source(&db, "t", &["w"]).contains("5:s5"));
+}
+
+#[test]
+fn rb_nullable_column_added_without_a_default_just_continues() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_nullable", "'s' || i");
+    db.sql("INSERT INTO t VALUES (10, 'ten')");
+    db.sql("ALTER TABLE t ADD COLUMN d int");
+    db.sql("INSERT INTO t VALUES (20, 'twenty', 8); UPDATE t SET v = 'one' WHERE id = 1");
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    assert_eq!(summary["tables"]["t"]["rows"], 3, "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+}
+
+#[test]
+fn rb_baseline_table_resnapshots_one_table_under_concurrent_writes() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_table", "'s' || i");
+    db.sql(
+        "UPDATE t SET v = 'x' || id; DELETE FROM t WHERE id = 5; INSERT INTO t VALUES (6, 'six')",
+    );
+    db.sql("INSERT INTO u VALUES (6, 'six')");
+    job.drain();
+    // Make t's lake state stale: this run's changes of t are lost (moved aside).
+    let lost = job.out().join("t/_lost");
+    std::fs::create_dir_all(&lost).unwrap();
+    for part in crate::support::part_files(&job.out().join("t"), "cdc-") {
+        std::fs::rename(&part, lost.join(part.file_name().unwrap())).unwrap();
+    }
+    assert_ne!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
+    let u_before = record(&job, "u");
+    let t_before = record(&job, "t");
+    // Writes before, during and after the re-baseline, to both tables.
+    let url = db.url.clone();
+    let writer = std::thread::spawn(move || {
+        for i in 0..60 {
+            crate::support::psql(
+                &url,
+                &format!(
+                    "INSERT INTO t VALUES ({n}, 'w{i}') ON CONFLICT (id) DO UPDATE SET v = excluded.v; \
+                     UPDATE t SET v = 'u{i}' WHERE id = {m}; DELETE FROM t WHERE id = {d}; \
+                     INSERT INTO u VALUES ({n}, 'w{i}') ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+                    n = 100 + i % 7,
+                    m = 1 + i % 4,
+                    d = 100 + (i + 3) % 7
+                ),
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    let drained = job.run(&["drain"], &[]);
+    assert_eq!(drained.code, 0, "{}", drained.stderr);
+    let run = job.run(&["baseline", "--table", "t"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let baseline = run.summary();
+    assert_eq!(baseline["status"], "done", "{baseline}");
+    assert!(baseline["tables"].get("t").is_some(), "{baseline}");
+    writer.join().unwrap();
+    job.drain();
+    assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+    if let Some(text) = duckdb_replayed(&job, "t", "v") {
+        assert_eq!(text, source(&db, "t", &["v"]), "DuckDB, t");
+    }
+    // u's record untouched; t's anchored anew, into a new plan folder.
+    assert_eq!(record(&job, "u"), u_before);
+    let t_now = record(&job, "t");
+    assert_eq!(t_now["status"], "done");
+    assert_ne!(t_now["run_id"], t_before["run_id"]);
+    let folders = std::fs::read_dir(job.out().join("t/snapshot"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(
+        folders, 2,
+        "the first baseline's folder and the re-baseline's"
+    );
+    // An unknown table is a config error naming it.
+    let unknown = job.run(&["baseline", "--table", "nope"], &[]);
+    assert_eq!(unknown.code, 1, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("nope"), "{}", unknown.stderr);
+}
+
+#[test]
+fn rb_a_rebaseline_that_cannot_run_after_the_run_is_pending_and_the_next_run_finishes_it() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_pending", "i::text");
+    db.sql("INSERT INTO t VALUES (10, '10'); INSERT INTO u VALUES (10, 'ten')");
+    db.sql("ALTER TABLE t ALTER COLUMN v TYPE int USING v::int");
+    db.sql("INSERT INTO t VALUES (20, 20); UPDATE u SET v = 'one' WHERE id = 1");
+    // The re-baseline after the run fails (transient) at its first chunk record.
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "chunk_done:error")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(
+        summary["rebaselined"]["t"]["baseline"], "pending",
+        "{summary}"
+    );
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_ne!(record(&job, "t")["status"], "done");
+    // The next run writes t's changes after the new anchor and finishes the re-baseline.
+    db.sql("UPDATE t SET v = 21 WHERE id = 20; DELETE FROM t WHERE id = 1; INSERT INTO u VALUES (11, 'x')");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["t"]["rows"], 2, "{summary}");
+    assert_eq!(record(&job, "t")["status"], "done");
+    assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
+
+/// The DDL between two runs, with no change of `t` between the earlier run and it: the
+/// shape the earlier run saw last (`t/_stream_shape.json`) is what the next run compares.
+#[test]
+fn rb_a_default_column_or_a_rename_between_runs_rebaselines_too() {
+    let admin = pg_or_skip!();
+    for (name, ddl, write, columns) in [
+        (
+            "rb_between_default",
+            "ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7",
+            "INSERT INTO t VALUES (20, 'twenty', 8)",
+            &["v", "d"][..],
+        ),
+        (
+            "rb_between_rename",
+            "ALTER TABLE t RENAME COLUMN v TO w",
+            "INSERT INTO t VALUES (20, 'twenty')",
+            &["w"][..],
+        ),
+    ] {
+        let (db, job) = two_tables(&admin, name, "'s' || i");
+        db.sql("UPDATE t SET v = 'one' WHERE id = 1; INSERT INTO u VALUES (10, 'ten')");
+        assert!(job.drain().get("rebaselined").is_none());
+        db.sql(ddl);
+        db.sql(write);
+        db.sql("INSERT INTO u VALUES (11, 'eleven')");
+        let summary = job.drain();
+        assert_eq!(
+            summary["rebaselined"]["t"]["baseline"], "done",
+            "{name}: {summary}"
+        );
+        assert_eq!(summary["tables"]["u"]["rows"], 1, "{summary}");
+        assert_eq!(
+            replayed(&job, "t", columns),
+            source(&db, "t", columns),
+            "{name}"
+        );
+        assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+        // The shape is known again after the re-baseline: the next runs just continue.
+        db.sql(write.replace("20", "21").as_str());
+        let summary = job.drain();
+        assert!(summary.get("rebaselined").is_none(), "{name}: {summary}");
+        db.sql(write.replace("20", "22").as_str());
+        let summary = job.drain();
+        assert!(summary.get("rebaselined").is_none(), "{name}: {summary}");
+        assert_eq!(
+            replayed(&job, "t", columns),
+            source(&db, "t", columns),
+            "{name}"
+        );
+    }
+}
