@@ -24,7 +24,7 @@ use super::connect::{errno, query_error, server_errno};
 use super::prerequisites::{Flavor, ServerVersion};
 use super::schema::quote_ident;
 use crate::error::{Code, Error, Result};
-use crate::position::BinlogPosition;
+use crate::position::{BinlogPosition, GtidPos};
 
 /// One `SHOW BINARY LOGS` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +254,7 @@ pub async fn open_dump(
     version: &ServerVersion,
     server_id: u32,
     from: &BinlogPosition,
+    connect_state: Option<&GtidPos>,
 ) -> Result<BinlogStream> {
     if version.flavor == Flavor::MariaDb {
         conn.query_drop("SET @mariadb_slave_capability = 4")
@@ -261,10 +262,23 @@ pub async fn open_dump(
             .map_err(|e| query_error("announcing the replica's capabilities", e))?;
     }
     let file = from.file();
-    let request = BinlogStreamRequest::new(server_id)
-        .with_filename(file.as_bytes())
-        .with_pos(u64::from(from.offset()))
-        .with_non_blocking();
+    let request = BinlogStreamRequest::new(server_id).with_non_blocking();
+    let request = match connect_state {
+        Some(gtid) => {
+            // MariaDB starts a dump at `@slave_connect_state` when it is set (the file
+            // and offset of the request are then ignored); strict: a GTID missing from
+            // the binlog is an error, never a silent skip.
+            conn.query_drop(format!(
+                "SET @slave_connect_state = '{gtid}', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"
+            ))
+            .await
+            .map_err(|e| query_error("setting the GTID position to dump from", e))?;
+            request
+        }
+        None => request
+            .with_filename(file.as_bytes())
+            .with_pos(u64::from(from.offset())),
+    };
     conn.get_binlog_stream(request)
         .await
         .map_err(|e| classify_dump_error(e, from, server_id))
@@ -279,7 +293,9 @@ pub fn classify_dump_error(e: mysql_async::Error, at: &BinlogPosition, server_id
     match server_errno(&e) {
         Some(errno::FATAL_READING_BINLOG) => {
             let lower = message.to_ascii_lowercase();
-            if lower.contains("could not find first log file") || lower.contains("purged") {
+            if lower.contains("gtid") && !lower.contains("purged") {
+                super::failover::gap(format!("the server cannot stream from the GTID position of {at}: {message}")).source(e)
+            } else if lower.contains("could not find first log file") || lower.contains("purged") {
                 log_gap(format!("the binlog at {at} is no longer on the server: {message}")).source(e)
             } else {
                 foreign(format!("the server cannot stream from {at}: {message} (the binlog differs from the one the checkpoint was taken in)")).source(e)

@@ -1,0 +1,324 @@
+//! MariaDB failovers and replicas, end to end: a job that follows a promoted replica by
+//! GTID without a re-baseline and loses nothing, a lossy failover refused with
+//! `SLUICE_SOURCE_FAILOVER_GAP`, and a job that reads from a replica from the start.
+//!
+//! The replica is the local stack's second MariaDB (infra/local/mariadb-replica.sh,
+//! `SLUICE_TEST_MYSQL_REPLICA_URL`), replicating from the shared one by GTID. Each test
+//! holds it exclusively (a cross-process lock), makes it a fresh clone first
+//! (`mariadb-replica.sh reset`) and again at the end, since a test may promote it.
+
+use std::path::PathBuf;
+
+use crate::support::{self, Job, TestMysqlDb, mysql_cli, replayed_text};
+
+const T: &str = "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB";
+
+/// The replica, held by one test at a time, reset before and after.
+struct Replica {
+    admin_url: String,
+    _lock: std::fs::File,
+}
+
+impl Replica {
+    fn take(url: String) -> Replica {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join("sluice-test-mariadb-replica.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .unwrap();
+        // SAFETY: flock on a file descriptor we own.
+        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let replica = Replica {
+            admin_url: url,
+            _lock: file,
+        };
+        replica.reset();
+        replica
+    }
+
+    fn reset(&self) {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("infra/local/mariadb-replica.sh");
+        let out = std::process::Command::new(script)
+            .arg("reset")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mariadb-replica.sh reset: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        mysql_cli(&self.admin_url, sql)
+    }
+
+    /// Waits until the replica has applied everything the primary has written.
+    fn catch_up(&self, primary_admin: &str) {
+        let pos = mysql_cli(primary_admin, "SELECT @@gtid_binlog_pos");
+        let waited = self.sql(&format!("SELECT MASTER_GTID_WAIT('{pos}', 60)"));
+        assert_eq!(
+            waited,
+            "0",
+            "the replica did not reach {pos}: {}",
+            self.sql("SHOW SLAVE STATUS")
+        );
+    }
+
+    /// `url` (the primary's) with the replica's host and port.
+    fn url_for(&self, url: &str) -> String {
+        let replica = url::Url::parse(&self.admin_url).unwrap();
+        let mut url = url::Url::parse(url).unwrap();
+        url.set_port(replica.port()).unwrap();
+        url.to_string()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.reset();
+    }
+}
+
+fn replica_or_skip() -> Option<Replica> {
+    support::service_url("SLUICE_TEST_MYSQL_REPLICA_URL").map(Replica::take)
+}
+
+/// The source's rows of `t` as `replayed_text` renders them (key-text order).
+fn source_text(url: &str) -> String {
+    mysql_cli(
+        url,
+        "SELECT IFNULL(GROUP_CONCAT(CONCAT(id, '=', IFNULL(v, 'NULL')) ORDER BY CAST(id AS CHAR) SEPARATOR ','), '') FROM t",
+    )
+}
+
+fn checkpoint(job: &Job) -> serde_json::Value {
+    job.local_state()["checkpoint"].clone()
+}
+
+#[test]
+fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
+    let admin = mysql_or_skip!();
+    let Some(replica) = replica_or_skip() else {
+        return;
+    };
+    let db = TestMysqlDb::new(&admin, "gtid_follow");
+    db.sql(T);
+    let mut job = Job::mysql(&db, &["t"], "", "");
+    job.drain();
+    db.sql(
+        "INSERT INTO t VALUES (10, 'a'), (11, 'b'), (12, 'c'); UPDATE t SET v = 'a2' WHERE id = 10",
+    );
+    job.drain();
+    let before = checkpoint(&job);
+    let position = before["position"].as_str().unwrap().to_owned();
+    assert!(position.contains(";g=0-1-"), "{before}");
+    assert!(!position.contains(";n="), "{before}");
+
+    // A backlog the job has not read yet, replicated; then the primary is gone: the
+    // replica stops replicating and takes the writes.
+    db.sql("INSERT INTO t VALUES (13, 'd'); DELETE FROM t WHERE id = 11; UPDATE t SET v = 'c2' WHERE id = 12");
+    replica.catch_up(&admin);
+    replica.sql("STOP SLAVE");
+    let on_replica = replica.url_for(&db.url);
+    mysql_cli(
+        &on_replica,
+        "INSERT INTO t VALUES (14, 'e'); UPDATE t SET v = 'd2' WHERE id = 13",
+    );
+    job.url_env.1 = replica.url_for(&db.source_url);
+
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    let after = checkpoint(&job);
+    assert!(
+        after["source_identity"]
+            .as_str()
+            .unwrap()
+            .contains("server_id=2"),
+        "{after}"
+    );
+    let position = after["position"].as_str().unwrap();
+    assert!(position.contains(";n=1"), "{after}");
+    assert!(position.contains(";g=0-2-"), "{after}");
+    assert_eq!(
+        replayed_text(&job.out().join("t"), &["id"]),
+        source_text(&on_replica)
+    );
+
+    // Later drains go on on the new primary.
+    mysql_cli(
+        &on_replica,
+        "INSERT INTO t VALUES (15, 'f'); DELETE FROM t WHERE id = 10",
+    );
+    job.drain();
+    assert_eq!(
+        replayed_text(&job.out().join("t"), &["id"]),
+        source_text(&on_replica)
+    );
+    assert_eq!(source_text(&on_replica), "12=c2,13=d2,14=e,15=f");
+    let rows = job.rows("t");
+    assert!(
+        !job.out().join("t").join("snapshot").exists(),
+        "no re-baseline"
+    );
+    // Every change arrived exactly once, and the ones after the failover sort after
+    // the ones before it.
+    let ops = support::ops(&rows, "id");
+    assert_eq!(
+        ops.iter()
+            .filter(|(_, id)| id.as_deref() == Some("13"))
+            .count(),
+        2,
+        "{ops:?}"
+    );
+    let positions: Vec<&str> = rows
+        .iter()
+        .map(|r| r["__pos"].as_deref().unwrap())
+        .collect();
+    let (old, new): (Vec<&str>, Vec<&str>) =
+        positions.iter().partition(|p| !p.starts_with("~00001~"));
+    // The backlog was read from the new primary too: 4 changes before, 7 after.
+    assert_eq!((old.len(), new.len()), (4, 7), "{positions:?}");
+    assert!(
+        old.iter().all(|o| new.iter().all(|n| o < n)),
+        "{positions:?}"
+    );
+}
+
+#[test]
+fn a_lossy_failover_is_refused_naming_the_missing_gtids() {
+    let admin = mysql_or_skip!();
+    let Some(replica) = replica_or_skip() else {
+        return;
+    };
+    let db = TestMysqlDb::new(&admin, "gtid_lossy");
+    db.sql(T);
+    let mut job = Job::mysql(&db, &["t"], "", "");
+    job.drain();
+    db.sql("INSERT INTO t VALUES (10, 'a')");
+    replica.catch_up(&admin);
+    // Replication breaks; the primary goes on, and the job reads those changes.
+    replica.sql("STOP SLAVE");
+    db.sql("INSERT INTO t VALUES (11, 'lost'); UPDATE t SET v = 'lost' WHERE id = 10");
+    job.drain();
+    let missing = mysql_cli(&admin, "SELECT @@gtid_binlog_pos");
+    job.url_env.1 = replica.url_for(&db.source_url);
+
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_SOURCE_FAILOVER_GAP",
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("are missing"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("..{missing}")) || run.stderr.contains("..0-1-"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("sluice state clear --config FILE"),
+        "{}",
+        run.stderr
+    );
+    // The checkpoint did not move.
+    assert!(
+        checkpoint(&job)["source_identity"]
+            .as_str()
+            .unwrap()
+            .contains("server_id=1")
+    );
+}
+
+#[test]
+fn a_job_reading_a_replica_from_the_start_replays_exactly() {
+    let admin = mysql_or_skip!();
+    let Some(replica) = replica_or_skip() else {
+        return;
+    };
+    let db = TestMysqlDb::new(&admin, "gtid_replica");
+    db.sql(T);
+    db.sql("INSERT INTO t VALUES (10, 'before'), (11, 'x')");
+    replica.catch_up(&admin);
+    let mut job = Job::mysql(&db, &["t"], "", "");
+    job.url_env.1 = replica.url_for(&db.source_url);
+    let baseline = job.run(&["baseline"], &[]);
+    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    db.sql("INSERT INTO t VALUES (12, 'y'); UPDATE t SET v = 'after' WHERE id = 10; DELETE FROM t WHERE id = 11");
+    replica.catch_up(&admin);
+    job.drain();
+    db.sql("INSERT INTO t VALUES (13, 'z'), (14, NULL)");
+    replica.catch_up(&admin);
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(
+        replayed_text(&job.out().join("t"), &["id"]),
+        source_text(&db.url)
+    );
+    assert_eq!(source_text(&db.url), "10=after,12=y,13=z,14=NULL");
+    let cp = checkpoint(&job);
+    assert!(
+        cp["source_identity"]
+            .as_str()
+            .unwrap()
+            .contains("server_id=2"),
+        "{cp}"
+    );
+    // The replica's binlog carries the primary's GTIDs (log_slave_updates).
+    assert!(cp["position"].as_str().unwrap().contains(";g=0-1-"), "{cp}");
+}
+
+#[test]
+fn a_checkpoint_written_without_a_gtid_position_gets_one_on_its_next_write() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "gtid_upgrade");
+    db.sql(T);
+    let job = Job::mysql(&db, &["t"], "", "");
+    job.drain();
+    db.sql("INSERT INTO t VALUES (10, 'a')");
+    job.drain();
+    // The checkpoint as a version before GTID positions wrote it: `file:offset;f=…;e=…`.
+    let mut state = job.local_state();
+    let position = state["checkpoint"]["position"].as_str().unwrap().to_owned();
+    let old = position.split(";g=").next().unwrap().to_owned();
+    assert_ne!(old, position);
+    state["checkpoint"]["position"] = old.clone().into();
+    job.write_local_state(&state);
+    db.sql("INSERT INTO t VALUES (11, 'b'); UPDATE t SET v = 'a2' WHERE id = 10");
+    job.drain();
+    let position = checkpoint(&job)["position"].as_str().unwrap().to_owned();
+    let gtid = mysql_cli(&admin, "SELECT @@gtid_binlog_pos");
+    assert!(position.contains(";g=0-1-"), "{position}");
+    assert_eq!(
+        replayed_text(&job.out().join("t"), &["id"]),
+        source_text(&db.url)
+    );
+    // The recorded GTID position is the server's own at that binlog position.
+    let recorded = position
+        .split(";g=")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap();
+    let file_offset = position
+        .trim_start_matches("mysql:")
+        .split(';')
+        .next()
+        .unwrap();
+    let (file, offset) = file_offset.rsplit_once(':').unwrap();
+    assert_eq!(
+        mysql_cli(
+            &admin,
+            &format!("SELECT BINLOG_GTID_POS('{file}', {offset})")
+        ),
+        recorded,
+        "the server's GTID position now is {gtid}"
+    );
+}
