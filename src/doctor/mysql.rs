@@ -131,12 +131,17 @@ pub async fn checks(config: &Config, report: &mut Report) {
             Some(replica)
         }
         Err(e) => {
-            report.push(Check::warn(
-                "replication",
-                format!("cannot tell whether this server is a replica: {e}"),
-                "GRANT SLAVE MONITOR ON *.* TO '<user>'@'<host>'; (MySQL: REPLICATION CLIENT) so doctor can read SHOW SLAVE STATUS",
-            ));
-            None
+            let running = source::replicas_running(&mut conn).await;
+            let logs = global.as_ref().is_some_and(|g| {
+                ["log_slave_updates", "log_replica_updates"]
+                    .iter()
+                    .any(|n| {
+                        g.get(*n)
+                            .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1")
+                    })
+            });
+            report.push(unreadable_replica_check(running, logs, &e.to_string()));
+            running.map(|n| n > 0)
         }
     };
     if let Some(settings) = &global {
@@ -356,6 +361,35 @@ pub fn replica_check(
                 "a replica of {}, {lag} s behind it (log_slave_updates = ON)",
                 status.source
             ),
+        ),
+    }
+}
+
+/// `SHOW SLAVE STATUS` was denied: what MariaDB's `Slaves_running` (`running`) tells. Pure.
+pub fn unreadable_replica_check(
+    running: Option<u64>,
+    logs_replicated: bool,
+    denied: &str,
+) -> Check {
+    let name = "replication";
+    let grant = "GRANT SLAVE MONITOR ON *.* TO '<user>'@'<host>'; (MySQL: REPLICATION CLIENT) so doctor can read SHOW SLAVE STATUS (the replica's lag)";
+    match running {
+        Some(n) if n > 0 && !logs_replicated => Check::fail(
+            name,
+            "a replica (Slaves_running) that does not write what it replicates to its binlog (log_slave_updates = OFF): the job would see none of the primary's changes",
+            "set log_slave_updates = ON in the replica's configuration and restart it, or point source.url at the primary",
+        ),
+        Some(n) if n > 0 => Check::warn(
+            name,
+            format!(
+                "a replica ({n} replication connection(s) running, log_slave_updates = ON); its lag cannot be read: {denied}"
+            ),
+            grant,
+        ),
+        _ => Check::warn(
+            name,
+            format!("cannot tell whether this server is a replica or how far it lags: {denied}"),
+            grant,
         ),
     }
 }
@@ -671,6 +705,17 @@ mod tests {
         let lagging = replica_check(Some(&status(Some(900))), true, 300);
         assert_eq!(lagging.status, Status::Warn);
         assert!(lagging.detail.contains("900 s"), "{}", lagging.detail);
+        let denied = unreadable_replica_check(Some(1), true, "denied");
+        assert_eq!(denied.status, Status::Warn);
+        assert!(denied.fix.unwrap().contains("SLAVE MONITOR"));
+        assert_eq!(
+            unreadable_replica_check(Some(1), false, "denied").status,
+            Status::Fail
+        );
+        assert_eq!(
+            unreadable_replica_check(Some(0), false, "denied").status,
+            Status::Warn
+        );
         let stopped = replica_check(Some(&status(None)), true, 300);
         assert_eq!(stopped.status, Status::Warn);
         assert!(stopped.fix.unwrap().contains("START SLAVE"));

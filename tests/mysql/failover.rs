@@ -96,6 +96,19 @@ fn source_text(url: &str) -> String {
     )
 }
 
+/// `sluice doctor --json`'s check `name`.
+fn doctor_check(job: &Job, name: &str) -> serde_json::Value {
+    let run = job.run(&["doctor", "--json"], &[]);
+    let doc = run.summary();
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?} in {doc}"))
+        .clone()
+}
+
 fn checkpoint(job: &Job) -> serde_json::Value {
     job.local_state()["checkpoint"].clone()
 }
@@ -130,6 +143,18 @@ fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
         "INSERT INTO t VALUES (14, 'e'); UPDATE t SET v = 'd2' WHERE id = 13",
     );
     job.url_env.1 = replica.url_for(&db.source_url);
+    // Doctor judges the checkpoint as the drain will.
+    let identity = doctor_check(&job, "server identity");
+    assert_eq!(identity["status"], "ok", "{identity}");
+    assert!(
+        identity["detail"]
+            .as_str()
+            .unwrap()
+            .contains("follows it here"),
+        "{identity}"
+    );
+    let failover = doctor_check(&job, "failover");
+    assert_eq!(failover["status"], "ok", "{failover}");
 
     let summary = job.drain();
     assert_eq!(summary["status"], "drained", "{summary}");
@@ -208,6 +233,26 @@ fn a_lossy_failover_is_refused_naming_the_missing_gtids() {
     let missing = mysql_cli(&admin, "SELECT @@gtid_binlog_pos");
     job.url_env.1 = replica.url_for(&db.source_url);
 
+    let identity = doctor_check(&job, "server identity");
+    assert_eq!(identity["status"], "fail", "{identity}");
+    assert_eq!(identity["code"], "SLUICE_SOURCE_FAILOVER_GAP", "{identity}");
+    let user = url::Url::parse(&db.source_url)
+        .unwrap()
+        .username()
+        .to_owned();
+    mysql_cli(
+        &replica.admin_url,
+        &format!("GRANT SLAVE MONITOR ON *.* TO '{user}'@'127.0.0.1'"),
+    );
+    let replication = doctor_check(&job, "replication");
+    assert_eq!(replication["status"], "warn", "{replication}");
+    assert!(
+        replication["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not running"),
+        "{replication}"
+    );
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert_eq!(
@@ -248,6 +293,34 @@ fn a_job_reading_a_replica_from_the_start_replays_exactly() {
     replica.catch_up(&admin);
     let mut job = Job::mysql(&db, &["t"], "", "");
     job.url_env.1 = replica.url_for(&db.source_url);
+    // Without SLAVE MONITOR doctor can tell it reads a replica, not how far it lags.
+    let replication = doctor_check(&job, "replication");
+    assert_eq!(replication["status"], "warn", "{replication}");
+    assert!(
+        replication["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a replica (1 replication"),
+        "{replication}"
+    );
+    let user = url::Url::parse(&db.source_url)
+        .unwrap()
+        .username()
+        .to_owned();
+    db.admin(&format!(
+        "GRANT SLAVE MONITOR ON *.* TO '{user}'@'127.0.0.1'"
+    ));
+    replica.catch_up(&admin);
+    let replication = doctor_check(&job, "replication");
+    assert_eq!(replication["status"], "ok", "{replication}");
+    assert!(
+        replication["detail"]
+            .as_str()
+            .unwrap()
+            .contains("s behind it"),
+        "{replication}"
+    );
+    assert_eq!(doctor_check(&job, "failover")["status"], "ok");
     let baseline = job.run(&["baseline"], &[]);
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
     db.sql("INSERT INTO t VALUES (12, 'y'); UPDATE t SET v = 'after' WHERE id = 10; DELETE FROM t WHERE id = 11");

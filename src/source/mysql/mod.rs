@@ -347,8 +347,9 @@ pub fn check_server_id(server_id: u32, own_server_id: u32) -> Result<()> {
 /// (`log_slave_updates = OFF`) is refused — its binlog lacks the primary's changes.
 /// A user that may not run `SHOW SLAVE STATUS` is not checked here (doctor says so).
 async fn check_replica_logs(conn: &mut Conn, settings: &Settings) -> Result<()> {
-    let Ok(rows) = conn.query::<Row, _>("SHOW SLAVE STATUS").await else {
-        return Ok(());
+    let replica = match conn.query::<Row, _>("SHOW SLAVE STATUS").await {
+        Ok(rows) => !rows.is_empty(),
+        Err(_) => replicas_running(conn).await.unwrap_or(0) > 0,
     };
     let logs = ["log_slave_updates", "log_replica_updates"]
         .iter()
@@ -357,7 +358,7 @@ async fn check_replica_logs(conn: &mut Conn, settings: &Settings) -> Result<()> 
                 .get(*n)
                 .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1")
         });
-    if !rows.is_empty() && !logs {
+    if replica && !logs {
         return Err(Error::new(
             Code::SourcePrerequisite,
             "this server is a replica that does not write the changes it replicates to its own binlog (log_slave_updates = OFF)",
@@ -365,6 +366,18 @@ async fn check_replica_logs(conn: &mut Conn, settings: &Settings) -> Result<()> 
         .hint("set log_slave_updates = ON (MySQL: log_replica_updates) in the replica's configuration and restart it, or point source.url at the primary"));
     }
     Ok(())
+}
+
+/// How many replication connections of this server are running (MariaDB's
+/// `Slaves_running` status, which needs no privilege, unlike `SHOW SLAVE STATUS`);
+/// `None` when the server does not report it (MySQL).
+pub async fn replicas_running(conn: &mut Conn) -> Option<u64> {
+    let row: Option<(String, String)> = conn
+        .query_first("SHOW GLOBAL STATUS LIKE 'Slaves_running'")
+        .await
+        .ok()
+        .flatten();
+    row.and_then(|(_, v)| v.parse().ok())
 }
 
 /// How a checkpoint is resumed on this server.
