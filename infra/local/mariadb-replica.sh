@@ -33,9 +33,10 @@ replica() { sql "$1" | tail -n +2; }
 
 # Clones the primary's user databases (a consistent snapshot with its GTID position,
 # mariadb-dump --gtid --master-data) into an emptied replica, then replicates from there.
-reset() {
+# One copy of the primary's user databases into the emptied replica; fails when a
+# database disappears between listing and dumping it (other tests drop theirs).
+clone() {
   local drop="" db dbs
-  sql "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL replicate_wild_do_table = '';"
   for db in $(user_databases replica); do drop="$drop DROP DATABASE \`$db\`;"; done
   [ -z "$drop" ] || sql "$drop"
   sql "RESET MASTER; SET GLOBAL gtid_slave_pos = '';"
@@ -47,7 +48,22 @@ reset() {
   else
     sql "SET GLOBAL gtid_slave_pos = '$(primary "SELECT @@gtid_binlog_pos")';"
   fi
-  sql "RESET MASTER;
+}
+
+# Clones the primary's user databases (a consistent snapshot with its GTID position,
+# mariadb-dump --gtid --master-data) into an emptied replica, then replicates from there.
+reset() {
+  local pos attempt
+  sql "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL replicate_wild_do_table = '';"
+  for attempt in 1 2 3 4 5 6; do
+    clone && break
+    [ "$attempt" = 6 ] && { echo "$MY_NAME: cloning the primary failed 6 times" >&2; return 1; }
+    sleep 0.5
+  done
+  # An empty binlog that starts at the clone's GTID position (as if it held the history
+  # before it), so a stream at exactly that position can be continued here.
+  pos=$(replica "SELECT @@gtid_slave_pos")
+  sql "RESET MASTER; SET GLOBAL gtid_binlog_state = '$pos';
        CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $SLUICE_MARIADB_PORT,
          MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos,
          MASTER_CONNECT_RETRY = 1;

@@ -215,13 +215,7 @@ fn a_foreign_checkpoint_is_refused() {
     // The checkpoint of another server (another server_id), written without a GTID
     // position (as before GTIDs were recorded): nothing to follow a failover by. (One
     // with a GTID position is followed: `mysql::failover`.)
-    let mut without_gtid = original.clone();
-    while let Some(at) = without_gtid.find(";g=") {
-        let end = without_gtid[at + 1..]
-            .find([';', '"'])
-            .map_or(without_gtid.len(), |e| at + 1 + e);
-        without_gtid.replace_range(at..end, "");
-    }
+    let without_gtid = support::replica::without_gtid(&original);
     assert!(!without_gtid.contains(";g="), "{without_gtid}");
     let other = without_gtid.replace("server_id=1/", "server_id=99/");
     assert_ne!(

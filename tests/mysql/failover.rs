@@ -7,85 +7,13 @@
 //! holds it exclusively (a cross-process lock), makes it a fresh clone first
 //! (`mariadb-replica.sh reset`) and again at the end, since a test may promote it.
 
-use std::path::PathBuf;
-
+use crate::support::replica::MariaReplica;
 use crate::support::{self, Job, TestMysqlDb, mysql_cli, replayed_text};
 
 const T: &str = "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB";
 
-/// The replica, held by one test at a time, reset before and after.
-struct Replica {
-    admin_url: String,
-    _lock: std::fs::File,
-}
-
-impl Replica {
-    fn take(url: String) -> Replica {
-        use std::os::fd::AsRawFd;
-        let path = std::env::temp_dir().join("sluice-test-mariadb-replica.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .unwrap();
-        // SAFETY: flock on a file descriptor we own.
-        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
-        let replica = Replica {
-            admin_url: url,
-            _lock: file,
-        };
-        replica.reset();
-        replica
-    }
-
-    fn reset(&self) {
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("infra/local/mariadb-replica.sh");
-        let out = std::process::Command::new(script)
-            .arg("reset")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "mariadb-replica.sh reset: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn sql(&self, sql: &str) -> String {
-        mysql_cli(&self.admin_url, sql)
-    }
-
-    /// Waits until the replica has applied everything the primary has written.
-    fn catch_up(&self, primary_admin: &str) {
-        let pos = mysql_cli(primary_admin, "SELECT @@gtid_binlog_pos");
-        let waited = self.sql(&format!("SELECT MASTER_GTID_WAIT('{pos}', 60)"));
-        assert_eq!(
-            waited,
-            "0",
-            "the replica did not reach {pos}: {}",
-            self.sql("SHOW SLAVE STATUS")
-        );
-    }
-
-    /// `url` (the primary's) with the replica's host and port.
-    fn url_for(&self, url: &str) -> String {
-        let replica = url::Url::parse(&self.admin_url).unwrap();
-        let mut url = url::Url::parse(url).unwrap();
-        url.set_port(replica.port()).unwrap();
-        url.to_string()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.reset();
-    }
-}
-
-fn replica_or_skip() -> Option<Replica> {
-    support::service_url("SLUICE_TEST_MYSQL_REPLICA_URL").map(Replica::take)
+fn replica_or_skip() -> Option<MariaReplica> {
+    support::service_url("SLUICE_TEST_MYSQL_REPLICA_URL").map(MariaReplica::take)
 }
 
 /// The source's rows of `t` as `replayed_text` renders them (key-text order).
@@ -135,8 +63,7 @@ fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
     // A backlog the job has not read yet, replicated; then the primary is gone: the
     // replica stops replicating and takes the writes.
     db.sql("INSERT INTO t VALUES (13, 'd'); DELETE FROM t WHERE id = 11; UPDATE t SET v = 'c2' WHERE id = 12");
-    replica.catch_up(&admin);
-    replica.sql("STOP SLAVE");
+    replica.promote(&admin);
     let on_replica = replica.url_for(&db.url);
     mysql_cli(
         &on_replica,

@@ -444,6 +444,34 @@ mod tests {
         );
         assert_eq!(denied.code(), Code::SourcePrerequisite);
         assert!(denied.hint_text().unwrap().contains("REPLICATION SLAVE"));
+        // MariaDB's answers to a GTID start (`@slave_connect_state`) it cannot serve.
+        let missing = classify_dump_error(
+            server(
+                1236,
+                "Error: connecting slave requested to start from GTID 0-1-100, which is not in the master's binlog",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(missing.code(), Code::SourceFailoverGap);
+        let hole = classify_dump_error(
+            server(
+                1236,
+                "The binlog on the master is missing the GTID 0-1-99 requested by the slave (even though a subsequent sequence number does exist), and GTID strict mode is enabled",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(hole.code(), Code::SourceFailoverGap);
+        let purged = classify_dump_error(
+            server(
+                1236,
+                "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old and required binlog files have been purged.",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(purged.code(), Code::SourceLogGap);
         let proxied = classify_dump_error(server(1047, "Unknown command"), &at, 7);
         assert_eq!(proxied.code(), Code::SourcePrerequisite);
         assert!(proxied.hint_text().unwrap().contains("proxy"));

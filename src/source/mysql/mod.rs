@@ -163,6 +163,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 true => failover::gtid_at(&mut control, &start).await?,
                 false => None,
             };
+            // The new stream's first checkpoint (and a baseline's anchor) carry it too.
+            let start = start.with_mark(crate::position::BinlogMark { gtid, ..start.mark });
             (
                 start,
                 start,
