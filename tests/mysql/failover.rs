@@ -8,7 +8,7 @@
 //! (`mariadb-replica.sh reset`) and again at the end, since a test may promote it.
 
 use crate::support::replica::MariaReplica;
-use crate::support::{self, Job, TestMysqlDb, mysql_cli, replayed_text};
+use crate::support::{self, Job, TestMysqlDb, mysql_cli, readers, replayed_text};
 
 const T: &str = "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB";
 
@@ -35,6 +35,29 @@ fn doctor_check(job: &Job, name: &str) -> serde_json::Value {
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no check {name:?} in {doc}"))
         .clone()
+}
+
+/// docs/output.md's latest-state query — the documented replay rule, verbatim — run by
+/// DuckDB over the job's change parts of `t`, as `id=v,…` in id order; `None` (skipped
+/// loudly) without the readers' venv.
+fn duckdb_replayed(job: &Job) -> Option<String> {
+    let python = readers::python()?;
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/output.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("## Reading it back").unwrap()..];
+    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
+    let query = &section[start..start + section[start..].find("```").unwrap()];
+    let query = query.replace(
+        "out/public.orders",
+        &job.out().join("t").display().to_string(),
+    );
+    let script = format!(
+        "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
+         print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"
+    );
+    Some(readers::run(&python, &script, &[]))
 }
 
 fn checkpoint(job: &Job) -> serde_json::Value {
@@ -112,6 +135,11 @@ fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
         source_text(&on_replica)
     );
     assert_eq!(source_text(&on_replica), "12=c2,13=d2,14=e,15=f");
+    // The documented replay query orders the new server's changes (its binlog numbered
+    // lower than the old one's) after the old server's.
+    if let Some(replayed) = duckdb_replayed(&job) {
+        assert_eq!(replayed, "12=c2,13=d2,14=e,15=f");
+    }
     let rows = job.rows("t");
     assert!(
         !job.out().join("t").join("snapshot").exists(),
