@@ -67,6 +67,7 @@ codes! {
     SourcePrerequisite => "SLUICE_SOURCE_PREREQUISITE", Refusal;
     SourceLogGap => "SLUICE_SOURCE_LOG_GAP", Refusal;
     SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;
+    SourceFailoverGap => "SLUICE_SOURCE_FAILOVER_GAP", Refusal;
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
     SourceTableRebaselined => "SLUICE_SOURCE_TABLE_REBASELINED", Refusal;
@@ -248,6 +249,8 @@ mod tests {
             (Code::SourcePrerequisite, R),
             (Code::SourceLogGap, R),
             (Code::SourceForeignCheckpoint, R),
+            // The new server lacks changes the checkpoint has: only a re-baseline helps.
+            (Code::SourceFailoverGap, R),
             (Code::SourceSchemaChange, R),
             (Code::SourceTruncated, R),
             // Logged as a warning (never raised): the table alone is re-baselined.

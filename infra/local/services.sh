@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # infra/local/services.sh {up|down|status|env}
 # up:   starts PostgreSQL, the TLS PostgreSQL (postgres-tls.sh), MariaDB, the TLS MariaDB
-#       (mariadb-tls.sh), moto, the reader venv (readers.sh: pyarrow, duckdb) and the Spark
-#       venv (spark.sh: pyspark and a JRE) (each
+#       (mariadb-tls.sh), MariaDB's GTID replica (mariadb-replica.sh, after MariaDB), moto,
+#       the reader venv (readers.sh: pyarrow, duckdb) and the Spark venv (spark.sh: pyspark
+#       and a JRE) (each
 #       idempotent); names every one that
 #       failed and exits non-zero if any did.
 # down: stops all of them (data dirs in $SLUICE_STACK_DIR survive; moto state does not).
 # env:  prints `export` lines for the tests: SLUICE_TEST_PG_URL, SLUICE_TEST_MYSQL_URL,
 #       SLUICE_TEST_PG_TLS_URL, SLUICE_TEST_TLS_CA_FILE, SLUICE_TEST_TLS_WRONG_CA_FILE,
 #       SLUICE_TEST_MYSQL_TLS_URL, SLUICE_TEST_MYSQL_TLS_CA_FILE, SLUICE_TEST_MYSQL_TLS_WRONG_CA_FILE,
+#       SLUICE_TEST_MYSQL_REPLICA_URL,
 #       SLUICE_TEST_AWS_ENDPOINT, SLUICE_TEST_READERS_PYTHON, SLUICE_TEST_SPARK_PYTHON and
 #       dummy AWS credentials/region.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=infra/local/env.sh
 . "$here/env.sh"
-services=(postgres postgres-tls mariadb mariadb-tls moto readers spark)
+services=(postgres postgres-tls mariadb mariadb-tls mariadb-replica moto readers spark)
 
 each() { # each ACTION: run ACTION for every service, collect failures
   local s failed=()
@@ -29,7 +31,7 @@ each() { # each ACTION: run ACTION for every service, collect failures
 }
 
 case "${1:-}" in
-  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
+  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, mariadb-replica :${SLUICE_MARIADB_REPLICA_PORT:-33071}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
   down) each stop ;;
   status) each status ;;
   env)
@@ -42,6 +44,7 @@ case "${1:-}" in
       SLUICE_TEST_MYSQL_TLS_URL "$("$here/mariadb-tls.sh" url)" \
       SLUICE_TEST_MYSQL_TLS_CA_FILE "$("$here/mariadb-tls.sh" ca)" \
       SLUICE_TEST_MYSQL_TLS_WRONG_CA_FILE "$("$here/mariadb-tls.sh" wrong-ca)" \
+      SLUICE_TEST_MYSQL_REPLICA_URL "$("$here/mariadb-replica.sh" url)" \
       SLUICE_TEST_AWS_ENDPOINT "$("$here/moto.sh" url)" \
       SLUICE_TEST_READERS_PYTHON "$("$here/readers.sh" python)" \
       SLUICE_TEST_SPARK_PYTHON "$("$here/spark.sh" python)" \

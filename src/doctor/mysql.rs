@@ -10,6 +10,12 @@
 //! what the server reported: a table without a key ([`key_advice`]), SELECT on a table
 //! (needed by baselines), and binlog retention against the schedule interval
 //! ([`retention_check`]). The session is read-only and never registers as a replica.
+//!
+//! Replicas and failovers: a server that replicates is checked for `log_slave_updates`
+//! (the drain refuses without it) and its lag (`SHOW SLAVE STATUS` Seconds_Behind_Master
+//! against the schedule interval, [`replica_check`]); [`failover::follow_verdict`] says
+//! whether a job reading this server can follow a failover; a checkpoint of another server
+//! is judged as the drain judges it ([`source::resume_plan`], [`failover::check_follow`]).
 
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
@@ -21,9 +27,10 @@ use crate::redact::redact_url;
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::Resume;
 use crate::source::mysql::connect::{self, errno, query_error, server_errno};
+use crate::source::mysql::failover::{self, FollowVerdict};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
 use crate::source::mysql::schema::{self, CapturedTable};
-use crate::source::mysql::{self as source, binlog};
+use crate::source::mysql::{self as source, Plan, binlog};
 
 pub async fn checks(config: &Config, report: &mut Report) {
     let my = config.source.mysql.clone().unwrap_or_default();
@@ -55,8 +62,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
     };
     report.push(Check::ok("server version", version.to_string()));
 
+    let mut global = None;
     match source::global_settings(&mut conn).await {
         Ok(settings) => {
+            global = Some(settings.clone());
             for (name, rule) in prerequisites::SETTING_CHECKS {
                 let shown = settings
                     .get(*name)
@@ -103,8 +112,56 @@ pub async fn checks(config: &Config, report: &mut Report) {
         }
     }
 
+    let replica = match replica_status(&mut conn).await {
+        Ok(status) => {
+            let logs = global.as_ref().is_some_and(|g| {
+                ["log_slave_updates", "log_replica_updates"]
+                    .iter()
+                    .any(|n| {
+                        g.get(*n)
+                            .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1")
+                    })
+            });
+            let replica = status.is_some();
+            report.push(replica_check(
+                status.as_ref(),
+                logs,
+                config.doctor.schedule_interval_seconds,
+            ));
+            Some(replica)
+        }
+        Err(e) => {
+            let running = source::replicas_running(&mut conn).await;
+            let logs = global.as_ref().is_some_and(|g| {
+                ["log_slave_updates", "log_replica_updates"]
+                    .iter()
+                    .any(|n| {
+                        g.get(*n)
+                            .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1")
+                    })
+            });
+            report.push(unreadable_replica_check(running, logs, &e.to_string()));
+            running.map(|n| n > 0)
+        }
+    };
+    if let Some(settings) = &global {
+        report.push(
+            match failover::follow_verdict(version.flavor, settings, replica.unwrap_or(false)) {
+                FollowVerdict::Yes => Check::ok(
+                    "failover",
+                    "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
+                ),
+                FollowVerdict::No(why) => Check::warn(
+                    "failover",
+                    "the job cannot follow a failover of this server (a failover then needs a re-baseline)",
+                    why,
+                ),
+            },
+        );
+    }
+
     // A checkpoint of another server cannot be judged against this server's binlog.
-    match checkpoint_check(config, &identity).await {
+    match checkpoint_check(config, &identity, &mut conn, &version).await {
         Ok((check, at)) => {
             report.push(check);
             report.push(binlog_check(&mut conn, &version, at.as_ref()).await);
@@ -118,10 +175,14 @@ pub async fn checks(config: &Config, report: &mut Report) {
 }
 
 /// The server identity against the stored checkpoint, by the drain's
-/// [`source::checkpoint_position`]; returns the checkpoint when it belongs to this server.
+/// [`source::resume_plan`]; returns the checkpoint when it belongs to this server. A
+/// checkpoint of another server with a GTID position is judged by
+/// [`failover::check_follow`], as the drain would.
 async fn checkpoint_check(
     config: &Config,
     identity: &str,
+    conn: &mut Conn,
+    version: &ServerVersion,
 ) -> Result<(Check, Option<crate::position::BinlogPosition>), Check> {
     let name = "server identity";
     let stored = match crate::state::open(config).await {
@@ -135,17 +196,35 @@ async fn checkpoint_check(
             None,
         ));
     };
-    let position = Position::parse_tagged(&cp.position)
+    let plan = Position::parse_tagged(&cp.position)
         .and_then(|position| {
-            source::checkpoint_position(
+            source::resume_plan(
                 &Resume {
                     position,
                     source_identity: cp.source_identity.clone(),
                 },
                 identity,
+                version.flavor,
             )
         })
         .map_err(|e| Check::from_error(name, &e))?;
+    let position = match plan {
+        Plan::Same(position) => position,
+        Plan::Follow(position, gtid) => {
+            failover::server_gtids(conn)
+                .await
+                .and_then(|server| failover::check_follow(&gtid, &server))
+                .map_err(|e| Check::from_error(name, &e))?;
+            // Its file:offset is another server's: there is no binlog file to check.
+            return Err(Check::ok(
+                name,
+                format!(
+                    "{identity}: the checkpoint {position} was written for {} — a failover; this server has every transaction up to its GTID position {gtid}, so the next run follows it here",
+                    cp.source_identity
+                ),
+            ));
+        }
+    };
     Ok((
         Check::ok(
             name,
@@ -190,6 +269,129 @@ async fn binlog_check(
             )
         }),
     )
+}
+
+/// What `SHOW SLAVE STATUS` says about a replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaStatus {
+    /// `host:port` of the server it replicates from.
+    pub source: String,
+    /// Seconds_Behind_Master (`None`: NULL, replication not running).
+    pub lag: Option<u64>,
+    pub last_error: String,
+}
+
+/// `SHOW SLAVE STATUS` (`None`: not a replica).
+async fn replica_status(
+    conn: &mut Conn,
+) -> std::result::Result<Option<ReplicaStatus>, mysql_async::Error> {
+    let row: Option<mysql_async::Row> = conn.query_first("SHOW SLAVE STATUS").await?;
+    Ok(row.map(|row| {
+        let text = |name: &str| -> Option<String> {
+            row.columns_ref()
+                .iter()
+                .position(|c| c.name_str().eq_ignore_ascii_case(name))
+                .and_then(|i| row.get_opt::<Option<String>, _>(i))
+                .and_then(Result::ok)
+                .flatten()
+        };
+        ReplicaStatus {
+            source: format!(
+                "{}:{}",
+                text("Master_Host").unwrap_or_default(),
+                text("Master_Port").unwrap_or_default()
+            ),
+            lag: text("Seconds_Behind_Master").and_then(|v| v.parse().ok()),
+            last_error: [text("Last_IO_Error"), text("Last_SQL_Error")]
+                .into_iter()
+                .flatten()
+                .filter(|e| !e.is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }))
+}
+
+/// A replica must log what it replicates (the drain refuses otherwise) and should not
+/// lag more than one schedule interval behind its primary. Pure.
+pub fn replica_check(
+    status: Option<&ReplicaStatus>,
+    logs_replicated: bool,
+    interval: u64,
+) -> Check {
+    let name = "replication";
+    let Some(status) = status else {
+        return Check::ok(name, "not a replica (SHOW SLAVE STATUS is empty)");
+    };
+    if !logs_replicated {
+        return Check::fail(
+            name,
+            format!(
+                "a replica of {} that does not write what it replicates to its binlog (log_slave_updates = OFF): the job would see none of the primary's changes",
+                status.source
+            ),
+            "set log_slave_updates = ON (MySQL: log_replica_updates) in the replica's configuration and restart it, or point source.url at the primary",
+        );
+    }
+    match status.lag {
+        None => Check::warn(
+            name,
+            format!(
+                "a replica of {}, but replication is not running{}: the job sees no new changes",
+                status.source,
+                if status.last_error.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", status.last_error)
+                }
+            ),
+            "START SLAVE; on the replica (fix the error it reports first), or point source.url at the primary",
+        ),
+        Some(lag) if lag > interval => Check::warn(
+            name,
+            format!(
+                "a replica of {} lagging {lag} s behind it, more than the schedule interval ({interval} s): each run delivers changes that old",
+                status.source
+            ),
+            "find what slows the replica (SHOW SLAVE STATUS, slave_parallel_threads), or point source.url at the primary",
+        ),
+        Some(lag) => Check::ok(
+            name,
+            format!(
+                "a replica of {}, {lag} s behind it (log_slave_updates = ON)",
+                status.source
+            ),
+        ),
+    }
+}
+
+/// `SHOW SLAVE STATUS` was denied: what MariaDB's `Slaves_running` (`running`) tells. Pure.
+pub fn unreadable_replica_check(
+    running: Option<u64>,
+    logs_replicated: bool,
+    denied: &str,
+) -> Check {
+    let name = "replication";
+    let grant = "GRANT SLAVE MONITOR ON *.* TO '<user>'@'<host>'; (MySQL: REPLICATION CLIENT) so doctor can read SHOW SLAVE STATUS (the replica's lag)";
+    match running {
+        Some(n) if n > 0 && !logs_replicated => Check::fail(
+            name,
+            "a replica (Slaves_running) that does not write what it replicates to its binlog (log_slave_updates = OFF): the job would see none of the primary's changes",
+            "set log_slave_updates = ON in the replica's configuration and restart it, or point source.url at the primary",
+        ),
+        Some(n) if n > 0 => Check::warn(
+            name,
+            format!(
+                "a replica ({n} replication connection(s) running, log_slave_updates = ON); its lag cannot be read: {denied}"
+            ),
+            grant,
+        ),
+        _ => Check::warn(
+            name,
+            format!("cannot tell whether this server is a replica or how far it lags: {denied}"),
+            grant,
+        ),
+    }
 }
 
 /// The table rule of the drain, then the key advice and the SELECT probe.
@@ -484,6 +686,40 @@ fn spill_volume_check(config: &Config, my: &crate::config::MysqlConfig) -> Check
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replica_is_checked_for_its_binlog_and_its_lag() {
+        use super::super::Status;
+        let status = |lag| ReplicaStatus {
+            source: "10.0.0.1:3306".into(),
+            lag,
+            last_error: String::new(),
+        };
+        assert_eq!(replica_check(None, false, 300).status, Status::Ok);
+        let no_log = replica_check(Some(&status(Some(0))), false, 300);
+        assert_eq!(no_log.status, Status::Fail);
+        assert!(no_log.fix.unwrap().contains("log_slave_updates = ON"));
+        let fine = replica_check(Some(&status(Some(3))), true, 300);
+        assert_eq!(fine.status, Status::Ok);
+        assert!(fine.detail.contains("3 s behind"), "{}", fine.detail);
+        let lagging = replica_check(Some(&status(Some(900))), true, 300);
+        assert_eq!(lagging.status, Status::Warn);
+        assert!(lagging.detail.contains("900 s"), "{}", lagging.detail);
+        let denied = unreadable_replica_check(Some(1), true, "denied");
+        assert_eq!(denied.status, Status::Warn);
+        assert!(denied.fix.unwrap().contains("SLAVE MONITOR"));
+        assert_eq!(
+            unreadable_replica_check(Some(1), false, "denied").status,
+            Status::Fail
+        );
+        assert_eq!(
+            unreadable_replica_check(Some(0), false, "denied").status,
+            Status::Warn
+        );
+        let stopped = replica_check(Some(&status(None)), true, 300);
+        assert_eq!(stopped.status, Status::Warn);
+        assert!(stopped.fix.unwrap().contains("START SLAVE"));
+    }
     use crate::doctor::Status;
 
     fn limits() -> DoctorConfig {

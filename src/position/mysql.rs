@@ -11,19 +11,32 @@
 //! (the event header's `log_pos` is 4 bytes), so fixed 10-digit padding makes string order
 //! equal position order for every position of one server.
 //!
-//! Checkpoint text adds the [`BinlogMark`] when known:
-//! `mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123` — `f` is the header timestamp
-//! of the file's FORMAT_DESCRIPTION event (when the file was created), `e` the type, size
-//! and timestamp of the event that ends at the offset. A binlog reset (`RESET MASTER`)
-//! or a file restored from elsewhere has another creation time or another event there.
+//! Generations: a stream that follows a failover to another server (by GTID) continues in
+//! that server's binlog, whose coordinates may sort before the old server's. Every server
+//! change increments the position's *generation*, which orders first; generation 0 prints
+//! as above, generation `n ≥ 1` prefixes `~<n, 5 digits>~`
+//! (`~00001~mariadb-bin.0000000003:0000000385`). `~` sorts after every character a base
+//! name can start with (a base name may not start with `~`), so string order stays commit
+//! order across failovers.
 //!
-//! Equality and order consider the coordinates only (base, suffix, offset); the mark and
-//! the printed width are carried along, not compared.
+//! Checkpoint text adds the [`BinlogMark`] when known:
+//! `mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123;g=0-1-5241;n=1` — `f` is the
+//! header timestamp of the file's FORMAT_DESCRIPTION event (when the file was created),
+//! `e` the type, size and timestamp of the event that ends at the offset, `g` the MariaDB
+//! GTID position there (the last GTID of each domain, [`GtidPos`]), `n` the generation
+//! (omitted when 0). A binlog reset (`RESET MASTER`) or a file restored from elsewhere has
+//! another creation time or another event there; the GTID position is what a stream
+//! follows to another server after a failover.
+//!
+//! Equality and order consider the coordinates only (generation, base, suffix, offset);
+//! the mark and the printed width are carried along, not compared.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
+
+use super::gtid::GtidPos;
 
 /// Longest binlog base name kept inline (the type stays `Copy`).
 pub const MAX_BASE_LEN: usize = 62;
@@ -35,6 +48,8 @@ pub struct BinlogMark {
     pub file_created: Option<u32>,
     /// The event ending at the offset: `(type, size in bytes, header timestamp)`.
     pub event: Option<(u8, u32, u32)>,
+    /// The MariaDB GTID position at the offset (`None`: not known).
+    pub gtid: Option<GtidPos>,
 }
 
 /// A position in a server's binlog: the byte offset just after an event.
@@ -45,6 +60,8 @@ pub struct BinlogPosition {
     suffix: u32,
     width: u8,
     offset: u32,
+    /// Incremented by every server change (a followed failover); orders first.
+    generation: u16,
     /// Proof of identity for a checkpoint; not part of equality or order.
     pub mark: BinlogMark,
 }
@@ -70,6 +87,9 @@ impl BinlogPosition {
         if base.is_empty() || base.len() > MAX_BASE_LEN {
             return Err(fail("the base name is empty or longer than 62 bytes"));
         }
+        if base.starts_with('~') {
+            return Err(fail("the base name starts with '~'"));
+        }
         if base
             .bytes()
             .any(|b| b == b':' || b == b';' || b.is_ascii_whitespace() || b.is_ascii_control())
@@ -92,6 +112,7 @@ impl BinlogPosition {
             suffix,
             width: digits.len() as u8,
             offset,
+            generation: 0,
             mark: BinlogMark::default(),
         })
     }
@@ -108,6 +129,21 @@ impl BinlogPosition {
     /// The same coordinates with `mark`.
     pub fn with_mark(self, mark: BinlogMark) -> Self {
         BinlogPosition { mark, ..self }
+    }
+
+    /// The same coordinates and mark in `generation`.
+    pub fn with_generation(self, generation: u16) -> Self {
+        BinlogPosition { generation, ..self }
+    }
+
+    /// How many server changes (followed failovers) the stream has been through.
+    pub fn generation(&self) -> u16 {
+        self.generation
+    }
+
+    /// The GTID position recorded at this position, if any.
+    pub fn gtid(&self) -> Option<GtidPos> {
+        self.mark.gtid
     }
 
     /// The base name (`mariadb-bin`).
@@ -143,7 +179,11 @@ impl BinlogPosition {
 
     /// The `__pos` text; string order equals position order.
     pub fn sortable_text(&self) -> String {
-        format!("{}.{:010}:{:010}", self.base(), self.suffix, self.offset)
+        let coordinates = format!("{}.{:010}:{:010}", self.base(), self.suffix, self.offset);
+        match self.generation {
+            0 => coordinates,
+            n => format!("~{n:05}~{coordinates}"),
+        }
     }
 
     /// The checkpoint text: `Display` plus the mark.
@@ -154,6 +194,12 @@ impl BinlogPosition {
         }
         if let Some((ty, len, ts)) = self.mark.event {
             text.push_str(&format!(";e={ty}.{len}.{ts}"));
+        }
+        if let Some(gtid) = self.mark.gtid {
+            text.push_str(&format!(";g={gtid}"));
+        }
+        if self.generation > 0 {
+            text.push_str(&format!(";n={}", self.generation));
         }
         text
     }
@@ -185,6 +231,16 @@ impl BinlogPosition {
                         return Err(fail("bad event mark"));
                     }
                     position.mark.event = Some((ty, len, ts));
+                }
+                "g" if position.mark.gtid.is_none() => {
+                    position.mark.gtid =
+                        Some(GtidPos::parse(value).ok_or_else(|| fail("bad GTID position"))?);
+                }
+                "n" if position.generation == 0 => {
+                    position.generation = match value.parse() {
+                        Ok(n) if n > 0 && !value.starts_with('0') => n,
+                        _ => return Err(fail("bad generation")),
+                    };
                 }
                 _ => return Err(fail("unknown or repeated mark")),
             }
@@ -238,6 +294,7 @@ impl Eq for BinlogPosition {}
 
 impl Hash for BinlogPosition {
     fn hash<H: Hasher>(&self, state: &mut H) {
+        self.generation.hash(state);
         self.base().hash(state);
         self.suffix.hash(state);
         self.offset.hash(state);
@@ -251,11 +308,12 @@ impl PartialOrd for BinlogPosition {
 }
 
 impl Ord for BinlogPosition {
-    /// Base name first (so the order equals the sortable text's), then file number, then
-    /// offset. One server has one base name.
+    /// Generation first, then base name (so the order equals the sortable text's), then
+    /// file number, then offset. One server has one base name.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.base()
-            .cmp(other.base())
+        self.generation
+            .cmp(&other.generation)
+            .then_with(|| self.base().cmp(other.base()))
             .then(self.suffix.cmp(&other.suffix))
             .then(self.offset.cmp(&other.offset))
     }
@@ -295,6 +353,7 @@ mod tests {
         let marked = p.with_mark(BinlogMark {
             file_created: Some(1_733_000_000),
             event: Some((16, 31, 1_733_000_123)),
+            gtid: None,
         });
         let text = marked.checkpoint_text();
         assert_eq!(
@@ -326,6 +385,12 @@ mod tests {
             "x.1:4;e=1.2.3.4",
             "x.1:4;f=1;f=2",
             "x.1:4;z=1",
+            "x.1:4;g=0-1",
+            "x.1:4;g=0-1-2;g=0-1-3",
+            "x.1:4;n=0",
+            "x.1:4;n=01",
+            "x.1:4;n=65536",
+            "~x.1:4",
         ] {
             assert!(BinlogPosition::parse_checkpoint(text).is_err(), "{text:?}");
         }
@@ -339,17 +404,37 @@ mod tests {
             any::<u32>(),
             proptest::option::of(any::<u32>()),
             proptest::option::of((any::<u8>(), any::<u32>(), any::<u32>())),
+            proptest::option::of(proptest::collection::vec(
+                (0u32..4, any::<u32>(), any::<u64>()),
+                0..4,
+            )),
+            any::<u16>(),
         )
-            .prop_map(|(base, suffix, extra_width, offset, created, event)| {
-                let width = (format!("{suffix:06}").len() + extra_width).min(10);
-                let file = format!("{base}.{suffix:0width$}");
-                BinlogPosition::new(&file, offset)
-                    .unwrap()
-                    .with_mark(BinlogMark {
-                        file_created: created,
-                        event,
-                    })
-            })
+            .prop_map(
+                |(base, suffix, extra_width, offset, created, event, gtids, generation)| {
+                    let width = (format!("{suffix:06}").len() + extra_width).min(10);
+                    let file = format!("{base}.{suffix:0width$}");
+                    BinlogPosition::new(&file, offset)
+                        .unwrap()
+                        .with_mark(BinlogMark {
+                            file_created: created,
+                            event,
+                            gtid: gtids.map(|list| {
+                                let mut pos = GtidPos::default();
+                                for (domain, server, seq) in list {
+                                    pos.record(crate::position::Gtid {
+                                        domain,
+                                        server,
+                                        seq,
+                                    })
+                                    .unwrap();
+                                }
+                                pos
+                            }),
+                        })
+                        .with_generation(generation)
+                },
+            )
     }
 
     proptest! {
@@ -372,5 +457,45 @@ mod tests {
             prop_assert_eq!(a.sortable_text().cmp(&b.sortable_text()), a.cmp(&b));
             prop_assert_eq!(a.cmp(&b), (suffix_a, off_a).cmp(&(suffix_b, off_b)));
         }
+
+        /// A later generation sorts after every position of an earlier one, whatever the
+        /// base names and coordinates (a failover to a server with a shorter binlog).
+        #[test]
+        fn later_generations_sort_after_earlier_ones(
+            a in arb_position(), b in arb_position(),
+        ) {
+            if a.generation() < b.generation() {
+                prop_assert!(a.sortable_text() < b.sortable_text());
+                prop_assert!(a < b);
+            }
+        }
+    }
+
+    #[test]
+    fn gtid_and_generation_round_trip_and_order() {
+        let old = BinlogPosition::parse_checkpoint("mariadb-bin.000042:1234;g=0-1-5241").unwrap();
+        assert_eq!(old.gtid().unwrap().to_string(), "0-1-5241");
+        assert_eq!(old.generation(), 0);
+        let new = BinlogPosition::parse_checkpoint("mariadb-bin.000001:385;g=0-1-5241,7-2-3;n=1")
+            .unwrap();
+        assert_eq!(new.generation(), 1);
+        assert_eq!(
+            new.sortable_text(),
+            "~00001~mariadb-bin.0000000001:0000000385"
+        );
+        assert!(old < new && old.sortable_text() < new.sortable_text());
+        assert_eq!(
+            new.checkpoint_text(),
+            "mariadb-bin.000001:385;g=0-1-5241,7-2-3;n=1"
+        );
+        let empty = BinlogPosition::parse_checkpoint("b.1:4;g=").unwrap();
+        assert!(empty.gtid().unwrap().is_empty());
+        assert_eq!(empty.checkpoint_text(), "b.1:4;g=");
+        assert!(
+            BinlogPosition::parse_checkpoint("b.1:4")
+                .unwrap()
+                .gtid()
+                .is_none()
+        );
     }
 }

@@ -6,6 +6,7 @@ mod baseline;
 mod doctor;
 mod drain;
 mod durability;
+mod failover;
 mod faults;
 pub mod oracle;
 mod security;

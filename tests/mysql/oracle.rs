@@ -8,12 +8,17 @@
 //! row image logs every value, so no row may list a column in `__unlogged`; literals are
 //! written in a `+05:45` session to prove the binlog's TIMESTAMP is UTC; the source is
 //! read back over the binary protocol, so floats compare by their exact bits.
+//!
+//! Failovers: when the stack's replica (`SLUICE_TEST_MYSQL_REPLICA_URL`) is free, a third
+//! of the trials hold it, and the trial promotes it before one of its steps: the writes,
+//! the job's URL and the final comparison move to it, and the drains must follow by GTID.
 
 use crate::oracle;
 
 use std::collections::BTreeMap;
 
 use crate::support::TestMysqlDb;
+use crate::support::replica::MariaReplica;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value as MyValue};
 use oracle::canon;
@@ -216,9 +221,17 @@ impl Engine for Maria {
     fn open(
         &self,
         id: &str,
-        _rng: &mut Rng,
-        _facts: &mut Vec<String>,
+        rng: &mut Rng,
+        facts: &mut Vec<String>,
     ) -> Result<Box<dyn Source>, String> {
+        // Taken before the database exists, so the replica's clone and binlog have it.
+        let replica = match std::env::var("SLUICE_TEST_MYSQL_REPLICA_URL") {
+            Ok(url) if !url.is_empty() && rng.chance(33) => MariaReplica::try_take(url),
+            _ => None,
+        };
+        if replica.is_some() {
+            facts.push("holds the replica: fails over once".into());
+        }
         let db = TestMysqlDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
         let cols: Vec<String> = self
             .spec
@@ -235,30 +248,35 @@ impl Engine for Maria {
             .enable_all()
             .build()
             .unwrap();
-        let conn = runtime.block_on(async {
-            let opts = mysql_async::Opts::from_url(&db.url).map_err(|e| e.to_string())?;
-            let mut conn = Conn::new(opts)
-                .await
-                .map_err(|e| format!("connecting to {}: {e}", db.name))?;
-            for set in [
-                "SET NAMES utf8mb4".to_owned(),
-                format!(
-                    "SET time_zone = '+{:02}:{:02}'",
-                    SESSION_OFFSET_MIN / 60,
-                    SESSION_OFFSET_MIN % 60
-                ),
-            ] {
-                conn.query_drop(set).await.map_err(|e| e.to_string())?;
-            }
-            Ok::<_, String>(conn)
-        })?;
+        let conn = runtime.block_on(session(&db.url, &db.name))?;
         Ok(Box::new(MariaSource {
             spec: self.spec.clone(),
             runtime,
             conn: Some(conn),
+            url: db.url.clone(),
             db,
+            replica,
         }))
     }
+}
+
+/// A writing session on `url` (`SET NAMES`, the session time zone).
+async fn session(url: &str, name: &str) -> Result<Conn, String> {
+    let opts = mysql_async::Opts::from_url(url).map_err(|e| e.to_string())?;
+    let mut conn = Conn::new(opts)
+        .await
+        .map_err(|e| format!("connecting to {name}: {e}"))?;
+    for set in [
+        "SET NAMES utf8mb4".to_owned(),
+        format!(
+            "SET time_zone = '+{:02}:{:02}'",
+            SESSION_OFFSET_MIN / 60,
+            SESSION_OFFSET_MIN % 60
+        ),
+    ] {
+        conn.query_drop(set).await.map_err(|e| e.to_string())?;
+    }
+    Ok::<_, String>(conn)
 }
 
 struct MariaSource {
@@ -266,7 +284,11 @@ struct MariaSource {
     runtime: tokio::runtime::Runtime,
     /// `Some` except while a query runs.
     conn: Option<Conn>,
+    /// The current primary's URL (the replica's after a failover).
+    url: String,
     db: TestMysqlDb,
+    /// Held by a trial that fails over (reset when dropped, after the database).
+    replica: Option<MariaReplica>,
 }
 
 fn ident(name: &str) -> String {
@@ -542,7 +564,23 @@ impl Source for MariaSource {
     }
 
     fn env(&self) -> Vec<(String, String)> {
-        vec![("SLUICE_ORACLE_SOURCE_URL".into(), self.db.url.clone())]
+        vec![("SLUICE_ORACLE_SOURCE_URL".into(), self.url.clone())]
+    }
+
+    fn can_fail_over(&self) -> bool {
+        self.replica.is_some()
+    }
+
+    fn fail_over(&mut self) -> Result<(), String> {
+        let replica = self.replica.as_ref().ok_or("no replica held")?;
+        replica.promote(&self.db.admin_url);
+        let url = replica.url_for(&self.db.url);
+        let conn = self.runtime.block_on(session(&url, &self.db.name))?;
+        if let Some(old) = self.conn.replace(conn) {
+            let _ = self.runtime.block_on(old.disconnect());
+        }
+        self.url = url;
+        Ok(())
     }
 
     fn table(&self) -> String {

@@ -57,6 +57,8 @@ pub struct Totals {
     pub rows_compared: u64,
     pub carried_by_key_change: u64,
     pub spill_leftovers: u64,
+    /// Failovers the trials' drains followed.
+    pub failovers: u64,
     /// Trials that started from a baseline, and the baseline rows compared in them.
     pub baselines: u64,
     pub snapshot_rows: u64,
@@ -75,6 +77,7 @@ impl Totals {
         self.rows_compared += r.rows_compared;
         self.carried_by_key_change += r.carried_by_key_change;
         self.spill_leftovers += r.spill_leftovers;
+        self.failovers += r.failovers;
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
         self.mismatches += r.mismatches.len() as u64;
@@ -171,7 +174,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} failovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -185,6 +188,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.spill_leftovers,
         t.baselines,
         t.snapshot_rows,
+        t.failovers,
         started.elapsed().as_secs()
     );
     assert!(t.trials > 0, "the oracle ran no trial");

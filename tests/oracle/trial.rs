@@ -28,6 +28,15 @@ pub trait Source {
     /// True when the source logs every value of every image (PostgreSQL under `REPLICA
     /// IDENTITY FULL`, MySQL's FULL row image): no row may list a column in `__unlogged`.
     fn logs_every_value(&self) -> bool;
+    /// True when this source can fail over mid-trial ([`Source::fail_over`]).
+    fn can_fail_over(&self) -> bool {
+        false
+    }
+    /// Fails over: the primary is gone, a replica that has everything is promoted, and
+    /// from now on `apply`, `select_all` and `env` (the job's URL) use the new primary.
+    fn fail_over(&mut self) -> Result<(), String> {
+        Err("this source cannot fail over".into())
+    }
 }
 
 /// A source engine under test.
@@ -66,6 +75,8 @@ pub struct Report {
     pub carried_by_key_change: u64,
     /// Files left in the spill directory after the final clean drain (crashed runs').
     pub spill_leftovers: u64,
+    /// Failovers to a promoted replica the drains followed.
+    pub failovers: u64,
     /// Baseline trials: the snapshot rows the final replay started from.
     pub snapshot_rows: Option<u64>,
     pub mismatches: Vec<String>,
@@ -131,12 +142,13 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     report.facts.push(format!("config:\n{yaml}"));
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    let env = source.env();
+    // The job's URL changes when the source fails over.
+    let env = std::cell::RefCell::new(source.env());
     let mut n = 0usize;
     let mut drain_once = |crash: Crash, report: &mut Report| {
         n += 1;
         report.drains += 1;
-        (n, drain::start(&config, &env, crash, &logs, n))
+        (n, drain::start(&config, &env.borrow(), crash, &logs, n))
     };
 
     let spec = engine.spec();
@@ -189,7 +201,18 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         Ok(())
     };
     let steps = rng.range(3, 9);
+    // A source that can fail over does so once, before a random step's writes: the
+    // drains after it must follow the promoted replica without losing anything.
+    let failover_step = source.can_fail_over().then(|| rng.range(0, steps - 1));
     for step in 0..steps {
+        if failover_step == Some(step) {
+            source.fail_over()?;
+            *env.borrow_mut() = source.env();
+            report.failovers += 1;
+            report
+                .facts
+                .push(format!("step {step}: failed over to the promoted replica"));
+        }
         let crash = match rng.below(100) {
             0..=29 => Crash::None,
             30..=64 => Crash::Fault(format!(

@@ -9,6 +9,7 @@ pub mod aws;
 pub mod lambda_api;
 pub mod proxy;
 pub mod readers;
+pub mod replica;
 pub mod tmpfs;
 
 use std::collections::BTreeMap;

@@ -24,7 +24,7 @@ use super::connect::{errno, query_error, server_errno};
 use super::prerequisites::{Flavor, ServerVersion};
 use super::schema::quote_ident;
 use crate::error::{Code, Error, Result};
-use crate::position::BinlogPosition;
+use crate::position::{BinlogPosition, GtidPos};
 
 /// One `SHOW BINARY LOGS` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +254,7 @@ pub async fn open_dump(
     version: &ServerVersion,
     server_id: u32,
     from: &BinlogPosition,
+    connect_state: Option<&GtidPos>,
 ) -> Result<BinlogStream> {
     if version.flavor == Flavor::MariaDb {
         conn.query_drop("SET @mariadb_slave_capability = 4")
@@ -261,10 +262,23 @@ pub async fn open_dump(
             .map_err(|e| query_error("announcing the replica's capabilities", e))?;
     }
     let file = from.file();
-    let request = BinlogStreamRequest::new(server_id)
-        .with_filename(file.as_bytes())
-        .with_pos(u64::from(from.offset()))
-        .with_non_blocking();
+    let request = BinlogStreamRequest::new(server_id).with_non_blocking();
+    let request = match connect_state {
+        Some(gtid) => {
+            // MariaDB starts a dump at `@slave_connect_state` when it is set (the file
+            // and offset of the request are then ignored); strict: a GTID missing from
+            // the binlog is an error, never a silent skip.
+            conn.query_drop(format!(
+                "SET @slave_connect_state = '{gtid}', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"
+            ))
+            .await
+            .map_err(|e| query_error("setting the GTID position to dump from", e))?;
+            request
+        }
+        None => request
+            .with_filename(file.as_bytes())
+            .with_pos(u64::from(from.offset())),
+    };
     conn.get_binlog_stream(request)
         .await
         .map_err(|e| classify_dump_error(e, from, server_id))
@@ -279,7 +293,9 @@ pub fn classify_dump_error(e: mysql_async::Error, at: &BinlogPosition, server_id
     match server_errno(&e) {
         Some(errno::FATAL_READING_BINLOG) => {
             let lower = message.to_ascii_lowercase();
-            if lower.contains("could not find first log file") || lower.contains("purged") {
+            if lower.contains("gtid") && !lower.contains("purged") {
+                super::failover::gap(format!("the server cannot stream from the GTID position of {at}: {message}")).source(e)
+            } else if lower.contains("could not find first log file") || lower.contains("purged") {
                 log_gap(format!("the binlog at {at} is no longer on the server: {message}")).source(e)
             } else {
                 foreign(format!("the server cannot stream from {at}: {message} (the binlog differs from the one the checkpoint was taken in)")).source(e)
@@ -428,6 +444,34 @@ mod tests {
         );
         assert_eq!(denied.code(), Code::SourcePrerequisite);
         assert!(denied.hint_text().unwrap().contains("REPLICATION SLAVE"));
+        // MariaDB's answers to a GTID start (`@slave_connect_state`) it cannot serve.
+        let missing = classify_dump_error(
+            server(
+                1236,
+                "Error: connecting slave requested to start from GTID 0-1-100, which is not in the master's binlog",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(missing.code(), Code::SourceFailoverGap);
+        let hole = classify_dump_error(
+            server(
+                1236,
+                "The binlog on the master is missing the GTID 0-1-99 requested by the slave (even though a subsequent sequence number does exist), and GTID strict mode is enabled",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(hole.code(), Code::SourceFailoverGap);
+        let purged = classify_dump_error(
+            server(
+                1236,
+                "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old and required binlog files have been purged.",
+            ),
+            &at,
+            7,
+        );
+        assert_eq!(purged.code(), Code::SourceLogGap);
         let proxied = classify_dump_error(server(1047, "Unknown command"), &at, 7);
         assert_eq!(proxied.code(), Code::SourcePrerequisite);
         assert!(proxied.hint_text().unwrap().contains("proxy"));

@@ -14,6 +14,13 @@
 //! at and its file's creation time ([`crate::position::BinlogPosition`]), verified when
 //! the stream resumes.
 //!
+//! Failover (MariaDB): a checkpoint of another server that carries a GTID position is
+//! followed on this server when its binlog holds everything up to it
+//! ([`failover::check_follow`]): the dump starts at the GTID position, the positions move
+//! to the next generation, and the next checkpoint records this server's identity.
+//! A replica is read like a primary; it must write what it replicates to its own binlog
+//! (`log_slave_updates`).
+//!
 //! This module only wires the parts: [`connect`] (`source.tls`, errors), [`probe`]
 //! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
@@ -25,6 +32,7 @@ pub mod cell;
 pub mod charset;
 pub mod connect;
 pub mod events;
+pub mod failover;
 pub mod forms;
 pub mod prerequisites;
 pub mod probe;
@@ -35,8 +43,8 @@ pub mod spill;
 pub mod stream;
 pub mod values;
 
-use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row};
 
 use crate::config::{Config, invalid};
 use crate::error::{Code, Error, Result};
@@ -45,7 +53,7 @@ use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, Resume, StreamInfo};
 use connect::query_error;
 use prerequisites::{Flavor, ServerVersion, Settings};
-use stream::{MyStream, StreamSettings};
+use stream::{GtidStart, MyStream, Origin, StreamSettings};
 
 /// Opens the binlog stream at `resume` (or, on a first run, at a
 /// Checks the `source.mysql` block: the replica server id and the transaction limits.
@@ -87,14 +95,19 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     prerequisites::check_grants(&version, &grants)?;
     let (identity, own_server_id) = identity(&mut control, &version).await?;
     check_server_id(server_id, own_server_id)?;
-    let checkpoint = match resume {
-        Some(resume) => Some(checkpoint_position(resume, &identity)?),
+    check_replica_logs(&mut control, &settings).await?;
+    let plan = match resume {
+        Some(resume) => Some(resume_plan(resume, &identity, version.flavor)?),
         None => None,
+    };
+    let checkpoint = match plan {
+        Some(Plan::Same(cp)) => Some(cp),
+        _ => None,
     };
     let tables =
         schema::resolve(&mut control, &config.source.tables, default_db.as_deref()).await?;
     let collations = schema::collations(&mut control).await?;
-    let anchor = match checkpoint {
+    let anchor = match plan {
         None => {
             let names: Vec<(String, String)> = tables
                 .iter()
@@ -104,13 +117,69 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         }
         Some(_) => None,
     };
-    let bound = binlog::current_position(&mut control, &version).await?;
-    let (start, requested, expect) = match (checkpoint, anchor) {
-        (None, anchor) => {
-            let start = anchor.unwrap_or(bound);
-            (start, start, None)
+    // Positions after a followed failover are in the next generation: the bound too, so
+    // it compares with them (and with the checkpoints written after it).
+    let generation = match plan {
+        None => 0,
+        Some(Plan::Same(cp)) => cp.generation(),
+        Some(Plan::Follow(cp, _)) => cp.generation().checked_add(1).ok_or_else(|| {
+            failover::gap("the checkpoint has been through 65535 failovers".to_owned())
+        })?,
+    };
+    let bound = binlog::current_position(&mut control, &version)
+        .await?
+        .with_generation(generation);
+    let maria = version.flavor == Flavor::MariaDb;
+    let (start, requested, expect, gtid_start) = match (plan, anchor) {
+        (Some(Plan::Follow(cp, gtid)), _) => {
+            let server = failover::server_gtids(&mut control).await?;
+            failover::check_follow(&gtid, &server)?;
+            let (now, checksum): (String, String) = control
+                .query_first("SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.binlog_checksum")
+                .await
+                .map_err(|e| query_error("reading @@gtid_binlog_pos", e))?
+                .unwrap_or_default();
+            let caught_up = crate::position::GtidPos::parse(&now) == Some(gtid);
+            tracing::warn!(checkpoint = %cp, gtid = %gtid, server = %identity, generation, "the checkpoint was taken on another server; following the failover by GTID");
+            let requested = if caught_up { bound } else { bound.at(4) };
+            let origin = Origin::Gtid {
+                caught_up,
+                checksum: !checksum.eq_ignore_ascii_case("NONE"),
+            };
+            (
+                cp,
+                requested,
+                None,
+                GtidStart {
+                    origin,
+                    gtid: Some(gtid),
+                    generation,
+                },
+            )
         }
-        (Some(cp), _) => {
+        (_, anchor) if checkpoint.is_none() => {
+            let start = anchor.unwrap_or(bound);
+            let gtid = match maria {
+                true => failover::gtid_at(&mut control, &start).await?,
+                false => None,
+            };
+            // The new stream's first checkpoint (and a baseline's anchor) carry it too.
+            let start = start.with_mark(crate::position::BinlogMark { gtid, ..start.mark });
+            (
+                start,
+                start,
+                None,
+                GtidStart {
+                    origin: Origin::Position,
+                    gtid,
+                    generation: 0,
+                },
+            )
+        }
+        (_, _) => {
+            let Some(cp) = checkpoint else {
+                unreachable!("a checkpoint of this server")
+            };
             let logs = binlog::log_files(&mut control, &version).await?;
             binlog::decide_start(&logs, &cp)?;
             binlog::check_not_past(&cp, &bound)?;
@@ -120,13 +189,34 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 }
                 _ => cp.at(cp.offset()),
             };
-            (cp, requested, Some(cp))
+            let gtid = match (cp.gtid(), maria) {
+                (Some(gtid), _) => Some(gtid),
+                (None, true) => failover::gtid_at(&mut control, &cp).await?,
+                (None, false) => None,
+            };
+            let start = GtidStart {
+                origin: Origin::Position,
+                gtid,
+                generation: cp.generation(),
+            };
+            (cp, requested, Some(cp), start)
         }
     };
     drop(control);
     tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
     let dump_conn = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
-    let dump = binlog::open_dump(dump_conn, &version, server_id, &requested).await?;
+    let connect_state = match gtid_start.origin {
+        Origin::Gtid { .. } => gtid_start.gtid,
+        Origin::Position => None,
+    };
+    let dump = binlog::open_dump(
+        dump_conn,
+        &version,
+        server_id,
+        &requested,
+        connect_state.as_ref(),
+    )
+    .await?;
     let info = StreamInfo {
         source_identity: identity,
         start: Position::MySql(start),
@@ -152,7 +242,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         read_timeout: timeouts.read(),
     };
     Ok(Box::new(MyStream::new(
-        info, dump, settings, requested, expect, bound, tables, collations,
+        info, dump, settings, requested, expect, bound, tables, collations, gtid_start,
     )))
 }
 
@@ -255,19 +345,78 @@ pub fn check_server_id(server_id: u32, own_server_id: u32) -> Result<()> {
     Ok(())
 }
 
+/// Whether this server writes what it replicates to its binlog; a replica that does not
+/// (`log_slave_updates = OFF`) is refused — its binlog lacks the primary's changes.
+/// A user that may not run `SHOW SLAVE STATUS` is not checked here (doctor says so).
+async fn check_replica_logs(conn: &mut Conn, settings: &Settings) -> Result<()> {
+    let replica = match conn.query::<Row, _>("SHOW SLAVE STATUS").await {
+        Ok(rows) => !rows.is_empty(),
+        Err(_) => replicas_running(conn).await.unwrap_or(0) > 0,
+    };
+    let logs = ["log_slave_updates", "log_replica_updates"]
+        .iter()
+        .any(|n| {
+            settings
+                .get(*n)
+                .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1")
+        });
+    if replica && !logs {
+        return Err(Error::new(
+            Code::SourcePrerequisite,
+            "this server is a replica that does not write the changes it replicates to its own binlog (log_slave_updates = OFF)",
+        )
+        .hint("set log_slave_updates = ON (MySQL: log_replica_updates) in the replica's configuration and restart it, or point source.url at the primary"));
+    }
+    Ok(())
+}
+
+/// How many replication connections of this server are running (MariaDB's
+/// `Slaves_running` status, which needs no privilege, unlike `SHOW SLAVE STATUS`);
+/// `None` when the server does not report it (MySQL).
+pub async fn replicas_running(conn: &mut Conn) -> Option<u64> {
+    let row: Option<(String, String)> = conn
+        .query_first("SHOW GLOBAL STATUS LIKE 'Slaves_running'")
+        .await
+        .ok()
+        .flatten();
+    row.and_then(|(_, v)| v.parse().ok())
+}
+
+/// How a checkpoint is resumed on this server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// The checkpoint was taken on this server: resume at its binlog position.
+    Same(BinlogPosition),
+    /// It was taken on another server (a failover): follow its GTID position here.
+    Follow(BinlogPosition, crate::position::GtidPos),
+}
+
+/// Decides how to resume `resume` on the server `identity` of `flavor`. Pure.
+pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Plan> {
+    let position = match resume.position {
+        Position::MySql(position) => position,
+        other => {
+            return Err(binlog::foreign(format!(
+                "the checkpoint {other} is not a binlog position"
+            )));
+        }
+    };
+    if resume.source_identity == identity {
+        return Ok(Plan::Same(position));
+    }
+    match (flavor, position.gtid()) {
+        (Flavor::MariaDb, Some(gtid)) => Ok(Plan::Follow(position, gtid)),
+        _ => Err(binlog::foreign(format!(
+            "the checkpoint was written for source {:?}, but this server is {identity:?}, and the checkpoint has no GTID position to follow a failover by",
+            resume.source_identity
+        ))),
+    }
+}
+
 /// Checks the checkpoint belongs to this server and returns its position.
 pub fn checkpoint_position(resume: &Resume, identity: &str) -> Result<BinlogPosition> {
-    if resume.source_identity != identity {
-        return Err(binlog::foreign(format!(
-            "the checkpoint was written for source {:?}, but this server is {identity:?}",
-            resume.source_identity
-        )));
-    }
-    match resume.position {
-        Position::MySql(position) => Ok(position),
-        other => Err(binlog::foreign(format!(
-            "the checkpoint {other} is not a binlog position"
-        ))),
+    match resume_plan(resume, identity, Flavor::MySql)? {
+        Plan::Same(position) | Plan::Follow(position, _) => Ok(position),
     }
 }
 

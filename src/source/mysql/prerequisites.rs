@@ -116,6 +116,12 @@ pub const SETTING_NAMES: &[&str] = &[
     "log_bin_compress",
     "binlog_transaction_compression",
     "binlog_row_value_options",
+    // Read for the replica and failover checks (source::mysql::failover), not refused here.
+    "log_slave_updates",
+    "log_replica_updates",
+    "gtid_strict_mode",
+    "gtid_mode",
+    "enforce_gtid_consistency",
 ];
 
 fn setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {

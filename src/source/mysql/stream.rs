@@ -15,6 +15,13 @@
 //! event, and the stream verifies both before reading on; a mismatch (binlog reset, file
 //! replaced) is `SLUICE_SOURCE_FOREIGN_CHECKPOINT`. An INCIDENT event (the server lost
 //! events) is `SLUICE_SOURCE_LOG_GAP`.
+//!
+//! GTIDs (MariaDB): the stream starts from the GTID position at its start and records
+//! every GTID event's `domain-server-seq`, so each commit position carries the GTID
+//! position just after its transaction ([`crate::position::GtidPos`]). A stream that
+//! follows a failover ([`Origin::Gtid`]) is dumped from that GTID position on the new
+//! server (`@slave_connect_state`): its first file is the one the server names in its
+//! first (artificial) ROTATE, and its positions are in the next generation.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,7 +38,7 @@ use super::schema::CapturedTable;
 use super::spill::{SpillError, TxnBuffer};
 use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
-use crate::position::{BinlogMark, BinlogPosition, Position};
+use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, Position};
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, SourceEvent, StreamInfo};
 
@@ -57,6 +64,32 @@ struct Emit {
     commit: BinlogPosition,
     commit_ts: i64,
     begun: bool,
+}
+
+/// Where the dump started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// At a binlog position (a checkpoint of this server, or a new stream's start).
+    Position,
+    /// At a GTID position, on a server the checkpoint was not taken on (a failover).
+    Gtid {
+        /// The server had no transaction after the GTID position at open: the stream
+        /// starts (and ends) at the read bound.
+        caught_up: bool,
+        /// The server's binlog events carry a CRC32 (`binlog_checksum`): the first ROTATE
+        /// arrives with it still attached to the file name.
+        checksum: bool,
+    },
+}
+
+/// The GTID side of the stream's start.
+#[derive(Debug, Clone, Copy)]
+pub struct GtidStart {
+    pub origin: Origin,
+    /// The GTID position at the start (`None`: not tracked).
+    pub gtid: Option<GtidPos>,
+    /// The generation of every position the stream hands out.
+    pub generation: u16,
 }
 
 /// Settings the stream needs from the config.
@@ -96,6 +129,10 @@ pub struct MyStream {
     limit: TransactionLimit,
     emitting: Option<Emit>,
     finished: bool,
+    origin: Origin,
+    /// The GTID position after the last GTID event read (`None`: not tracked).
+    gtid: Option<GtidPos>,
+    generation: u16,
 }
 
 impl MyStream {
@@ -111,7 +148,9 @@ impl MyStream {
         bound: BinlogPosition,
         tables: Vec<CapturedTable>,
         collations: HashMap<u16, String>,
+        start: GtidStart,
     ) -> Self {
+        let requested = requested.with_generation(start.generation);
         MyStream {
             info,
             dump: Some(dump),
@@ -137,6 +176,9 @@ impl MyStream {
             limit: settings.max_transaction,
             emitting: None,
             finished: false,
+            origin: start.origin,
+            gtid: start.gtid,
+            generation: start.generation,
         }
     }
 
@@ -145,6 +187,7 @@ impl MyStream {
         position.with_mark(BinlogMark {
             file_created: self.file_created,
             event,
+            gtid: self.gtid,
         })
     }
 
@@ -211,6 +254,11 @@ impl MyStream {
                         )
                     })?;
                     self.open_group(!gtid.standalone(), gtid.xa(), &at)?;
+                    self.record_gtid(Gtid {
+                        domain: gtid.domain_id,
+                        server: header.server_id(),
+                        seq: gtid.seq_no,
+                    });
                 }
                 UnknownEvent::Skip => {}
                 UnknownEvent::Refuse => return Err(unreadable(ty, &at)),
@@ -220,13 +268,28 @@ impl MyStream {
                     let name = rotate.name().into_owned();
                     if artificial {
                         // The very first fake ROTATE arrives before the FORMAT_DESCRIPTION,
-                        // so its name still carries 4 checksum bytes: use the requested file.
+                        // so its name still carries 4 checksum bytes: use the requested file
+                        // (after a failover there is none: strip them).
                         if self.first_rotate_seen {
-                            self.file = super::binlog::position(&name, 4)?;
+                            self.file = self.in_generation(&name)?;
+                        } else if let Origin::Gtid {
+                            caught_up,
+                            checksum,
+                        } = self.origin
+                        {
+                            let raw = rotate.name_raw();
+                            let raw = match checksum {
+                                true => &raw[..raw.len().saturating_sub(4)],
+                                false => raw,
+                            };
+                            self.file = self.in_generation(&String::from_utf8_lossy(raw))?;
+                            if !caught_up {
+                                self.position = self.file.at(4);
+                            }
                         }
                         self.first_rotate_seen = true;
                     } else {
-                        next_file = Some(super::binlog::position(&name, 4)?);
+                        next_file = Some(self.in_generation(&name)?);
                     }
                 }
                 EventData::FormatDescriptionEvent(_) => {
@@ -333,6 +396,21 @@ impl MyStream {
             self.file = next;
         }
         Ok(())
+    }
+
+    /// A file of the server the stream reads, in the stream's generation.
+    fn in_generation(&self, name: &str) -> Result<BinlogPosition> {
+        Ok(super::binlog::position(name, 4)?.with_generation(self.generation))
+    }
+
+    /// Records a GTID event's transaction as its domain's last one.
+    fn record_gtid(&mut self, gtid: Gtid) {
+        if let Some(pos) = self.gtid.as_mut()
+            && pos.record(gtid).is_err()
+        {
+            tracing::warn!(%gtid, "the server uses more GTID domains than a checkpoint records; checkpoints keep only file:offset (a failover cannot be followed)");
+            self.gtid = None;
+        }
     }
 
     fn open_group(&mut self, txn: bool, xa: bool, at: &str) -> Result<()> {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# infra/local/mariadb-replica.sh {start|stop|status|url|reset}
+# Guarantees after `start`: a THIRD private MariaDB (never touching mariadb.sh's or
+# mariadb-tls.sh's) runs on 127.0.0.1:$SLUICE_MARIADB_REPLICA_PORT (33071) with its datadir,
+# socket, pid file and logs in $SLUICE_STACK_DIR/mariadb-replica: the same ROW/FULL/FULL
+# binlog as mariadb.sh, server-id 2, log_slave_updates=ON and gtid_strict_mode=ON, and it
+# replicates from mariadb.sh's instance (127.0.0.1:$SLUICE_MARIADB_PORT, root) by GTID
+# (MASTER_USE_GTID=slave_pos). The primary must be started first (services.sh does).
+# `reset` makes it a fresh clone: drops its user databases, copies the primary's (a
+# consistent mariadb-dump --single-transaction --gtid --master-data snapshot, which also
+# sets gtid_slave_pos), empties its own binlog (RESET MASTER on the replica, never on the
+# primary) and replicates from the snapshot's GTID position — what the failover tests do
+# before each test (they may have promoted it); a first `start` does it too.
+# --slave-skip-errors=all keeps replication going past a row another test changed on
+# both sides. Ignores /etc/mysql (--no-defaults). Idempotent.
+set -euo pipefail
+# shellcheck source=infra/local/env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+: "${SLUICE_MARIADB_REPLICA_PORT:=33071}"
+
+MY_NAME=mariadb-replica
+MY_PORT=$SLUICE_MARIADB_REPLICA_PORT
+MYHOME=$SLUICE_STACK_DIR/mariadb-replica
+# shellcheck source=infra/local/mariadb-instance.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mariadb-instance.sh"
+
+primary() { mariadb --no-defaults -h127.0.0.1 -P"$SLUICE_MARIADB_PORT" -uroot -N -e "$1"; }
+user_databases() { # the non-system databases of the server `$1` (a query function)
+  "$1" "SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT IN
+        ('mysql', 'information_schema', 'performance_schema', 'sys')"
+}
+replica() { sql "$1" | tail -n +2; }
+
+# Clones the primary's user databases (a consistent snapshot with its GTID position,
+# mariadb-dump --gtid --master-data) into an emptied replica, then replicates from there.
+# One copy of the primary's user databases into the emptied replica; fails when a
+# database disappears between listing and dumping it (other tests drop theirs).
+clone() {
+  local drop="" db dbs
+  for db in $(user_databases replica); do drop="$drop DROP DATABASE \`$db\`;"; done
+  [ -z "$drop" ] || sql "$drop"
+  sql "RESET MASTER; SET GLOBAL gtid_slave_pos = '';"
+  dbs=$(user_databases primary | tr '\n' ' ')
+  if [ -n "${dbs// /}" ]; then
+    # shellcheck disable=SC2086
+    mariadb-dump --no-defaults -h127.0.0.1 -P"$SLUICE_MARIADB_PORT" -uroot --single-transaction \
+      --gtid --master-data=1 --databases $dbs | mariadb --no-defaults --socket="$MYSOCK" -uroot
+  else
+    sql "SET GLOBAL gtid_slave_pos = '$(primary "SELECT @@gtid_binlog_pos")';"
+  fi
+}
+
+# Clones the primary's user databases (a consistent snapshot with its GTID position,
+# mariadb-dump --gtid --master-data) into an emptied replica, then replicates from there.
+reset() {
+  local pos attempt
+  sql "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL replicate_wild_do_table = '';"
+  for attempt in 1 2 3 4 5 6; do
+    clone && break
+    [ "$attempt" = 6 ] && { echo "$MY_NAME: cloning the primary failed 6 times" >&2; return 1; }
+    sleep 0.5
+  done
+  # An empty binlog that starts at the clone's GTID position (as if it held the history
+  # before it), so a stream at exactly that position can be continued here.
+  pos=$(replica "SELECT @@gtid_slave_pos")
+  sql "RESET MASTER; SET GLOBAL gtid_binlog_state = '$pos';
+       CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $SLUICE_MARIADB_PORT,
+         MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos,
+         MASTER_CONNECT_RETRY = 1;
+       START SLAVE;"
+}
+
+start() {
+  local fresh=0
+  [ -f "$MYHOME/.initialized" ] || fresh=1
+  instance_start --server-id=2 --log-slave-updates=ON --gtid-strict-mode=ON \
+    --slave-skip-errors=all
+  if [ "$fresh" = 1 ] || [ -z "$(sql "SHOW SLAVE STATUS" | tail -n +2)" ]; then reset; fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) instance_stop ;;
+  status) instance_status ;;
+  reset) reset ;;
+  url) echo "mysql://root@127.0.0.1:$MY_PORT/" ;;
+  *) echo "usage: $0 {start|stop|status|url|reset}" >&2; exit 2 ;;
+esac
