@@ -1,17 +1,39 @@
 //! The "memory budget" row: the budget the drain's part writers share and each table's
 //! batch cap, computed by the drain's own [`MemoryBudget`], so doctor and the run agree;
-//! a warning when so many tables share the budget that the per-table floor exceeds it.
+//! a warning when so many tables share the budget that the per-table floor exceeds it. For
+//! a MySQL / MariaDB source the row also names the transaction buffer taken out of the
+//! budget first, as the drain does.
 
 use super::Check;
 use crate::config::Config;
 use crate::sink::PartSettings;
 use crate::sink::memory_budget::MemoryBudget;
+use crate::sink::spill_budget::human_bytes;
 
-pub fn check(config: &Config) -> Check {
-    let budget = MemoryBudget::from_env(config.output.memory_budget_bytes);
+pub fn check(config: &Config, mysql: bool) -> Check {
+    let whole = MemoryBudget::from_env(config.output.memory_budget_bytes);
+    let (budget, buffer) = if mysql {
+        let buffer = whole.transaction_memory(
+            config
+                .source
+                .mysql
+                .as_ref()
+                .and_then(|m| m.transaction_memory_bytes),
+        );
+        (whole.less(buffer), Some(buffer))
+    } else {
+        (whole, None)
+    };
     let row_group_bytes = PartSettings::new(config.spill_dir()).row_group_bytes;
     let tables = config.source.tables.len();
-    let detail = budget.describe(tables, row_group_bytes);
+    let mut detail = budget.describe(tables, row_group_bytes);
+    if let Some(buffer) = buffer {
+        detail.push_str(&format!(
+            ", after {} for the source's in-memory transaction out of {}",
+            human_bytes(buffer),
+            human_bytes(whole.bytes)
+        ));
+    }
     if budget.overcommitted(tables, row_group_bytes) {
         Check::warn(
             "memory budget",
@@ -39,12 +61,21 @@ mod tests {
 
     #[test]
     fn the_row_reports_the_cap_and_warns_when_the_floor_overcommits() {
-        let fits = check(&config(20, 64 << 20));
+        let fits = check(&config(20, 64 << 20), false);
         assert_eq!(fits.status, Status::Ok, "{fits:?}");
         assert!(fits.detail.contains("1.1 MiB per row group"), "{fits:?}");
-        let over = check(&config(20, 8 << 20));
+        let over = check(&config(20, 8 << 20), false);
         assert_eq!(over.status, Status::Warn, "{over:?}");
         assert!(over.detail.contains("1.0 MiB per row group"), "{over:?}");
         assert!(over.fix.unwrap().contains("output.memory_budget_bytes"));
+        // MySQL: a quarter (16 MiB) is the transaction buffer, the writers share 48 MiB.
+        let mysql = check(&config(20, 64 << 20), true);
+        assert!(mysql.detail.contains("48.0 MiB"), "{mysql:?}");
+        assert!(
+            mysql
+                .detail
+                .contains("after 16.0 MiB for the source's in-memory transaction out of 64.0 MiB"),
+            "{mysql:?}"
+        );
     }
 }

@@ -236,6 +236,7 @@ pub async fn run(config: &Config) -> Report {
         let engine = crate::source::engine_for_url(&c.source_url()?)?;
         Ok((c, engine))
     });
+    let mysql = matches!(engine, Ok((_, Engine::MySql)));
     match engine {
         Ok((c, Engine::Postgres)) => postgres::checks(&c, &mut report).await,
         Ok((c, Engine::MySql)) => mysql::checks(&c, &mut report).await,
@@ -244,7 +245,7 @@ pub async fn run(config: &Config) -> Report {
     }
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;
-    report.push(memory::check(config));
+    report.push(memory::check(config, mysql));
     report
 }
 

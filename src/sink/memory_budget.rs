@@ -8,7 +8,10 @@
 //! encoded row group counted — [`COPIES_PER_WRITER`] caps — the writers of all tables together stay within the
 //! budget — except that no cap goes below [`MIN_TABLE_CAP`] (a job with very many tables
 //! and a tiny budget is bounded by that floor) or above `output.row_group_bytes`.
-//! The default is sized from the Lambda function's memory when there is one.
+//! The default is sized from the Lambda function's memory when there is one. A MySQL /
+//! MariaDB source's in-memory transaction buffer comes out of the same budget
+//! ([`MemoryBudget::transaction_memory`], [`MemoryBudget::less`]): the writers share what
+//! is left.
 
 use crate::sink::spill_budget::human_bytes;
 
@@ -23,6 +26,9 @@ pub const MIN_BUDGET: u64 = crate::config::OutputConfig::MIN_MEMORY_BUDGET;
 /// Caps each writer may hold at once: the batch being built, the batch being encoded and
 /// its encoded row group.
 pub const COPIES_PER_WRITER: u64 = 3;
+
+/// The most one MySQL / MariaDB transaction holds in memory by default.
+pub const DEFAULT_TRANSACTION_MEMORY: u64 = 32 * MIB;
 
 /// The CLI's default budget.
 pub const CLI_DEFAULT: u64 = 512 * MIB;
@@ -74,6 +80,23 @@ impl MemoryBudget {
             .ok()
             .and_then(|v| v.trim().parse().ok());
         Self::resolve(configured, lambda)
+    }
+
+    /// What one MySQL / MariaDB transaction may hold in memory before it spills to disk:
+    /// `configured` (`source.mysql.transaction_memory_bytes`), or a quarter of the budget,
+    /// at most [`DEFAULT_TRANSACTION_MEMORY`].
+    pub fn transaction_memory(&self, configured: Option<u64>) -> u64 {
+        configured.unwrap_or((self.bytes / 4).min(DEFAULT_TRANSACTION_MEMORY))
+    }
+
+    /// The budget left to the part writers once `reserved` bytes (a MySQL / MariaDB
+    /// source's in-memory transaction, [`MemoryBudget::transaction_memory`]) are set
+    /// aside — never below [`MIN_BUDGET`] / 2.
+    pub fn less(self, reserved: u64) -> MemoryBudget {
+        MemoryBudget {
+            bytes: self.bytes.saturating_sub(reserved).max(MIN_BUDGET / 2),
+            origin: self.origin,
+        }
     }
 
     /// The batch cap of each of `tables` writers whose row groups are at most
@@ -134,6 +157,22 @@ mod tests {
         assert_eq!(b.table_cap(0, ROW_GROUP) as u64, 64 * MIB / 3);
         // A row group smaller than the floor stays as configured.
         assert_eq!(b.table_cap(1000, 4096), 4096);
+    }
+
+    #[test]
+    fn a_mysql_transaction_buffer_comes_out_of_the_same_budget() {
+        let b = MemoryBudget::resolve(Some(64 * MIB), None);
+        assert_eq!(b.transaction_memory(None), 16 * MIB);
+        assert_eq!(b.transaction_memory(Some(5 * MIB)), 5 * MIB);
+        let big = MemoryBudget::resolve(Some(1024 * MIB), None);
+        assert_eq!(big.transaction_memory(None), DEFAULT_TRANSACTION_MEMORY);
+        let writers = b.less(b.transaction_memory(None));
+        assert_eq!(writers.bytes, 48 * MIB);
+        assert_eq!(writers.origin, b.origin);
+        // Writers and the transaction buffer together stay within the budget.
+        let cap = writers.table_cap(10, ROW_GROUP) as u64;
+        assert!(COPIES_PER_WRITER * 10 * cap + b.transaction_memory(None) <= b.bytes);
+        assert_eq!(b.less(u64::MAX).bytes, MIN_BUDGET / 2);
     }
 
     #[test]

@@ -49,6 +49,7 @@ use mysql_async::{Conn, Row};
 use crate::config::{Config, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogPosition, Position};
+use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, Resume, StreamInfo};
 use connect::query_error;
@@ -237,7 +238,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let settings = StreamSettings {
         server_id,
         spill_dir,
-        memory_cap: my.transaction_memory(),
+        memory_cap: MemoryBudget::from_env(config.output.memory_budget_bytes)
+            .transaction_memory(my.transaction_memory_bytes),
         max_transaction,
         read_timeout: timeouts.read(),
     };
