@@ -210,7 +210,18 @@ pub fn check_table(
         state.insert(k, image);
     }
 
-    // State against the source, cell by cell.
+    compare_state(&state, source, &mut f);
+    f
+}
+
+/// The state against the source, cell by cell: every source row is in `state` with equal
+/// cells (`rows_compared` counts them), and `state` holds no other key. Both are keyed by
+/// the key column's canonical cell.
+pub fn compare_state(
+    state: &BTreeMap<String, BTreeMap<String, Cell>>,
+    source: &BTreeMap<String, SourceRow>,
+    f: &mut Findings,
+) {
     for (k, want) in source {
         f.rows_compared += 1;
         let Some(got) = state.get(k) else {
@@ -243,7 +254,6 @@ pub fn check_table(
             "key {k}: in the replayed parts, not in the source (invented or a lost delete)"
         ));
     }
-    f
 }
 
 /// A cell for a message: long values are cut.

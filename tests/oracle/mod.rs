@@ -29,6 +29,7 @@ pub mod check;
 pub mod drain;
 pub mod parts;
 pub mod rng;
+pub mod sql;
 pub mod trial;
 pub mod workload;
 
