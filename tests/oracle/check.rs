@@ -6,6 +6,7 @@
 //!   written after a later change of that key must be a re-delivery of one already written;
 //! * **completeness** — the distinct changes are exactly as many as the workload made;
 //! * **state** — the documented replay (latest `(__pos, __seq)` per key, deletes dropped,
+//!   a `truncate` row dropping every earlier row,
 //!   an `__unlogged` column keeps the key's previous value, or in the insert half of a key
 //!   change the value of the row its delete half removed) equals the source's `SELECT *`,
 //!   cell by cell;
@@ -165,6 +166,12 @@ pub fn check_table(
     // (the next change at the same `__pos`) takes its unlogged values from it.
     let mut deleted: Option<(Position, BTreeMap<String, Cell>)> = None;
     for row in snapshot.into_iter().chain(distinct.values().copied()) {
+        // A `truncate` row empties the table (docs/output.md, Truncate).
+        if row.op == "truncate" {
+            state.clear();
+            deleted = None;
+            continue;
+        }
         let Some(k) = key_of(row) else {
             f.fail(format!(
                 "{}: a row at ({}, {}) has a NULL key",
@@ -416,6 +423,20 @@ mod tests {
                 f.mismatches
             );
         }
+    }
+
+    #[test]
+    fn a_truncate_row_empties_the_table() {
+        let mut truncate = row("r1", "truncate", "B", 0, "", None);
+        truncate.all.insert("id".into(), None);
+        let rows = [
+            row("r1", "insert", "A", 0, "1", Some("a")),
+            row("r1", "insert", "A", 1, "2", Some("b")),
+            truncate,
+            row("r1", "insert", "C", 0, "2", Some("b2")),
+        ];
+        let f = check_table(&rows, "id", &source(&[("2", Some("b2"))]), 4, false);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
     }
 
     #[test]

@@ -50,6 +50,11 @@ pub trait Engine: Sync {
     fn max_bulk(&self) -> i64 {
         2000
     }
+    /// True when the engine carries `TRUNCATE` as a change (a `truncate` row): the
+    /// workload then truncates the table now and then.
+    fn truncates(&self) -> bool {
+        false
+    }
 }
 
 /// What one trial did and found.
@@ -68,6 +73,8 @@ pub struct Report {
     pub spill_leftovers: u64,
     /// Baseline trials: the snapshot rows the final replay started from.
     pub snapshot_rows: Option<u64>,
+    /// Distinct `truncate` rows the parts hold.
+    pub truncates: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -141,6 +148,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
 
     let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
+    workload.truncates = engine.truncates();
     if baseline.is_some() {
         // Rows that predate the stream: only the baseline can deliver them. The first
         // drain anchors and reads them, and may be crashed anywhere in the baseline (a
@@ -258,6 +266,12 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     if baseline.is_some() {
         report.snapshot_rows = Some(rows.iter().filter(|r| r.run == "snapshot").count() as u64);
     }
+    report.truncates = rows
+        .iter()
+        .filter(|r| r.op == "truncate")
+        .map(|r| (&r.pos, r.seq))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
     let source_rows = source.select_all()?;
     let findings = check::check_table(
         &rows,
