@@ -2,8 +2,9 @@
 //! duckdb` for the trial's table, run by DuckDB (the readers' venv) over every part the
 //! trial wrote, its result copied to a Parquet file and read back into canonical cells
 //! ([`super::parts::read_cells`]), then compared with the source's `SELECT *` cell by cell
-//! ([`super::check::compare_state`]). The Athena and Spark texts of the same table must
-//! parse with sqlglot (their rule is the same text; `src/replay` unit-tests that).
+//! ([`super::check::compare_state`]). The Athena and Spark texts of the same table are
+//! transpiled to DuckDB by sqlglot (so they must parse in their own dialect) and checked
+//! the same way: the three texts are one rule.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,26 +13,45 @@ use std::process::Command;
 use super::canon::Cell;
 use super::check::{Findings, SourceRow, compare_state};
 
-/// Runs DuckDB's query from stdin-less argv: `argv[1]` the SQL file, `argv[2]` the output
-/// Parquet file; then parses `argv[3]` (Athena) and `argv[4]` (Spark) with sqlglot.
+/// Runs the three texts with DuckDB over the table folder `argv[1]`: the DuckDB text
+/// (`argv[2]`) as it is; the Athena (`argv[3]`, rendered with `--source sluice_rows`) and
+/// Spark (`argv[4]`) texts transpiled to DuckDB by sqlglot, their rows' source (the catalog
+/// table, the temporary view) and file-path column pointed at a DuckDB view of the same
+/// files. Each result goes to `<argv[5]>/<dialect>.parquet`.
 const RUN: &str = r#"
-import sys, duckdb, sqlglot
-query = open(sys.argv[1]).read().strip().rstrip(';')
-duckdb.sql(f"COPY ({query}) TO '{sys.argv[2]}' (FORMAT parquet, COMPRESSION zstd)")
-for path, read in [(sys.argv[3], 'trino'), (sys.argv[4], 'spark')]:
-    statements = [s for s in sqlglot.parse(open(path).read(), read=read) if s is not None]
-    assert statements, f'{path}: no statement'
+import re, sys, duckdb, sqlglot
+folder, duck, athena, spark, out = sys.argv[1:6]
+con = duckdb.connect()
+con.execute(f"CREATE VIEW sluice_rows AS SELECT *, filename AS __file_path FROM read_parquet('{folder}/**/*.parquet', union_by_name = true, filename = true, hive_partitioning = false)")
+athena_text = open(athena).read().replace('"$path"', '__file_path')
+spark_text = open(spark).read().split(';\n\n', 1)[1]
+spark_text = re.sub(r'`sluice_rows_[a-z0-9_]+`', 'sluice_rows', spark_text).replace('input_file_name()', '__file_path')
+queries = {
+    'duckdb': open(duck).read(),
+    'athena': sqlglot.transpile(athena_text, read='trino', write='duckdb')[0],
+    'spark': sqlglot.transpile(spark_text, read='spark', write='duckdb')[0],
+}
+for name, query in queries.items():
+    query = query.strip().rstrip(';')
+    con.execute(f"COPY ({query}) TO '{out}/{name}.parquet' (FORMAT parquet, COMPRESSION zstd)")
 print('ok')
 "#;
 
 /// `sluice sql` for `table` in `dialect`, written to `<dir>/<dialect>.sql`.
-fn render(config: &Path, dir: &Path, table: &str, dialect: &str) -> Result<String, String> {
+fn render(
+    config: &Path,
+    dir: &Path,
+    table: &str,
+    dialect: &str,
+    extra: &[&str],
+) -> Result<String, String> {
     let bin =
         std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
     let out = Command::new(bin)
         .args(["sql", "--config"])
         .arg(config)
         .args(["--dialect", dialect, "--table", table])
+        .args(extra)
         .output()
         .map_err(|e| format!("sluice sql: {e}"))?;
     if !out.status.success() {
@@ -57,52 +77,64 @@ pub fn check(
 ) -> Result<Findings, String> {
     let sql_dir = dir.join("sql");
     std::fs::create_dir_all(&sql_dir).unwrap();
-    let duck = render(config, &sql_dir, table, "duckdb")?;
-    let athena = render(config, &sql_dir, table, "athena")?;
-    let spark = render(config, &sql_dir, table, "spark")?;
-    let state_file = sql_dir.join("state.parquet");
+    let duck = render(config, &sql_dir, table, "duckdb", &[])?;
+    let athena = render(
+        config,
+        &sql_dir,
+        table,
+        "athena",
+        &["--source", "sluice_rows"],
+    )?;
+    let spark = render(config, &sql_dir, table, "spark", &[])?;
+    let folder = dir.join("out").join(table);
     let out = Command::new(python)
         .arg("-c")
         .arg(RUN)
-        .args([
-            duck.as_str(),
-            &state_file.display().to_string(),
-            &athena,
-            &spark,
-        ])
+        .arg(&folder)
+        .args([duck.as_str(), &athena, &spark])
+        .arg(&sql_dir)
         .output()
         .map_err(|e| format!("the readers' python: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "running sluice sql's query ({duck}) failed: {}",
+            "running sluice sql's texts ({}) failed: {}",
+            sql_dir.display(),
             String::from_utf8_lossy(&out.stderr)
         ));
-    }
-    let mut state: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
-    for row in super::parts::read_cells(&state_file)? {
-        let Some(k) = row.get(key).cloned().flatten() else {
-            return Err(format!(
-                "sluice sql returned a row with a NULL key: {row:?}"
-            ));
-        };
-        if state.insert(k.clone(), row).is_some() {
-            return Err(format!("sluice sql returned key {k} twice"));
-        }
     }
     // DuckDB reads a decimal wider than 38 digits as a DOUBLE (it has no wider decimal):
     // such columns cannot compare exactly, and are left out here (the parts' own replay
     // checks them).
-    let wide = wide_decimals(&dir.join("out").join(table))?;
+    let wide = wide_decimals(&folder)?;
     let narrow = |row: &BTreeMap<String, Cell>| -> BTreeMap<String, Cell> {
         row.iter()
             .filter(|(c, _)| !wide.contains(*c))
             .map(|(c, v)| (c.clone(), v.clone()))
             .collect()
     };
-    let state = state.iter().map(|(k, r)| (k.clone(), narrow(r))).collect();
-    let source = source.iter().map(|(k, r)| (k.clone(), narrow(r))).collect();
+    let source: BTreeMap<String, SourceRow> =
+        source.iter().map(|(k, r)| (k.clone(), narrow(r))).collect();
     let mut findings = Findings::default();
-    compare_state(&state, &source, &mut findings);
+    for dialect in ["duckdb", "athena", "spark"] {
+        let mut state: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
+        for row in super::parts::read_cells(&sql_dir.join(format!("{dialect}.parquet")))? {
+            let Some(k) = row.get(key).cloned().flatten() else {
+                return Err(format!("{dialect}: a row with a NULL key: {row:?}"));
+            };
+            if state.insert(k.clone(), narrow(&row)).is_some() {
+                return Err(format!("{dialect}: key {k} twice"));
+            }
+        }
+        let mut found = Findings::default();
+        compare_state(&state, &source, &mut found);
+        findings.rows_compared += found.rows_compared;
+        findings.mismatches.extend(
+            found
+                .mismatches
+                .into_iter()
+                .map(|m| format!("{dialect}: {m}")),
+        );
+    }
     Ok(findings)
 }
 

@@ -318,7 +318,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;
     report.mismatches.extend(findings.mismatches);
-    // The replay rule as shipped (`sluice sql`), run by DuckDB over the same parts.
+    // The replay rule as shipped (`sluice sql`, each dialect), run by DuckDB over the parts.
     if let Some(python) = crate::support::readers::python() {
         let by_sql = super::sql::check(
             &python,
@@ -332,7 +332,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             by_sql
                 .mismatches
                 .into_iter()
-                .map(|m| format!("sluice sql (duckdb): {m}")),
+                .map(|m| format!("sluice sql, {m}")),
         );
     }
     Ok(())
