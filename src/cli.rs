@@ -1,9 +1,11 @@
 //! The command line: `sluice drain | baseline | state show | state init | state clear |
-//! lease release | claims list | claims release | validate [--config-json] | doctor | init`.
+//! lease release | claims list | claims release | validate [--config-json] | doctor | sql |
+//! init`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint) —
-//! except `doctor` without `--json`, which prints its table there; logs and human
+//! except `doctor` without `--json`, which prints its table there, and `sql`, which
+//! prints its SQL text; logs and human
 //! messages go to stderr; the exit code is the error class's (0 done or skipped, 1
 //! config, 3 transient, 5 refusal; 2 is clap's usage error; `doctor`: 5 when a check
 //! fails), also when stdout or stderr has been closed by the reader.
@@ -90,6 +92,25 @@ enum Command {
         /// Print the report as one JSON document instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Print the query (or view) that reads a table's current state from its parts.
+    Sql {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// `duckdb`, `athena` (Trino) or `spark`.
+        #[arg(long)]
+        dialect: crate::replay::Dialect,
+        /// The table, as `source.tables` names it.
+        #[arg(long)]
+        table: String,
+        /// Where the rows are: the table folder (path or s3:// URI; DuckDB, Spark; default:
+        /// the destination's), or the catalog table over it (Athena; default: the table
+        /// name with `_` for `.`).
+        #[arg(long)]
+        source: Option<String>,
+        /// Print `CREATE OR REPLACE VIEW <name> AS …` instead of the bare query.
+        #[arg(long)]
+        view: Option<String>,
     },
     /// Connect read-only, list the tables, and write ready configs plus Terraform calls.
     Init {
@@ -259,6 +280,13 @@ async fn run(command: Command) -> i32 {
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables, "config": c.normalized() }),
         )),
         Command::Doctor { config, json } => doctor(config, json).await,
+        Command::Sql {
+            config,
+            dialect,
+            table,
+            source,
+            view,
+        } => sql(config, dialect, &table, source.as_deref(), view.as_deref()).await,
         Command::Init {
             source_env,
             tables,
@@ -281,6 +309,27 @@ async fn doctor(config: Option<PathBuf>, json: bool) -> i32 {
         stdout_text(&report.to_table());
     }
     report.exit_code()
+}
+
+/// Prints the replay query as text on stdout; exit 0, or the error's code.
+async fn sql(
+    config: Option<PathBuf>,
+    dialect: crate::replay::Dialect,
+    table: &str,
+    source: Option<&str>,
+    view: Option<&str>,
+) -> i32 {
+    let config = match job::config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    match crate::replay::render(&config, dialect, table, source, view).await {
+        Ok(text) => {
+            stdout_text(&text);
+            0
+        }
+        Err(e) => fail(Some(&config.job), &e),
+    }
 }
 
 async fn baseline(

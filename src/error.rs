@@ -102,6 +102,8 @@ codes! {
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
     BaselineRebaselineUnsupported => "SLUICE_BASELINE_REBASELINE_UNSUPPORTED", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
+    ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
+    ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
@@ -298,6 +300,8 @@ mod tests {
             (Code::BaselineStartDenied, R),
             (Code::BaselineRebaselineUnsupported, R),
             (Code::RecoveryRefused, R),
+            (Code::ReplayNoSchema, R),
+            (Code::ReplayNoKey, R),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),
             (Code::FaultInjected, T),

@@ -35,6 +35,7 @@ pub mod position;
 pub mod progress;
 pub mod recovery;
 pub mod redact;
+pub mod replay;
 pub mod run_id;
 pub mod secret;
 pub mod sink;

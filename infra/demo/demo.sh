@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make demo: a real PostgreSQL → Parquet drain on the local stack, shown end to end.
 # Creates database `sluice_demo`, writes inserts/updates/deletes and a key change, runs
-# two drains (the second after more writes), prints their run summaries, the files
-# written, and the latest state replayed from the parts with DuckDB — next to the
-# source table, so you can see they agree. Safe to re-run: it starts over each time.
+# drains, prints their run summaries and the files written, then runs `sluice sql`'s
+# current-state query with DuckDB over the parts and checks that it equals the source
+# table (exit 1 when not) — a TOASTed value left out of an update's log record and a
+# TRUNCATE included. Safe to re-run: it starts over each time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source infra/local/env.sh
@@ -28,7 +29,8 @@ CREATE TABLE orders (
   customer  text NOT NULL,
   amount    numeric(12,2),
   placed_at timestamptz NOT NULL DEFAULT now(),
-  tags      text[]
+  tags      text[],
+  note      text
 );
 SQL
 rm -rf "$demo_dir" && mkdir -p "$demo_dir"
@@ -48,10 +50,15 @@ export SLUICE_SOURCE_URL="$db_url"
 step "first drain: creates the publication and slot (nothing to read yet)"
 "$bin" drain --config "$demo_dir/sluice.yaml" 2>/dev/null
 
-step "writes: inserts, an update, a delete, and a primary-key change"
+step "writes: a row emptied by TRUNCATE, inserts, updates, a delete, and a primary-key change"
 psql_demo <<'SQL'
+INSERT INTO orders (id, customer, amount) VALUES (7, 'zoe', 1.00);
+TRUNCATE orders;
 INSERT INTO orders (id, customer, amount, tags) VALUES
   (1, 'ada', 12.50, '{new}'), (2, 'brian', 99.99, NULL), (3, 'chen', 5.00, '{gift,rush}');
+-- A note large enough to be stored out of line (TOAST): the updates below leave it
+-- unchanged, so PostgreSQL does not log it again (`__unlogged`), and the replay fills it.
+UPDATE orders SET note = (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 400) i) WHERE id IN (1, 3);
 UPDATE orders SET amount = 15.00, tags = '{new,edited}' WHERE id = 1;
 DELETE FROM orders WHERE id = 2;
 UPDATE orders SET id = 30 WHERE id = 3;
@@ -75,22 +82,31 @@ step "files written"
 (cd "$demo_dir/out" && find . -type f | sort)
 
 step "every change row (DuckDB over the parts)"
-venv="$SLUICE_STACK_DIR/venv-duckdb"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import duckdb' 2>/dev/null; then
-  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet duckdb
-fi
-parts="$demo_dir/out/public.orders/cdc-*.parquet"
-"$venv/bin/python" - "$parts" <<'PY'
+infra/local/readers.sh start >/dev/null
+py="$(infra/local/readers.sh python)"
+"$bin" sql --config "$demo_dir/sluice.yaml" --dialect duckdb --table public.orders > "$demo_dir/orders.sql"
+echo "the current-state query: $demo_dir/orders.sql (sluice sql --dialect duckdb; also athena, spark)"
+parts="$demo_dir/out/public.orders/**/*.parquet"
+"$py" - "$parts" <<'PY'
 import sys, duckdb
 parts = sys.argv[1]
-con = duckdb.connect()
-print(con.sql(f"SELECT __op, __pos, __seq, id, customer, amount, tags FROM read_parquet('{parts}', union_by_name=true) ORDER BY __pos, __seq"))
-print("latest state per key (highest (__pos, __seq) per id, deletes dropped):")
-print(con.sql(f"""
-  SELECT id, customer, amount, tags FROM read_parquet('{parts}', union_by_name=true)
-  QUALIFY row_number() OVER (PARTITION BY id ORDER BY __pos DESC, __seq DESC) = 1 AND __op <> 'delete'
-  ORDER BY id"""))
+print(duckdb.sql(f"SELECT __op, __pos, __seq, __unlogged, id, customer, amount, tags, left(note, 12) AS note FROM read_parquet('{parts}', union_by_name=true) ORDER BY __pos, __seq"))
 PY
 
-step "the source table, for comparison"
-psql_demo -c "SELECT id, customer, amount, tags FROM orders ORDER BY id"
+step "the current state (sluice sql's query, DuckDB) against the source table"
+canon="id, customer, amount::text, coalesce(array_to_string(tags, ','), '-'), coalesce(md5(note), '-')"
+psql_demo -At -F '|' -c "SELECT $canon FROM orders ORDER BY id" > "$demo_dir/source.txt"
+"$py" - "$demo_dir/orders.sql" "$canon" > "$demo_dir/replayed.txt" <<'PY'
+import sys, duckdb
+query = open(sys.argv[1]).read().strip().rstrip(';')
+for row in duckdb.sql(f"SELECT {sys.argv[2]} FROM ({query}) ORDER BY id").fetchall():
+    print('|'.join(str(c) for c in row))
+PY
+paste -d '\n' <(sed 's/^/source:   /' "$demo_dir/source.txt") <(sed 's/^/replayed: /' "$demo_dir/replayed.txt")
+if diff -q "$demo_dir/source.txt" "$demo_dir/replayed.txt" >/dev/null; then
+  echo "OK: the replayed state equals the source table"
+else
+  echo "MISMATCH: the replayed state differs from the source table" >&2
+  diff "$demo_dir/source.txt" "$demo_dir/replayed.txt" >&2 || true
+  exit 1
+fi

@@ -1,6 +1,6 @@
 //! The binary as an operator meets it: configs (`validate`, `init`, the Terraform
 //! modules' rendered configs), exit codes with a closed stdout, and claims that keep two
-//! jobs off one source.
+//! jobs off one source, and `sluice sql`.
 
 mod claims;
 mod init;
@@ -9,5 +9,6 @@ mod output;
 mod paths;
 mod preflight;
 mod recovery;
+mod sql;
 mod terraform;
 mod validate_corpus;

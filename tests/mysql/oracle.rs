@@ -403,6 +403,7 @@ impl MariaSource {
                 format!("UPDATE {TABLE} SET {} = {}", col(*column), literal(value)),
                 1,
             ),
+            Stmt::Truncate => unreachable!("MariaDB refuses TRUNCATE; its workload makes none"),
             Stmt::RolledBack(stmts) => {
                 *savepoints += 1;
                 let name = format!("sp{savepoints}");

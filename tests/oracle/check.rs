@@ -6,6 +6,7 @@
 //!   written after a later change of that key must be a re-delivery of one already written;
 //! * **completeness** — the distinct changes are exactly as many as the workload made;
 //! * **state** — the documented replay (latest `(__pos, __seq)` per key, deletes dropped,
+//!   a `truncate` row dropping every earlier row,
 //!   an `__unlogged` column keeps the key's previous value, or in the insert half of a key
 //!   change the value of the row its delete half removed) equals the source's `SELECT *`,
 //!   cell by cell;
@@ -236,7 +237,18 @@ pub fn check_table(
         state.insert(k, image);
     }
 
-    // State against the source, cell by cell.
+    compare_state(&state, source, &mut f);
+    f
+}
+
+/// The state against the source, cell by cell: every source row is in `state` with equal
+/// cells (`rows_compared` counts them), and `state` holds no other key. Both are keyed by
+/// the key column's canonical cell.
+pub fn compare_state(
+    state: &BTreeMap<String, BTreeMap<String, Cell>>,
+    source: &BTreeMap<String, SourceRow>,
+    f: &mut Findings,
+) {
     for (k, want) in source {
         f.rows_compared += 1;
         let Some(got) = state.get(k) else {
@@ -269,7 +281,6 @@ pub fn check_table(
             "key {k}: in the replayed parts, not in the source (invented or a lost delete)"
         ));
     }
-    f
 }
 
 /// A cell for a message: long values are cut.
@@ -471,6 +482,20 @@ mod tests {
             row("r1", "insert", "B", 1, "2", Some("b")),
         ];
         let f = check_table(&rows, "id", &source(&[("2", Some("b"))]), 3, false);
+        assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
+    }
+
+    #[test]
+    fn a_truncate_row_empties_the_table() {
+        let mut truncate = row("r1", "truncate", "B", 0, "", None);
+        truncate.all.insert("id".into(), None);
+        let rows = [
+            row("r1", "insert", "A", 0, "1", Some("a")),
+            row("r1", "insert", "A", 1, "2", Some("b")),
+            truncate,
+            row("r1", "insert", "C", 0, "2", Some("b2")),
+        ];
+        let f = check_table(&rows, "id", &source(&[("2", Some("b2"))]), 4, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
     }
 

@@ -29,6 +29,7 @@ pub mod check;
 pub mod drain;
 pub mod parts;
 pub mod rng;
+pub mod sql;
 pub mod trial;
 pub mod workload;
 
@@ -62,6 +63,7 @@ pub struct Totals {
     /// Trials that started from a baseline, and the baseline rows compared in them.
     pub baselines: u64,
     pub snapshot_rows: u64,
+    pub truncates: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -80,6 +82,7 @@ impl Totals {
         self.failovers += r.failovers;
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
+        self.truncates += r.truncates;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -174,7 +177,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} failovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} failovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -188,6 +191,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.spill_leftovers,
         t.baselines,
         t.snapshot_rows,
+        t.truncates,
         t.failovers,
         started.elapsed().as_secs()
     );

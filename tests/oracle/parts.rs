@@ -95,6 +95,36 @@ pub fn listed_in_run_manifests(out: &Path, table: &str) -> Result<BTreeMap<Strin
     Ok(listed)
 }
 
+/// Every row of one Parquet file (any writer's) as canonical cells by column name.
+pub fn read_cells(path: &Path) -> Result<Vec<BTreeMap<String, Cell>>, String> {
+    let reader = std::fs::File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string()))
+        .and_then(|b| b.build().map_err(|e| e.to_string()))
+        .map_err(|e| format!("{path:?}: {e}"))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| format!("{path:?}: {e}"))?;
+        let schema = batch.schema();
+        let columns: Vec<(String, Vec<Cell>)> = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, a)| cells(a).map(|c| (f.name().clone(), c)))
+            .collect::<Result<_, String>>()
+            .map_err(|e| format!("{path:?}: {e}"))?;
+        for i in 0..batch.num_rows() {
+            rows.push(
+                columns
+                    .iter()
+                    .map(|(name, cells)| (name.clone(), cells[i].clone()))
+                    .collect(),
+            );
+        }
+    }
+    Ok(rows)
+}
+
 fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let list = |d: &Path, prefix: &str| -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(d)

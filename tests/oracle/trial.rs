@@ -59,6 +59,11 @@ pub trait Engine: Sync {
     fn max_bulk(&self) -> i64 {
         2000
     }
+    /// True when the engine carries `TRUNCATE` as a change (a `truncate` row): the
+    /// workload then truncates the table now and then.
+    fn truncates(&self) -> bool {
+        false
+    }
 }
 
 /// What one trial did and found.
@@ -79,6 +84,8 @@ pub struct Report {
     pub failovers: u64,
     /// Baseline trials: the snapshot rows the final replay started from.
     pub snapshot_rows: Option<u64>,
+    /// Distinct `truncate` rows the parts hold.
+    pub truncates: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -153,6 +160,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
 
     let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
+    workload.truncates = engine.truncates();
     if baseline.is_some() {
         // Rows that predate the stream: only the baseline can deliver them. The first
         // drain anchors and reads them, and may be crashed anywhere in the baseline (a
@@ -281,6 +289,12 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     if baseline.is_some() {
         report.snapshot_rows = Some(rows.iter().filter(|r| r.run == "snapshot").count() as u64);
     }
+    report.truncates = rows
+        .iter()
+        .filter(|r| r.op == "truncate")
+        .map(|r| (&r.pos, r.seq))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
     let source_rows = source.select_all()?;
     let findings = check::check_table(
         &rows,
@@ -327,6 +341,23 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;
     report.mismatches.extend(findings.mismatches);
+    // The replay rule as shipped (`sluice sql`, each dialect), run by DuckDB over the parts.
+    if let Some(python) = crate::support::readers::python() {
+        let by_sql = super::sql::check(
+            &python,
+            &config,
+            dir,
+            &source.table(),
+            &spec.key,
+            &source_rows,
+        )?;
+        report.mismatches.extend(
+            by_sql
+                .mismatches
+                .into_iter()
+                .map(|m| format!("sluice sql, {m}")),
+        );
+    }
     Ok(())
 }
 

@@ -171,6 +171,9 @@ pub enum Stmt {
     },
     /// Statements inside a savepoint that is rolled back: they must never appear.
     RolledBack(Vec<Stmt>),
+    /// Empty the table (`TRUNCATE`): one change event, every row gone. Only generated for
+    /// an engine that carries TRUNCATE ([`Workload::truncates`]).
+    Truncate,
 }
 
 /// One transaction; `commit: false` ends in ROLLBACK (nothing of it may appear).
@@ -216,6 +219,10 @@ impl Model {
             }
             Stmt::UpdateAll { .. } => self.keys.len() as u64,
             Stmt::RolledBack(_) => 0,
+            Stmt::Truncate => {
+                self.keys.clear();
+                1
+            }
         }
     }
 
@@ -251,6 +258,8 @@ pub struct Workload<'a> {
     pub expected_changes: u64,
     /// Upper bound for one bulk insert.
     pub max_bulk: i64,
+    /// Whether transactions may TRUNCATE the table (an engine that carries it).
+    pub truncates: bool,
 }
 
 impl<'a> Workload<'a> {
@@ -263,6 +272,7 @@ impl<'a> Workload<'a> {
             },
             expected_changes: 0,
             max_bulk,
+            truncates: false,
         }
     }
 
@@ -355,6 +365,7 @@ impl<'a> Workload<'a> {
                 Stmt::KeyChange { from, to, set }
             }
             (46..=60, Some(id)) => Stmt::Delete { ids: vec![id] },
+            (61..=62, Some(_)) if nest && self.truncates => Stmt::Truncate,
             _ => Stmt::Insert {
                 id: model.fresh_key(rng),
                 values: (0..self.spec.columns.len())

@@ -4,9 +4,7 @@
 //! and the output replays (the documented rule) to the source's state. Every test owns
 //! its database, slot and publication (`ddl_*` names).
 
-use crate::support::{
-    Job, TestDb, baseline_and_changes, part_files, readers, replay, snapshot_dir,
-};
+use crate::support::{Job, TestDb, baseline_and_changes, part_files, readers, replay};
 
 /// Slots and publications in the test database: what a refused run must not have made.
 fn resources(db: &TestDb) -> String {
@@ -147,27 +145,22 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
     assert_eq!(source(&db, "t"), "1=b");
 }
 
-/// Runs docs/baselines.md's latest-state query — the documented replay rule, verbatim —
-/// with DuckDB over the job's output of `table` (baseline plan folder and change parts),
-/// and returns `id=v,…` in id order (`v`: the table's second column); `None` (skipped
-/// loudly) without the readers' venv.
+/// Runs `sluice sql --dialect duckdb` — the replay rule as shipped — with DuckDB over the
+/// job's output of `table` (baseline plan folder and change parts), and returns `id=v,…`
+/// in id order (`v`: the table's second column); `None` (skipped loudly) without the
+/// readers' venv.
 fn duckdb_replayed(job: &Job, table: &str) -> Option<String> {
     let python = readers::python()?;
-    let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/baselines.md"),
-    )
-    .unwrap();
-    let section = &docs[docs.find("## Drains during a baseline").unwrap()..];
-    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
-    let query = &section[start..start + section[start..].find("```").unwrap()];
-    let folder = job.out().join(table);
-    let plan = snapshot_dir(&folder);
-    let query = query
-        .replace(
-            "out/public.orders/snapshot/<plan id>",
-            &plan.display().to_string(),
-        )
-        .replace("out/public.orders", &folder.display().to_string());
+    let out = job
+        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sluice sql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let query = String::from_utf8(out.stdout).unwrap();
     let script = format!(
         "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
          print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"
@@ -225,7 +218,7 @@ fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
     }
     assert_eq!(source(&db, "t"), "4=kept2");
     assert_eq!(source(&db, "u"), "9=nine,10=ten");
-    // The documented query (DuckDB) gives the same state.
+    // `sluice sql`'s query (DuckDB) gives the same state.
     for table in ["t", "u"] {
         if let Some(text) = duckdb_replayed(&job, table) {
             assert_eq!(text, source(&db, table), "DuckDB, {table}");
@@ -401,7 +394,7 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
         shapes.into_iter().collect::<Vec<_>>(),
         ["int32:integer", "int64:bigint"]
     );
-    // The documented query unifies the int32 and int64 parts (DuckDB, union_by_name).
+    // `sluice sql`'s query unifies the int32 and int64 parts (DuckDB, union_by_name).
     if let Some(text) = duckdb_replayed(&job, "t") {
         assert_eq!(
             text,

@@ -275,6 +275,10 @@ impl Engine for Pg {
         &self.spec
     }
 
+    fn truncates(&self) -> bool {
+        true
+    }
+
     fn fault_points(&self) -> &'static [&'static str] {
         &[
             "part_durable",
@@ -504,6 +508,7 @@ impl PgSource {
             Stmt::UpdateAll { column, value } => {
                 out.push(format!("UPDATE {TABLE} SET {} = {}", col(*column), lit(*column, value)))
             }
+            Stmt::Truncate => out.push(format!("TRUNCATE {TABLE}")),
             Stmt::RolledBack(stmts) => {
                 *savepoints += 1;
                 let name = format!("sp{savepoints}");

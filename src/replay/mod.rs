@@ -1,0 +1,92 @@
+//! `sluice sql`: the replay rule as code. For one table of a job it renders the query (or
+//! view) that turns the table folder's rows into the table's current state, in DuckDB,
+//! Athena (Trino) or Spark SQL.
+//!
+//! Guarantees: the rule is the one of docs/output.md, written once ([`query`]) for every
+//! dialect ([`dialect`] holds the only differences); the columns and key are the ones the
+//! job's newest manifest records ([`shape`]); nothing is written anywhere — the command
+//! reads the destination's manifests and prints text. A test runs the DuckDB text against
+//! a random workload's parts and compares it with the source.
+
+pub mod dialect;
+pub mod query;
+pub mod shape;
+
+use std::path::Path;
+
+pub use dialect::Dialect;
+pub use query::{Request, Rows, ShapeColumn};
+
+use crate::config::{Config, DestinationConfig};
+use crate::error::{Code, Error, Result};
+
+/// Where `sluice sql` reads a table's rows from by default: the table's folder in the
+/// destination (DuckDB, Spark), or for Athena a table named after it in the catalog
+/// (`public.orders` → `public_orders`).
+pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Rows> {
+    if dialect == Dialect::Athena {
+        return Ok(Rows::Table(query::sanitize(table)));
+    }
+    Ok(Rows::Folder(match &config.destination {
+        DestinationConfig::Local { path } => {
+            let root = std::path::absolute(path).map_err(|e| {
+                Error::new(
+                    Code::ConfigInvalid,
+                    format!(
+                        "destination.path {} cannot be made absolute",
+                        path.display()
+                    ),
+                )
+                .source(e)
+            })?;
+            root.join(table).display().to_string()
+        }
+        DestinationConfig::S3 { bucket, prefix, .. } => {
+            let prefix = prefix.trim_matches('/');
+            if prefix.is_empty() {
+                format!("s3://{bucket}/{table}")
+            } else {
+                format!("s3://{bucket}/{prefix}/{table}")
+            }
+        }
+    }))
+}
+
+/// Renders the query for `table` (named as in `source.tables`). `source` overrides where
+/// the rows are read from: a folder (path or URI) for DuckDB and Spark, a catalog table
+/// (`db.table`) for Athena.
+pub async fn render(
+    config: &Config,
+    dialect: Dialect,
+    table: &str,
+    source: Option<&str>,
+    view: Option<&str>,
+) -> Result<String> {
+    if !config.source.tables.iter().any(|t| t == table) {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            format!(
+                "table {table} is not one of the job's source.tables ({})",
+                config.source.tables.join(", ")
+            ),
+        )
+        .hint("name the table as source.tables writes it (its output folder)"));
+    }
+    let destination = crate::destination::open(config).await?;
+    let columns = shape::read(destination.as_ref(), table).await?;
+    let rows = match source {
+        None => default_rows(config, dialect, table)?,
+        Some(s) if dialect == Dialect::Athena => Rows::Table(s.to_owned()),
+        Some(s) if Path::new(s).is_relative() && !s.contains("://") => Rows::Folder(
+            std::path::absolute(s).map_or_else(|_| s.to_owned(), |p| p.display().to_string()),
+        ),
+        Some(s) => Rows::Folder(s.to_owned()),
+    };
+    query::render(&Request {
+        dialect,
+        table: table.to_owned(),
+        columns,
+        rows,
+        view: view.map(str::to_owned),
+    })
+}

@@ -1,0 +1,163 @@
+//! The replay rule as shipped code, checked against the source: `sluice sql --dialect
+//! duckdb` for the trial's table, run by DuckDB (the readers' venv) over every part the
+//! trial wrote, its result copied to a Parquet file and read back into canonical cells
+//! ([`super::parts::read_cells`]), then compared with the source's `SELECT *` cell by cell
+//! ([`super::check::compare_state`]). The Athena and Spark texts of the same table are
+//! transpiled to DuckDB by sqlglot (so they must parse in their own dialect) and checked
+//! the same way: the three texts are one rule.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use super::canon::Cell;
+use super::check::{Findings, SourceRow, compare_state};
+
+/// Runs the three texts with DuckDB over the table folder `argv[1]`: the DuckDB text
+/// (`argv[2]`) as it is; the Athena (`argv[3]`, rendered with `--source sluice_rows`) and
+/// Spark (`argv[4]`) texts transpiled to DuckDB by sqlglot, their rows' source (the catalog
+/// table, the temporary view) and file-path column pointed at a DuckDB view of the same
+/// files. Each result goes to `<argv[5]>/<dialect>.parquet`.
+const RUN: &str = r#"
+import re, sys, duckdb, sqlglot
+folder, duck, athena, spark, out = sys.argv[1:6]
+con = duckdb.connect()
+con.execute(f"CREATE VIEW sluice_rows AS SELECT *, filename AS __file_path FROM read_parquet('{folder}/**/*.parquet', union_by_name = true, filename = true, hive_partitioning = false)")
+athena_text = open(athena).read().replace('"$path"', '__file_path')
+spark_text = open(spark).read().split(';\n\n', 1)[1]
+spark_text = re.sub(r'`sluice_rows_[a-z0-9_]+`', 'sluice_rows', spark_text).replace('input_file_name()', '__file_path')
+queries = {
+    'duckdb': open(duck).read(),
+    'athena': sqlglot.transpile(athena_text, read='trino', write='duckdb')[0],
+    'spark': sqlglot.transpile(spark_text, read='spark', write='duckdb')[0],
+}
+for name, query in queries.items():
+    query = query.strip().rstrip(';')
+    con.execute(f"COPY ({query}) TO '{out}/{name}.parquet' (FORMAT parquet, COMPRESSION zstd)")
+print('ok')
+"#;
+
+/// `sluice sql` for `table` in `dialect`, written to `<dir>/<dialect>.sql`.
+fn render(
+    config: &Path,
+    dir: &Path,
+    table: &str,
+    dialect: &str,
+    extra: &[&str],
+) -> Result<String, String> {
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let out = Command::new(bin)
+        .args(["sql", "--config"])
+        .arg(config)
+        .args(["--dialect", dialect, "--table", table])
+        .args(extra)
+        .output()
+        .map_err(|e| format!("sluice sql: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "sluice sql --dialect {dialect} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let path = dir.join(format!("{dialect}.sql"));
+    std::fs::write(&path, &out.stdout).unwrap();
+    Ok(path.display().to_string())
+}
+
+/// Checks `sluice sql`'s DuckDB query against the source; `key` is the key column.
+pub fn check(
+    python: &str,
+    config: &Path,
+    dir: &Path,
+    table: &str,
+    key: &str,
+    source: &BTreeMap<String, SourceRow>,
+) -> Result<Findings, String> {
+    let sql_dir = dir.join("sql");
+    std::fs::create_dir_all(&sql_dir).unwrap();
+    let duck = render(config, &sql_dir, table, "duckdb", &[])?;
+    let athena = render(
+        config,
+        &sql_dir,
+        table,
+        "athena",
+        &["--source", "sluice_rows"],
+    )?;
+    let spark = render(config, &sql_dir, table, "spark", &[])?;
+    let folder = dir.join("out").join(table);
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(RUN)
+        .arg(&folder)
+        .args([duck.as_str(), &athena, &spark])
+        .arg(&sql_dir)
+        .output()
+        .map_err(|e| format!("the readers' python: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "running sluice sql's texts ({}) failed: {}",
+            sql_dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // DuckDB reads a decimal wider than 38 digits as a DOUBLE (it has no wider decimal):
+    // such columns cannot compare exactly, and are left out here (the parts' own replay
+    // checks them).
+    let wide = wide_decimals(&folder)?;
+    let narrow = |row: &BTreeMap<String, Cell>| -> BTreeMap<String, Cell> {
+        row.iter()
+            .filter(|(c, _)| !wide.contains(*c))
+            .map(|(c, v)| (c.clone(), v.clone()))
+            .collect()
+    };
+    let source: BTreeMap<String, SourceRow> =
+        source.iter().map(|(k, r)| (k.clone(), narrow(r))).collect();
+    let mut findings = Findings::default();
+    for dialect in ["duckdb", "athena", "spark"] {
+        let mut state: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
+        for row in super::parts::read_cells(&sql_dir.join(format!("{dialect}.parquet")))? {
+            let Some(k) = row.get(key).cloned().flatten() else {
+                return Err(format!("{dialect}: a row with a NULL key: {row:?}"));
+            };
+            if state.insert(k.clone(), narrow(&row)).is_some() {
+                return Err(format!("{dialect}: key {k} twice"));
+            }
+        }
+        let mut found = Findings::default();
+        compare_state(&state, &source, &mut found);
+        findings.rows_compared += found.rows_compared;
+        findings.mismatches.extend(
+            found
+                .mismatches
+                .into_iter()
+                .map(|m| format!("{dialect}: {m}")),
+        );
+    }
+    Ok(findings)
+}
+
+/// The columns of the table's newest manifest whose type holds a decimal of more than 38
+/// digits (`decimal(p,s)` or a list of them).
+fn wide_decimals(table_dir: &Path) -> Result<Vec<String>, String> {
+    let mut wide = Vec::new();
+    for doc in ["_manifest.json", "snapshot/_manifest.json"] {
+        let Ok(text) = std::fs::read_to_string(table_dir.join(doc)) else {
+            continue;
+        };
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        for column in json["schema"].as_array().into_iter().flatten() {
+            let ty = column["type"].as_str().unwrap_or_default();
+            let precision = ty
+                .split("decimal(")
+                .nth(1)
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            if precision.is_some_and(|p| p > 38) {
+                wide.push(column["name"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    Ok(wide)
+}
