@@ -37,22 +37,20 @@ fn doctor_check(job: &Job, name: &str) -> serde_json::Value {
         .clone()
 }
 
-/// docs/output.md's latest-state query — the documented replay rule, verbatim — run by
-/// DuckDB over the job's change parts of `t`, as `id=v,…` in id order; `None` (skipped
-/// loudly) without the readers' venv.
+/// `sluice sql`'s DuckDB query — the documented replay rule — run over the job's parts
+/// of `t`, as `id=v,…` in id order; `None` (skipped loudly) without the readers' venv.
 fn duckdb_replayed(job: &Job) -> Option<String> {
     let python = readers::python()?;
-    let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/output.md"),
-    )
-    .unwrap();
-    let section = &docs[docs.find("## Reading it back").unwrap()..];
-    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
-    let query = &section[start..start + section[start..].find("```").unwrap()];
-    let query = query.replace(
-        "out/public.orders",
-        &job.out().join("t").display().to_string(),
+    let out = job
+        .command(&["sql", "--dialect", "duckdb", "--table", "t"], &[])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sluice sql: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let query = String::from_utf8(out.stdout).unwrap();
     let script = format!(
         "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
          print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"

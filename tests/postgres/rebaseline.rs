@@ -86,28 +86,20 @@ fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
     ))
 }
 
-/// docs/baselines.md's latest-state query, verbatim, run by DuckDB over every part of the
-/// table folder (`**/*.parquet`: old plan folders too), as `id:v` lines; `None` without
-/// the readers' venv.
+/// `sluice sql`'s DuckDB query — the documented replay rule — run over the table folder
+/// (old plan folders too), as `id:v` lines; `None` without the readers' venv.
 fn duckdb_replayed(job: &Job, table: &str, column: &str) -> Option<String> {
     let python = readers::python()?;
-    let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/baselines.md"),
-    )
-    .unwrap();
-    let section = &docs[docs.find("## Drains during a baseline").unwrap()..];
-    let start = section.find("```sql\n").unwrap() + "```sql\n".len();
-    let query = &section[start..start + section[start..].find("```").unwrap()];
-    let folder = job.out().join(table);
-    let files = format!("{}/**/*.parquet", folder.display());
-    let query = query.replace(
-        "['out/public.orders/snapshot/<plan id>/part-*.parquet', 'out/public.orders/cdc-*.parquet']",
-        &format!("'{files}'"),
-    );
+    let out = job
+        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
+        .output()
+        .unwrap();
     assert!(
-        query.contains(&files),
-        "the docs query changed shape: {query}"
+        out.status.success(),
+        "sluice sql: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let query = String::from_utf8(out.stdout).unwrap();
     let script = format!(
         "import duckdb\ncur = duckdb.connect().execute('''{query}''')\n\
          names = [d[0] for d in cur.description]\nrows = sorted(cur.fetchall())\n\
