@@ -37,27 +37,6 @@ fn doctor_check(job: &Job, name: &str) -> serde_json::Value {
         .clone()
 }
 
-/// `sluice sql`'s DuckDB query — the documented replay rule — run over the job's parts
-/// of `t`, as `id=v,…` in id order; `None` (skipped loudly) without the readers' venv.
-fn duckdb_replayed(job: &Job) -> Option<String> {
-    let python = readers::python()?;
-    let out = job
-        .command(&["sql", "--dialect", "duckdb", "--table", "t"], &[])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "sluice sql: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let query = String::from_utf8(out.stdout).unwrap();
-    let script = format!(
-        "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
-         print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"
-    );
-    Some(readers::run(&python, &script, &[]))
-}
-
 fn checkpoint(job: &Job) -> serde_json::Value {
     job.local_state()["checkpoint"].clone()
 }
@@ -135,7 +114,7 @@ fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
     assert_eq!(source_text(&on_replica), "12=c2,13=d2,14=e,15=f");
     // The documented replay query orders the new server's changes (its binlog numbered
     // lower than the old one's) after the old server's.
-    if let Some(replayed) = duckdb_replayed(&job) {
+    if let Some(replayed) = readers::sluice_sql_replayed(&job, "t", "id", "v", "=") {
         assert_eq!(replayed, "12=c2,13=d2,14=e,15=f");
     }
     let rows = job.rows("t");

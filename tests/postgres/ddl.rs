@@ -145,29 +145,6 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
     assert_eq!(source(&db, "t"), "1=b");
 }
 
-/// Runs `sluice sql --dialect duckdb` — the replay rule as shipped — with DuckDB over the
-/// job's output of `table` (baseline plan folder and change parts), and returns `id=v,…`
-/// in id order (`v`: the table's second column); `None` (skipped loudly) without the
-/// readers' venv.
-fn duckdb_replayed(job: &Job, table: &str) -> Option<String> {
-    let python = readers::python()?;
-    let out = job
-        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "sluice sql: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let query = String::from_utf8(out.stdout).unwrap();
-    let script = format!(
-        "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
-         print(','.join(f\"{{r[0]}}={{'NULL' if r[1] is None else r[1]}}\" for r in sorted(rows)))"
-    );
-    Some(readers::run(&python, &script, &[]))
-}
-
 #[test]
 fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
     let admin = pg_or_skip!();
@@ -220,7 +197,7 @@ fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
     assert_eq!(source(&db, "u"), "9=nine,10=ten");
     // `sluice sql`'s query (DuckDB) gives the same state.
     for table in ["t", "u"] {
-        if let Some(text) = duckdb_replayed(&job, table) {
+        if let Some(text) = readers::sluice_sql_replayed(&job, table, "id", "v", "=") {
             assert_eq!(text, source(&db, table), "DuckDB, {table}");
         }
     }
@@ -395,7 +372,7 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
         ["int32:integer", "int64:bigint"]
     );
     // `sluice sql`'s query unifies the int32 and int64 parts (DuckDB, union_by_name).
-    if let Some(text) = duckdb_replayed(&job, "t") {
+    if let Some(text) = readers::sluice_sql_replayed(&job, "t", "id", "a", "=") {
         assert_eq!(
             text,
             db.sql("SELECT string_agg(id || '=' || a, ',' ORDER BY id) FROM t"),

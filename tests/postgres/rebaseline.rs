@@ -86,29 +86,6 @@ fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
     ))
 }
 
-/// `sluice sql`'s DuckDB query — the documented replay rule — run over the table folder
-/// (old plan folders too), as `id:v` lines; `None` without the readers' venv.
-fn duckdb_replayed(job: &Job, table: &str, column: &str) -> Option<String> {
-    let python = readers::python()?;
-    let out = job
-        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "sluice sql: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let query = String::from_utf8(out.stdout).unwrap();
-    let script = format!(
-        "import duckdb\ncur = duckdb.connect().execute('''{query}''')\n\
-         names = [d[0] for d in cur.description]\nrows = sorted(cur.fetchall())\n\
-         i, c = names.index('id'), names.index('{column}')\n\
-         print(','.join(f\"{{r[i]}}:{{'NULL' if r[c] is None else r[c]}}\" for r in rows))"
-    );
-    Some(readers::run(&python, &script, &[]))
-}
-
 /// The `snapshot#<table>` record of the job's local state.
 fn record(job: &Job, table: &str) -> serde_json::Value {
     job.local_state()["snapshots"][table].clone()
@@ -200,7 +177,7 @@ fn rb_incompatible_retype_rebaselines_that_table_and_the_other_goes_on() {
         .filter_map(|r| r["v"].clone())
         .collect();
     assert!(t.contains(&"44".to_owned()), "{t:?}");
-    if let Some(text) = duckdb_replayed(&job, "u", "v") {
+    if let Some(text) = readers::sluice_sql_replayed(&job, "u", "id", "v", ":") {
         assert_eq!(text, source(&db, "u", &["v"]), "DuckDB, u");
     }
 }
@@ -218,7 +195,7 @@ fn rb_add_column_with_a_default_rebaselines_so_untouched_rows_have_it() {
     );
     // Rows the application never touched after the ALTER replay with the default.
     assert!(source(&db, "t", &["v", "d"]).contains("5:s5:7"));
-    if let Some(text) = duckdb_replayed(&job, "t", "d") {
+    if let Some(text) = readers::sluice_sql_replayed(&job, "t", "id", "d", ":") {
         assert_eq!(text, source(&db, "t", &["d"]), "DuckDB, t");
     }
 }
@@ -300,7 +277,7 @@ fn rb_baseline_table_resnapshots_one_table_under_concurrent_writes() {
     job.drain();
     assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
     assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
-    if let Some(text) = duckdb_replayed(&job, "t", "v") {
+    if let Some(text) = readers::sluice_sql_replayed(&job, "t", "id", "v", ":") {
         assert_eq!(text, source(&db, "t", &["v"]), "DuckDB, t");
     }
     // u's record untouched; t's anchored anew, into a new plan folder.

@@ -68,3 +68,34 @@ pub fn spark_reads_exactly(
         .map(|(c, t)| (c.to_owned(), t.to_owned()))
         .collect()
 }
+
+/// `sluice sql --dialect duckdb --table <table>` for `job`, run by DuckDB: the replayed
+/// rows as `<key><sep><column>` texts (NULL as `NULL`), in key order, joined by `,`;
+/// `None` (skipped loudly) without the readers' venv.
+pub fn sluice_sql_replayed(
+    job: &super::Job,
+    table: &str,
+    key: &str,
+    column: &str,
+    sep: &str,
+) -> Option<String> {
+    let python = python()?;
+    let out = job
+        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
+        .output()
+        .expect("run sluice sql");
+    assert!(
+        out.status.success(),
+        "sluice sql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let query = String::from_utf8(out.stdout).expect("sluice sql prints UTF-8");
+    let script = format!(
+        "import duckdb\ncur = duckdb.connect().execute('''{query}''')\n\
+         names = [d[0] for d in cur.description]\n\
+         k, c = names.index('{key}'), names.index('{column}')\n\
+         rows = sorted(cur.fetchall(), key=lambda r: r[k])\n\
+         print(','.join(f\"{{r[k]}}{sep}{{'NULL' if r[c] is None else r[c]}}\" for r in rows))"
+    );
+    Some(run(&python, &script, &[]))
+}
