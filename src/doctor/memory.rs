@@ -11,19 +11,7 @@ use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::spill_budget::human_bytes;
 
 pub fn check(config: &Config, mysql: bool) -> Check {
-    let whole = MemoryBudget::from_env(config.output.memory_budget_bytes);
-    let (budget, buffer) = if mysql {
-        let buffer = whole.transaction_memory(
-            config
-                .source
-                .mysql
-                .as_ref()
-                .and_then(|m| m.transaction_memory_bytes),
-        );
-        (whole.less(buffer), Some(buffer))
-    } else {
-        (whole, None)
-    };
+    let (budget, buffer) = MemoryBudget::for_run(config, mysql);
     let row_group_bytes = PartSettings::new(config.spill_dir()).row_group_bytes;
     let tables = config.source.tables.len();
     let mut detail = budget.describe(tables, row_group_bytes);
@@ -31,7 +19,7 @@ pub fn check(config: &Config, mysql: bool) -> Check {
         detail.push_str(&format!(
             ", after {} for the source's in-memory transaction out of {}",
             human_bytes(buffer),
-            human_bytes(whole.bytes)
+            human_bytes(MemoryBudget::from_env(config.output.memory_budget_bytes).bytes)
         ));
     }
     if budget.overcommitted(tables, row_group_bytes) {

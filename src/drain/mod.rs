@@ -140,21 +140,12 @@ pub async fn run(
 
     let defaults = PartSettings::new(config.spill_dir());
     let tables = config.source.tables.len();
-    let budget = MemoryBudget::from_env(config.output.memory_budget_bytes);
-    // A MySQL / MariaDB stream holds a transaction in memory (up to its share) while the
-    // writers batch: the writers get what is left.
-    let budget = match info.start {
-        crate::position::Position::MySql(_) => budget.less(
-            budget.transaction_memory(
-                config
-                    .source
-                    .mysql
-                    .as_ref()
-                    .and_then(|m| m.transaction_memory_bytes),
-            ),
-        ),
-        _ => budget,
-    };
+    // A MySQL / MariaDB stream holds a transaction in memory while the writers batch: the
+    // writers get what is left of the budget.
+    let (budget, _) = MemoryBudget::for_run(
+        config,
+        matches!(info.start, crate::position::Position::MySql(_)),
+    );
     let row_group_bytes = defaults.row_group_bytes;
     let settings = PartSettings {
         rollover_rows: config.output.rollover_rows,

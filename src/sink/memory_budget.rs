@@ -28,7 +28,7 @@ pub const MIN_BUDGET: u64 = crate::config::OutputConfig::MIN_MEMORY_BUDGET;
 pub const COPIES_PER_WRITER: u64 = 3;
 
 /// The most one MySQL / MariaDB transaction holds in memory by default.
-pub const DEFAULT_TRANSACTION_MEMORY: u64 = 32 * MIB;
+pub const DEFAULT_TRANSACTION_MEMORY: u64 = crate::config::MysqlConfig::DEFAULT_TRANSACTION_MEMORY;
 
 /// The CLI's default budget.
 pub const CLI_DEFAULT: u64 = 512 * MIB;
@@ -87,6 +87,25 @@ impl MemoryBudget {
     /// at most [`DEFAULT_TRANSACTION_MEMORY`].
     pub fn transaction_memory(&self, configured: Option<u64>) -> u64 {
         configured.unwrap_or((self.bytes / 4).min(DEFAULT_TRANSACTION_MEMORY))
+    }
+
+    /// The run's budget (`output.memory_budget_bytes` or the environment's default) split
+    /// for `config`'s source: a MySQL / MariaDB source (`mysql`) first sets aside its
+    /// in-memory transaction, and the part writers share the rest. Returns the writers'
+    /// budget and, for MySQL, the transaction buffer. The drain, the MySQL stream and
+    /// doctor all size memory through this.
+    pub fn for_run(config: &crate::config::Config, mysql: bool) -> (MemoryBudget, Option<u64>) {
+        let whole = Self::from_env(config.output.memory_budget_bytes);
+        if !mysql {
+            return (whole, None);
+        }
+        let configured = config
+            .source
+            .mysql
+            .as_ref()
+            .and_then(|m| m.transaction_memory_bytes);
+        let buffer = whole.transaction_memory(configured);
+        (whole.less(buffer), Some(buffer))
     }
 
     /// The budget left to the part writers once `reserved` bytes (a MySQL / MariaDB

@@ -238,8 +238,9 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let settings = StreamSettings {
         server_id,
         spill_dir,
-        memory_cap: MemoryBudget::from_env(config.output.memory_budget_bytes)
-            .transaction_memory(my.transaction_memory_bytes),
+        memory_cap: MemoryBudget::for_run(config, true)
+            .1
+            .unwrap_or(my.transaction_memory()),
         max_transaction,
         read_timeout: timeouts.read(),
     };
