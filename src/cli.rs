@@ -112,6 +112,29 @@ enum Command {
         #[arg(long)]
         view: Option<String>,
     },
+    /// One line per job in a state store: lease, checkpoint, last run, lag, the last
+    /// day's runs/rows/bytes and baseline progress (reads the store only).
+    Status {
+        /// A job config whose `state` block names the store (default: SLUICE_CONFIG,
+        /// unless --state-dir or --dynamodb-table is given).
+        #[arg(long, conflicts_with_all = ["state_dir", "dynamodb_table"])]
+        config: Option<PathBuf>,
+        /// A local state directory.
+        #[arg(long, conflicts_with = "dynamodb_table")]
+        state_dir: Option<PathBuf>,
+        /// A DynamoDB state table.
+        #[arg(long)]
+        dynamodb_table: Option<String>,
+        /// With --dynamodb-table: a custom endpoint (default: AWS_ENDPOINT_URL, else AWS's).
+        #[arg(long, requires = "dynamodb_table")]
+        endpoint_url: Option<String>,
+        /// With --dynamodb-table: the region (default: the AWS provider chain's).
+        #[arg(long, requires = "dynamodb_table")]
+        region: Option<String>,
+        /// Print one JSON document (`{"jobs": [...]}`) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Connect read-only, list the tables, and write ready configs plus Terraform calls.
     Init {
         /// Environment variable holding the source URL (it is named, never copied, in the configs).
@@ -287,6 +310,28 @@ async fn run(command: Command) -> i32 {
             source,
             view,
         } => sql(config, dialect, &table, source.as_deref(), view.as_deref()).await,
+        Command::Status {
+            config,
+            state_dir,
+            dynamodb_table,
+            endpoint_url,
+            region,
+            json,
+        } => {
+            let store = match (state_dir, dynamodb_table) {
+                (Some(path), _) => crate::config::StateConfig::Local { path },
+                (None, Some(table)) => crate::config::StateConfig::Dynamodb {
+                    table,
+                    endpoint_url,
+                    region,
+                },
+                (None, None) => match job::config::load(config.as_deref()) {
+                    Ok(c) => c.state,
+                    Err(e) => return fail(None, &e),
+                },
+            };
+            status(&store, json).await
+        }
         Command::Init {
             source_env,
             tables,
@@ -309,6 +354,33 @@ async fn doctor(config: Option<PathBuf>, json: bool) -> i32 {
         stdout_text(&report.to_table());
     }
     report.exit_code()
+}
+
+/// Prints every job of the store (table on stdout, or JSON); exit 0, or the error's code.
+async fn status(store: &crate::config::StateConfig, json: bool) -> i32 {
+    if let crate::config::StateConfig::Dynamodb {
+        endpoint_url: Some(url),
+        ..
+    } = store
+        && let Err(e) = crate::config::check_endpoint("--endpoint-url", url)
+    {
+        return fail(None, &e);
+    }
+    let rows = match crate::state::open_store(store).await {
+        Ok(store) => crate::status::collect(store.as_ref(), crate::state::now_ms()).await,
+        Err(e) => Err(e),
+    };
+    match rows {
+        Ok(rows) if json => {
+            stdout_line(serde_json::json!({ "jobs": rows }));
+            0
+        }
+        Ok(rows) => {
+            stdout_text(&crate::status::render::table(&rows));
+            0
+        }
+        Err(e) => fail(None, &e),
+    }
 }
 
 /// Prints the replay query as text on stdout; exit 0, or the error's code.

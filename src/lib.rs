@@ -41,6 +41,7 @@ pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod state;
+pub mod status;
 pub mod summary;
 pub mod tls;
 pub mod validate;

@@ -29,7 +29,12 @@ pub async fn run(config: &Config, options: DrainOptions) -> Result<RunSummary> {
     run_with(config, &backends, options).await
 }
 
-/// Runs the job once with already-open backends.
+/// How long recording a failed run may take: the failure is what the caller waits for.
+const FAILURE_RECORD_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs the job once with already-open backends. A run that fails leaves a `failed` run
+/// record (its code and message) when the state store takes it in time, so `sluice
+/// status` shows failing jobs; the run's own error is returned either way.
 pub async fn run_with(
     config: &Config,
     backends: &Backends,
@@ -37,6 +42,52 @@ pub async fn run_with(
 ) -> Result<RunSummary> {
     let started = Instant::now();
     let run_id = crate::run_id::new_run_id();
+    let result = run_once(config, backends, options, &run_id, started).await;
+    if let Err(e) = &result {
+        record_failure(config, backends, &run_id, started, e).await;
+    }
+    result
+}
+
+/// Stores the `failed` run record of `run_id`; a store that is down or slow only costs a
+/// warning.
+async fn record_failure(
+    config: &Config,
+    backends: &Backends,
+    run_id: &str,
+    started: Instant,
+    e: &Error,
+) {
+    let record = crate::state::RunRecord {
+        run_id: run_id.to_owned(),
+        summary: serde_json::json!({
+            "status": "failed",
+            "job": config.job,
+            "run_id": run_id,
+            "code": e.code().as_str(),
+            "error": e.to_string(),
+            "duration_ms": started.elapsed().as_millis() as u64,
+        }),
+        expires_at_s: chrono::Utc::now().timestamp() + drain::RUN_RECORD_TTL_S,
+    };
+    let write = backends.state.put_run(&config.job, &record);
+    match tokio::time::timeout(FAILURE_RECORD_ALLOWANCE, write).await {
+        Ok(Ok(())) => {}
+        Ok(Err(stored)) => {
+            tracing::warn!(code = stored.code().as_str(), error = %stored, "the failed run could not be recorded")
+        }
+        Err(_) => tracing::warn!("the failed run could not be recorded in time"),
+    }
+}
+
+async fn run_once(
+    config: &Config,
+    backends: &Backends,
+    options: DrainOptions,
+    run_id: &str,
+    started: Instant,
+) -> Result<RunSummary> {
+    let run_id = run_id.to_owned();
     if crate::faults::armed() {
         tracing::warn!("fault injection is armed (SLUICE_FAULT); this is for tests only");
     }

@@ -460,6 +460,39 @@ impl StateStore for LocalStateStore {
         })
     }
 
+    fn runs_kept(&self) -> Option<usize> {
+        Some(RUNS_KEPT)
+    }
+
+    async fn list_jobs(&self) -> Result<Vec<String>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&self.dir, e)),
+        };
+        let mut jobs = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(job) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            // Temporary files of an interrupted write start with a dot.
+            if !job.is_empty() && !job.starts_with('.') && entry.path().is_file() {
+                jobs.push(job.to_owned());
+            }
+        }
+        jobs.sort();
+        Ok(jobs)
+    }
+
+    async fn runs_since(&self, job: &str, since: &str) -> Result<Vec<RunRecord>> {
+        self.with_doc(job, |doc| {
+            let runs = doc.runs.range(since.to_owned()..).map(|(_, r)| r.clone());
+            Ok((false, runs.collect()))
+        })
+    }
+
     async fn show(&self, job: &str) -> Result<serde_json::Value> {
         self.with_doc(job, |doc| {
             let value = serde_json::to_value(&*doc)

@@ -241,6 +241,21 @@ pub trait StateStore: Send + Sync {
     /// Everything stored for the job, as JSON, for `sluice state show`.
     async fn show(&self, job: &str) -> Result<serde_json::Value>;
 
+    /// Every job with a job record in the store (a lease or a checkpoint was ever
+    /// written for it), sorted by name; claims are not jobs.
+    async fn list_jobs(&self) -> Result<Vec<String>>;
+
+    /// The job's run records whose run id sorts at or after `since` (run ids sort by
+    /// start time, so `since` may be a bare `YYYYMMDDTHHMMSS` prefix), oldest first.
+    /// Only the records the store still keeps (local: the newest 50; DynamoDB: 14 days).
+    async fn runs_since(&self, job: &str, since: &str) -> Result<Vec<RunRecord>>;
+
+    /// How many run records per job the store keeps (the newest), `None` when it keeps
+    /// them by age instead (DynamoDB: 14 days by TTL).
+    fn runs_kept(&self) -> Option<usize> {
+        None
+    }
+
     /// Claims a source resource for `job`, store-wide (not per job): created when
     /// absent, `Ours` when already ours, `HeldBy(other)` when another job holds it. One
     /// conditional write; claims are never taken over silently.
@@ -348,7 +363,12 @@ pub fn check_config(config: &Config) -> Result<()> {
 
 /// Builds the state store the config names.
 pub async fn open(config: &Config) -> Result<Box<dyn StateStore>> {
-    match &config.state {
+    open_store(&config.state).await
+}
+
+/// Builds the state store a `state` block names.
+pub async fn open_store(state: &StateConfig) -> Result<Box<dyn StateStore>> {
+    match state {
         StateConfig::Local { path } => Ok(Box::new(local::LocalStateStore::new(path)?)),
         StateConfig::Dynamodb {
             table,

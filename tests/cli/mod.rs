@@ -10,5 +10,6 @@ mod paths;
 mod preflight;
 mod recovery;
 mod sql;
+mod status;
 mod terraform;
 mod validate_corpus;

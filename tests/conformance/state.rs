@@ -763,6 +763,64 @@ async fn claims_are_released_only_by_their_job(store: &dyn StateStore, job: &str
     );
 }
 
+async fn jobs_and_their_recent_runs_are_listed(store: &dyn StateStore, job: &str) {
+    assert!(
+        store.list_jobs().await.unwrap().is_empty(),
+        "an empty store"
+    );
+    let other = format!("{job}-b");
+    let lease = acquired(store, &other, "a", LONG).await;
+    store.release_lease(&lease).await.unwrap();
+    let lease = acquired(store, job, "a", LONG).await;
+    advance(
+        store,
+        &lease,
+        LONG,
+        0,
+        "pg:00000000/00000001",
+        "id",
+        "run-1",
+    )
+    .await
+    .unwrap();
+    // Claims and runs of a job are not jobs.
+    let _ = store.claim("pg:h:5432/db/slot/s", job).await.unwrap();
+    let ids = [
+        "20260101T000000000Z-000001",
+        "20260102T000000000Z-000002",
+        "20260102T120000000Z-000003",
+    ];
+    for run in ids {
+        let record = RunRecord {
+            run_id: run.into(),
+            summary: serde_json::json!({ "status": "drained", "rows": 1, "run_id": run }),
+            expires_at_s: 1_900_000_000,
+        };
+        store.put_run(job, &record).await.unwrap();
+    }
+    assert_eq!(
+        store.list_jobs().await.unwrap(),
+        [job.to_owned(), other.clone()]
+    );
+    let since = |prefix: &'static str| async move {
+        let runs = store.runs_since(job, prefix).await.unwrap();
+        runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        since("20260102T000000").await,
+        ids[1..],
+        "oldest first, from the prefix on"
+    );
+    assert_eq!(
+        since("20260102T000000000Z-000002").await,
+        ids[1..],
+        "a whole id is inclusive"
+    );
+    assert_eq!(since("2025").await, ids);
+    assert!(since("20260103").await.is_empty());
+    assert!(store.runs_since(&other, "2025").await.unwrap().is_empty());
+}
+
 /// Generates one test per case and backend.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
@@ -793,6 +851,7 @@ conformance!(
     concurrent_takeovers_of_a_dead_holder_grant_one_lease,
     a_grant_asked_again_by_its_owner_is_the_same_lease,
     a_checkpoint_write_sent_again_is_recognised_as_done,
+    jobs_and_their_recent_runs_are_listed,
 );
 
 type Case = for<'a> fn(

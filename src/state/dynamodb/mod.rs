@@ -799,6 +799,66 @@ impl StateStore for DynamoStateStore {
         Ok(())
     }
 
+    async fn list_jobs(&self) -> Result<Vec<String>> {
+        let mut jobs = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :s")
+                .expression_attribute_values(":s", AttributeValue::S(JOB_SK.to_owned()))
+                .projection_expression("pk")
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Scan", "*/job"))?;
+            for item in output.items.unwrap_or_default() {
+                if let Some(AttributeValue::S(job)) = item.get("pk") {
+                    jobs.push(job.clone());
+                }
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        jobs.sort();
+        Ok(jobs)
+    }
+
+    async fn runs_since(&self, job: &str, since: &str) -> Result<Vec<RunRecord>> {
+        let mut runs = Vec::new();
+        let mut start = None;
+        loop {
+            // `$` sorts right after `#`: the range holds every `run#…` key from `since` on.
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", AttributeValue::S(job.to_owned()))
+                .expression_attribute_values(":from", AttributeValue::S(format!("run#{since}")))
+                .expression_attribute_values(":to", AttributeValue::S("run$".to_owned()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Query", &format!("{job}/run#{since}…")))?;
+            for item in output.items.unwrap_or_default() {
+                let sk = sk_of(&item);
+                runs.push(parse_run(&Fields::new(&item, &self.table, job, &sk))?);
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(runs)
+    }
+
     async fn show(&self, job: &str) -> Result<serde_json::Value> {
         let state = self.job_state(job).await?;
         let mut snapshots = serde_json::Map::new();
