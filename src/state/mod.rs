@@ -241,8 +241,9 @@ pub trait StateStore: Send + Sync {
     /// Everything stored for the job, as JSON, for `sluice state show`.
     async fn show(&self, job: &str) -> Result<serde_json::Value>;
 
-    /// Every job with a job record in the store (a lease or a checkpoint was ever
-    /// written for it), sorted by name; claims are not jobs.
+    /// Every job with a record in the store (it ever took a lease, or a run of it
+    /// recorded itself — a run that failed before its lease does), sorted by name;
+    /// claims are not jobs.
     async fn list_jobs(&self) -> Result<Vec<String>>;
 
     /// The job's run records whose run id sorts at or after `since` (run ids sort by

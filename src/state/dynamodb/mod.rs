@@ -807,8 +807,9 @@ impl StateStore for DynamoStateStore {
                 .client
                 .scan()
                 .table_name(&self.table)
-                .filter_expression("sk = :s")
+                .filter_expression("sk = :s OR begins_with(sk, :run)")
                 .expression_attribute_values(":s", AttributeValue::S(JOB_SK.to_owned()))
+                .expression_attribute_values(":run", AttributeValue::S("run#".to_owned()))
                 .projection_expression("pk")
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
@@ -826,6 +827,7 @@ impl StateStore for DynamoStateStore {
             }
         }
         jobs.sort();
+        jobs.dedup();
         Ok(jobs)
     }
 
