@@ -13,6 +13,7 @@
 //! Lambda invocations, started by a drain through [`start`]; [`delivery`] decides whether
 //! the plan's chunk list reaches the machine inline or as an S3 object.
 
+pub mod added;
 pub mod delivery;
 pub mod epoch;
 pub mod start;

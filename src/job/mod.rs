@@ -93,6 +93,9 @@ async fn run_once(
     }
     crate::source::check_transport(&config.source_url()?, &config.source.tls)?;
     crate::claims::claim_all(config, backends.state.as_ref()).await?;
+    if config.initial == Initial::Snapshot {
+        crate::baseline::added::want_added(config, backends).await?;
+    }
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
         start_baseline(config, backends).await?;
     }

@@ -159,6 +159,16 @@ pub fn check_transport(url: &str, tls: &crate::config::TlsConfig) -> Result<()> 
     }
 }
 
+/// Makes the source publish every table of `source.tables` before one of them is
+/// baselined into a running job: PostgreSQL adds it to the publication (or refuses when
+/// sluice does not manage it); the binlog and CDC tables need nothing.
+pub async fn prepare_capture(config: &Config) -> Result<()> {
+    match engine_for_url(&config.source_url()?)? {
+        Engine::Postgres => postgres::prepare_capture(config).await,
+        Engine::MySql | Engine::SqlServer => Ok(()),
+    }
+}
+
 /// Opens the change stream the config names.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     match engine_for_url(&config.source_url()?)? {

@@ -321,3 +321,45 @@ fn rb_mysql_partition_truncate_and_drop_rebaseline_that_table() {
         }
     }
 }
+
+/// A table added to a running MariaDB job's `source.tables` is baselined from the job's
+/// checkpoint (epoch marker first) and streamed from then on; the other table's changes
+/// flow in the same runs.
+#[test]
+fn rb_mysql_a_table_added_to_a_running_job_is_baselined_and_streamed() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_my_added");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
+    );
+    let job = Job::mysql(&db, &["t"], "", "initial: snapshot");
+    job.drain();
+    db.sql("UPDATE u SET v = 'one' WHERE id = 1; DELETE FROM u WHERE id = 2; INSERT INTO t VALUES (6, 'six')");
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    std::fs::write(
+        &job.config,
+        yaml.replacen("tables: [t]", "tables: [t, u]", 1),
+    )
+    .unwrap();
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["tables"]["t"]["rows"], 1, "{summary}");
+    let u = job.local_state()["snapshots"]["u"].clone();
+    assert_eq!(u["status"], "done", "{u}");
+    assert_eq!(u["reason"], "added to source.tables", "{u}");
+    let rows = read_rows(&support::snapshot_dir(&job.out().join("u")), "part-");
+    assert_eq!(rows[0]["__op"].as_deref(), Some("rebaseline"), "{rows:?}");
+    db.sql("UPDATE u SET v = 'three' WHERE id = 3; INSERT INTO u VALUES (7, 'seven'); INSERT INTO t VALUES (7, 'seven')");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["id"]),
+            source_state(&db, table, &["id"]),
+            "{table}"
+        );
+    }
+}

@@ -376,3 +376,121 @@ fn rb_a_default_column_or_a_rename_between_runs_rebaselines_too() {
         );
     }
 }
+
+/// Adds `table` to the job's `source.tables` (as an operator edits the config).
+fn add_table(job: &Job, table: &str) {
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    let before = yaml.clone();
+    let yaml = yaml.replacen("tables: [t]", &format!("tables: [t, {table}]"), 1);
+    assert_ne!(yaml, before, "{before}");
+    std::fs::write(&job.config, yaml).unwrap();
+}
+
+/// A table added to a running job's `source.tables`: sluice adds it to its publication,
+/// baselines it from the job's checkpoint (an epoch marker first) and streams it from
+/// then on — its writes while it was not captured are in the snapshot, its later changes
+/// in the stream — while the other table's changes keep flowing in the same runs.
+#[test]
+fn rb_a_table_added_to_a_running_job_is_published_baselined_and_streamed() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_added");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 5) i");
+    db.sql("INSERT INTO u SELECT i, 's' || i FROM generate_series(1, 5) i");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("UPDATE t SET v = 'one' WHERE id = 1; UPDATE u SET v = 'one' WHERE id = 1");
+    assert_eq!(job.drain()["tables"]["t"]["rows"], 1);
+    // u changes while only t is captured, then joins the job.
+    db.sql("DELETE FROM u WHERE id = 2; INSERT INTO u VALUES (6, 'six'); INSERT INTO t VALUES (6, 'six')");
+    add_table(&job, "u");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["tables"]["t"]["rows"], 1, "{summary}");
+    let published = db.sql(&format!(
+        "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables WHERE pubname = 'p_{}'",
+        db.name
+    ));
+    assert_eq!(published, "t,u");
+    let u = record(&job, "u");
+    assert_eq!(u["status"], "done", "{u}");
+    assert_eq!(u["reason"], "added to source.tables", "{u}");
+    let markers = every_row(&job.out().join("u"))
+        .into_iter()
+        .filter(|r| r["__op"].as_deref() == Some("rebaseline"))
+        .count();
+    assert_eq!(
+        markers, 1,
+        "the added table's snapshot starts with an epoch marker"
+    );
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["v"]),
+            source(&db, table, &["v"]),
+            "{table}"
+        );
+    }
+    // Both stream from here on.
+    db.sql("UPDATE u SET v = 'three' WHERE id = 3; DELETE FROM u WHERE id = 4; INSERT INTO t VALUES (7, 'seven')");
+    let summary = job.drain();
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_eq!(summary["tables"]["t"]["rows"], 1, "{summary}");
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["v"]),
+            source(&db, table, &["v"]),
+            "{table}"
+        );
+    }
+    if let Some(text) = readers::sluice_sql_replayed(&job, "u", "id", "v", ":") {
+        assert_eq!(text, source(&db, "u", &["v"]), "sluice sql");
+    }
+}
+
+/// A table removed from a running job's `source.tables` leaves sluice's publication; its
+/// changes still in the backlog are skipped, and the other table goes on. A captured
+/// table renamed mid-backlog is still refused loudly, never skipped as "not captured".
+#[test]
+fn rb_a_table_removed_from_a_running_job_is_unpublished_and_the_rest_goes_on() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_removed", "'s' || i");
+    db.sql("UPDATE u SET v = 'one' WHERE id = 1; UPDATE t SET v = 'one' WHERE id = 1");
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    std::fs::write(
+        &job.config,
+        yaml.replacen("tables: [t, u]", "tables: [t]", 1),
+    )
+    .unwrap();
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["tables"]["t"]["rows"], 1, "{summary}");
+    assert!(summary["tables"].get("u").is_none(), "{summary}");
+    assert!(
+        run.stderr.contains("not in source.tables"),
+        "{}",
+        run.stderr
+    );
+    let published = db.sql(&format!(
+        "SELECT string_agg(tablename, ',') FROM pg_publication_tables WHERE pubname = 'p_{}'",
+        db.name
+    ));
+    assert_eq!(published, "t");
+    db.sql("UPDATE u SET v = 'two' WHERE id = 2; UPDATE t SET v = 'two' WHERE id = 2");
+    assert_eq!(job.drain()["tables"]["t"]["rows"], 1);
+    assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
+
+    // A captured table renamed mid-backlog: its changes are not skipped silently.
+    db.sql("ALTER TABLE t RENAME TO t2; UPDATE t2 SET v = 'three' WHERE id = 3");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_SOURCE_PREREQUISITE",
+        "{}",
+        run.stdout
+    );
+}

@@ -57,6 +57,40 @@ pub fn check_config(config: &Config) -> Result<()> {
 }
 
 /// run), fixing the read bound.
+/// The oids of the captured tables and of every partition under them: a change naming
+/// one of these is never skipped as a table the job does not capture.
+async fn protected_oids(
+    client: &tokio_postgres::Client,
+    tables: &[catalog::CapturedTable],
+) -> Result<std::collections::HashSet<u32>> {
+    let names: Vec<String> = tables.iter().map(catalog::CapturedTable::quoted).collect();
+    let rows = client
+        .query(
+            "SELECT r.rel::oid FROM unnest($1::text[]::regclass[]) r(rel) \
+             UNION SELECT t.relid::oid FROM unnest($1::text[]::regclass[]) r(rel), LATERAL pg_partition_tree(r.rel) t",
+            &[&names],
+        )
+        .await
+        .map_err(|e| connect::query_error("reading the captured tables' oids", e))?;
+    Ok(rows.iter().map(|r| r.get::<_, u32>(0)).collect())
+}
+
+/// Makes the publication cover every table of `source.tables` (see
+/// [`slot::ensure_publication`]) without opening a stream: a table's baseline must not
+/// read before its changes are published.
+pub async fn prepare_capture(config: &Config) -> Result<()> {
+    let pg = config.source.postgres.clone().ok_or_else(|| {
+        Error::new(Code::ConfigInvalid, "source.postgres is missing")
+            .hint("add `postgres: { slot: <name>, publication: <name> }` under source")
+    })?;
+    let url = config.source_url()?;
+    let name = orphan::application_name(&config.job);
+    let control =
+        connect::connect_named(&url, &config.source.tls, &config.source.timeouts, &name).await?;
+    let tables = catalog::resolve(&control, &config.source.tables).await?;
+    slot::ensure_publication(&control, &pg, &tables).await
+}
+
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let pg = config.source.postgres.clone().ok_or_else(|| {
         Error::new(Code::ConfigInvalid, "source.postgres is missing")
@@ -98,6 +132,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             cp
         }
     };
+    let protected = protected_oids(&control, &tables).await?;
     let bound = read_bound(&control).await?.max(start);
     let info = StreamInfo {
         source_identity: identity,
@@ -117,7 +152,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             tables,
             start,
         )
-        .with_timeouts(timeouts.read(), timeouts.page()),
+        .with_timeouts(timeouts.read(), timeouts.page())
+        .with_protected(protected),
     ))
 }
 

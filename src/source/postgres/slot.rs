@@ -164,7 +164,11 @@ pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> 
 }
 
 /// Ensures the publication exists and covers every captured table for insert, update,
-/// delete and truncate.
+/// delete and truncate. With `create` (sluice manages the publication), a missing
+/// publication is created, a captured table it lacks is added and a table it publishes
+/// that is not captured is dropped from it; without, a missing publication or table is a
+/// prerequisite error naming the statement, and an extra table is only logged (the
+/// stream skips its changes).
 pub async fn ensure_publication(
     client: &Client,
     pg: &PostgresConfig,
@@ -317,7 +321,64 @@ pub async fn ensure_publication(
         })
         .map(CapturedTable::quoted)
         .collect();
+    let extra: Vec<String> = published
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .filter(|(schema, table)| {
+            !tables
+                .iter()
+                .any(|t| &t.schema == schema && &t.table == table)
+        })
+        .map(|(schema, table)| format!("{}.{}", quote_ident(&schema), quote_ident(&table)))
+        .collect();
+    if !extra.is_empty() {
+        if pg.create {
+            // A table removed from source.tables leaves the publication sluice manages;
+            // its changes still in the backlog are skipped by the stream.
+            let drop = format!(
+                "ALTER PUBLICATION {} DROP TABLE {}",
+                quote_ident(&pg.publication),
+                extra.join(", ")
+            );
+            client.batch_execute(&drop).await.map_err(|e| {
+                query_error(
+                    &format!(
+                        "removing {} from publication {}",
+                        extra.join(", "),
+                        pg.publication
+                    ),
+                    e,
+                )
+            })?;
+            tracing::info!(publication = %pg.publication, tables = %extra.join(", "), "tables not in source.tables removed from the publication");
+        } else {
+            tracing::warn!(publication = %pg.publication, tables = %extra.join(", "),
+                "the publication also publishes tables not in source.tables: the server decodes and sends their changes, which the stream skips; ALTER PUBLICATION … DROP TABLE them if no one else reads them");
+        }
+    }
     if missing.is_empty() {
+        return Ok(());
+    }
+    if pg.create {
+        // sluice manages this publication: a table added to source.tables joins it. The
+        // table's baseline reads only after this (the job room orders it so), and every
+        // change committed after it is in the stream.
+        let add = format!(
+            "ALTER PUBLICATION {} ADD TABLE {}",
+            quote_ident(&pg.publication),
+            missing.join(", ")
+        );
+        client.batch_execute(&add).await.map_err(|e| {
+            query_error(
+                &format!(
+                    "adding {} to publication {}",
+                    missing.join(", "),
+                    pg.publication
+                ),
+                e,
+            )
+        })?;
+        tracing::info!(publication = %pg.publication, tables = %missing.join(", "), "tables added to the publication");
         return Ok(());
     }
     Err(Error::new(
@@ -325,7 +386,7 @@ pub async fn ensure_publication(
         format!("publication {} does not include {}", pg.publication, missing.join(", ")),
     )
     .hint(format!(
-        "ALTER PUBLICATION {} ADD TABLE {}; then baseline the added table(s): changes before the ALTER are not in the stream",
+        "ALTER PUBLICATION {} ADD TABLE {}; as the tables' owner (or set source.postgres.create: true and sluice adds them); with initial: snapshot the next run then baselines the added table(s)",
         quote_ident(&pg.publication),
         missing.join(", ")
     )))

@@ -77,6 +77,14 @@ pub struct PgStream {
     relations: HashMap<u32, KnownRelation>,
     /// Relations the stream announced that the job does not capture, by oid.
     foreign: HashMap<u32, String>,
+    /// Oids of the captured tables and of their partitions, as of the open: a foreign
+    /// relation among them (a captured table renamed, a partition named by itself) fails
+    /// the run; any other foreign relation is a table not in `source.tables` (one removed
+    /// from the job, or another table of a shared publication) and its changes are
+    /// skipped.
+    protected: std::collections::HashSet<u32>,
+    /// Foreign tables whose skipping was logged.
+    skipped_logged: std::collections::HashSet<String>,
     current_commit: Option<PgLsn>,
     last_end: Option<PgLsn>,
     /// The longest a page may pause between two rows once it streams.
@@ -119,6 +127,8 @@ impl PgStream {
             finished: false,
             relations: HashMap::new(),
             foreign: HashMap::new(),
+            protected: Default::default(),
+            skipped_logged: Default::default(),
             current_commit: None,
             last_end: None,
             read_timeout: crate::config::TimeoutsConfig::default().read(),
@@ -139,6 +149,20 @@ impl PgStream {
         self.read_timeout = read;
         self.page_timeout = page;
         self
+    }
+
+    /// The oids of the captured tables and their partitions (see `protected`); without
+    /// them every foreign relation is protected, so any change of one fails the run.
+    pub(super) fn with_protected(mut self, oids: std::collections::HashSet<u32>) -> Self {
+        self.protected = oids;
+        self
+    }
+
+    /// True for a change of a table the job does not capture and may skip.
+    fn skips(&self, oid: u32) -> bool {
+        !self.protected.is_empty()
+            && self.foreign.contains_key(&oid)
+            && !self.protected.contains(&oid)
     }
 
     async fn open_page(&mut self) -> Result<()> {
@@ -219,6 +243,9 @@ impl PgStream {
                 self.learn_relation(rel)?;
                 None
             }
+            PgMessage::Insert(insert) if self.skips(insert.rel_oid) => None,
+            PgMessage::Update(update) if self.skips(update.rel_oid) => None,
+            PgMessage::Delete(delete) if self.skips(delete.rel_oid) => None,
             PgMessage::Insert(insert) => {
                 let (table, after) = self.image(insert.rel_oid, &insert.new, false)?;
                 change(table, Op::Insert, None, Some(after))
@@ -246,7 +273,7 @@ impl PgStream {
                 // One `truncate` row per table it names, in the message's order, at this
                 // point of the transaction (pgoutput names only published tables).
                 let mut tables = Vec::with_capacity(truncate.rel_oids.len());
-                for oid in &truncate.rel_oids {
+                for oid in truncate.rel_oids.iter().filter(|o| !self.skips(**o)) {
                     tables.push(self.relation(*oid)?.schema.clone());
                 }
                 let mut events = tables
@@ -294,8 +321,14 @@ impl PgStream {
             .find(|t| t.schema == rel.namespace && t.table == rel.name)
         else {
             self.relations.remove(&rel.oid);
-            self.foreign
-                .insert(rel.oid, format!("{}.{}", rel.namespace, rel.name));
+            let name = format!("{}.{}", rel.namespace, rel.name);
+            if !self.protected.is_empty()
+                && !self.protected.contains(&rel.oid)
+                && self.skipped_logged.insert(name.clone())
+            {
+                tracing::warn!(table = %name, "the stream carries changes of a table not in source.tables (removed from the job, or published for another reader); they are skipped");
+            }
+            self.foreign.insert(rel.oid, name);
             return Ok(());
         };
         self.foreign.remove(&rel.oid);
