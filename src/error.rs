@@ -69,7 +69,6 @@ codes! {
     SourceForeignCheckpoint => "SLUICE_SOURCE_FOREIGN_CHECKPOINT", Refusal;
     SourceFailoverGap => "SLUICE_SOURCE_FAILOVER_GAP", Refusal;
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
-    SourceTruncated => "SLUICE_SOURCE_TRUNCATED", Refusal;
     SourceTableRebaselined => "SLUICE_SOURCE_TABLE_REBASELINED", Refusal;
     SourceKeyDeferrable => "SLUICE_SOURCE_KEY_DEFERRABLE", Refusal;
     SourcePublicationFiltered => "SLUICE_SOURCE_PUBLICATION_FILTERED", Refusal;
@@ -254,7 +253,6 @@ mod tests {
             // The new server lacks changes the checkpoint has: only a re-baseline helps.
             (Code::SourceFailoverGap, R),
             (Code::SourceSchemaChange, R),
-            (Code::SourceTruncated, R),
             // Logged as a warning (never raised): the table alone is re-baselined.
             (Code::SourceTableRebaselined, R),
             // The table's or the publication's definition stays wrong until an

@@ -363,3 +363,52 @@ fn rb_mysql_a_table_added_to_a_running_job_is_baselined_and_streamed() {
         );
     }
 }
+
+/// MariaDB `TRUNCATE` forms: of the captured table (qualified or not) a `truncate` row;
+/// of a same-named table in another database nothing — replaying to the source, the
+/// other table untouched. (Another letter case fails on Linux servers, whose table names
+/// are case-sensitive, so it is never logged here.)
+#[test]
+fn mysql_truncate_of_the_table_is_a_truncate_row_and_of_another_databases_nothing() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "my_trunc");
+    let other = TestMysqlDb::new(&admin, "my_trunc_other");
+    other.sql("CREATE TABLE t (id int PRIMARY KEY) ENGINE=InnoDB; INSERT INTO t VALUES (1)");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
+    );
+    let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
+    job.drain();
+    // Unqualified, then qualified with backquotes; between them writes to both tables.
+    db.sql("UPDATE t SET v = 'x' WHERE id = 1; TRUNCATE TABLE t; INSERT INTO t VALUES (6, 'six'); UPDATE u SET v = 'one' WHERE id = 1");
+    db.sql(&format!(
+        "TRUNCATE `{}`.`t`; INSERT INTO t VALUES (7, 'seven'), (8, 'eight')",
+        db.name
+    ));
+    // The other database's t, from our database's session: not ours.
+    db.sql(&format!("TRUNCATE TABLE {}.t", other.name));
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    let ops: Vec<String> = job
+        .rows("t")
+        .iter()
+        .filter(|r| r["__op"].as_deref() != Some("snapshot"))
+        .map(|r| r["__op"].clone().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "update", "truncate", "insert", "truncate", "insert", "insert"
+        ]
+    );
+    for table in ["t", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["id"]),
+            source_state(&db, table, &["id"]),
+            "{table}"
+        );
+    }
+}

@@ -204,6 +204,10 @@ impl Engine for Maria {
         "mysql"
     }
 
+    fn truncates_alone(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &TableSpec {
         &self.spec
     }
@@ -326,10 +330,12 @@ fn literal(val: &Val) -> String {
     }
 }
 
-/// One statement to run and the change events each row it affects makes.
+/// One statement to run and the change events each row it affects makes (a statement
+/// that makes one event whatever it affects — `TRUNCATE` — says so in `events`).
 struct Sql {
     text: String,
     events_per_row: u64,
+    events: u64,
 }
 
 impl MariaSource {
@@ -350,6 +356,7 @@ impl MariaSource {
             out.push(Sql {
                 text,
                 events_per_row: if counted { per_row } else { 0 },
+                events: 0,
             })
         };
         match stmt {
@@ -403,7 +410,12 @@ impl MariaSource {
                 format!("UPDATE {TABLE} SET {} = {}", col(*column), literal(value)),
                 1,
             ),
-            Stmt::Truncate => unreachable!("MariaDB refuses TRUNCATE; its workload makes none"),
+            // Its own transaction (the workload makes it alone: it commits implicitly).
+            Stmt::Truncate => out.push(Sql {
+                text: format!("TRUNCATE TABLE {TABLE}"),
+                events_per_row: 0,
+                events: u64::from(counted),
+            }),
             Stmt::RolledBack(stmts) => {
                 *savepoints += 1;
                 let name = format!("sp{savepoints}");
@@ -414,6 +426,7 @@ impl MariaSource {
                 out.push(Sql {
                     text: format!("ROLLBACK TO SAVEPOINT {name}"),
                     events_per_row: 0,
+                    events: 0,
                 });
             }
         }
@@ -505,7 +518,7 @@ impl Source for MariaSource {
             let mut events = 0u64;
             for s in &sql {
                 conn.query_drop(&s.text).await?;
-                events += conn.affected_rows() * s.events_per_row;
+                events += conn.affected_rows() * s.events_per_row + s.events;
             }
             conn.query_drop(if commit { "COMMIT" } else { "ROLLBACK" })
                 .await?;

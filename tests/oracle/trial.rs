@@ -64,6 +64,11 @@ pub trait Engine: Sync {
     fn truncates(&self) -> bool {
         false
     }
+    /// True when the engine carries `TRUNCATE` only as a transaction of its own: the
+    /// workload then makes it so now and then.
+    fn truncates_alone(&self) -> bool {
+        false
+    }
 }
 
 /// What one trial did and found.
@@ -161,6 +166,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
     workload.truncates = engine.truncates();
+    workload.truncates_alone = engine.truncates_alone();
     if baseline.is_some() {
         // Rows that predate the stream: only the baseline can deliver them. The first
         // drain anchors and reads them, and may be crashed anywhere in the baseline (a

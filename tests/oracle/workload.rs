@@ -260,6 +260,9 @@ pub struct Workload<'a> {
     pub max_bulk: i64,
     /// Whether transactions may TRUNCATE the table (an engine that carries it).
     pub truncates: bool,
+    /// Whether a TRUNCATE comes as a transaction of its own (MariaDB: it commits
+    /// implicitly, so it cannot share or be rolled back with other statements).
+    pub truncates_alone: bool,
 }
 
 impl<'a> Workload<'a> {
@@ -273,12 +276,22 @@ impl<'a> Workload<'a> {
             expected_changes: 0,
             max_bulk,
             truncates: false,
+            truncates_alone: false,
         }
     }
 
     /// The next transaction; the model advances as if it was applied (and committed if
     /// `commit`), so the caller must apply it.
     pub fn next_txn(&mut self, rng: &mut Rng) -> Txn {
+        if self.truncates_alone && !self.model.keys.is_empty() && rng.chance(4) {
+            let changes = self.model.apply(&Stmt::Truncate);
+            self.expected_changes += changes;
+            return Txn {
+                stmts: vec![Stmt::Truncate],
+                commit: true,
+                changes,
+            };
+        }
         let mut model = self.model.clone();
         let mut changes = 0;
         let mut stmts = Vec::new();

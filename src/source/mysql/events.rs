@@ -144,6 +144,60 @@ pub fn classify_statement(sql: &str) -> Statement {
     }
 }
 
+/// The table a `TRUNCATE [TABLE] name` statement names, as `(database, table)` with the
+/// database `None` when unqualified; `None` when the statement is not exactly that (a
+/// reader must then assume any table it mentions was affected). Backquoted parts are
+/// unquoted (a doubled backquote is one). Pure.
+pub fn truncated_table(sql: &str) -> Option<(Option<String>, String)> {
+    let sql = strip_leading_comments(sql);
+    let rest = strip_keyword(sql, "TRUNCATE")?;
+    let rest = strip_keyword(rest, "TABLE").unwrap_or(rest);
+    let (first, rest) = identifier(rest.trim_start())?;
+    let (name, rest) = match rest.strip_prefix('.') {
+        Some(after) => {
+            let (table, rest) = identifier(after)?;
+            ((Some(first), table), rest)
+        }
+        None => ((None, first), rest),
+    };
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix(';').unwrap_or(rest);
+    strip_leading_comments(rest).is_empty().then_some(name)
+}
+
+/// `text` after the keyword `word` (case-insensitive) and the whitespace after it.
+fn strip_keyword<'a>(text: &'a str, word: &str) -> Option<&'a str> {
+    let head = text.get(..word.len())?;
+    let rest = &text[word.len()..];
+    (head.eq_ignore_ascii_case(word) && rest.starts_with(|c: char| c.is_ascii_whitespace()))
+        .then(|| rest.trim_start())
+}
+
+/// One identifier at the start of `text` — backquoted, or bare (letters, digits, `_`, `$`,
+/// non-ASCII) — and the text after it.
+fn identifier(text: &str) -> Option<(String, &str)> {
+    if let Some(quoted) = text.strip_prefix('`') {
+        let mut name = String::new();
+        let mut chars = quoted.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if c == '`' {
+                if chars.peek().is_some_and(|(_, n)| *n == '`') {
+                    chars.next();
+                    name.push('`');
+                    continue;
+                }
+                return (!name.is_empty()).then(|| (name, &quoted[i + 1..]));
+            }
+            name.push(c);
+        }
+        return None;
+    }
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(text.len());
+    (end > 0).then(|| (text[..end].to_owned(), &text[end..]))
+}
+
 /// True for an `ALTER TABLE … {TRUNCATE | DROP | EXCHANGE | REORGANIZE} PARTITION`: it
 /// removes, swaps or moves rows without logging them as row events. Pure.
 pub fn rewrites_partition_rows(sql: &str) -> bool {
@@ -603,6 +657,37 @@ mod tests {
     #[test]
     fn table_mentions_are_whole_identifiers() {
         assert!(mentions_table("TRUNCATE TABLE `app`.`orders`", "orders"));
+    }
+
+    #[test]
+    fn a_truncate_names_exactly_one_table() {
+        let named = |db: Option<&str>, t: &str| Some((db.map(str::to_owned), t.to_owned()));
+        assert_eq!(
+            truncated_table("TRUNCATE TABLE orders"),
+            named(None, "orders")
+        );
+        assert_eq!(truncated_table("truncate orders;"), named(None, "orders"));
+        assert_eq!(
+            truncated_table("/* app */ TRUNCATE TABLE `app`.`Orders` "),
+            named(Some("app"), "Orders")
+        );
+        assert_eq!(
+            truncated_table("TRUNCATE app.orders"),
+            named(Some("app"), "orders")
+        );
+        assert_eq!(
+            truncated_table("TRUNCATE TABLE `we``ird`.`t 1`"),
+            named(Some("we`ird"), "t 1")
+        );
+        assert_eq!(truncated_table("TRUNCATE TABLE"), None);
+        assert_eq!(truncated_table("TRUNCATE TABLE `open"), None);
+        assert_eq!(
+            truncated_table("TRUNCATE TABLE a, b"),
+            None,
+            "not one table: unsure"
+        );
+        assert_eq!(truncated_table("TRUNCATEX orders"), None);
+        assert_eq!(truncated_table("ALTER TABLE t TRUNCATE PARTITION p0"), None);
         assert!(mentions_table("insert into ORDERS values (1)", "orders"));
         assert!(!mentions_table(
             "insert into orders_archive values (1)",

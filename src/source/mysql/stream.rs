@@ -40,7 +40,7 @@ use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, Position};
 use crate::sink::spill_budget::TransactionLimit;
-use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+use crate::source::{ChangeStream, SourceEvent, StreamInfo, TableSchema};
 
 const FORMAT_DESCRIPTION: u8 = 15;
 
@@ -475,14 +475,36 @@ impl MyStream {
                 }
             }
             Statement::Truncate => {
-                if let Some(table) = self.mentioned(sql, schema) {
-                    return Err(Error::new(
-                        Code::SourceTruncated,
-                        format!("{table} was truncated at {at}; a TRUNCATE cannot be represented as change rows"),
-                    )
-                    .hint("re-baseline the truncated table: clear the job's state with `sluice state clear --config FILE` and run a new baseline; the checkpoint stays before the TRUNCATE until then"));
+                // A TRUNCATE of a captured table is one `truncate` change at its place. A
+                // statement naming the table less surely (another letter case, a form
+                // not parsed) re-baselines the table instead: exact either way.
+                let mut changes = Vec::new();
+                for t in &self.tables {
+                    let op = match events::truncated_table(sql) {
+                        Some((db, table)) => {
+                            let db = db.as_deref().unwrap_or(schema);
+                            if db == t.database && table == t.table {
+                                Some(Op::Truncate)
+                            } else if db.eq_ignore_ascii_case(&t.database)
+                                && table.eq_ignore_ascii_case(&t.table)
+                            {
+                                Some(Op::Rebaseline)
+                            } else {
+                                None
+                            }
+                        }
+                        None => (events::mentions_table(sql, &t.table)
+                            && (schema == t.database || events::mentions_table(sql, &t.database)))
+                        .then_some(Op::Rebaseline),
+                    };
+                    if let Some(op) = op
+                        && let Some(shape) =
+                            self.info.tables.iter().find(|s| s.name == t.config_name)
+                    {
+                        changes.push((shape.clone(), op));
+                    }
                 }
-                self.end_statement_group();
+                self.statement_changes(changes, end, this_event, ts, at)?;
             }
             Statement::Dml => {
                 if let Some(table) = self.mentioned(sql, schema) {
@@ -512,27 +534,42 @@ impl MyStream {
                 } else {
                     Vec::new()
                 };
-                if rewritten.is_empty() {
-                    self.end_statement_group();
-                } else {
-                    for table in rewritten {
-                        let change = RowChange {
-                            table,
-                            op: Op::Rebaseline,
-                            before: None,
-                            after: None,
-                            before_unlogged: vec![],
-                            after_unlogged: vec![],
-                        };
-                        self.buffer
-                            .push(change)
-                            .map_err(|e| spill_error(e, at, &self.limit))?;
-                    }
-                    self.commit(end, this_event, ts, at)?;
-                }
+                let changes = rewritten.into_iter().map(|t| (t, Op::Rebaseline)).collect();
+                self.statement_changes(changes, end, this_event, ts, at)?;
             }
         }
         Ok(())
+    }
+
+    /// A statement that changes captured tables without row events (`TRUNCATE`, a
+    /// partition rewrite): one change per table at the statement's place, committed as the
+    /// statement's own group (it commits implicitly); nothing captured, it just ends.
+    fn statement_changes(
+        &mut self,
+        changes: Vec<(Arc<TableSchema>, Op)>,
+        end: Option<BinlogPosition>,
+        this_event: (u8, u32, u32),
+        ts: u32,
+        at: &str,
+    ) -> Result<()> {
+        if changes.is_empty() {
+            self.end_statement_group();
+            return Ok(());
+        }
+        for (table, op) in changes {
+            let change = RowChange {
+                table,
+                op,
+                before: None,
+                after: None,
+                before_unlogged: vec![],
+                after_unlogged: vec![],
+            };
+            self.buffer
+                .push(change)
+                .map_err(|e| spill_error(e, at, &self.limit))?;
+        }
+        self.commit(end, this_event, ts, at)
     }
 
     /// A statement outside BEGIN … COMMIT is a group of its own (DDL).

@@ -15,7 +15,6 @@ impl Engine for Postgres {
     const KEY_INT: &'static str = "int";
     const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::KeyOnly;
-    const TRUNCATE_IS_AN_EVENT: bool = true;
 
     fn create(admin: &str, test: &str) -> Self {
         Postgres(TestDb::new(admin, test))
@@ -99,7 +98,6 @@ impl Engine for Mariadb {
     // Every MariaDB 10.11 type has a mapping (mysql::types_every).
     const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::WholeRow;
-    const TRUNCATE_IS_AN_EVENT: bool = false;
 
     fn create(admin: &str, test: &str) -> Self {
         Mariadb(TestMysqlDb::new(admin, test))

@@ -48,9 +48,6 @@ pub trait Engine: Sized + 'static {
     const UNSUPPORTED_TYPE: Option<&'static str>;
     /// What a delete's old image carries.
     const OLD_IMAGE: OldImage;
-    /// A `TRUNCATE` is written as a `truncate` row (PostgreSQL); otherwise it is refused
-    /// (`SLUICE_SOURCE_TRUNCATED`, MariaDB for now).
-    const TRUNCATE_IS_AN_EVENT: bool;
 
     /// A fresh database for `test` on the server at `admin`.
     fn create(admin: &str, test: &str) -> Self;
@@ -117,7 +114,7 @@ source_conformance!(
     drain::insert_update_delete_are_captured_in_commit_order,
     drain::primary_key_update_is_split_into_delete_and_insert,
     drain::resume_captures_only_new_changes_and_idle_runs_move_the_checkpoint,
-    drain::truncate_of_a_captured_table_is_an_event_or_refused,
+    drain::truncate_of_a_captured_table_is_an_event,
     drain::unsupported_column_type_fails_at_open_naming_the_column,
     drain::an_unrepresentable_value_fails_loudly_never_null,
     drain::lease_held_by_another_run_is_skipped_with_exit_zero,
