@@ -165,12 +165,13 @@ pub fn truncated_table(sql: &str) -> Option<(Option<String>, String)> {
     strip_leading_comments(rest).is_empty().then_some(name)
 }
 
-/// `text` after the keyword `word` (case-insensitive) and the whitespace after it.
+/// `text` after the keyword `word` (case-insensitive, ended by whitespace or the end) and
+/// the whitespace after it.
 fn strip_keyword<'a>(text: &'a str, word: &str) -> Option<&'a str> {
     let head = text.get(..word.len())?;
     let rest = &text[word.len()..];
-    (head.eq_ignore_ascii_case(word) && rest.starts_with(|c: char| c.is_ascii_whitespace()))
-        .then(|| rest.trim_start())
+    let ends = rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_whitespace());
+    (head.eq_ignore_ascii_case(word) && ends).then(|| rest.trim_start())
 }
 
 /// One identifier at the start of `text` — backquoted, or bare (letters, digits, `_`, `$`,
