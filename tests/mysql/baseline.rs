@@ -412,3 +412,67 @@ fn mysql_truncate_of_the_table_is_a_truncate_row_and_of_another_databases_nothin
         );
     }
 }
+
+/// MariaDB fills existing rows for a column added with a default (or `NOT NULL`) without
+/// logging them: the table is re-baselined at the ALTER, so untouched rows replay with
+/// the value; a nullable column added without one just continues. The other table goes
+/// on in the same run.
+#[test]
+fn rb_mysql_add_column_with_a_default_rebaselines_and_a_plain_one_continues() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_my_default");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
+    );
+    let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
+    job.drain();
+    let replays_to_source = || {
+        for table in ["t", "u"] {
+            assert_eq!(
+                replayed(&job, table, &["id"]),
+                source_state(&db, table, &["id"]),
+                "{table}"
+            );
+        }
+        // t's column d, replayed by the rule, against the source.
+        let rows = support::baseline_and_changes(&job.out().join("t"));
+        let state = support::replay(&rows, &["id"]);
+        let replayed_d: Vec<String> = state
+            .values()
+            .filter(|r| r.contains_key("d"))
+            .map(|r| {
+                let id = r["id"].clone().unwrap();
+                format!("{id}={}", r["d"].as_deref().unwrap_or("NULL"))
+            })
+            .collect();
+        let source_d = db.sql(
+            "SELECT COALESCE(GROUP_CONCAT(CONCAT(id, '=', COALESCE(d, 'NULL')) ORDER BY CAST(id AS CHAR) SEPARATOR ','), '') FROM t",
+        );
+        assert_eq!(replayed_d.join(","), source_d, "t.d");
+    };
+    db.sql("ALTER TABLE t ADD COLUMN n int NULL");
+    db.sql("INSERT INTO t VALUES (6, 'six', 6); UPDATE u SET v = 'one' WHERE id = 1");
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    db.sql("UPDATE t SET v = 'x' WHERE id = 1; INSERT INTO u VALUES (6, 'six')");
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO t VALUES (7, 'seven', 7, 8); UPDATE u SET v = 'two' WHERE id = 2");
+    let summary = job.drain();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    replays_to_source();
+    // Every row has d: the untouched ones the default, from the new snapshot.
+    let d: Vec<Option<String>> = {
+        let mut rows = support::baseline_and_changes(&job.out().join("t"));
+        rows.retain(|r| r["__op"].as_deref() == Some("snapshot"));
+        rows.iter().map(|r| r["d"].clone()).collect()
+    };
+    assert!(d.len() >= 6 && d.iter().all(Option::is_some), "{d:?}");
+    db.sql("UPDATE t SET d = 70 WHERE id = 2");
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    replays_to_source();
+}

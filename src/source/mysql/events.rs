@@ -199,6 +199,118 @@ fn identifier(text: &str) -> Option<(String, &str)> {
     (end > 0).then(|| (text[..end].to_owned(), &text[end..]))
 }
 
+/// True for an `ALTER TABLE` that adds a column existing rows get a value for without a
+/// logged change: one with a `DEFAULT`, `NOT NULL` (the type's implicit default),
+/// generated (`AS (…)`, `GENERATED`), `AUTO_INCREMENT` or `SERIAL`. A nullable column
+/// added without any of them (every existing row NULL) is false. Conservative: a clause
+/// it cannot read counts as adding such a column. Pure.
+pub fn adds_filled_column(sql: &str) -> bool {
+    let sql = strip_leading_comments(sql);
+    let Some(rest) = strip_keyword(sql, "ALTER") else {
+        return false;
+    };
+    let rest = strip_keyword(rest, "ONLINE").unwrap_or(rest);
+    let rest = strip_keyword(rest, "IGNORE").unwrap_or(rest);
+    if strip_keyword(rest, "TABLE").is_none() {
+        return false;
+    }
+    let words = |clause: &str| -> Vec<String> {
+        clause
+            .split(|c: char| c.is_ascii_whitespace() || c == '(' || c == ')')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_ascii_uppercase())
+            .collect()
+    };
+    const NOT_A_COLUMN: [&str; 11] = [
+        "INDEX",
+        "KEY",
+        "UNIQUE",
+        "CONSTRAINT",
+        "PRIMARY",
+        "FOREIGN",
+        "FULLTEXT",
+        "SPATIAL",
+        "PARTITION",
+        "PERIOD",
+        "SYSTEM",
+    ];
+    const FILLS: [&str; 6] = [
+        "DEFAULT",
+        "AS",
+        "GENERATED",
+        "AUTO_INCREMENT",
+        "SERIAL",
+        "NOT",
+    ];
+    top_level_clauses(&without_literals(sql))
+        .iter()
+        .any(|clause| {
+            let w = words(clause);
+            // The first clause starts `ALTER [ONLINE] [IGNORE] TABLE name ADD …`.
+            let Some(add) = w.iter().position(|x| x == "ADD") else {
+                return false;
+            };
+            let mut def = &w[add + 1..];
+            if def.first().is_some_and(|x| x == "COLUMN") {
+                def = &def[1..];
+            }
+            if def.first().is_some_and(|x| x == "IF") {
+                def = def.get(3..).unwrap_or_default();
+            }
+            match def.first() {
+                None => true,
+                Some(first) if NOT_A_COLUMN.contains(&first.as_str()) => false,
+                Some(_) => def.iter().any(|x| FILLS.contains(&x.as_str())),
+            }
+        })
+}
+
+/// `sql` with every quoted literal and backquoted identifier replaced by `_` (so words
+/// inside them are not read as keywords, and commas inside them split nothing).
+fn without_literals(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == '\\' && q != '`' => {
+                chars.next();
+            }
+            Some(q) if c == q => {
+                if chars.peek() == Some(&q) {
+                    chars.next();
+                } else {
+                    quote = None;
+                    out.push('_');
+                }
+            }
+            Some(_) => {}
+            None if matches!(c, '\'' | '"' | '`') => quote = Some(c),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// The comma-separated clauses of a statement, split only outside parentheses.
+fn top_level_clauses(sql: &str) -> Vec<&str> {
+    let mut clauses = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in sql.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                clauses.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    clauses.push(&sql[start..]);
+    clauses
+}
+
 /// True for an `ALTER TABLE … {TRUNCATE | DROP | EXCHANGE | REORGANIZE} PARTITION`: it
 /// removes, swaps or moves rows without logging them as row events. Pure.
 pub fn rewrites_partition_rows(sql: &str) -> bool {
@@ -658,6 +770,38 @@ mod tests {
     #[test]
     fn table_mentions_are_whole_identifiers() {
         assert!(mentions_table("TRUNCATE TABLE `app`.`orders`", "orders"));
+    }
+
+    #[test]
+    fn columns_added_with_a_value_for_existing_rows_are_told_apart() {
+        for filled in [
+            "ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7",
+            "alter table `t` add d int default 7, ALGORITHM=INSTANT",
+            "ALTER TABLE t ADD COLUMN d int NOT NULL",
+            "ALTER TABLE t ADD COLUMN IF NOT EXISTS d int DEFAULT 1",
+            "ALTER TABLE t ADD (a int, b int DEFAULT 2)",
+            "ALTER TABLE t ADD COLUMN g int AS (id * 2) STORED",
+            "ALTER TABLE t ADD g int GENERATED ALWAYS AS (id) VIRTUAL",
+            "ALTER TABLE t ADD n bigint AUTO_INCREMENT UNIQUE",
+            "ALTER TABLE t ADD s SERIAL",
+            "ALTER TABLE t DROP COLUMN x, ADD COLUMN d int DEFAULT 0",
+            "/* c */ ALTER ONLINE TABLE t ADD d datetime NOT NULL",
+        ] {
+            assert!(adds_filled_column(filled), "{filled}");
+        }
+        for plain in [
+            "ALTER TABLE t ADD COLUMN d int",
+            "ALTER TABLE t ADD COLUMN d int NULL COMMENT 'not null, as default'",
+            "ALTER TABLE t ADD COLUMN `default` varchar(10)",
+            "ALTER TABLE t ADD INDEX i (v)",
+            "ALTER TABLE t ADD UNIQUE KEY u (v), ADD CONSTRAINT c CHECK (v <> 'x')",
+            "ALTER TABLE t ADD PRIMARY KEY (id)",
+            "ALTER TABLE t MODIFY v varchar(50) NOT NULL DEFAULT ''",
+            "ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (900))",
+            "CREATE TABLE t2 (id int NOT NULL DEFAULT 1)",
+        ] {
+            assert!(!adds_filled_column(plain), "{plain}");
+        }
     }
 
     #[test]

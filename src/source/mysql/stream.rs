@@ -517,10 +517,13 @@ impl MyStream {
                 self.end_statement_group();
             }
             Statement::Other => {
-                // A partition TRUNCATE/DROP/EXCHANGE/REORGANIZE changes rows without row
-                // events: each captured table it names gets one `rebaseline` change at the
-                // statement's place, and the drain re-baselines that table.
-                let rewritten: Vec<_> = if events::rewrites_partition_rows(sql) {
+                // A partition TRUNCATE/DROP/EXCHANGE/REORGANIZE, or a column added with a
+                // value for existing rows, changes rows without row events: each captured
+                // table it names gets one `rebaseline` change at the statement's place, and
+                // the drain re-baselines that table.
+                let rewritten: Vec<_> = if events::rewrites_partition_rows(sql)
+                    || events::adds_filled_column(sql)
+                {
                     self.tables
                         .iter()
                         .filter(|t| {
