@@ -24,7 +24,7 @@ use mysql_async::{Conn, Value as MyValue};
 use oracle::canon;
 use oracle::check::SourceRow;
 use oracle::rng::Rng;
-use oracle::trial::{Engine, Source};
+use oracle::trial::{Ddl, Engine, Source};
 use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
 
 const TABLE: &str = "items";
@@ -260,6 +260,7 @@ impl Engine for Maria {
             url: db.url.clone(),
             db,
             replica,
+            added: Vec::new(),
         }))
     }
 }
@@ -293,6 +294,8 @@ struct MariaSource {
     db: TestMysqlDb,
     /// Held by a trial that fails over (reset when dropped, after the database).
     replica: Option<MariaReplica>,
+    /// Integer columns a schema change added (and did not drop since).
+    added: Vec<String>,
 }
 
 fn ident(name: &str) -> String {
@@ -543,6 +546,7 @@ impl Source for MariaSource {
             .columns
             .iter()
             .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
+            .chain(self.added.iter().map(|c| ident(c)))
             .collect();
         let sql = format!("SELECT id, {} FROM {TABLE}", exprs.join(", "));
         // `exec` uses the binary protocol: exact floats, typed dates and times.
@@ -558,10 +562,19 @@ impl Source for MariaSource {
             };
             let mut cells = SourceRow::new();
             cells.insert("id".into(), Some(id.clone()));
-            for (c, value) in self.spec.columns.iter().zip(values) {
+            for c in &self.spec.columns {
+                let value = values.next().ok_or("a short row")?;
                 let cell = Self::canonical(&c.kind, value)
                     .map_err(|e| format!("key {id}: column {}: {e}", c.name))?;
                 cells.insert(c.name.clone(), cell);
+            }
+            for c in &self.added {
+                let cell = match values.next() {
+                    Some(MyValue::Int(v)) => Some(v.to_string()),
+                    Some(MyValue::NULL) => None,
+                    other => return Err(format!("key {id}: column {c} is {other:?}")),
+                };
+                cells.insert(c.clone(), cell);
             }
             out.insert(id, cells);
         }
@@ -603,5 +616,20 @@ impl Source for MariaSource {
 
     fn logs_every_value(&self) -> bool {
         true
+    }
+
+    fn can_alter(&self) -> bool {
+        true
+    }
+
+    fn alter(&mut self, ddl: &Ddl) -> Result<(), String> {
+        let sql = oracle::trial::ddl_sql(TABLE, ddl);
+        self.run(async |conn: &mut Conn| conn.query_drop(&sql).await)
+            .map_err(|e| format!("{sql}: {e}"))?;
+        match ddl {
+            Ddl::AddNullable(c) | Ddl::AddWithDefault(c, _) => self.added.push(c.clone()),
+            Ddl::Drop(c) => self.added.retain(|a| a != c),
+        }
+        Ok(())
     }
 }

@@ -21,7 +21,7 @@ pub enum Crash {
 /// What happened to a drain.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// Exit 0 with `status` `drained` or `partial`.
+    /// Exit 0 with `status` `drained` or `partial` (a baseline: `done`).
     Done { status: String },
     /// Exit 0, another run holds the lease until `expires_at_ms`.
     Skipped { expires_at_ms: i64 },
@@ -52,12 +52,25 @@ pub fn start(
     logs: &Path,
     n: usize,
 ) -> Running {
+    start_command(&["drain"], config, env, crash, logs, n)
+}
+
+/// Starts `sluice <args> --config <config>` (a drain, or `baseline --table T`), logs in
+/// `<logs>/drain-<n>.{out,err}`.
+pub fn start_command(
+    args: &[&str],
+    config: &Path,
+    env: &[(String, String)],
+    crash: Crash,
+    logs: &Path,
+    n: usize,
+) -> Running {
     let out_path = logs.join(format!("drain-{n}.out"));
     let err_path = logs.join(format!("drain-{n}.err"));
     let bin =
         std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
     let mut cmd = Command::new(bin);
-    cmd.arg("drain")
+    cmd.args(args)
         .arg("--config")
         .arg(config)
         .env_remove("SLUICE_FAULT")
@@ -123,7 +136,7 @@ fn supervise(mut cmd: Command, crash: Crash, out: PathBuf, err: PathBuf) -> Outc
             Some("skipped") => Outcome::Skipped {
                 expires_at_ms: s["lease_expires_at_ms"].as_i64().unwrap_or(0),
             },
-            Some(st @ ("drained" | "partial")) => Outcome::Done {
+            Some(st @ ("drained" | "partial" | "done")) => Outcome::Done {
                 status: st.to_owned(),
             },
             _ => Outcome::Failed {

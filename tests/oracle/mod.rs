@@ -64,6 +64,8 @@ pub struct Totals {
     pub baselines: u64,
     pub snapshot_rows: u64,
     pub truncates: u64,
+    pub ddls: u64,
+    pub rebaselines: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -83,6 +85,8 @@ impl Totals {
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
         self.truncates += r.truncates;
+        self.ddls += r.ddls;
+        self.rebaselines += r.rebaselines;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -177,7 +181,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} failovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -192,6 +196,8 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.baselines,
         t.snapshot_rows,
         t.truncates,
+        t.ddls,
+        t.rebaselines,
         t.failovers,
         started.elapsed().as_secs()
     );

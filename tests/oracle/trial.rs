@@ -37,6 +37,40 @@ pub trait Source {
     fn fail_over(&mut self) -> Result<(), String> {
         Err("this source cannot fail over".into())
     }
+    /// True when this source makes the schema changes of [`Ddl`] ([`Source::alter`]).
+    fn can_alter(&self) -> bool {
+        false
+    }
+    /// Applies a schema change to the captured table; from then on `select_all` reads
+    /// the columns it added (integers, canonical decimal text) and not those it dropped.
+    fn alter(&mut self, ddl: &Ddl) -> Result<(), String> {
+        Err(format!("this source cannot {ddl:?}"))
+    }
+}
+
+/// A schema change an oracle trial makes between steps, on columns of its own (`x<n>`,
+/// integers) so the workload's statements, which name their columns, are unaffected.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ddl {
+    /// `ADD COLUMN x int` (nullable, no default): the stream just continues.
+    AddNullable(String),
+    /// `ADD COLUMN x int NOT NULL DEFAULT n`: existing rows get `n` without a logged
+    /// change, so the table is re-baselined.
+    AddWithDefault(String, i64),
+    /// `DROP COLUMN x` of an added column: later images lack it; the replay's shape is
+    /// the newest one.
+    Drop(String),
+}
+
+/// The SQL of `ddl` on `table` (both engines take the same text).
+pub fn ddl_sql(table: &str, ddl: &Ddl) -> String {
+    match ddl {
+        Ddl::AddNullable(c) => format!("ALTER TABLE {table} ADD COLUMN {c} int"),
+        Ddl::AddWithDefault(c, n) => {
+            format!("ALTER TABLE {table} ADD COLUMN {c} int NOT NULL DEFAULT {n}")
+        }
+        Ddl::Drop(c) => format!("ALTER TABLE {table} DROP COLUMN {c}"),
+    }
 }
 
 /// A source engine under test.
@@ -91,6 +125,10 @@ pub struct Report {
     pub snapshot_rows: Option<u64>,
     /// Distinct `truncate` rows the parts hold.
     pub truncates: u64,
+    /// Schema changes made ([`Ddl`]) and operator re-baselines (`sluice baseline
+    /// --table`) run between steps.
+    pub ddls: u64,
+    pub rebaselines: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -215,6 +253,13 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         Ok(())
     };
     let steps = rng.range(3, 9);
+    // Schema changes: the columns added and not dropped, those dropped, whether the
+    // table was re-baselined (its changes from the asking point up to the new anchor are
+    // superseded, so the parts hold fewer distinct changes than the workload made).
+    let mut added: Vec<String> = Vec::new();
+    let mut dropped = std::collections::BTreeSet::new();
+    let mut rebaselined = false;
+    let mut n_extra = 0usize;
     // A source that can fail over does so once, before a random step's writes: the
     // drains after it must follow the promoted replica without losing anything.
     let failover_step = source.can_fail_over().then(|| rng.range(0, steps - 1));
@@ -226,6 +271,49 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             report
                 .facts
                 .push(format!("step {step}: failed over to the promoted replica"));
+        }
+        // Now and then a schema change or an operator's re-baseline of the table, between
+        // two steps (a crashed run's backlog may still be ahead of it).
+        if source.can_alter() && rng.chance(25) {
+            let ddl = match (rng.below(4), added.is_empty()) {
+                (0, _) => None,
+                (1, false) => Some(Ddl::Drop(added.remove(rng.below(added.len())))),
+                (2, _) => {
+                    let column = format!("x{}", report.ddls + 1);
+                    added.push(column.clone());
+                    Some(Ddl::AddWithDefault(column, rng.range(-5, 5)))
+                }
+                _ => {
+                    let column = format!("x{}", report.ddls + 1);
+                    added.push(column.clone());
+                    Some(Ddl::AddNullable(column))
+                }
+            };
+            match &ddl {
+                Some(ddl) => {
+                    source.alter(ddl)?;
+                    report.ddls += 1;
+                    if let Ddl::Drop(column) = ddl {
+                        dropped.insert(column.clone());
+                    }
+                    rebaselined |= matches!(ddl, Ddl::AddWithDefault(..));
+                    report.facts.push(format!("step {step}: {ddl:?}"));
+                }
+                None => {
+                    rebaseline_by_hand(
+                        &config,
+                        &env.borrow(),
+                        &logs,
+                        &mut n_extra,
+                        &source.table(),
+                        report,
+                    )?;
+                    rebaselined = true;
+                    report
+                        .facts
+                        .push(format!("step {step}: sluice baseline --table"));
+                }
+            }
         }
         let crash = match rng.below(100) {
             0..=29 => Crash::None,
@@ -302,11 +390,13 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         .collect::<std::collections::BTreeSet<_>>()
         .len() as u64;
     let source_rows = source.select_all()?;
+    let expected = (!rebaselined).then_some(expected_changes);
     let findings = check::check_table(
         &rows,
         &spec.key,
         &source_rows,
-        expected_changes,
+        expected,
+        &dropped,
         !source.logs_every_value(),
     );
     // A reader that follows the run manifests instead of listing the folder must find
@@ -334,7 +424,8 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         &followed,
         &spec.key,
         &source_rows,
-        expected_changes,
+        expected,
+        &dropped,
         !source.logs_every_value(),
     );
     report.mismatches.extend(
@@ -365,6 +456,41 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         );
     }
     Ok(())
+}
+
+/// `sluice baseline --table <table>` as an operator runs it, retried while a crashed
+/// run's lease or slot is still held; logs as `<logs>/drain-<1000+k>.*`.
+fn rebaseline_by_hand(
+    config: &Path,
+    env: &[(String, String)],
+    logs: &Path,
+    k: &mut usize,
+    table: &str,
+    report: &mut Report,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        *k += 1;
+        let n = 1000 + *k;
+        let args = ["baseline", "--table", table];
+        match drain::start_command(&args, config, env, Crash::None, logs, n).wait() {
+            Outcome::Done { .. } => {
+                report.rebaselines += 1;
+                return Ok(());
+            }
+            Outcome::Transient { code } => {
+                report.transient += 1;
+                report
+                    .facts
+                    .push(format!("baseline --table #{n}: transient {code}, retrying"));
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            other => return Err(format!("baseline --table #{n}: {other:?}")),
+        }
+        if Instant::now() > deadline {
+            return Err("sluice baseline --table never completed within 120 s".into());
+        }
+    }
 }
 
 /// Drains without a crash until a run reports `drained`: a crashed run's lease is waited

@@ -11,7 +11,7 @@ use crate::support::{self, TestDb};
 use oracle::canon;
 use oracle::check::SourceRow;
 use oracle::rng::Rng;
-use oracle::trial::{Engine, Source};
+use oracle::trial::{Ddl, Engine, Source};
 use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
 
 const TABLE: &str = "public.items";
@@ -345,6 +345,7 @@ impl Engine for Pg {
             runtime,
             client,
             db,
+            added: Vec::new(),
         }))
     }
 }
@@ -357,6 +358,8 @@ struct PgSource {
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
     db: TestDb,
+    /// Integer columns a schema change added (and did not drop since).
+    added: Vec<String>,
 }
 
 fn ident(name: &str) -> String {
@@ -594,6 +597,7 @@ impl Source for PgSource {
             .columns
             .iter()
             .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
+            .chain(self.added.iter().map(|c| format!("{}::text", ident(c))))
             .collect();
         let sql = format!("SELECT id::text, {} FROM {TABLE}", exprs.join(", "));
         // The text-form columns read under the settings sluice pins for text output
@@ -616,6 +620,10 @@ impl Source for PgSource {
             for (i, c) in self.spec.columns.iter().enumerate() {
                 let raw: Option<String> = row.get(i + 1);
                 cells.insert(c.name.clone(), raw.map(|r| Self::canonical(&c.kind, &r)));
+            }
+            for (i, c) in self.added.iter().enumerate() {
+                let raw: Option<String> = row.get(self.spec.columns.len() + 1 + i);
+                cells.insert(c.clone(), raw);
             }
             out.insert(id, cells);
         }
@@ -641,6 +649,22 @@ impl Source for PgSource {
 
     fn logs_every_value(&self) -> bool {
         self.full
+    }
+
+    fn can_alter(&self) -> bool {
+        true
+    }
+
+    fn alter(&mut self, ddl: &Ddl) -> Result<(), String> {
+        let sql = oracle::trial::ddl_sql(TABLE, ddl);
+        self.runtime
+            .block_on(self.client.batch_execute(&sql))
+            .map_err(|e| format!("{sql}: {e:?}"))?;
+        match ddl {
+            Ddl::AddNullable(c) | Ddl::AddWithDefault(c, _) => self.added.push(c.clone()),
+            Ddl::Drop(c) => self.added.retain(|a| a != c),
+        }
+        Ok(())
     }
 }
 
