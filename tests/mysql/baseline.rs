@@ -322,6 +322,16 @@ fn rb_mysql_partition_truncate_and_drop_rebaseline_that_table() {
     }
 }
 
+/// Tables `t` and `u` (`id int PRIMARY KEY, v varchar(20)`), five rows each (`s<i>`).
+fn two_seeded_tables(db: &TestMysqlDb) {
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
+         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
+         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
+    );
+}
+
 /// A table added to a running MariaDB job's `source.tables` is baselined from the job's
 /// checkpoint (epoch marker first) and streamed from then on; the other table's changes
 /// flow in the same runs.
@@ -329,12 +339,7 @@ fn rb_mysql_partition_truncate_and_drop_rebaseline_that_table() {
 fn rb_mysql_a_table_added_to_a_running_job_is_baselined_and_streamed() {
     let admin = mysql_or_skip!();
     let db = TestMysqlDb::new(&admin, "rb_my_added");
-    db.sql(
-        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
-         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
-    );
+    two_seeded_tables(&db);
     let job = Job::mysql(&db, &["t"], "", "initial: snapshot");
     job.drain();
     db.sql("UPDATE u SET v = 'one' WHERE id = 1; DELETE FROM u WHERE id = 2; INSERT INTO t VALUES (6, 'six')");
@@ -374,12 +379,7 @@ fn mysql_truncate_of_the_table_is_a_truncate_row_and_of_another_databases_nothin
     let db = TestMysqlDb::new(&admin, "my_trunc");
     let other = TestMysqlDb::new(&admin, "my_trunc_other");
     other.sql("CREATE TABLE t (id int PRIMARY KEY) ENGINE=InnoDB; INSERT INTO t VALUES (1)");
-    db.sql(
-        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
-         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
-    );
+    two_seeded_tables(&db);
     let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
     job.drain();
     // Unqualified, then qualified with backquotes; between them writes to both tables.
@@ -421,12 +421,7 @@ fn mysql_truncate_of_the_table_is_a_truncate_row_and_of_another_databases_nothin
 fn rb_mysql_add_column_with_a_default_rebaselines_and_a_plain_one_continues() {
     let admin = mysql_or_skip!();
     let db = TestMysqlDb::new(&admin, "rb_my_default");
-    db.sql(
-        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         CREATE TABLE u (id int PRIMARY KEY, v varchar(20)) ENGINE=InnoDB; \
-         INSERT INTO t SELECT seq, CONCAT('s', seq) FROM seq_1_to_5; \
-         INSERT INTO u SELECT seq, CONCAT('s', seq) FROM seq_1_to_5",
-    );
+    two_seeded_tables(&db);
     let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
     job.drain();
     let replays_to_source = || {

@@ -648,21 +648,17 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn list_claims(&self) -> Result<Vec<Claim>> {
-        let mut claims = Vec::new();
-        let mut start = None;
-        loop {
-            let output = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("begins_with(pk, :p) AND sk = :s")
-                .expression_attribute_values(":p", AttributeValue::S("claim#".to_owned()))
-                .expression_attribute_values(":s", AttributeValue::S("claim".to_owned()))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| self.error(e, "dynamodb:Scan", "claim#*"))?;
-            for item in output.items.unwrap_or_default() {
+        let items = self
+            .scan_all(
+                "begins_with(pk, :p) AND sk = :s",
+                &[(":p", "claim#"), (":s", "claim")],
+                None,
+                "claim#*",
+            )
+            .await?;
+        let mut claims: Vec<Claim> = items
+            .iter()
+            .map(|item| {
                 let text = |k: &str| {
                     item.get(k)
                         .and_then(|v| v.as_s().ok())
@@ -674,17 +670,13 @@ impl StateStore for DynamoStateStore {
                     .and_then(|v| v.as_n().ok())
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(0);
-                claims.push(Claim {
+                Claim {
                     resource: text("pk").trim_start_matches("claim#").to_owned(),
                     job: text("job"),
                     claimed_at_ms,
-                });
-            }
-            match output.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
-        }
+                }
+            })
+            .collect();
         claims.sort_by(|a, b| a.resource.cmp(&b.resource));
         Ok(claims)
     }
@@ -800,32 +792,18 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn list_jobs(&self) -> Result<Vec<String>> {
-        let mut jobs = Vec::new();
-        let mut start = None;
-        loop {
-            let output = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("sk = :s OR begins_with(sk, :run)")
-                .expression_attribute_values(":s", AttributeValue::S(JOB_SK.to_owned()))
-                .expression_attribute_values(":run", AttributeValue::S("run#".to_owned()))
-                .projection_expression("pk")
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| self.error(e, "dynamodb:Scan", "*/job"))?;
-            for item in output.items.unwrap_or_default() {
-                if let Some(AttributeValue::S(job)) = item.get("pk") {
-                    jobs.push(job.clone());
-                }
-            }
-            match output.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
-        }
+        let items = self
+            .scan_all(
+                "sk = :s OR begins_with(sk, :run)",
+                &[(":s", JOB_SK), (":run", "run#")],
+                Some("pk"),
+                "*/job",
+            )
+            .await?;
+        let mut jobs: Vec<String> = items
+            .iter()
+            .filter_map(|item| item.get("pk")?.as_s().ok().cloned())
+            .collect();
         jobs.sort();
         jobs.dedup();
         Ok(jobs)
@@ -898,6 +876,42 @@ impl StateStore for DynamoStateStore {
 }
 
 impl DynamoStateStore {
+    /// Every item the whole-table scan with `filter` (string `values`) returns, page by
+    /// page, strongly consistent; `projection` limits the attributes read.
+    async fn scan_all(
+        &self,
+        filter: &str,
+        values: &[(&str, &str)],
+        projection: Option<&str>,
+        what: &str,
+    ) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let mut scan = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression(filter)
+                .set_projection_expression(projection.map(str::to_owned))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take());
+            for (name, value) in values {
+                scan =
+                    scan.expression_attribute_values(*name, AttributeValue::S((*value).to_owned()));
+            }
+            let output = scan
+                .send()
+                .await
+                .map_err(|e| self.error(e, "dynamodb:Scan", what))?;
+            items.extend(output.items.unwrap_or_default());
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+
     /// Deletes item `sk` of `job` (absent is fine).
     async fn delete(&self, job: &str, sk: &str) -> Result<()> {
         self.client
