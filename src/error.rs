@@ -70,6 +70,7 @@ codes! {
     SourceFailoverGap => "SLUICE_SOURCE_FAILOVER_GAP", Refusal;
     SourceSchemaChange => "SLUICE_SOURCE_SCHEMA_CHANGE", Refusal;
     SourceTableRebaselined => "SLUICE_SOURCE_TABLE_REBASELINED", Refusal;
+    SourceTableGone => "SLUICE_SOURCE_TABLE_GONE", Refusal;
     SourceKeyDeferrable => "SLUICE_SOURCE_KEY_DEFERRABLE", Refusal;
     SourcePublicationFiltered => "SLUICE_SOURCE_PUBLICATION_FILTERED", Refusal;
     SourcePublicationAllTables => "SLUICE_SOURCE_PUBLICATION_ALL_TABLES", Refusal;
@@ -255,6 +256,8 @@ mod tests {
             (Code::SourceSchemaChange, R),
             // Logged as a warning (never raised): the table alone is re-baselined.
             (Code::SourceTableRebaselined, R),
+            // Logged as a warning (never raised): the other tables go on.
+            (Code::SourceTableGone, R),
             // The table's or the publication's definition stays wrong until an
             // operator changes it (the hint names the statement).
             (Code::SourceKeyDeferrable, R),

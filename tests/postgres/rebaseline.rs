@@ -452,7 +452,8 @@ fn rb_a_table_added_to_a_running_job_is_published_baselined_and_streamed() {
 
 /// A table removed from a running job's `source.tables` leaves sluice's publication; its
 /// changes still in the backlog are skipped, and the other table goes on. A captured
-/// table renamed mid-backlog is still refused loudly, never skipped as "not captured".
+/// table renamed while the config keeps the old name: its changes up to the rename are
+/// written, later ones are not captured, and every run says so (`SLUICE_SOURCE_TABLE_GONE`).
 #[test]
 fn rb_a_table_removed_from_a_running_job_is_unpublished_and_the_rest_goes_on() {
     let admin = pg_or_skip!();
@@ -483,14 +484,88 @@ fn rb_a_table_removed_from_a_running_job_is_unpublished_and_the_rest_goes_on() {
     assert_eq!(job.drain()["tables"]["t"]["rows"], 1);
     assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
 
-    // A captured table renamed mid-backlog: its changes are not skipped silently.
+    db.sql("UPDATE t SET v = 'last' WHERE id = 4");
+    let at_rename = source(&db, "t", &["v"]);
     db.sql("ALTER TABLE t RENAME TO t2; UPDATE t2 SET v = 'three' WHERE id = 3");
     let run = job.run(&["drain"], &[]);
-    assert_eq!(run.code, 5, "{}", run.stdout);
-    assert_eq!(
-        run.error_code(),
-        "SLUICE_SOURCE_PREREQUISITE",
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("SLUICE_SOURCE_TABLE_GONE"),
         "{}",
-        run.stdout
+        run.stderr
     );
+    assert_eq!(run.summary()["tables"]["t"]["rows"], 1);
+    assert_eq!(replayed(&job, "t", &["v"]), at_rename);
+}
+
+/// A captured table dropped mid-backlog: its changes up to the drop are written, the run
+/// warns `SLUICE_SOURCE_TABLE_GONE`, and the other table goes on in the same and later
+/// runs.
+#[test]
+fn rb_a_table_dropped_mid_backlog_keeps_its_last_changes_and_the_rest_goes_on() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_dropped", "'s' || i");
+    db.sql("UPDATE t SET v = 'last' WHERE id = 1; DELETE FROM t WHERE id = 2; INSERT INTO u VALUES (6, 'six')");
+    let t_before_drop = source(&db, "t", &["v"]);
+    db.sql("DROP TABLE t");
+    db.sql("UPDATE u SET v = 'one' WHERE id = 1");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("SLUICE_SOURCE_TABLE_GONE"),
+        "{}",
+        run.stderr
+    );
+    let summary = run.summary();
+    assert_eq!(summary["tables"]["t"]["rows"], 2, "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["v"]),
+        t_before_drop,
+        "t as it was at the drop"
+    );
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+    db.sql("INSERT INTO u VALUES (7, 'seven')");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["tables"]["u"]["rows"], 1);
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
+
+/// A captured table renamed mid-backlog, the config following it: the new name is an
+/// added table (re-baselined from the checkpoint), the backlog's changes under the old
+/// name are written to it, and both tables replay to the source.
+#[test]
+fn rb_a_renamed_table_followed_by_the_config_replays_under_its_new_name() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_renamed");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v text); CREATE TABLE u (id int PRIMARY KEY, v text)",
+    );
+    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 5) i");
+    db.sql("INSERT INTO u SELECT i, 's' || i FROM generate_series(1, 5) i");
+    let job = Job::postgres(&db, &["t", "u"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("UPDATE t SET v = 'one' WHERE id = 1; UPDATE u SET v = 'one' WHERE id = 1");
+    db.sql("ALTER TABLE t RENAME TO t2");
+    db.sql("UPDATE t2 SET v = 'two' WHERE id = 2; INSERT INTO u VALUES (6, 'six')");
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    std::fs::write(
+        &job.config,
+        yaml.replacen("tables: [t, u]", "tables: [t2, u]", 1),
+    )
+    .unwrap();
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(record(&job, "t2")["reason"], "added to source.tables");
+    for table in ["t2", "u"] {
+        assert_eq!(
+            replayed(&job, table, &["v"]),
+            source(&db, table, &["v"]),
+            "{table}"
+        );
+    }
+    db.sql("UPDATE t2 SET v = 'three' WHERE id = 3");
+    assert_eq!(job.drain()["tables"]["t2"]["rows"], 1);
+    assert_eq!(replayed(&job, "t2", &["v"]), source(&db, "t2", &["v"]));
 }

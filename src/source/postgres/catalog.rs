@@ -38,9 +38,35 @@ pub struct CapturedTable {
     /// `publish_via_partition_root`, so every partition's changes arrive as the parent's,
     /// and baselined by reading the parent.
     pub partitioned: bool,
+    /// `pg_class.oid` as of the open; `None` for a table that no longer exists (dropped or
+    /// renamed since the checkpoint: [`CapturedTable::gone`]).
+    pub oid: Option<u32>,
 }
 
 impl CapturedTable {
+    /// A configured table the catalog no longer has (dropped or renamed while its changes
+    /// were still in the backlog): no columns, no key, no oid. The stream learns its shape,
+    /// key and cell decoding from the backlog's own Relation messages, which name it as it
+    /// was, so its changes up to the drop or rename are written.
+    pub fn gone(config_name: &str) -> CapturedTable {
+        let (schema, table) = split_name(config_name);
+        CapturedTable {
+            config_name: config_name.to_owned(),
+            schema,
+            table,
+            key: Vec::new(),
+            type_names: HashMap::new(),
+            type_oids: Vec::new(),
+            decodes: Vec::new(),
+            shape: Arc::new(TableSchema {
+                name: config_name.to_owned(),
+                columns: Vec::new(),
+            }),
+            partitioned: false,
+            oid: None,
+        }
+    }
+
     /// `"schema"."table"`, quoted for SQL.
     pub fn quoted(&self) -> String {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.table))
@@ -61,6 +87,33 @@ pub fn split_name(config_name: &str) -> (String, String) {
 }
 
 /// Resolves every configured table.
+/// Resolves the tables that exist; returns them and the names of those the catalog does
+/// not have (each still a refusal where a table must exist).
+pub async fn resolve_present(
+    client: &Client,
+    tables: &[String],
+) -> Result<(Vec<CapturedTable>, Vec<String>)> {
+    let (mut present, mut gone) = (Vec::new(), Vec::new());
+    for name in tables {
+        let (schema, table) = split_name(name);
+        let exists = client
+            .query_opt(
+                "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname = $2",
+                &[&schema, &table],
+            )
+            .await
+            .map_err(|e| query_error("reading pg_class", e))?
+            .is_some();
+        if exists {
+            present.push(resolve_one(client, name).await?);
+        } else {
+            gone.push(name.clone());
+        }
+    }
+    Ok((present, gone))
+}
+
 pub async fn resolve(client: &Client, tables: &[String]) -> Result<Vec<CapturedTable>> {
     let mut out = Vec::with_capacity(tables.len());
     for name in tables {
@@ -188,6 +241,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             columns,
         }),
         partitioned: relkind == "p",
+        oid: u32::try_from(oid).ok(),
     })
 }
 

@@ -87,7 +87,8 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     let name = orphan::application_name(&config.job);
     let control =
         connect::connect_named(&url, &config.source.tls, &config.source.timeouts, &name).await?;
-    let tables = catalog::resolve(&control, &config.source.tables).await?;
+    // A table gone from the catalog is not published again: its backlog is read as it was.
+    let (tables, _gone) = catalog::resolve_present(&control, &config.source.tables).await?;
     slot::ensure_publication(&control, &pg, &tables).await
 }
 
@@ -116,7 +117,21 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         Some(resume) => Some(checkpoint_lsn(resume, &identity)?),
         None => None,
     };
-    let tables = catalog::resolve(&control, &config.source.tables).await?;
+    let (mut tables, gone) = catalog::resolve_present(&control, &config.source.tables).await?;
+    if let Some(first) = gone.first()
+        && checkpoint.is_none()
+    {
+        // Nothing of it was ever streamed: the configuration names a table that is not there.
+        return Err(catalog::resolve(&control, std::slice::from_ref(first))
+            .await
+            .err()
+            .unwrap_or_else(|| {
+                Error::new(
+                    Code::SourcePrerequisite,
+                    format!("table {first} does not exist"),
+                )
+            }));
+    }
     slot::ensure_publication(&control, &pg, &tables).await?;
     let info = slot::slot_info(&control, &pg.slot).await?;
     // Under the job's lease: a backend an earlier run of this job left holding the slot
@@ -140,6 +155,15 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         bound: Position::Postgres(bound),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
+    for name in &gone {
+        tracing::warn!(
+            code = Code::SourceTableGone.as_str(),
+            table = %name,
+            "table {name} no longer exists (dropped, or renamed) while the job has a checkpoint: its changes still in the backlog are written; \
+             remove it from source.tables (or name its new name there: that table is then baselined)"
+        );
+        tables.push(catalog::CapturedTable::gone(name));
+    }
     Ok(Box::new(
         stream::PgStream::new(
             info,

@@ -301,6 +301,7 @@ mod tests {
         };
         CapturedTable {
             partitioned: false,
+            oid: None,
             config_name: "app.t".into(),
             schema: "app".into(),
             table: "t".into(),

@@ -82,7 +82,7 @@ pub struct PgStream {
     /// the run; any other foreign relation is a table not in `source.tables` (one removed
     /// from the job, or another table of a shared publication) and its changes are
     /// skipped.
-    protected: std::collections::HashSet<u32>,
+    protected: Option<std::collections::HashSet<u32>>,
     /// Foreign tables whose skipping was logged.
     skipped_logged: std::collections::HashSet<String>,
     current_commit: Option<PgLsn>,
@@ -127,7 +127,7 @@ impl PgStream {
             finished: false,
             relations: HashMap::new(),
             foreign: HashMap::new(),
-            protected: Default::default(),
+            protected: None,
             skipped_logged: Default::default(),
             current_commit: None,
             last_end: None,
@@ -154,15 +154,18 @@ impl PgStream {
     /// The oids of the captured tables and their partitions (see `protected`); without
     /// them every foreign relation is protected, so any change of one fails the run.
     pub(super) fn with_protected(mut self, oids: std::collections::HashSet<u32>) -> Self {
-        self.protected = oids;
+        self.protected = Some(oids);
         self
+    }
+
+    /// True for a relation the job does not capture and whose changes it may skip.
+    fn skippable(&self, oid: u32) -> bool {
+        self.protected.as_ref().is_some_and(|p| !p.contains(&oid))
     }
 
     /// True for a change of a table the job does not capture and may skip.
     fn skips(&self, oid: u32) -> bool {
-        !self.protected.is_empty()
-            && self.foreign.contains_key(&oid)
-            && !self.protected.contains(&oid)
+        self.foreign.contains_key(&oid) && self.skippable(oid)
     }
 
     async fn open_page(&mut self) -> Result<()> {
@@ -315,17 +318,22 @@ impl PgStream {
     /// announce a partition next to its root under `publish_via_partition_root` although
     /// its changes arrive as the root's; a change that does name it fails the run.
     fn learn_relation(&mut self, rel: Relation) -> Result<()> {
-        let Some(captured) = self
+        // By oid first: a captured table renamed since (the backlog names it as it was)
+        // is still that table. Then by name: a table gone from the catalog (no oid), or an
+        // earlier table of the same name (dropped and created again).
+        let captured = self
             .tables
             .iter()
-            .find(|t| t.schema == rel.namespace && t.table == rel.name)
-        else {
+            .find(|t| t.oid == Some(rel.oid))
+            .or_else(|| {
+                self.tables
+                    .iter()
+                    .find(|t| t.schema == rel.namespace && t.table == rel.name)
+            });
+        let Some(captured) = captured else {
             self.relations.remove(&rel.oid);
             let name = format!("{}.{}", rel.namespace, rel.name);
-            if !self.protected.is_empty()
-                && !self.protected.contains(&rel.oid)
-                && self.skipped_logged.insert(name.clone())
-            {
+            if self.skippable(rel.oid) && self.skipped_logged.insert(name.clone()) {
                 tracing::warn!(table = %name, "the stream carries changes of a table not in source.tables (removed from the job, or published for another reader); they are skipped");
             }
             self.foreign.insert(rel.oid, name);
@@ -390,8 +398,14 @@ impl PgStream {
                 .iter()
                 .find(|c| c.name == col.name)
                 .is_none_or(|c| c.nullable);
+            // A table gone from the catalog has no key of its own: the message marks it.
+            let key = if captured.oid.is_none() && captured.key.is_empty() {
+                col.key
+            } else {
+                captured.key.contains(&col.name)
+            };
             columns.push(Column {
-                key: captured.key.contains(&col.name),
+                key,
                 name: col.name.clone(),
                 ty,
                 nullable,
