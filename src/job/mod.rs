@@ -43,6 +43,7 @@ pub async fn run_with(
     crate::source::check_transport(&config.source_url()?, &config.source.tls)?;
     crate::claims::claim_all(config, backends.state.as_ref()).await?;
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
+        crate::destination::stdout::refuse_baseline(config, "initial: snapshot")?;
         start_baseline(config, backends).await?;
     }
     let owner = crate::state::holder::owner(&run_id, None);
@@ -132,6 +133,11 @@ async fn rebaseline_pending(
     if pending.is_empty() {
         return Ok(());
     }
+    let tables: Vec<&str> = pending.iter().map(|r| r.table.as_str()).collect();
+    crate::destination::stdout::refuse_baseline(
+        config,
+        &format!("the re-baseline of {}", tables.join(", ")),
+    )?;
     let result = match &config.baseline.state_machine_arn {
         None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
             .await

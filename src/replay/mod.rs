@@ -41,6 +41,15 @@ pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Ro
             })?;
             root.join(table).display().to_string()
         }
+        DestinationConfig::Stdout => {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!(
+                    "the job's destination is stdout, which keeps no folder of {table}'s parts"
+                ),
+            )
+            .hint("pass --source with the folder (path or s3:// URI) the parts were written to"));
+        }
         DestinationConfig::S3 { bucket, prefix, .. } => {
             let prefix = prefix.trim_matches('/');
             if prefix.is_empty() {
