@@ -226,7 +226,7 @@ async fn run(command: Command) -> i32 {
                 Err(e) => return fail_to(out, None, &e),
             };
             if stdout {
-                config.destination = crate::config::DestinationConfig::Stdout;
+                config.destination = crate::config::DestinationConfig::Stdout {};
             }
             if crate::destination::stdout::is_stdout(&config) {
                 out = Out::Stderr;

@@ -28,7 +28,7 @@ pub enum DestinationConfig {
     },
     /// One JSON object per change on the process's stdout (docs/output.md, NDJSON): no
     /// parts, manifests or markers; the state store still holds the checkpoint. CLI only.
-    Stdout,
+    Stdout {},
 }
 
 /// Where the lease, checkpoint and run records live.

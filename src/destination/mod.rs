@@ -87,7 +87,7 @@ pub fn check_config(config: &Config) -> Result<()> {
 pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
     match &config.destination {
         DestinationConfig::Local { path } => Ok(Box::new(local::LocalDestination::new(path)?)),
-        DestinationConfig::Stdout => Ok(Box::new(stdout::StdoutDestination)),
+        DestinationConfig::Stdout {} => Ok(Box::new(stdout::StdoutDestination)),
         DestinationConfig::S3 {
             bucket,
             prefix,

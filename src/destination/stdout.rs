@@ -27,6 +27,9 @@ use super::Destination;
 use crate::config::{Config, DestinationConfig};
 use crate::error::{Code, Error, Result};
 
+/// Rows converted and written at a time.
+const LINES_PER_WRITE: usize = 1024;
+
 /// Writes parts as NDJSON to stdout.
 #[derive(Debug, Default)]
 pub struct StdoutDestination;
@@ -68,7 +71,7 @@ impl Destination for StdoutDestination {
 
 /// True when the job writes NDJSON to stdout.
 pub fn is_stdout(config: &Config) -> bool {
-    matches!(config.destination, DestinationConfig::Stdout)
+    matches!(config.destination, DestinationConfig::Stdout {})
 }
 
 /// Refuses a baseline (snapshot parts) for a job whose destination is stdout.
@@ -124,10 +127,17 @@ pub fn encode_part(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Re
             )
             .source(e)
         })?;
-        buf.clear();
-        super::ndjson::write_batch(&table, &batch, &mut buf)?;
+        // A row group's lines can be several times its cells: hand them over in slices, so
+        // memory holds one slice's lines, not the row group's.
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let len = LINES_PER_WRITE.min(batch.num_rows() - offset);
+            buf.clear();
+            super::ndjson::write_batch(&table, &batch.slice(offset, len), &mut buf)?;
+            sink(&buf)?;
+            offset += len;
+        }
         rows += batch.num_rows() as u64;
-        sink(&buf)?;
     }
     Ok(rows)
 }

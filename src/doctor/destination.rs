@@ -79,7 +79,7 @@ async fn delete(
         Err(e) => match &config.destination {
             crate::config::DestinationConfig::S3 { .. } => super::s3::delete(config, key).await,
             crate::config::DestinationConfig::Local { .. }
-            | crate::config::DestinationConfig::Stdout => Err(e),
+            | crate::config::DestinationConfig::Stdout {} => Err(e),
         },
     }
 }

@@ -251,3 +251,20 @@ fn refuse_stdout(config: crate::config::Config) -> Result<crate::config::Config,
     }
     Ok(config)
 }
+
+#[cfg(test)]
+mod stdout_tests {
+    use super::*;
+
+    #[test]
+    fn the_lambda_face_refuses_a_stdout_destination() {
+        let text = crate::config::tests::MINIMAL
+            .replace("{ type: local, path: ./out }", "{ type: stdout }");
+        let config = crate::job::config::parse(&text, "t").unwrap();
+        let e = refuse_stdout(config).unwrap_err();
+        assert_eq!(e.code(), Code::ConfigInvalid);
+        assert!(e.hint_text().unwrap().contains("s3"), "{e}");
+        let local = crate::job::config::parse(crate::config::tests::MINIMAL, "t").unwrap();
+        assert!(refuse_stdout(local).is_ok());
+    }
+}

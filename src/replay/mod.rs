@@ -41,7 +41,7 @@ pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Ro
             })?;
             root.join(table).display().to_string()
         }
-        DestinationConfig::Stdout => {
+        DestinationConfig::Stdout {} => {
             return Err(Error::new(
                 Code::ConfigInvalid,
                 format!(

@@ -229,3 +229,36 @@ fn ndjson_refuses_a_baseline_with_a_coded_error() {
     assert_eq!(baseline.code, 1, "{}", baseline.stderr);
     assert_eq!(baseline.error_code(), "SLUICE_DESTINATION_STDOUT_BASELINE");
 }
+
+#[test]
+fn ndjson_a_table_needing_a_rebaseline_fails_every_stdout_run_loudly() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ndjson_pg_rebase");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "");
+    assert_eq!(job.drain_into_python(PARSE_EVERY_LINE, &[]).sluice.code, 0);
+    db.sql("INSERT INTO t VALUES (1, '1')");
+    db.sql("ALTER TABLE t ALTER COLUMN v TYPE int USING v::int");
+    db.sql("INSERT INTO t VALUES (2, 2)");
+    let run = job.drain_into_python(PARSE_EVERY_LINE, &[]);
+    assert_eq!(run.sluice.code, 1, "{}", run.sluice.stderr);
+    assert!(
+        run.sluice
+            .stderr
+            .contains("SLUICE_DESTINATION_STDOUT_BASELINE")
+            && run.sluice.stderr.contains("the re-baseline of t"),
+        "{}",
+        run.sluice.stderr
+    );
+    // The table's changes from the re-baseline request on are superseded by the snapshot
+    // (taken with a local or S3 destination), as with parts: none is emitted.
+    let lines = run.lines();
+    assert!(
+        lines.iter().all(|l| l["row"]["id"] != 2),
+        "nothing after the retype: {lines:?}"
+    );
+    // Until the table is re-baselined elsewhere, every stdout run says so.
+    let again = job.drain_into_python(PARSE_EVERY_LINE, &[]);
+    assert_eq!(again.sluice.code, 1, "{}", again.sluice.stderr);
+    assert!(again.lines().is_empty());
+}
