@@ -94,3 +94,49 @@ fn drain_progress_forced_on_shows_a_rising_position_on_stderr() {
         quiet.sluice.stderr
     );
 }
+
+#[test]
+fn drain_on_a_terminal_draws_a_progress_bar_beneath_the_log() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "progress_pg_tty");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "output: { rollover_rows: 20 }");
+    assert_eq!(job.run(&["drain"], &[]).code, 0);
+    for i in 0..12 {
+        db.sql(&format!(
+            "INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series({}, {}) g",
+            i * 20 + 1,
+            i * 20 + 20
+        ));
+    }
+    // `script` runs the pipeline on a pseudo-terminal: sluice's stderr is the terminal,
+    // its stdout the pipe into the slow reader.
+    let line = format!(
+        "{} drain --stdout --config {} | {} -c \"$SLOW_READER\"",
+        env!("CARGO_BIN_EXE_sluice"),
+        job.config.display(),
+        python()
+    );
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env(&job.url_env.0, &job.url_env.1)
+        .env("SLOW_READER", SLOW_READER)
+        .env("SLUICE_LOG", "info")
+        .env_remove("SLUICE_PROGRESS")
+        .env_remove("SLUICE_FAULT")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script runs");
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    assert!(tty.contains("drain at pg:"), "{tty}");
+    assert!(tty.contains(" rows/s  "), "{tty}");
+    assert!(
+        tty.contains("\r\x1b[2K"),
+        "the bar is redrawn in place: {tty:?}"
+    );
+    assert!(
+        !tty.contains("drain progress"),
+        "a bar, not log lines: {tty}"
+    );
+}
