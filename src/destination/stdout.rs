@@ -48,7 +48,11 @@ impl Destination for StdoutDestination {
                 Error::new(Code::Internal, "the stdout writer thread stopped").source(e)
             })??;
         wait_until_read().await?;
-        tracing::debug!(key, lines = written, "part emitted on stdout");
+        tracing::info!(
+            key,
+            lines = written,
+            "part emitted on stdout as NDJSON and read"
+        );
         Ok(())
     }
 
