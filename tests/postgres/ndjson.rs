@@ -267,3 +267,32 @@ fn ndjson_a_table_needing_a_rebaseline_fails_every_stdout_run_loudly() {
     assert_eq!(again.sluice.code, 1, "{}", again.sluice.stderr);
     assert!(again.lines().is_empty());
 }
+
+#[test]
+fn ndjson_doctor_and_sql_know_a_stdout_destination() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ndjson_pg_doctor");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let job = Job::postgres(&db, &["t"], "");
+    job.use_stdout_destination();
+    let doctor = job.run(&["doctor", "--json"], &[]);
+    let report = doctor.summary();
+    let row = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "destination writable")
+        .unwrap_or_else(|| panic!("{report}"))
+        .clone();
+    assert_eq!(row["status"], "ok", "{row}");
+    assert!(row["detail"].as_str().unwrap().contains("stdout"), "{row}");
+    assert!(!job.out().exists(), "doctor probed nothing on disk");
+
+    let sql = job.run(&["sql", "--dialect", "duckdb", "--table", "t"], &[]);
+    assert_eq!(sql.code, 1, "{}", sql.stderr);
+    assert!(
+        sql.stderr.contains("SLUICE_CONFIG_INVALID") && sql.stderr.contains("keeps no parts"),
+        "{}",
+        sql.stderr
+    );
+}
