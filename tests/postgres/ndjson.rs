@@ -296,3 +296,33 @@ fn ndjson_doctor_and_sql_know_a_stdout_destination() {
         sql.stderr
     );
 }
+
+#[test]
+fn ndjson_reader_exiting_with_lines_left_in_the_pipe_fails_the_run() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ndjson_pg_unread");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let job = Job::postgres(&db, &["t"], "");
+    assert_eq!(job.drain_into_python(PARSE_EVERY_LINE, &[]).sluice.code, 0);
+    db.sql("INSERT INTO t SELECT generate_series(1, 3)");
+    // A few hundred bytes: every write succeeds (the pipe holds them), so only waiting for
+    // the reader to take them out tells that it never did.
+    let mut late = Command::new(python());
+    late.args(["-c", "import os, time; time.sleep(1); os.read(0, 10)"]);
+    let cut = job.piped(&["drain", "--stdout"], &[], late);
+    assert_eq!(cut.sluice.code, 3, "{}", cut.sluice.stderr);
+    assert!(
+        cut.sluice
+            .stderr
+            .contains("SLUICE_DESTINATION_STDOUT_CLOSED"),
+        "{}",
+        cut.sluice.stderr
+    );
+    let ids: Vec<i64> = job
+        .drain_into_python(PARSE_EVERY_LINE, &[])
+        .lines()
+        .iter()
+        .map(|l| l["row"]["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3], "emitted again");
+}
