@@ -4,8 +4,9 @@
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint) —
-//! except `doctor` without `--json`, which prints its table there, and `sql`, which
-//! prints its SQL text; logs and human
+//! except `doctor` without `--json`, which prints its table there, `sql`, which
+//! prints its SQL text, and a drain to stdout (`--stdout`, `destination: stdout`), whose
+//! stdout carries only the NDJSON changes and whose summary goes to stderr; logs and human
 //! messages go to stderr; the exit code is the error class's (0 done or skipped, 1
 //! config, 3 transient, 5 refusal; 2 is clap's usage error; `doctor`: 5 when a check
 //! fails), also when stdout or stderr has been closed by the reader.
@@ -45,6 +46,10 @@ enum Command {
         /// Stop at the first transaction boundary after this long (e.g. `10m`, `90s`).
         #[arg(long, value_parser = humantime::parse_duration)]
         max_duration: Option<Duration>,
+        /// Write the changes as NDJSON on stdout instead of the configured destination
+        /// (the run summary and logs then go to stderr).
+        #[arg(long)]
+        stdout: bool,
     },
     /// Read the tables' current state into snapshot parts (anchor first, resumable).
     Baseline {
@@ -224,7 +229,10 @@ pub fn main() -> i32 {
             return 3;
         }
     };
-    runtime.block_on(run(cli.command))
+    let code = runtime.block_on(run(cli.command));
+    // A blocking writer (NDJSON into a pipe nobody reads) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
 async fn run(command: Command) -> i32 {
@@ -232,14 +240,23 @@ async fn run(command: Command) -> i32 {
         Command::Drain {
             config,
             max_duration,
+            stdout,
         } => {
-            let config = match job::config::load(config.as_deref()) {
+            // With NDJSON on stdout, the summary (or the failure) goes to stderr.
+            let mut out = if stdout { Out::Stderr } else { Out::Stdout };
+            let mut config = match job::config::load(config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => return fail(None, &e),
+                Err(e) => return fail_to(out, None, &e),
             };
+            if stdout {
+                config.destination = crate::config::DestinationConfig::Stdout {};
+            }
+            if crate::destination::stdout::is_stdout(&config) {
+                out = Out::Stderr;
+            }
             let config = match crate::secret::resolve(&config).await {
                 Ok(c) => c,
-                Err(e) => return fail(Some(&config.job), &e),
+                Err(e) => return fail_to(out, Some(&config.job), &e),
             };
             let deadline = max_duration.map(|d| std::time::Instant::now() + d);
             let stop = StopRequest::default();
@@ -258,10 +275,10 @@ async fn run(command: Command) -> i32 {
             };
             let code = match result {
                 Ok(summary) => {
-                    stdout_line(summary.to_line());
+                    out.line(summary.to_line());
                     0
                 }
-                Err(e) => fail(Some(&config.job), &e),
+                Err(e) => fail_to(out, Some(&config.job), &e),
             };
             // A run stopped by a signal exits as the shell expects: 128 + the signal.
             stop.signal().map_or(code, |signal| 128 + signal)
@@ -415,6 +432,7 @@ async fn baseline(
     if reset {
         return crate::baseline::reset(&config, &backends).await;
     }
+    crate::destination::stdout::refuse_baseline(&config, "sluice baseline")?;
     let config = crate::secret::resolve(&config).await?;
     if let Some(table) = &table {
         crate::baseline::request_table(&config, &backends, table).await?;
@@ -473,14 +491,35 @@ fn report(result: Result<serde_json::Value>) -> i32 {
     }
 }
 
+/// Where a command's one JSON document goes: stdout, or stderr when stdout carries NDJSON.
+#[derive(Debug, Clone, Copy)]
+enum Out {
+    Stdout,
+    Stderr,
+}
+
+impl Out {
+    fn line(self, text: impl std::fmt::Display) {
+        match self {
+            Out::Stdout => stdout_line(text),
+            Out::Stderr => stderr_line(text),
+        }
+    }
+}
+
 /// Prints the error (stderr for people, stdout as the one JSON line) and returns its exit code.
 fn fail(job: Option<&str>, e: &Error) -> i32 {
+    fail_to(Out::Stdout, job, e)
+}
+
+/// [`fail`], with the JSON line going to `out`.
+fn fail_to(out: Out, job: Option<&str>, e: &Error) -> i32 {
     stderr_line(format!("error: {}", e.chain()));
     if let Some(hint) = e.hint_text() {
         stderr_line(format!("hint: {hint}"));
     }
     let line = serde_json::json!({ "status": "failed", "job": job, "error": e.to_json() });
-    stdout_line(line);
+    out.line(line);
     if e.code() == Code::Internal {
         stderr_line("this is a bug in sluice; please report it with the log above");
     }
@@ -514,13 +553,17 @@ fn init_logging() {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(crate::progress::Stderr);
-    if std::env::var("SLUICE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+    let json = std::env::var("SLUICE_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let setting = std::env::var(crate::progress::PROGRESS_ENV).ok();
+    match crate::progress::mode_for(setting.as_deref(), terminal, !json) {
+        crate::progress::Mode::Bar => crate::progress::enable(),
+        crate::progress::Mode::Lines => crate::progress::enable_lines(),
+        crate::progress::Mode::Off => {}
+    }
+    if json {
         builder.json().init();
     } else {
-        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        if terminal {
-            crate::progress::enable();
-        }
         builder.with_ansi(terminal).init();
     }
 }

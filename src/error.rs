@@ -89,6 +89,8 @@ codes! {
     DestinationExists => "SLUICE_DESTINATION_EXISTS", Refusal;
     DestinationDenied => "SLUICE_DESTINATION_DENIED", Refusal;
     DestinationRejected => "SLUICE_DESTINATION_REJECTED", Refusal;
+    DestinationStdoutClosed => "SLUICE_DESTINATION_STDOUT_CLOSED", Transient;
+    DestinationStdoutBaseline => "SLUICE_DESTINATION_STDOUT_BASELINE", Config;
     StateUnavailable => "SLUICE_STATE_UNAVAILABLE", Transient;
     StateFenced => "SLUICE_STATE_FENCED", Transient;
     StateCorrupt => "SLUICE_STATE_CORRUPT", Refusal;
@@ -285,6 +287,10 @@ mod tests {
             // S3 answered that the request is wrong for this bucket (another region, an
             // unusable KMS key): the next run would get the same answer.
             (Code::DestinationRejected, R),
+            // The reader of stdout went away; the next run emits the changes again.
+            (Code::DestinationStdoutClosed, T),
+            // A baseline asked of a stdout job: the config (or the command) must change.
+            (Code::DestinationStdoutBaseline, C),
             (Code::StateUnavailable, T),
             // The next run resumes from the stored checkpoint.
             (Code::StateFenced, T),

@@ -1,7 +1,10 @@
-//! A one-line progress bar on an interactive stderr, kept beneath the log lines.
+//! A one-line progress bar on an interactive stderr, kept beneath the log lines — or,
+//! when forced on elsewhere (`SLUICE_PROGRESS=always`), plain progress log lines.
 //!
 //! Guarantees: nothing is drawn unless [`enable`] was called (the CLI does so only when
-//! stderr is a terminal and logs are text, never in the Lambda face); every log line
+//! stderr is a terminal and logs are text, never in the Lambda face); progress lines
+//! ([`lines`]) only after [`enable_lines`] (the CLI: `SLUICE_PROGRESS=always` on a
+//! stderr that is no terminal, or with JSON logs); every log line
 //! written through [`Stderr`] first erases the bar and then redraws it below, so a log
 //! line is never cut by or mixed with the bar; [`finish`] leaves the last bar on its own
 //! line. A closed stderr drops the bar, like any other log output.
@@ -15,13 +18,55 @@ const ERASE_LINE: &[u8] = b"\r\x1b[2K";
 
 struct Bar {
     enabled: bool,
+    /// Progress is wanted as log lines (no bar can be drawn).
+    lines: bool,
     line: Option<String>,
 }
 
 static BAR: Mutex<Bar> = Mutex::new(Bar {
     enabled: false,
+    lines: false,
     line: None,
 });
+
+/// The environment variable that says when progress is shown: `auto` (default: a bar when
+/// stderr is a terminal and logs are text), `always` (also as log lines elsewhere),
+/// `never`.
+pub const PROGRESS_ENV: &str = "SLUICE_PROGRESS";
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Not at all.
+    Off,
+    /// A bar beneath the log ([`show`]).
+    Bar,
+    /// Progress log lines ([`lines`]).
+    Lines,
+}
+
+/// The mode for `SLUICE_PROGRESS` = `setting` (unset: `auto`) on a stderr that is
+/// (`terminal`) or is not a terminal, with text or JSON logs; an unknown value is `auto`.
+pub fn mode_for(setting: Option<&str>, terminal: bool, text_logs: bool) -> Mode {
+    let bar_possible = terminal && text_logs;
+    match setting.map(str::trim) {
+        Some("never") => Mode::Off,
+        Some("always") if bar_possible => Mode::Bar,
+        Some("always") => Mode::Lines,
+        _ if bar_possible => Mode::Bar,
+        _ => Mode::Off,
+    }
+}
+
+/// Turns progress log lines on for this process.
+pub fn enable_lines() {
+    bar().lines = true;
+}
+
+/// True when progress is wanted as log lines.
+pub fn lines() -> bool {
+    bar().lines
+}
 
 fn bar() -> std::sync::MutexGuard<'static, Bar> {
     BAR.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -151,7 +196,7 @@ impl BaselineProgress {
 }
 
 /// `1234567` → `1,234,567`.
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, d) in digits.chars().enumerate() {
@@ -164,7 +209,7 @@ fn grouped(n: u64) -> String {
 }
 
 /// `83 s` → `1m23s`; `3723 s` → `1h02m03s`.
-fn clock(d: Duration) -> String {
+pub fn clock(d: Duration) -> String {
     let s = d.as_secs();
     match (s / 3600, s / 60 % 60, s % 60) {
         (0, 0, s) => format!("{s}s"),
@@ -220,6 +265,23 @@ mod tests {
         assert_eq!(clock(Duration::from_secs(59)), "59s");
         assert_eq!(clock(Duration::from_secs(83)), "1m23s");
         assert_eq!(clock(Duration::from_secs(3723)), "1h02m03s");
+    }
+
+    #[test]
+    fn progress_is_a_bar_on_terminals_lines_only_when_forced() {
+        use Mode::*;
+        assert_eq!(mode_for(None, true, true), Bar);
+        assert_eq!(mode_for(Some("auto"), true, true), Bar);
+        assert_eq!(
+            mode_for(None, false, true),
+            Off,
+            "pipes and Lambda logs stay clean"
+        );
+        assert_eq!(mode_for(None, true, false), Off, "no bar in JSON logs");
+        assert_eq!(mode_for(Some("always"), false, true), Lines);
+        assert_eq!(mode_for(Some("always"), true, false), Lines);
+        assert_eq!(mode_for(Some("always"), true, true), Bar);
+        assert_eq!(mode_for(Some("never"), true, true), Off);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `destination` and `state` blocks: where parts go (local directory or S3, with the
-//! server-side encryption requested) and where lease, checkpoint and run records live.
+//! server-side encryption requested — or, for pipes, NDJSON on stdout) and where lease,
+//! checkpoint and run records live.
 //! Data only: the destination and the state store check their own blocks.
 
 use std::path::PathBuf;
@@ -25,6 +26,9 @@ pub enum DestinationConfig {
         #[serde(default)]
         encryption: Encryption,
     },
+    /// One JSON object per change on the process's stdout (docs/output.md, NDJSON): no
+    /// parts, manifests or markers; the state store still holds the checkpoint. CLI only.
+    Stdout {},
 }
 
 /// Where the lease, checkpoint and run records live.

@@ -102,6 +102,19 @@ proptest::proptest! {
 }
 
 #[test]
+fn a_stdout_destination_parses_and_takes_no_keys() {
+    let text = MINIMAL.replace("{ type: local, path: ./out }", "{ type: stdout }");
+    let c = Config::parse(&text, "t").unwrap();
+    assert!(matches!(c.destination, DestinationConfig::Stdout {}));
+    let text = MINIMAL.replace(
+        "{ type: local, path: ./out }",
+        "{ type: stdout, path: ./out }",
+    );
+    let e = Config::parse(&text, "t").unwrap_err();
+    assert!(e.to_string().contains("path"), "{e}");
+}
+
+#[test]
 fn aws_backends_parse() {
     let text = MINIMAL
         .replace(

@@ -7,11 +7,14 @@
 //! [`Destination::put_marker`] writes small documents (`_manifest.json`, `_SUCCESS`) that a
 //! later clean run replaces. [`Destination::s3_object`] names the S3 object a key is
 //! stored as, for readers outside sluice (a Step Functions `ItemReader`); only an S3
-//! backend has one.
+//! backend has one. The stdout backend ([`stdout`]) keeps no documents: it emits parts
+//! as NDJSON and drops markers.
 
 mod crc32c;
 pub mod local;
+pub mod ndjson;
 pub mod s3;
+pub mod stdout;
 
 use std::path::Path;
 
@@ -84,6 +87,7 @@ pub fn check_config(config: &Config) -> Result<()> {
 pub async fn open(config: &Config) -> Result<Box<dyn Destination>> {
     match &config.destination {
         DestinationConfig::Local { path } => Ok(Box::new(local::LocalDestination::new(path)?)),
+        DestinationConfig::Stdout {} => Ok(Box::new(stdout::StdoutDestination)),
         DestinationConfig::S3 {
             bucket,
             prefix,

@@ -9,6 +9,13 @@ use crate::config::Config;
 const PROBE_PREFIX: &str = "_sluice_doctor";
 
 pub async fn checks(config: &Config, report: &mut Report) {
+    if crate::destination::stdout::is_stdout(config) {
+        report.push(Check::ok(
+            "destination writable",
+            "stdout (NDJSON): nothing is stored, nothing to probe",
+        ));
+        return;
+    }
     let destination = match crate::destination::open(config).await {
         Ok(d) => d,
         Err(e) => {
@@ -71,7 +78,8 @@ async fn delete(
         Ok(()) => Ok(()),
         Err(e) => match &config.destination {
             crate::config::DestinationConfig::S3 { .. } => super::s3::delete(config, key).await,
-            crate::config::DestinationConfig::Local { .. } => Err(e),
+            crate::config::DestinationConfig::Local { .. }
+            | crate::config::DestinationConfig::Stdout {} => Err(e),
         },
     }
 }

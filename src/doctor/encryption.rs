@@ -36,6 +36,7 @@ pub async fn check(config: &Config) -> Check {
         DestinationConfig::Local { .. } => {
             Check::ok(NAME, "not applicable to a local directory (S3 only)")
         }
+        DestinationConfig::Stdout {} => Check::ok(NAME, "not applicable to stdout (S3 only)"),
         DestinationConfig::S3 {
             bucket,
             endpoint_url,

@@ -10,9 +10,11 @@
 //!
 //! Guarantees: nothing is acked before it is durable and checkpointed (the order is
 //! [`crate::commit::Committer`]'s); an early stop happens only at a transaction boundary
-//! and is reported as `partial`.
+//! and is reported as `partial`. Progress (position, rows, rate, parts) is shown while it
+//! runs when the process asked for it ([`progress`]).
 
 pub mod manifests;
+pub mod progress;
 pub mod shapes;
 pub mod stop;
 pub mod tables;
@@ -203,6 +205,8 @@ pub async fn run(
     let mut last_flush = Instant::now();
     let mut stopped_inside_transaction = false;
     let mut open_commit: Option<Position> = None;
+    let mut tracker = progress::Tracker::start();
+    let parts_of = |router: &Router| router.tables.values().map(|t| t.parts.len() as u64).sum();
 
     while let Some(event) = stream.next().await? {
         match event {
@@ -218,6 +222,7 @@ pub async fn run(
                     status = RunStatus::Partial;
                     break;
                 }
+                tracker.change(|| parts_of(&router));
                 framer.change(change, &mut framed)?;
                 for event in framed.drain(..) {
                     if router.skipped.contains(&event.table.name) {
@@ -287,6 +292,7 @@ pub async fn run(
                     tracing::info!(at = %position, "{why}; stopping at a transaction boundary");
                     break;
                 }
+                tracker.commit(position, || parts_of(&router));
                 committer.keep_lease().await?;
             }
             SourceEvent::Barrier => {
@@ -303,6 +309,7 @@ pub async fn run(
         }
     }
 
+    drop(tracker);
     if stopped_inside_transaction {
         let at = committer.checkpoint();
         tracing::warn!(checkpoint = ?at.map(|p| p.to_string()), "deadline reached inside a transaction; stopped there, keeping nothing past the checkpoint");

@@ -97,6 +97,7 @@ async fn run_once(
         crate::baseline::added::want_added(config, backends).await?;
     }
     if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
+        crate::destination::stdout::refuse_baseline(config, "initial: snapshot")?;
         start_baseline(config, backends).await?;
     }
     let owner = crate::state::holder::owner(&run_id, None);
@@ -186,6 +187,11 @@ async fn rebaseline_pending(
     if pending.is_empty() {
         return Ok(());
     }
+    let tables: Vec<&str> = pending.iter().map(|r| r.table.as_str()).collect();
+    crate::destination::stdout::refuse_baseline(
+        config,
+        &format!("the re-baseline of {}", tables.join(", ")),
+    )?;
     let result = match &config.baseline.state_machine_arn {
         None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
             .await

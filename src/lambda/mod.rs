@@ -63,7 +63,7 @@ pub fn main() -> i32 {
         }
     };
     runtime.block_on(async {
-        let config = crate::job::config::load(None);
+        let config = crate::job::config::load(None).and_then(refuse_stdout);
         if let Err(e) = &config {
             tracing::error!(error = %e.chain(), "invalid SLUICE_CONFIG; every invocation will fail until it is fixed");
         }
@@ -238,4 +238,33 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .json()
         .init();
+}
+
+/// The Lambda face has no stdout a reader could consume: its output goes to CloudWatch Logs.
+fn refuse_stdout(config: crate::config::Config) -> Result<crate::config::Config, Error> {
+    if crate::destination::stdout::is_stdout(&config) {
+        return Err(Error::new(
+            crate::error::Code::ConfigInvalid,
+            "destination.type stdout is for the CLI; a Lambda function's stdout is its log",
+        )
+        .hint("give the function a destination of type s3"));
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod stdout_tests {
+    use super::*;
+
+    #[test]
+    fn the_lambda_face_refuses_a_stdout_destination() {
+        let text = crate::config::tests::MINIMAL
+            .replace("{ type: local, path: ./out }", "{ type: stdout }");
+        let config = crate::job::config::parse(&text, "t").unwrap();
+        let e = refuse_stdout(config).unwrap_err();
+        assert_eq!(e.code(), Code::ConfigInvalid);
+        assert!(e.hint_text().unwrap().contains("s3"), "{e}");
+        let local = crate::job::config::parse(crate::config::tests::MINIMAL, "t").unwrap();
+        assert!(refuse_stdout(local).is_ok());
+    }
 }

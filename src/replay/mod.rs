@@ -41,6 +41,7 @@ pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Ro
             })?;
             root.join(table).display().to_string()
         }
+        DestinationConfig::Stdout {} => return Err(no_parts_on_stdout(table)),
         DestinationConfig::S3 { bucket, prefix, .. } => {
             let prefix = prefix.trim_matches('/');
             if prefix.is_empty() {
@@ -72,6 +73,9 @@ pub async fn render(
         )
         .hint("name the table as source.tables writes it (its output folder)"));
     }
+    if matches!(config.destination, DestinationConfig::Stdout {}) {
+        return Err(no_parts_on_stdout(table));
+    }
     let destination = crate::destination::open(config).await?;
     let columns = shape::read(destination.as_ref(), table).await?;
     let rows = match source {
@@ -89,4 +93,13 @@ pub async fn render(
         rows,
         view: view.map(str::to_owned),
     })
+}
+
+/// A stdout destination keeps neither parts nor the manifests that record a table's shape.
+fn no_parts_on_stdout(table: &str) -> Error {
+    Error::new(
+        Code::ConfigInvalid,
+        format!("the job's destination is stdout, which keeps no parts or manifests of {table} to query"),
+    )
+    .hint("run `sluice sql` with the config of a local or S3 destination the table's parts were written to")
 }

@@ -195,6 +195,8 @@ fn classify(name: &str) -> Option<&'static str> {
         "SLUICE_CONFIG" | "SLUICE_LOG" => "module",
         // Text logs are for terminals; the Lambda face always logs JSON.
         "SLUICE_LOG_FORMAT" => "cli only",
+        // Progress on a terminal (or forced into CLI logs); the Lambda face never shows it.
+        "SLUICE_PROGRESS" => "cli only",
         // Fault injection for the durability tests; never set in a deployment.
         "SLUICE_FAULT" => "tests only",
         // For links slower than S3's in-region bandwidth (and tests); unset in a deployment.

@@ -8,6 +8,7 @@ mod drain;
 mod durability;
 mod failover;
 mod faults;
+mod ndjson;
 pub mod oracle;
 mod security;
 mod types_every;

@@ -7,6 +7,7 @@
 #[macro_use]
 pub mod aws;
 pub mod lambda_api;
+pub mod pipe;
 pub mod proxy;
 pub mod readers;
 pub mod replica;
