@@ -340,7 +340,7 @@ async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<Sna
 /// Writes a re-baseline's epoch marker — one `__op = 'rebaseline'` row at the
 /// [`epoch`](super::epoch)'s marker position, every table column NULL — as
 /// `part-000000.parquet` of the plan folder and records it as chunk 0 (once: a retry
-/// adopts the part an earlier attempt wrote).
+/// adopts the part an earlier attempt wrote). Finish writes it, after every chunk.
 async fn write_marker(
     config: &Config,
     backends: &Backends,
@@ -432,13 +432,6 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
                 planned
             }
         };
-        if record.reason.is_some() {
-            if source.is_none() {
-                source = Some(snapshot::open(config).await?);
-            }
-            let schema = source.as_ref().expect("opened above").schema(table)?;
-            write_marker(config, backends, &record, schema).await?;
-        }
         state
             .put_snapshot(
                 &config.job,
@@ -568,27 +561,6 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         let mut parts = Vec::new();
         let mut missing = Vec::new();
         let mut rows = 0;
-        if record.reason.is_some() {
-            let marker = state
-                .load_chunk(&config.job, table, MARKER_CHUNK)
-                .await?
-                .filter(|m| !m.part_key.is_empty());
-            match marker {
-                Some(m) => {
-                    let pos = super::epoch::marker_of(Position::parse_tagged(&record.anchor)?)?
-                        .sortable_text();
-                    parts.push(ManifestPart {
-                        key: m.part_key.clone(),
-                        rows: m.rows,
-                        bytes: m.bytes,
-                        checksum: m.checksum.clone(),
-                        first_pos: pos.clone(),
-                        last_pos: pos,
-                    });
-                }
-                None => missing.push(MARKER_CHUNK),
-            }
-        }
         for n in 1..=plan.len() as u32 {
             match state.load_chunk(&config.job, table, n).await? {
                 Some(chunk) => {
@@ -605,6 +577,37 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                     }
                 }
                 None => missing.push(n),
+            }
+        }
+        // The epoch marker is written last, once every chunk is: until then a reader of
+        // the folder sees the table's earlier rows with the new snapshot's rows read so
+        // far on top of them (each at least as new), never a partial table.
+        if missing.is_empty() && record.reason.is_some() && record.status != SnapshotStatus::Done {
+            let schema = snapshot::open(config).await?.schema(table)?;
+            write_marker(config, backends, &record, schema).await?;
+        }
+        if record.reason.is_some() {
+            let marker = state
+                .load_chunk(&config.job, table, MARKER_CHUNK)
+                .await?
+                .filter(|m| !m.part_key.is_empty());
+            match marker {
+                Some(m) => {
+                    let pos = super::epoch::marker_of(Position::parse_tagged(&record.anchor)?)?
+                        .sortable_text();
+                    parts.insert(
+                        0,
+                        ManifestPart {
+                            key: m.part_key.clone(),
+                            rows: m.rows,
+                            bytes: m.bytes,
+                            checksum: m.checksum.clone(),
+                            first_pos: pos.clone(),
+                            last_pos: pos,
+                        },
+                    );
+                }
+                None => missing.push(MARKER_CHUNK),
             }
         }
         if !missing.is_empty() {
