@@ -11,11 +11,13 @@
 //! is resumed against the same binlog (see [`BinlogPosition`]).
 
 mod gtid;
+mod gtid_set;
 mod mssql;
 mod mysql;
 mod pg;
 
 pub use gtid::{Gtid, GtidPos, MAX_DOMAINS, TooManyDomains};
+pub use gtid_set::{GtidSet, MAX_GNO, ParseGtidSetError, SourceUuid};
 pub use mssql::Lsn as SqlServerLsn;
 pub use mysql::{BinlogMark, BinlogPosition};
 pub use pg::PgLsn;
