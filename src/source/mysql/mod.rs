@@ -34,6 +34,7 @@ pub mod connect;
 pub mod events;
 pub mod failover;
 pub mod forms;
+pub mod mysql_gtid;
 pub mod prerequisites;
 pub mod probe;
 pub mod rows;
