@@ -30,7 +30,7 @@ use crate::source::mysql::connect::{self, errno, query_error, server_errno};
 use crate::source::mysql::failover::{self, FollowVerdict};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
 use crate::source::mysql::schema::{self, CapturedTable};
-use crate::source::mysql::{self as source, Plan, binlog};
+use crate::source::mysql::{self as source, Plan, binlog, mysql_gtid};
 
 pub async fn checks(config: &Config, report: &mut Report) {
     let my = config.source.mysql.clone().unwrap_or_default();
@@ -149,7 +149,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
             match failover::follow_verdict(version.flavor, settings, replica.unwrap_or(false)) {
                 FollowVerdict::Yes => Check::ok(
                     "failover",
-                    "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
+                    match version.flavor {
+                        prerequisites::Flavor::MariaDb => "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
+                        prerequisites::Flavor::MySql => "gtid_mode = ON: after a failover, point source.url at the promoted server and the job follows by GTID set, without a re-baseline (a checkpoint carries the set from the stream's first binlog rotation on: FLUSH BINARY LOGS once after the first run)",
+                    },
                 ),
                 FollowVerdict::No(why) => Check::warn(
                     "failover",
@@ -220,6 +223,19 @@ async fn checkpoint_check(
                 name,
                 format!(
                     "{identity}: the checkpoint {position} was written for {} — a failover; this server has every transaction up to its GTID position {gtid}, so the next run follows it here",
+                    cp.source_identity
+                ),
+            ));
+        }
+        Plan::FollowSet(position, set) => {
+            mysql_gtid::server_sets(conn)
+                .await
+                .and_then(|server| mysql_gtid::check_follow(&set, &server))
+                .map_err(|e| Check::from_error(name, &e))?;
+            return Err(Check::ok(
+                name,
+                format!(
+                    "{identity}: the checkpoint {position} was written for {} — a failover; this server has every transaction of its GTID set {set} and still has in its binlog every one after it, so the next run follows it here",
                     cp.source_identity
                 ),
             ));

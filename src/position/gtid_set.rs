@@ -10,8 +10,8 @@
 //! [`GtidSet::parse`]. Parsing accepts what MySQL prints (upper case, a newline after each
 //! comma, repeated UUIDs, unsorted or overlapping intervals) and refuses tagged GTIDs
 //! (`uuid:tag:1-5`, MySQL 8.4), which sluice does not follow.
-//! [`GtidSet::is_subset`], [`GtidSet::difference`] and [`GtidSet::intersection`] are
-//! exact set operations.
+//! [`GtidSet::is_subset`], [`GtidSet::difference`], [`GtidSet::intersection`] and
+//! [`GtidSet::union_with`] are exact set operations.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -99,6 +99,15 @@ impl GtidSet {
     /// Adds one transaction `uuid:gno`.
     pub fn insert(&mut self, uuid: SourceUuid, gno: u64) {
         self.insert_interval(uuid, gno, gno);
+    }
+
+    /// Adds every transaction of `other`.
+    pub fn union_with(&mut self, other: &GtidSet) {
+        for (uuid, list) in &other.sets {
+            let mine = self.sets.entry(*uuid).or_default();
+            mine.extend_from_slice(list);
+            normalize(mine);
+        }
     }
 
     /// True when every transaction of `self` is in `other`.
@@ -339,6 +348,10 @@ mod tests {
             prop_assert_eq!(sa.difference(&sb), build(&diff));
             let both: Model = a.intersection(&b).copied().collect();
             prop_assert_eq!(sa.intersection(&sb), build(&both));
+            let either: Model = a.union(&b).copied().collect();
+            let mut union = sa.clone();
+            union.union_with(&sb);
+            prop_assert_eq!(union, build(&either));
             for &(u, g) in &a {
                 prop_assert!(sa.contains(&uuid(u), g));
             }

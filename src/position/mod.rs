@@ -29,10 +29,10 @@ use std::str::FromStr;
 use crate::error::{Code, Error};
 
 /// A position in some engine's change log.
-// The MySQL variant carries its GTID position inline (about 200 bytes) so positions stay
-// `Copy`; a run holds a handful of them, never one per change.
+// The MySQL variant carries its MariaDB GTID position inline (about 200 bytes) and a
+// MySQL GTID set behind an `Arc`; a run holds a handful of positions, never one per change.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Position {
     /// A PostgreSQL WAL location.
     Postgres(PgLsn),
@@ -69,7 +69,7 @@ impl Position {
             Position::SqlServer(lsn) => Position::SqlServer(lsn.decrement().unwrap_or(*lsn)),
             // A MySQL change's `__pos` is the end of its commit event, which lies strictly
             // after the position the stream starts at: no change ties with the start.
-            Position::MySql(pos) => Position::MySql(*pos),
+            Position::MySql(pos) => Position::MySql(pos.clone()),
         }
     }
 

@@ -95,6 +95,25 @@ pub struct ServerGtidSets {
     pub purged: GtidSet,
 }
 
+/// Reads `@@GLOBAL.gtid_executed` and `@@GLOBAL.gtid_purged`.
+pub async fn server_sets(conn: &mut mysql_async::Conn) -> Result<ServerGtidSets> {
+    use mysql_async::prelude::Queryable;
+    let row: Option<(String, String)> = conn
+        .query_first("SELECT @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged")
+        .await
+        .map_err(|e| {
+            super::connect::query_error("reading the server's GTID sets (@@gtid_executed)", e)
+        })?;
+    let (executed, purged) = row.unwrap_or_default();
+    let parse = |text: &str| {
+        GtidSet::parse(text).map_err(|e| Error::new(Code::SourceProtocol, e.to_string()))
+    };
+    Ok(ServerGtidSets {
+        executed: parse(&executed)?,
+        purged: parse(&purged)?,
+    })
+}
+
 /// Allows continuing at `checkpoint` on a MySQL server with `server`'s GTIDs. Pure.
 pub fn check_follow(checkpoint: &GtidSet, server: &ServerGtidSets) -> Result<()> {
     let missing = checkpoint.difference(&server.executed);

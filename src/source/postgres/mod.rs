@@ -268,8 +268,8 @@ pub fn checkpoint_lsn(
     facts: &failover::FailoverFacts,
 ) -> Result<PgLsn> {
     check_same_source(&resume.source_identity, identity, slot, facts)?;
-    match resume.position {
-        Position::Postgres(lsn) => Ok(lsn),
+    match &resume.position {
+        Position::Postgres(lsn) => Ok(*lsn),
         other => Err(Error::new(
             Code::SourceForeignCheckpoint,
             format!("the checkpoint {other} is not a PostgreSQL position"),
