@@ -14,10 +14,12 @@
 //! at and its file's creation time ([`crate::position::BinlogPosition`]), verified when
 //! the stream resumes.
 //!
-//! Failover (MariaDB): a checkpoint of another server that carries a GTID position is
-//! followed on this server when its binlog holds everything up to it
-//! ([`failover::check_follow`]): the dump starts at the GTID position, the positions move
-//! to the next generation, and the next checkpoint records this server's identity.
+//! Failover: a checkpoint of another server that carries a GTID position (MariaDB) or a
+//! GTID set (MySQL) is followed on this server when its binlog holds everything up to it
+//! ([`failover::check_follow`], [`mysql_gtid::check_follow`]): the dump starts at the
+//! GTID position (`@slave_connect_state`) or after the set (`COM_BINLOG_DUMP_GTID`), the
+//! positions move to the next generation, and the next checkpoint records this server's
+//! identity.
 //! A replica is read like a primary; it must write what it replicates to its own binlog
 //! (`log_slave_updates`).
 //!
