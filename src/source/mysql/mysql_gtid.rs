@@ -3,6 +3,7 @@
 //! Guarantees:
 //! * [`gtid_of`] turns a decoded GTID_LOG_EVENT into the transaction `uuid:gno` it
 //!   starts; a tagged GTID (MySQL 8.4 `uuid:tag:gno`) is refused, never recorded untagged;
+//! * [`SetTracker`] keeps the set a stream has read up to from those two events;
 //! * [`previous_set`] turns a PREVIOUS_GTIDS_LOG_EVENT into the [`GtidSet`] executed
 //!   before its file (the wire's interval ends are exclusive, the set's inclusive);
 //! * [`dump_request`] builds the COM_BINLOG_DUMP_GTID request for a set: the server sends
@@ -12,6 +13,8 @@
 //!   (else `SLUICE_SOURCE_FAILOVER_GAP`, naming the missing GTIDs) and it still has in its
 //!   binlog every transaction the job has not read (`@@gtid_purged` ∩ needed = ∅; else
 //!   `SLUICE_SOURCE_LOG_GAP`, naming the purged GTIDs).
+
+use std::sync::Arc;
 
 use mysql_common::binlog::events::{GtidEvent, PreviousGtidsEvent};
 use mysql_common::packets::binlog_request::BinlogRequest;
@@ -61,6 +64,59 @@ fn tagged(at: &str) -> Error {
         format!("a tagged GTID (MySQL 8.4 `uuid:tag:n`) at {at}: sluice records untagged GTIDs only"),
     )
     .hint("do not use SET gtid_next = 'AUTOMATIC:<tag>' on the source, or re-baseline after the tagged transactions")
+}
+
+/// The GTID set a MySQL stream has read up to, fed with the stream's GTID events.
+///
+/// Guarantees: once known, the set grows by every GTID_LOG_EVENT's transaction and every
+/// PREVIOUS_GTIDS set (the transactions before a file, all behind the stream); unknown at
+/// the start, it becomes known at the next PREVIOUS_GTIDS; a tagged or malformed GTID makes
+/// it unknown for the rest of the stream (checkpoints then keep only `file:offset`). The
+/// set is shared (`Arc`) with the positions already handed out and copied on write.
+#[derive(Debug, Clone, Default)]
+pub struct SetTracker {
+    set: Option<Arc<GtidSet>>,
+}
+
+impl SetTracker {
+    /// Starts at `set` (`None`: not known yet).
+    pub fn new(set: Option<Arc<GtidSet>>) -> Self {
+        SetTracker { set }
+    }
+
+    /// The set now, for a position's mark.
+    pub fn current(&self) -> Option<Arc<GtidSet>> {
+        self.set.clone()
+    }
+
+    /// A GTID_LOG_EVENT at `at`.
+    pub fn gtid(&mut self, event: &GtidEvent, at: &str) {
+        let Some(set) = self.set.as_mut() else {
+            return;
+        };
+        match gtid_of(event, at) {
+            Ok((uuid, gno)) => Arc::make_mut(set).insert(uuid, gno),
+            Err(e) => self.give_up(e),
+        }
+    }
+
+    /// A PREVIOUS_GTIDS_LOG_EVENT at `at`.
+    pub fn previous(&mut self, event: &PreviousGtidsEvent<'_>, at: &str) {
+        match previous_set(event, at) {
+            Ok(previous) => match self.set.as_mut() {
+                Some(set) => Arc::make_mut(set).union_with(&previous),
+                None => self.set = Some(Arc::new(previous)),
+            },
+            Err(e) => self.give_up(e),
+        }
+    }
+
+    fn give_up(&mut self, e: Error) {
+        if self.set.is_some() {
+            tracing::warn!(error = %e, "checkpoints keep only file:offset from here (a MySQL failover cannot be followed from them)");
+        }
+        self.set = None;
+    }
 }
 
 /// The SID block of a COM_BINLOG_DUMP_GTID for `set` (interval ends exclusive).
@@ -212,18 +268,59 @@ mod tests {
     /// (`Gtid_event`): flags u8, SID 16 bytes, GNO u64, then the logical clock
     /// (typecode 2, last_committed u64, sequence_number u64), immediate_commit_timestamp
     /// 7 bytes, transaction_length (net varlen), immediate_server_version u32.
-    #[test]
-    fn a_gtid_log_event_names_its_transaction() {
+    fn gtid_event_bytes(sid: [u8; 16], gno: u64) -> Vec<u8> {
         let mut body = vec![0x01];
-        body.extend(A_BYTES);
-        body.extend(42u64.to_le_bytes());
+        body.extend(sid);
+        body.extend(gno.to_le_bytes());
         body.push(2);
         body.extend(41u64.to_le_bytes());
         body.extend(42u64.to_le_bytes());
         body.extend(&1_733_000_000_000_000u64.to_le_bytes()[..7]);
         body.push(200); // transaction_length, one varlen byte
         body.extend(80_036u32.to_le_bytes());
-        let bytes = event(33, &body);
+        event(33, &body)
+    }
+
+    fn read_gtid(bytes: &[u8]) -> GtidEvent {
+        let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+        let read = reader.read(bytes).unwrap().unwrap();
+        match read.read_data().unwrap() {
+            Some(EventData::GtidEvent(gtid)) => gtid,
+            other => panic!("not a GTID event: {other:?}"),
+        }
+    }
+
+    /// PREVIOUS_GTIDS_LOG_EVENT (type 35) body: the set encoded as `Gtid_set::encode`
+    /// writes it (sql/rpl_gtid_set.cc), interval ends exclusive.
+    /// A SID and its `[start, end)` intervals.
+    type EncodedSid<'a> = ([u8; 16], &'a [(u64, u64)]);
+
+    fn previous_bytes(sids: &[EncodedSid<'_>]) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend((sids.len() as u64).to_le_bytes());
+        for (sid, intervals) in sids {
+            body.extend(sid);
+            body.extend((intervals.len() as u64).to_le_bytes());
+            for (start, end) in *intervals {
+                body.extend(start.to_le_bytes());
+                body.extend(end.to_le_bytes());
+            }
+        }
+        event(35, &body)
+    }
+
+    fn read_previous(bytes: &[u8]) -> PreviousGtidsEvent<'static> {
+        let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+        let read = reader.read(bytes).unwrap().unwrap();
+        match read.read_data().unwrap() {
+            Some(EventData::PreviousGtidsEvent(previous)) => previous.into_owned(),
+            other => panic!("not PREVIOUS_GTIDS: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_gtid_log_event_names_its_transaction() {
+        let bytes = gtid_event_bytes(A_BYTES, 42);
         let mut reader = EventStreamReader::new(BinlogVersion::Version4);
         let read = reader.read(&bytes[..]).unwrap().unwrap();
         let Some(EventData::GtidEvent(gtid)) = read.read_data().unwrap() else {
@@ -236,8 +333,54 @@ mod tests {
         assert_eq!(executed.to_string(), format!("{A}:1-42"));
     }
 
-    /// PREVIOUS_GTIDS_LOG_EVENT (type 35) body: the set encoded as `Gtid_set::encode`
-    /// writes it (sql/rpl_gtid_set.cc), interval ends exclusive.
+    #[test]
+    fn a_stream_tracks_its_set_from_the_events_it_reads() {
+        // Unknown at the start: GTIDs alone do not make a set.
+        let mut tracker = SetTracker::new(None);
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 5)), "b.1:100");
+        assert!(tracker.current().is_none());
+        // The next file's PREVIOUS_GTIDS makes it known; its GTIDs then add up.
+        tracker.previous(
+            &read_previous(&previous_bytes(&[(A_BYTES, &[(1, 6)])])),
+            "b.2:155",
+        );
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 6)), "b.2:300");
+        tracker.gtid(&read_gtid(&gtid_event_bytes(B_BYTES, 1)), "b.2:500");
+        let handed_out = tracker.current().unwrap();
+        assert_eq!(handed_out.to_string(), format!("{A}:1-6,{B}:1"));
+        // Copy on write: a position handed out keeps its set.
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 7)), "b.2:700");
+        assert_eq!(handed_out.to_string(), format!("{A}:1-6,{B}:1"));
+        assert_eq!(
+            tracker.current().unwrap().to_string(),
+            format!("{A}:1-7,{B}:1")
+        );
+        // A later file's PREVIOUS_GTIDS (behind the stream) never shrinks it.
+        tracker.previous(
+            &read_previous(&previous_bytes(&[(A_BYTES, &[(1, 3)])])),
+            "b.3:155",
+        );
+        assert_eq!(
+            tracker.current().unwrap().to_string(),
+            format!("{A}:1-7,{B}:1")
+        );
+        // A malformed PREVIOUS_GTIDS (an empty interval) makes it unknown again.
+        tracker.previous(
+            &read_previous(&previous_bytes(&[(A_BYTES, &[(5, 5)])])),
+            "b.4:155",
+        );
+        assert!(tracker.current().is_none());
+        // A tagged GTID (MySQL 8.4) is never recorded untagged: the set becomes unknown.
+        let mut tagged = SetTracker::new(Some(Arc::new(set(&format!("{A}:1-9")))));
+        let tag = mysql_common::packets::Tag::new("batch").unwrap();
+        tagged.gtid(&GtidEvent::new_tagged(A_BYTES, tag, 10), "b.4:300");
+        assert!(tagged.current().is_none());
+        // A checkpoint's set continues as it was.
+        let mut resumed = SetTracker::new(Some(Arc::new(set(&format!("{A}:1-9")))));
+        resumed.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 10)), "b.5:100");
+        assert_eq!(resumed.current().unwrap().to_string(), format!("{A}:1-10"));
+    }
+
     #[test]
     fn a_previous_gtids_event_gives_the_set_before_its_file() {
         let mut body = Vec::new();

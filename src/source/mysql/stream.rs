@@ -135,8 +135,8 @@ pub struct MyStream {
     origin: Origin,
     /// The GTID position after the last GTID event read (`None`: not tracked).
     gtid: Option<GtidPos>,
-    /// MySQL: the GTID set after the last GTID event read (`None`: not known).
-    gtid_set: Option<Arc<GtidSet>>,
+    /// MySQL: the GTID set read up to.
+    gtid_set: super::mysql_gtid::SetTracker,
     generation: u16,
 }
 
@@ -183,7 +183,7 @@ impl MyStream {
             finished: false,
             origin: start.origin,
             gtid: start.gtid,
-            gtid_set: start.gtid_set,
+            gtid_set: super::mysql_gtid::SetTracker::new(start.gtid_set),
             generation: start.generation,
         }
     }
@@ -194,7 +194,7 @@ impl MyStream {
             file_created: self.file_created,
             event,
             gtid: self.gtid,
-            gtid_set: self.gtid_set.clone(),
+            gtid_set: self.gtid_set.current(),
         })
     }
 
@@ -356,10 +356,10 @@ impl MyStream {
                 }
                 EventData::GtidEvent(gtid) => {
                     self.open_group(false, false, &at)?;
-                    self.record_mysql_gtid(&gtid, &at);
+                    self.gtid_set.gtid(&gtid, &at);
                 }
                 EventData::AnonymousGtidEvent(_) => self.open_group(false, false, &at)?,
-                EventData::PreviousGtidsEvent(previous) => self.learn_previous(&previous, &at),
+                EventData::PreviousGtidsEvent(previous) => self.gtid_set.previous(&previous, &at),
                 EventData::XaPrepareLogEvent(_) => {
                     if self.buffer.rows() > 0 {
                         return Err(xa_refused("a captured table", &at));
@@ -419,39 +419,6 @@ impl MyStream {
     /// A file of the server the stream reads, in the stream's generation.
     fn in_generation(&self, name: &str) -> Result<BinlogPosition> {
         Ok(super::binlog::position(name, 4)?.with_generation(self.generation))
-    }
-
-    /// MySQL: adds a GTID event's transaction to the set (a tagged GTID stops tracking).
-    fn record_mysql_gtid(&mut self, event: &mysql_common::binlog::events::GtidEvent, at: &str) {
-        let Some(set) = self.gtid_set.as_mut() else {
-            return;
-        };
-        match super::mysql_gtid::gtid_of(event, at) {
-            Ok((uuid, gno)) => Arc::make_mut(set).insert(uuid, gno),
-            Err(e) => {
-                tracing::warn!(error = %e, "checkpoints keep only file:offset from here (a failover cannot be followed)");
-                self.gtid_set = None;
-            }
-        }
-    }
-
-    /// MySQL: a file's PREVIOUS_GTIDS — everything executed before the file, all of it
-    /// behind the stream — joins the set (a stream that had none learns it here).
-    fn learn_previous(
-        &mut self,
-        event: &mysql_common::binlog::events::PreviousGtidsEvent<'_>,
-        at: &str,
-    ) {
-        match super::mysql_gtid::previous_set(event, at) {
-            Ok(previous) => match self.gtid_set.as_mut() {
-                Some(set) => Arc::make_mut(set).union_with(&previous),
-                None => self.gtid_set = Some(Arc::new(previous)),
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "checkpoints keep only file:offset from here (a failover cannot be followed)");
-                self.gtid_set = None;
-            }
-        }
     }
 
     /// Records a GTID event's transaction as its domain's last one.
