@@ -151,7 +151,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
                     "failover",
                     match version.flavor {
                         prerequisites::Flavor::MariaDb => "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
-                        prerequisites::Flavor::MySql => "gtid_mode = ON: after a failover, point source.url at the promoted server and the job follows by GTID set, without a re-baseline (a checkpoint carries the set from the stream's first binlog rotation on: FLUSH BINARY LOGS once after the first run)",
+                        prerequisites::Flavor::MySql => "gtid_mode = ON: after a failover, point source.url at the promoted server and the job follows by GTID set, without a re-baseline (a checkpoint carries the set from the stream's start with BACKUP_ADMIN, else from its first binlog rotation on: FLUSH BINARY LOGS once after the first run)",
                     },
                 ),
                 FollowVerdict::No(why) => Check::warn(

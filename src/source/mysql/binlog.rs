@@ -128,7 +128,13 @@ pub async fn consistent_position(
                         lock
                     }
                 })?;
-            let result = current_position(conn, version).await;
+            // With GTIDs on, the anchor also carries the set executed up to it, read with
+            // the coordinates in one consistent step (performance_schema.log_status, which
+            // needs BACKUP_ADMIN); otherwise the stream learns it at the next rotation.
+            let result = match super::mysql_gtid::anchor_with_set(conn).await {
+                Some(anchor) => Ok(anchor),
+                None => current_position(conn, version).await,
+            };
             let unlocked = conn.query_drop("UNLOCK TABLES").await;
             let result = result?;
             unlocked.map_err(|e| query_error("unlocking the captured tables", e))?;

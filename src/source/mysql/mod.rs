@@ -210,6 +210,9 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 ..start.mark.clone()
             };
             let start = start.with_mark(mark);
+            // MySQL: the anchor's set (performance_schema.log_status), else learnt from
+            // the next binlog file's PREVIOUS_GTIDS.
+            let gtid_set = start.mark.gtid_set.clone();
             (
                 start.clone(),
                 start,
@@ -217,8 +220,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 GtidStart {
                     origin: Origin::Position,
                     gtid,
-                    // MySQL: learnt from the next binlog file's PREVIOUS_GTIDS.
-                    gtid_set: None,
+                    gtid_set,
                     generation: 0,
                 },
             )
