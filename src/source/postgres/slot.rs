@@ -160,9 +160,12 @@ pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> 
         return Err(Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
             .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION and set source.postgres.adopt_slot: true, or set source.postgres.create: true", pg.slot)));
     }
-    let version = super::failover::server_version_num(client).await?;
+    let (version, standby) = super::failover::server_kind(client).await?;
     let row = client
-        .query_one(super::failover::create_slot_sql(version), &[&pg.slot])
+        .query_one(
+            super::failover::create_slot_sql(version, standby),
+            &[&pg.slot],
+        )
         .await
         .map_err(|e| query_error(&format!("creating replication slot {}", pg.slot), e))?;
     let text: String = row.get(0);
