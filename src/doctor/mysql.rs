@@ -244,10 +244,29 @@ async fn checkpoint_check(
     Ok((
         Check::ok(
             name,
-            format!("{identity}: the checkpoint {position} was written for this server"),
+            format!(
+                "{identity}: the checkpoint {position} was written for this server{}",
+                gtid_note(version.flavor, &position)
+            ),
         ),
         Some(position),
     ))
+}
+
+/// MySQL: whether the checkpoint carries the GTID set a failover is followed by. Pure.
+pub fn gtid_note(
+    flavor: prerequisites::Flavor,
+    position: &crate::position::BinlogPosition,
+) -> &'static str {
+    match (flavor, &position.mark.gtid_set) {
+        (prerequisites::Flavor::MariaDb, _) => "",
+        (prerequisites::Flavor::MySql, Some(_)) => {
+            "; it carries its GTID set, so a failover can be followed from it"
+        }
+        (prerequisites::Flavor::MySql, None) => {
+            "; it carries no GTID set yet (gtid_mode off, or no binlog rotation since the stream started): a failover could not be followed from it"
+        }
+    }
 }
 
 /// The checkpoint's binlog file against `SHOW BINARY LOGS` and the current end, by the
@@ -701,6 +720,20 @@ fn spill_volume_check(config: &Config, my: &crate::config::MysqlConfig) -> Check
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_identity_row_says_whether_a_mysql_checkpoint_carries_its_gtid_set() {
+        use crate::position::BinlogPosition;
+        use crate::source::mysql::prerequisites::Flavor;
+        let with = BinlogPosition::parse_checkpoint(
+            "binlog.000002:1234;s=3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5",
+        )
+        .unwrap();
+        let without = BinlogPosition::parse_checkpoint("binlog.000002:1234").unwrap();
+        assert!(gtid_note(Flavor::MySql, &with).contains("carries its GTID set"));
+        assert!(gtid_note(Flavor::MySql, &without).contains("no GTID set yet"));
+        assert_eq!(gtid_note(Flavor::MariaDb, &without), "");
+    }
+
     use super::*;
 
     #[test]

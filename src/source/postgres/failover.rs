@@ -83,7 +83,7 @@ pub fn check_timeline(slot: &str, was: &str, now: &str, facts: &FailoverFacts) -
         return Ok(());
     }
     let head = format!(
-        "the checkpoint was written on timeline {was} of this cluster, but the server is now on timeline {now} (a promotion or a point-in-time restore)"
+        "the checkpoint was written on timeline {was} of this cluster, but the server is now on timeline {now} (a promotion or a point-in-time restore; the WAL after the fork is another history)"
     );
     let steps = format!(
         "re-baseline from the server as it is now: `sluice state clear --config FILE`, drop the slot if it is there \
