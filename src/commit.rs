@@ -31,7 +31,7 @@ use crate::source::ChangeStream;
 use crate::state::{Checkpoint, CheckpointWrite, ChunkRecord, Lease, StateStore, now_ms};
 
 /// Where a run's checkpoint stands when it starts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Start {
     /// Version of the stored checkpoint (0 = none yet).
     pub version: u64,
@@ -88,7 +88,7 @@ impl<'a> Committer<'a> {
             run_id,
             source_identity,
             version: start.version,
-            acked: start.position,
+            acked: start.position.clone(),
             checkpoint: start.position,
             lease_renewed: Instant::now(),
         }
@@ -101,7 +101,7 @@ impl<'a> Committer<'a> {
 
     /// The stored checkpoint position, if any.
     pub fn checkpoint(&self) -> Option<Position> {
-        self.checkpoint
+        self.checkpoint.clone()
     }
 
     /// Step 1: uploads a finished part of the stream; durable on return. The local file
@@ -151,7 +151,7 @@ impl<'a> Committer<'a> {
             (None, Some(_)) => true,
             (Some(acked), Some(cp)) => acked < cp,
         };
-        if needs_ack && let Some(cp) = self.checkpoint {
+        if needs_ack && let Some(cp) = self.checkpoint.clone() {
             stream.ack(&cp).await?;
             self.acked = Some(cp);
             hit(FaultPoint::SourceAcked).await?;

@@ -31,7 +31,7 @@ use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 
 /// A re-baseline's two positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Epoch {
     /// The recorded anchor: the snapshot rows' `__pos`.
     pub anchor: Position,
@@ -50,7 +50,7 @@ pub fn at_checkpoint(checkpoint: Position) -> Result<Epoch> {
             let at = |by: u32| {
                 c.offset()
                     .checked_add(by)
-                    .map(|offset| Position::MySql(c.at(offset).with_mark(c.mark)))
+                    .map(|offset| Position::MySql(c.at(offset).with_mark(c.mark.clone())))
                     .ok_or_else(|| {
                         Error::new(
                             Code::Internal,
@@ -116,8 +116,8 @@ mod tests {
             let checkpointed = c.saturating_sub(before);
             prop_assume!(checkpointed + 3 <= c);
             let old = (text(Position::Postgres(PgLsn(checkpointed))), 5u64);
-            let marker = (text(epoch.marker), 0u64);
-            let snapshot = (text(epoch.anchor), 0u64);
+            let marker = (text(epoch.marker.clone()), 0u64);
+            let snapshot = (text(epoch.anchor.clone()), 0u64);
             let later = (text(Position::Postgres(PgLsn(c + after))), 0u64);
             prop_assert!(old < marker);
             prop_assert!(marker < snapshot);
@@ -137,8 +137,8 @@ mod tests {
             };
             let epoch = at_checkpoint(at(file, c)).unwrap();
             let old = (text(at(file, c.saturating_sub(before))), u64::from(seq));
-            let marker = (text(epoch.marker), 0u64);
-            let snapshot = (text(epoch.anchor), 0u64);
+            let marker = (text(epoch.marker.clone()), 0u64);
+            let snapshot = (text(epoch.anchor.clone()), 0u64);
             let later = if rotated { at(file + 1, 4 + after) } else { at(file, c + after) };
             let later = (text(later), 0u64);
             prop_assert!(old < marker, "{old:?} {marker:?}");

@@ -234,7 +234,7 @@ async fn anchor_under_lease(
                 info.source_identity.clone(),
                 Start::default(),
             );
-            committer.first_checkpoint(info.start).await?;
+            committer.first_checkpoint(info.start.clone()).await?;
             info.start
         }
     };
@@ -289,7 +289,7 @@ async fn reanchor(
     checkpoint: Position,
     run_id: &str,
 ) -> Result<AnchorOutput> {
-    let epoch = super::epoch::at_checkpoint(checkpoint)?;
+    let epoch = super::epoch::at_checkpoint(checkpoint.clone())?;
     let anchor = epoch.anchor.to_string();
     for record in wanted {
         let anchored = SnapshotRecord {

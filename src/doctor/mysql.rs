@@ -30,7 +30,7 @@ use crate::source::mysql::connect::{self, errno, query_error, server_errno};
 use crate::source::mysql::failover::{self, FollowVerdict};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
 use crate::source::mysql::schema::{self, CapturedTable};
-use crate::source::mysql::{self as source, Plan, binlog};
+use crate::source::mysql::{self as source, Plan, binlog, mysql_gtid};
 
 pub async fn checks(config: &Config, report: &mut Report) {
     let my = config.source.mysql.clone().unwrap_or_default();
@@ -149,7 +149,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
             match failover::follow_verdict(version.flavor, settings, replica.unwrap_or(false)) {
                 FollowVerdict::Yes => Check::ok(
                     "failover",
-                    "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
+                    match version.flavor {
+                        prerequisites::Flavor::MariaDb => "GTIDs in strict mode: after a failover, point source.url at the promoted server and the job follows by GTID, without a re-baseline",
+                        prerequisites::Flavor::MySql => "gtid_mode = ON: after a failover, point source.url at the promoted server and the job follows by GTID set, without a re-baseline (a checkpoint carries the set from the stream's start with BACKUP_ADMIN, else from its first binlog rotation on: FLUSH BINARY LOGS once after the first run)",
+                    },
                 ),
                 FollowVerdict::No(why) => Check::warn(
                     "failover",
@@ -224,14 +227,46 @@ async fn checkpoint_check(
                 ),
             ));
         }
+        Plan::FollowSet(position, set) => {
+            mysql_gtid::server_sets(conn)
+                .await
+                .and_then(|server| mysql_gtid::check_follow(&set, &server))
+                .map_err(|e| Check::from_error(name, &e))?;
+            return Err(Check::ok(
+                name,
+                format!(
+                    "{identity}: the checkpoint {position} was written for {} — a failover; this server has every transaction of its GTID set {set} and still has in its binlog every one after it, so the next run follows it here",
+                    cp.source_identity
+                ),
+            ));
+        }
     };
     Ok((
         Check::ok(
             name,
-            format!("{identity}: the checkpoint {position} was written for this server"),
+            format!(
+                "{identity}: the checkpoint {position} was written for this server{}",
+                gtid_note(version.flavor, &position)
+            ),
         ),
         Some(position),
     ))
+}
+
+/// MySQL: whether the checkpoint carries the GTID set a failover is followed by. Pure.
+pub fn gtid_note(
+    flavor: prerequisites::Flavor,
+    position: &crate::position::BinlogPosition,
+) -> &'static str {
+    match (flavor, &position.mark.gtid_set) {
+        (prerequisites::Flavor::MariaDb, _) => "",
+        (prerequisites::Flavor::MySql, Some(_)) => {
+            "; it carries its GTID set, so a failover can be followed from it"
+        }
+        (prerequisites::Flavor::MySql, None) => {
+            "; it carries no GTID set yet (gtid_mode off, or no binlog rotation since the stream started): a failover could not be followed from it"
+        }
+    }
 }
 
 /// The checkpoint's binlog file against `SHOW BINARY LOGS` and the current end, by the
@@ -685,6 +720,20 @@ fn spill_volume_check(config: &Config, my: &crate::config::MysqlConfig) -> Check
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_identity_row_says_whether_a_mysql_checkpoint_carries_its_gtid_set() {
+        use crate::position::BinlogPosition;
+        use crate::source::mysql::prerequisites::Flavor;
+        let with = BinlogPosition::parse_checkpoint(
+            "binlog.000002:1234;s=3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5",
+        )
+        .unwrap();
+        let without = BinlogPosition::parse_checkpoint("binlog.000002:1234").unwrap();
+        assert!(gtid_note(Flavor::MySql, &with).contains("carries its GTID set"));
+        assert!(gtid_note(Flavor::MySql, &without).contains("no GTID set yet"));
+        assert_eq!(gtid_note(Flavor::MariaDb, &without), "");
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,8 @@
 //! off), [`check_slot_free`], [`checkpoint_lsn`] and [`slot::decide_start`]. The
 //! remaining checks are advice the drain does not enforce: the `REPLICATION` attribute,
 //! TOAST-able columns under `REPLICA IDENTITY DEFAULT`, retained WAL (ours and every
-//! other inactive slot's), and `max_slot_wal_keep_size`. The session is read-only.
+//! other inactive slot's), `max_slot_wal_keep_size`, and whether a failover can be
+//! followed ([`failover::follow_check`]). The session is read-only.
 
 use tokio_postgres::Client;
 
@@ -18,6 +19,7 @@ use crate::redact::redact_url;
 use crate::source::Resume;
 use crate::source::postgres::catalog::{self, CapturedTable};
 use crate::source::postgres::connect::{self, query_error};
+use crate::source::postgres::failover;
 use crate::source::postgres::slot::{self, StartDecision};
 use crate::source::postgres::{check_slot_free, check_wal_level, checkpoint_lsn, identity};
 
@@ -93,6 +95,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Err(e) => Check::from_error(format!("slot {}", pg.slot), &e).as_warning(),
     });
     report.push(start_check(config, &client, &pg, info.as_ref()).await);
+    report.push(failover_check(&client, info.as_ref()).await);
     if info.is_some() {
         report.push(match retained(&client, &pg.slot).await {
             Ok(bytes) => retained_check(
@@ -301,7 +304,11 @@ async fn start_check(
                 position,
                 source_identity: cp.source_identity.clone(),
             });
-            match resume.and_then(|r| checkpoint_lsn(&r, &source_identity)) {
+            let facts = match failover::server_version_num(client).await {
+                Ok(version) => failover::facts(version, info),
+                Err(e) => return Check::from_error(name, &e),
+            };
+            match resume.and_then(|r| checkpoint_lsn(&r, &source_identity, &pg.slot, &facts)) {
                 Ok(lsn) => Some(lsn),
                 Err(e) => return Check::from_error(name, &e),
             }
@@ -321,6 +328,29 @@ async fn start_check(
             name,
             format!("the slot is behind the checkpoint {cp} (a run stopped between checkpoint and ack); the next run advances it"),
         ),
+        Err(e) => Check::from_error(name, &e),
+    }
+}
+
+/// Whether the job can follow a failover to a standby ([`failover::follow_check`]).
+async fn failover_check(client: &Client, info: Option<&slot::SlotInfo>) -> Check {
+    let name = "failover";
+    let standby_slots: Option<String> = client
+        .query_one(
+            "SELECT current_setting('synchronized_standby_slots', true)",
+            &[],
+        )
+        .await
+        .ok()
+        .and_then(|row| row.get(0));
+    match failover::server_version_num(client).await {
+        Ok(version) => {
+            match failover::follow_check(&failover::facts(version, info), standby_slots.as_deref())
+            {
+                Ok(detail) => Check::ok(name, detail),
+                Err((detail, fix)) => Check::warn(name, detail, fix),
+            }
+        }
         Err(e) => Check::from_error(name, &e),
     }
 }

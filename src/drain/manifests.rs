@@ -101,7 +101,7 @@ impl RunManifests<'_> {
             let Some(schema) = output.schema.as_deref() else {
                 continue;
             };
-            let run = self.run(table, ManifestStatus::Running, committed);
+            let run = self.run(table, ManifestStatus::Running, committed.clone());
             let manifest = Manifest::new(
                 run,
                 output.parts[..output.committed].to_vec(),

@@ -111,7 +111,7 @@ pub async fn run(
     let job = &config.job;
     let stored = backends.state.load_checkpoint(job).await?;
     let start = Start::of(stored.as_ref())?;
-    let resume = match (&stored, start.position) {
+    let resume = match (&stored, start.position.clone()) {
         (Some(cp), Some(position)) => Some(Resume {
             position,
             source_identity: cp.source_identity.clone(),
@@ -129,14 +129,14 @@ pub async fn run(
         config.lease.ttl(),
         run_id,
         info.source_identity.clone(),
-        start,
+        start.clone(),
     );
     let committer = &mut committer;
     if start.position.is_none() {
         // A new stream's start is recorded before anything is read: a first run that
         // fails later resumes here instead of re-anchoring at a later "now" (MySQL and
         // SQL Server keep no server-side position for us), so nothing in between is lost.
-        committer.start_checkpoint(info.start).await?;
+        committer.start_checkpoint(info.start.clone()).await?;
     }
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 
@@ -211,8 +211,8 @@ pub async fn run(
     while let Some(event) = stream.next().await? {
         match event {
             SourceEvent::Begin { commit, commit_ts } => {
-                open_commit = Some(commit);
                 framer.begin(&commit, commit_ts)?;
+                open_commit = Some(commit);
                 newest_commit_ts = newest_commit_ts.max(commit_ts);
             }
             SourceEvent::Change(change) => {
@@ -233,7 +233,7 @@ pub async fn run(
                             config,
                             state,
                             table: &event.table.name,
-                            at: open_commit,
+                            at: open_commit.clone(),
                         };
                         let reason = "the source changed the table's rows without logging them as row changes (a partition TRUNCATE, DROP, EXCHANGE or REORGANIZE)";
                         rebaseline(asked, reason, &mut router, &mut rebaselined).await?;
@@ -246,7 +246,7 @@ pub async fn run(
                             config,
                             state,
                             table: &event.table.name,
-                            at: open_commit,
+                            at: open_commit.clone(),
                         };
                         rebaseline(asked, &reason, &mut router, &mut rebaselined).await?;
                         continue;
@@ -264,7 +264,7 @@ pub async fn run(
                                 config,
                                 state,
                                 table: &event.table.name,
-                                at: open_commit,
+                                at: open_commit.clone(),
                             };
                             rebaseline(asked, e.message(), &mut router, &mut rebaselined).await?;
                         }
@@ -275,11 +275,18 @@ pub async fn run(
 
             SourceEvent::Commit { resume } => {
                 let position = framer.commit(resume)?;
-                last_commit = Some(position);
+                last_commit = Some(position.clone());
                 let deadline = options.deadline_reached();
                 let asked = options.stop_asked();
                 if deadline || asked || router.any_should_roll() || options.flush_due(last_flush) {
-                    flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
+                    flush(
+                        committer,
+                        manifests,
+                        &mut router,
+                        position.clone(),
+                        stream.as_mut(),
+                    )
+                    .await?;
                     last_flush = Instant::now();
                 }
                 if deadline || asked {
@@ -296,7 +303,7 @@ pub async fn run(
                 committer.keep_lease().await?;
             }
             SourceEvent::Barrier => {
-                if let Some(position) = last_commit {
+                if let Some(position) = last_commit.clone() {
                     flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
                 }
                 if options.stop_asked() {
@@ -312,7 +319,7 @@ pub async fn run(
     drop(tracker);
     if stopped_inside_transaction {
         let at = committer.checkpoint();
-        tracing::warn!(checkpoint = ?at.map(|p| p.to_string()), "deadline reached inside a transaction; stopped there, keeping nothing past the checkpoint");
+        tracing::warn!(checkpoint = ?at.as_ref().map(|p| p.to_string()), "deadline reached inside a transaction; stopped there, keeping nothing past the checkpoint");
         if at == start.position {
             return Err(transaction_too_long(at));
         }
@@ -320,7 +327,7 @@ pub async fn run(
     let end = match status {
         _ if stopped_inside_transaction => None,
         RunStatus::Drained => Some(stream.end_position()),
-        _ => last_commit,
+        _ => last_commit.clone(),
     };
     if let Some(end) = end {
         let end = match last_commit {
@@ -443,7 +450,7 @@ async fn flush(
         publish_part(committer, router, part).await?;
     }
     manifests
-        .before_checkpoint(router, committer.checkpoint(), position)
+        .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;
     committer.checkpoint_and_ack(position, stream).await?;
     router.mark_committed();

@@ -102,7 +102,7 @@ impl Tracker {
         }
         self.shown = Instant::now();
         let progress = DrainProgress {
-            at: self.at.map(|p| p.to_string()),
+            at: self.at.as_ref().map(|p| p.to_string()),
             rows: self.rows,
             parts: parts(),
             elapsed: self.started.elapsed(),

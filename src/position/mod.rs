@@ -11,11 +11,13 @@
 //! is resumed against the same binlog (see [`BinlogPosition`]).
 
 mod gtid;
+mod gtid_set;
 mod mssql;
 mod mysql;
 mod pg;
 
 pub use gtid::{Gtid, GtidPos, MAX_DOMAINS, TooManyDomains};
+pub use gtid_set::{GtidSet, MAX_GNO, ParseGtidSetError, SourceUuid};
 pub use mssql::Lsn as SqlServerLsn;
 pub use mysql::{BinlogMark, BinlogPosition};
 pub use pg::PgLsn;
@@ -27,10 +29,10 @@ use std::str::FromStr;
 use crate::error::{Code, Error};
 
 /// A position in some engine's change log.
-// The MySQL variant carries its GTID position inline (about 200 bytes) so positions stay
-// `Copy`; a run holds a handful of them, never one per change.
+// The MySQL variant carries its MariaDB GTID position inline (about 200 bytes) and a
+// MySQL GTID set behind an `Arc`; a run holds a handful of positions, never one per change.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Position {
     /// A PostgreSQL WAL location.
     Postgres(PgLsn),
@@ -67,7 +69,7 @@ impl Position {
             Position::SqlServer(lsn) => Position::SqlServer(lsn.decrement().unwrap_or(*lsn)),
             // A MySQL change's `__pos` is the end of its commit event, which lies strictly
             // after the position the stream starts at: no change ties with the start.
-            Position::MySql(pos) => Position::MySql(*pos),
+            Position::MySql(pos) => Position::MySql(pos.clone()),
         }
     }
 

@@ -256,7 +256,7 @@ mod tests {
             use crate::position::Position;
             let pos = Position::SqlServer(a);
             prop_assert!(pos.to_string().starts_with("mssql:"));
-            prop_assert_eq!(pos.to_string().parse::<Position>().unwrap(), pos);
+            prop_assert_eq!(pos.to_string().parse::<Position>().unwrap(), pos.clone());
             let pg = Position::Postgres(crate::position::PgLsn(1));
             prop_assert_eq!(pos.partial_cmp(&pg), None);
         }

@@ -23,8 +23,10 @@
 //! `mariadb-bin.000042:1234;f=1733000000;e=16.31.1733000123;g=0-1-5241;n=1` — `f` is the
 //! header timestamp of the file's FORMAT_DESCRIPTION event (when the file was created),
 //! `e` the type, size and timestamp of the event that ends at the offset, `g` the MariaDB
-//! GTID position there (the last GTID of each domain, [`GtidPos`]), `n` the generation
-//! (omitted when 0). A binlog reset (`RESET MASTER`) or a file restored from elsewhere has
+//! GTID position there (the last GTID of each domain, [`GtidPos`]), `s` the MySQL GTID
+//! set executed up to there ([`GtidSet`], canonical text: `s=<uuid>:1-5:7,<uuid>:1-3`),
+//! `n` the generation (omitted when 0). The set can be long (one entry per server that
+//! ever wrote); it lives in the checkpoint only — `__pos` stays the sortable coordinates. A binlog reset (`RESET MASTER`) or a file restored from elsewhere has
 //! another creation time or another event there; the GTID position is what a stream
 //! follows to another server after a failover.
 //!
@@ -36,13 +38,16 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
+use std::sync::Arc;
+
 use super::gtid::GtidPos;
+use super::gtid_set::GtidSet;
 
 /// Longest binlog base name kept inline (the type stays `Copy`).
 pub const MAX_BASE_LEN: usize = 62;
 
 /// The fingerprint recorded with a checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct BinlogMark {
     /// Header timestamp of the file's FORMAT_DESCRIPTION event.
     pub file_created: Option<u32>,
@@ -50,10 +55,13 @@ pub struct BinlogMark {
     pub event: Option<(u8, u32, u32)>,
     /// The MariaDB GTID position at the offset (`None`: not known).
     pub gtid: Option<GtidPos>,
+    /// The MySQL GTID set executed up to the offset (`None`: not known). Shared, not
+    /// copied, between the positions of one stream.
+    pub gtid_set: Option<Arc<GtidSet>>,
 }
 
 /// A position in a server's binlog: the byte offset just after an event.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct BinlogPosition {
     base: [u8; MAX_BASE_LEN],
     base_len: u8,
@@ -198,6 +206,9 @@ impl BinlogPosition {
         if let Some(gtid) = self.mark.gtid {
             text.push_str(&format!(";g={gtid}"));
         }
+        if let Some(set) = &self.mark.gtid_set {
+            text.push_str(&format!(";s={set}"));
+        }
         if self.generation > 0 {
             text.push_str(&format!(";n={}", self.generation));
         }
@@ -235,6 +246,10 @@ impl BinlogPosition {
                 "g" if position.mark.gtid.is_none() => {
                     position.mark.gtid =
                         Some(GtidPos::parse(value).ok_or_else(|| fail("bad GTID position"))?);
+                }
+                "s" if position.mark.gtid_set.is_none() => {
+                    let set = GtidSet::parse(value).map_err(|_| fail("bad GTID set"))?;
+                    position.mark.gtid_set = Some(Arc::new(set));
                 }
                 "n" if position.generation == 0 => {
                     position.generation = match value.parse() {
@@ -350,10 +365,11 @@ mod tests {
     #[test]
     fn marks_round_trip_and_do_not_affect_equality() {
         let p: BinlogPosition = "mariadb-bin.000003:385".parse().unwrap();
-        let marked = p.with_mark(BinlogMark {
+        let marked = p.clone().with_mark(BinlogMark {
             file_created: Some(1_733_000_000),
             event: Some((16, 31, 1_733_000_123)),
             gtid: None,
+            gtid_set: None,
         });
         let text = marked.checkpoint_text();
         assert_eq!(
@@ -388,6 +404,9 @@ mod tests {
             "x.1:4;g=0-1",
             "x.1:4;g=0-1-2;g=0-1-3",
             "x.1:4;n=0",
+            "x.1:4;s=nonsense",
+            "x.1:4;s=3e11fa47-71ca-11e1-9e33-c80aa9429562:0",
+            "x.1:4;s=;s=",
             "x.1:4;n=01",
             "x.1:4;n=65536",
             "~x.1:4",
@@ -409,9 +428,17 @@ mod tests {
                 0..4,
             )),
             any::<u16>(),
+            proptest::option::of(proptest::collection::vec((0u8..3, 1u64..100), 0..6)),
         )
             .prop_map(
-                |(base, suffix, extra_width, offset, created, event, gtids, generation)| {
+                |(base, suffix, extra_width, offset, created, event, gtids, generation, set)| {
+                    let set = set.map(|list| {
+                        let mut set = GtidSet::default();
+                        for (source, gno) in list {
+                            set.insert(crate::position::SourceUuid([source; 16]), gno);
+                        }
+                        set
+                    });
                     let width = (format!("{suffix:06}").len() + extra_width).min(10);
                     let file = format!("{base}.{suffix:0width$}");
                     BinlogPosition::new(&file, offset)
@@ -431,6 +458,7 @@ mod tests {
                                 }
                                 pos
                             }),
+                            gtid_set: set.map(Arc::new),
                         })
                         .with_generation(generation)
                 },
@@ -441,8 +469,8 @@ mod tests {
         #[test]
         fn checkpoint_text_round_trips(p in arb_position()) {
             let back = BinlogPosition::parse_checkpoint(&p.checkpoint_text()).unwrap();
-            prop_assert_eq!(back, p);
-            prop_assert_eq!(back.mark, p.mark);
+            prop_assert_eq!(&back, &p);
+            prop_assert_eq!(&back.mark, &p.mark);
             prop_assert_eq!(back.file(), p.file());
             prop_assert_eq!(back.to_string().parse::<BinlogPosition>().unwrap().file(), p.file());
         }
@@ -469,6 +497,31 @@ mod tests {
                 prop_assert!(a < b);
             }
         }
+    }
+
+    /// A MySQL checkpoint carries its GTID set; `__pos` does not.
+    #[test]
+    fn a_mysql_gtid_set_rides_in_the_checkpoint_not_in_pos() {
+        let text = "binlog.000007:1234;f=1733000000;e=16.31.1733000123;s=3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7,8a94f357-aab4-11df-86ab-c80aa9429562:1-3;n=2";
+        let p = BinlogPosition::parse_checkpoint(text).unwrap();
+        assert_eq!(p.checkpoint_text(), text);
+        assert_eq!(p.sortable_text(), "~00002~binlog.0000000007:0000001234");
+        let set = p.mark.gtid_set.as_deref().unwrap();
+        assert!(set.contains(
+            &crate::position::SourceUuid::parse("3e11fa47-71ca-11e1-9e33-c80aa9429562").unwrap(),
+            7
+        ));
+        // Not canonical on input (as @@gtid_executed may print): canonical on output.
+        let loose = BinlogPosition::parse_checkpoint(
+            "binlog.000007:4;s=3E11FA47-71CA-11E1-9E33-C80AA9429562:7:1-5",
+        )
+        .unwrap();
+        assert_eq!(
+            loose.checkpoint_text(),
+            "binlog.000007:4;s=3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7"
+        );
+        let empty = BinlogPosition::parse_checkpoint("b.1:4;s=").unwrap();
+        assert!(empty.mark.gtid_set.unwrap().is_empty());
     }
 
     #[test]

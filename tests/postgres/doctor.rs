@@ -302,3 +302,28 @@ fn a_legacy_manifest_or_an_earlier_baseline_folder_among_the_parts_is_named() {
         "{doc}"
     );
 }
+
+#[test]
+fn doctor_says_postgresql_15_cannot_follow_a_failover() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "doctor_failover15");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, n int)");
+    let job = Job::postgres(
+        &db,
+        &["public.t"],
+        "doctor: { retained_wal_warn_bytes: 1073741824, retained_wal_fail_bytes: 1125899906842624 }",
+    );
+    job.drain();
+    let (run, doc) = doctor(&job);
+    assert_eq!(run.code, 0, "{doc}");
+    let failover = check(&doc, "failover");
+    assert_eq!(failover["status"], "warn", "{failover}");
+    let text = failover.to_string();
+    assert!(text.contains("has no failover slots"), "{text}");
+    // The slot the first run created on PostgreSQL 15 is a plain one (no failover column).
+    let flags = db.sql(&format!(
+        "SELECT (to_jsonb(s) ->> 'failover') IS NULL FROM pg_replication_slots s WHERE slot_name = 's_{}'",
+        db.name
+    ));
+    assert_eq!(flags, "t");
+}

@@ -18,6 +18,11 @@ GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'%';
 -- (Remove this line on MySQL, where the privilege does not exist.)
 GRANT BINLOG MONITOR ON *.* TO 'sluice'@'%';
 
+-- MySQL with gtid_mode = ON, optional: a new stream's anchor reads the GTID set with its
+-- binlog position (performance_schema.log_status), so its first checkpoints can follow a
+-- failover; without it the set is learnt at the next binlog rotation (docs/mysql.md).
+-- GRANT BACKUP_ADMIN ON *.* TO 'sluice'@'%';
+
 -- Table metadata and baselines.
 GRANT SELECT ON app_db.* TO 'sluice'@'%';
 -- Or per table: GRANT SELECT ON app_db.orders TO 'sluice'@'%';

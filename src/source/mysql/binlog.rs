@@ -24,7 +24,7 @@ use super::connect::{errno, query_error, server_errno};
 use super::prerequisites::{Flavor, ServerVersion};
 use super::schema::quote_ident;
 use crate::error::{Code, Error, Result};
-use crate::position::{BinlogPosition, GtidPos};
+use crate::position::{BinlogPosition, GtidPos, GtidSet};
 
 /// One `SHOW BINARY LOGS` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +128,13 @@ pub async fn consistent_position(
                         lock
                     }
                 })?;
-            let result = current_position(conn, version).await;
+            // With GTIDs on, the anchor also carries the set executed up to it, read with
+            // the coordinates in one consistent step (performance_schema.log_status, which
+            // needs BACKUP_ADMIN); otherwise the stream learns it at the next rotation.
+            let result = match super::mysql_gtid::anchor_with_set(conn).await {
+                Some(anchor) => Ok(anchor),
+                None => current_position(conn, version).await,
+            };
             let unlocked = conn.query_drop("UNLOCK TABLES").await;
             let result = result?;
             unlocked.map_err(|e| query_error("unlocking the captured tables", e))?;
@@ -248,14 +254,29 @@ pub fn foreign(message: String) -> Error {
     )
 }
 
-/// Opens the non-blocking dump at `from` on its own connection.
+/// Where a dump starts.
+#[derive(Debug, Clone, Copy)]
+pub enum DumpFrom<'a> {
+    /// At a binlog position of this server.
+    Position(&'a BinlogPosition),
+    /// MariaDB: after a GTID position (`@slave_connect_state`); the position is for errors.
+    MariaGtid(&'a BinlogPosition, &'a GtidPos),
+    /// MySQL: everything not in a GTID set (COM_BINLOG_DUMP_GTID); the position is for errors.
+    MySqlGtidSet(&'a BinlogPosition, &'a GtidSet),
+}
+
+/// Opens the non-blocking dump `from` on its own connection.
 pub async fn open_dump(
     mut conn: Conn,
     version: &ServerVersion,
     server_id: u32,
-    from: &BinlogPosition,
-    connect_state: Option<&GtidPos>,
+    from: DumpFrom<'_>,
 ) -> Result<BinlogStream> {
+    let (from, connect_state, gtid_set) = match from {
+        DumpFrom::Position(at) => (at, None, None),
+        DumpFrom::MariaGtid(at, gtid) => (at, Some(gtid), None),
+        DumpFrom::MySqlGtidSet(at, set) => (at, None, Some(set)),
+    };
     if version.flavor == Flavor::MariaDb {
         conn.query_drop("SET @mariadb_slave_capability = 4")
             .await
@@ -263,8 +284,14 @@ pub async fn open_dump(
     }
     let file = from.file();
     let request = BinlogStreamRequest::new(server_id).with_non_blocking();
-    let request = match connect_state {
-        Some(gtid) => {
+    let request = match (connect_state, gtid_set) {
+        // The same request as `mysql_gtid::dump_request` (whose bytes are tested): no
+        // file name, position 4, the set's SIDs; the server sends what the set lacks.
+        (_, Some(set)) => request
+            .with_gtid()
+            .with_pos(4)
+            .with_gtid_set(super::mysql_gtid::sids(set)),
+        (Some(gtid), None) => {
             // MariaDB starts a dump at `@slave_connect_state` when it is set (the file
             // and offset of the request are then ignored); strict: a GTID missing from
             // the binlog is an error, never a silent skip.
@@ -275,7 +302,7 @@ pub async fn open_dump(
             .map_err(|e| query_error("setting the GTID position to dump from", e))?;
             request
         }
-        None => request
+        (None, None) => request
             .with_filename(file.as_bytes())
             .with_pos(u64::from(from.offset())),
     };

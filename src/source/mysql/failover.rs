@@ -1,4 +1,5 @@
-//! GTIDs of a MariaDB server, and the decision to follow a failover by them.
+//! GTIDs of a MariaDB server, and the decision to follow a failover by them (MySQL's GTID
+//! sets: [`super::mysql_gtid`]).
 //!
 //! Guarantees:
 //! * [`check_follow`] (pure) lets a stream continue on another server only when that
@@ -11,8 +12,9 @@
 //!   (`BINLOG_GTID_POS`), which a checkpoint written without one gets on its next write;
 //! * [`follow_verdict`] (pure) says from a server's settings whether a job reading it can
 //!   follow a failover (doctor): MariaDB needs `gtid_strict_mode` (and, on a replica,
-//!   `log_slave_updates`); MySQL's GTID settings are checked, but following a MySQL
-//!   failover is not implemented.
+//!   `log_slave_updates`); MySQL needs `gtid_mode = ON` and `enforce_gtid_consistency =
+//!   ON` (and, on a replica, `log_replica_updates`) — MySQL's own follow decision is
+//!   [`super::mysql_gtid::check_follow`].
 
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
@@ -174,7 +176,7 @@ pub fn follow_verdict(
             } else if replica && !on("log_replica_updates") && !on("log_slave_updates") {
                 FollowVerdict::No("this replica runs with log_replica_updates = OFF: its binlog lacks the replicated changes".to_owned())
             } else {
-                FollowVerdict::No("GTIDs are on, but sluice follows failovers on MariaDB only so far: after a MySQL failover, re-baseline".to_owned())
+                FollowVerdict::Yes
             }
         }
     }
@@ -266,9 +268,31 @@ mod tests {
             follow_verdict(Flavor::MySql, &mysql_on, true),
             FollowVerdict::No(why) if why.contains("log_replica_updates")
         ));
-        assert!(matches!(
+        // MySQL 8 as `SHOW GLOBAL VARIABLES` prints it.
+        assert_eq!(
             follow_verdict(Flavor::MySql, &mysql_on, false),
-            FollowVerdict::No(why) if why.contains("MariaDB only")
-        ));
+            FollowVerdict::Yes
+        );
+        let replica_on = settings(&[
+            ("gtid_mode", "ON"),
+            ("enforce_gtid_consistency", "ON"),
+            ("log_replica_updates", "ON"),
+        ]);
+        assert_eq!(
+            follow_verdict(Flavor::MySql, &replica_on, true),
+            FollowVerdict::Yes
+        );
+        let lower = settings(&[("gtid_mode", "on"), ("enforce_gtid_consistency", "1")]);
+        assert_eq!(
+            follow_verdict(Flavor::MySql, &lower, false),
+            FollowVerdict::Yes
+        );
+        for mode in ["OFF", "ON_PERMISSIVE"] {
+            let partial = settings(&[("gtid_mode", mode), ("enforce_gtid_consistency", "ON")]);
+            assert!(matches!(
+                follow_verdict(Flavor::MySql, &partial, false),
+                FollowVerdict::No(why) if why.contains(&format!("gtid_mode is {mode}"))
+            ));
+        }
     }
 }

@@ -14,10 +14,12 @@
 //! at and its file's creation time ([`crate::position::BinlogPosition`]), verified when
 //! the stream resumes.
 //!
-//! Failover (MariaDB): a checkpoint of another server that carries a GTID position is
-//! followed on this server when its binlog holds everything up to it
-//! ([`failover::check_follow`]): the dump starts at the GTID position, the positions move
-//! to the next generation, and the next checkpoint records this server's identity.
+//! Failover: a checkpoint of another server that carries a GTID position (MariaDB) or a
+//! GTID set (MySQL) is followed on this server when its binlog holds everything up to it
+//! ([`failover::check_follow`], [`mysql_gtid::check_follow`]): the dump starts at the
+//! GTID position (`@slave_connect_state`) or after the set (`COM_BINLOG_DUMP_GTID`), the
+//! positions move to the next generation, and the next checkpoint records this server's
+//! identity.
 //! A replica is read like a primary; it must write what it replicates to its own binlog
 //! (`log_slave_updates`).
 //!
@@ -34,6 +36,7 @@ pub mod connect;
 pub mod events;
 pub mod failover;
 pub mod forms;
+pub mod mysql_gtid;
 pub mod prerequisites;
 pub mod probe;
 pub mod rows;
@@ -101,8 +104,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         Some(resume) => Some(resume_plan(resume, &identity, version.flavor)?),
         None => None,
     };
-    let checkpoint = match plan {
-        Some(Plan::Same(cp)) => Some(cp),
+    let checkpoint = match &plan {
+        Some(Plan::Same(cp)) => Some(cp.clone()),
         _ => None,
     };
     let tables =
@@ -120,12 +123,14 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     };
     // Positions after a followed failover are in the next generation: the bound too, so
     // it compares with them (and with the checkpoints written after it).
-    let generation = match plan {
+    let generation = match &plan {
         None => 0,
         Some(Plan::Same(cp)) => cp.generation(),
-        Some(Plan::Follow(cp, _)) => cp.generation().checked_add(1).ok_or_else(|| {
-            failover::gap("the checkpoint has been through 65535 failovers".to_owned())
-        })?,
+        Some(Plan::Follow(cp, _) | Plan::FollowSet(cp, _)) => {
+            cp.generation().checked_add(1).ok_or_else(|| {
+                failover::gap("the checkpoint has been through 65535 failovers".to_owned())
+            })?
+        }
     };
     let bound = binlog::current_position(&mut control, &version)
         .await?
@@ -142,7 +147,11 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 .unwrap_or_default();
             let caught_up = crate::position::GtidPos::parse(&now) == Some(gtid);
             tracing::warn!(checkpoint = %cp, gtid = %gtid, server = %identity, generation, "the checkpoint was taken on another server; following the failover by GTID");
-            let requested = if caught_up { bound } else { bound.at(4) };
+            let requested = if caught_up {
+                bound.clone()
+            } else {
+                bound.at(4)
+            };
             let origin = Origin::Gtid {
                 caught_up,
                 checksum: !checksum.eq_ignore_ascii_case("NONE"),
@@ -154,25 +163,64 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
                 GtidStart {
                     origin,
                     gtid: Some(gtid),
+                    gtid_set: None,
+                    generation,
+                },
+            )
+        }
+        (Some(Plan::FollowSet(cp, set)), _) => {
+            let server = mysql_gtid::server_sets(&mut control).await?;
+            mysql_gtid::check_follow(&set, &server)?;
+            let checksum: Option<String> = control
+                .query_first("SELECT @@GLOBAL.binlog_checksum")
+                .await
+                .map_err(|e| query_error("reading @@binlog_checksum", e))?;
+            let caught_up = server.executed == *set;
+            tracing::warn!(checkpoint = %cp, gtid_set = %set, server = %identity, generation, "the checkpoint was taken on another server; following the failover by GTID set");
+            let requested = if caught_up {
+                bound.clone()
+            } else {
+                bound.at(4)
+            };
+            let origin = Origin::Gtid {
+                caught_up,
+                checksum: !checksum.unwrap_or_default().eq_ignore_ascii_case("NONE"),
+            };
+            (
+                cp,
+                requested,
+                None,
+                GtidStart {
+                    origin,
+                    gtid: None,
+                    gtid_set: Some(set),
                     generation,
                 },
             )
         }
         (_, anchor) if checkpoint.is_none() => {
-            let start = anchor.unwrap_or(bound);
+            let start = anchor.unwrap_or_else(|| bound.clone());
             let gtid = match maria {
                 true => failover::gtid_at(&mut control, &start).await?,
                 false => None,
             };
             // The new stream's first checkpoint (and a baseline's anchor) carry it too.
-            let start = start.with_mark(crate::position::BinlogMark { gtid, ..start.mark });
+            let mark = crate::position::BinlogMark {
+                gtid,
+                ..start.mark.clone()
+            };
+            let start = start.with_mark(mark);
+            // MySQL: the anchor's set (performance_schema.log_status), else learnt from
+            // the next binlog file's PREVIOUS_GTIDS.
+            let gtid_set = start.mark.gtid_set.clone();
             (
-                start,
+                start.clone(),
                 start,
                 None,
                 GtidStart {
                     origin: Origin::Position,
                     gtid,
+                    gtid_set,
                     generation: 0,
                 },
             )
@@ -198,30 +246,28 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             let start = GtidStart {
                 origin: Origin::Position,
                 gtid,
+                gtid_set: cp.mark.gtid_set.clone(),
                 generation: cp.generation(),
             };
-            (cp, requested, Some(cp), start)
+            (cp.clone(), requested, Some(cp), start)
         }
     };
     drop(control);
     tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
     let dump_conn = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
-    let connect_state = match gtid_start.origin {
-        Origin::Gtid { .. } => gtid_start.gtid,
-        Origin::Position => None,
+    let from = match (gtid_start.origin, &gtid_start.gtid, &gtid_start.gtid_set) {
+        (Origin::Position, _, _) => binlog::DumpFrom::Position(&requested),
+        (Origin::Gtid { .. }, Some(gtid), _) => binlog::DumpFrom::MariaGtid(&requested, gtid),
+        (Origin::Gtid { .. }, None, Some(set)) => binlog::DumpFrom::MySqlGtidSet(&requested, set),
+        (Origin::Gtid { .. }, None, None) => {
+            unreachable!("a GTID start has a GTID position or set")
+        }
     };
-    let dump = binlog::open_dump(
-        dump_conn,
-        &version,
-        server_id,
-        &requested,
-        connect_state.as_ref(),
-    )
-    .await?;
+    let dump = binlog::open_dump(dump_conn, &version, server_id, from).await?;
     let info = StreamInfo {
         source_identity: identity,
         start: Position::MySql(start),
-        bound: Position::MySql(bound),
+        bound: Position::MySql(bound.clone()),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
     let spill_dir = config.spill_dir();
@@ -386,18 +432,20 @@ pub async fn replicas_running(conn: &mut Conn) -> Option<u64> {
 }
 
 /// How a checkpoint is resumed on this server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// The checkpoint was taken on this server: resume at its binlog position.
     Same(BinlogPosition),
-    /// It was taken on another server (a failover): follow its GTID position here.
+    /// It was taken on another server (a MariaDB failover): follow its GTID position here.
     Follow(BinlogPosition, crate::position::GtidPos),
+    /// It was taken on another server (a MySQL failover): follow its GTID set here.
+    FollowSet(BinlogPosition, std::sync::Arc<crate::position::GtidSet>),
 }
 
 /// Decides how to resume `resume` on the server `identity` of `flavor`. Pure.
 pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Plan> {
-    let position = match resume.position {
-        Position::MySql(position) => position,
+    let position = match &resume.position {
+        Position::MySql(position) => position.clone(),
         other => {
             return Err(binlog::foreign(format!(
                 "the checkpoint {other} is not a binlog position"
@@ -407,8 +455,9 @@ pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Pl
     if resume.source_identity == identity {
         return Ok(Plan::Same(position));
     }
-    match (flavor, position.gtid()) {
-        (Flavor::MariaDb, Some(gtid)) => Ok(Plan::Follow(position, gtid)),
+    match (flavor, position.gtid(), position.mark.gtid_set.clone()) {
+        (Flavor::MariaDb, Some(gtid), _) => Ok(Plan::Follow(position, gtid)),
+        (Flavor::MySql, _, Some(set)) => Ok(Plan::FollowSet(position, set)),
         _ => Err(binlog::foreign(format!(
             "the checkpoint was written for source {:?}, but this server is {identity:?}, and the checkpoint has no GTID position to follow a failover by",
             resume.source_identity
@@ -419,7 +468,9 @@ pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Pl
 /// Checks the checkpoint belongs to this server and returns its position.
 pub fn checkpoint_position(resume: &Resume, identity: &str) -> Result<BinlogPosition> {
     match resume_plan(resume, identity, Flavor::MySql)? {
-        Plan::Same(position) | Plan::Follow(position, _) => Ok(position),
+        Plan::Same(position) | Plan::Follow(position, _) | Plan::FollowSet(position, _) => {
+            Ok(position)
+        }
     }
 }
 
@@ -452,5 +503,43 @@ mod tests {
             checkpoint_position(&pg, me).unwrap_err().code(),
             Code::SourceForeignCheckpoint
         );
+    }
+
+    #[test]
+    fn a_mysql_checkpoint_with_a_gtid_set_is_followed_on_another_server() {
+        let a = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+        let old = format!("mysql:mysql/server_uuid={a}");
+        let new = "mysql:mysql/server_uuid=8a94f357-aab4-11df-86ab-c80aa9429562";
+        let with_set = Resume {
+            position: format!("mysql:binlog.000009:1234;s={a}:1-100")
+                .parse()
+                .unwrap(),
+            source_identity: old.clone(),
+        };
+        match resume_plan(&with_set, new, Flavor::MySql).unwrap() {
+            Plan::FollowSet(cp, set) => {
+                assert_eq!(cp.to_string(), "binlog.000009:1234");
+                assert_eq!(set.to_string(), format!("{a}:1-100"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same server resumes at its position; a MariaDB server never follows a set.
+        assert!(matches!(
+            resume_plan(&with_set, &old, Flavor::MySql).unwrap(),
+            Plan::Same(_)
+        ));
+        assert_eq!(
+            resume_plan(&with_set, new, Flavor::MariaDb)
+                .unwrap_err()
+                .code(),
+            Code::SourceForeignCheckpoint
+        );
+        // Without a set (gtid_mode off, or written before it was learnt): refused.
+        let without = Resume {
+            position: "mysql:binlog.000009:1234".parse().unwrap(),
+            source_identity: old,
+        };
+        let err = resume_plan(&without, new, Flavor::MySql).unwrap_err();
+        assert_eq!(err.code(), Code::SourceForeignCheckpoint);
     }
 }

@@ -38,7 +38,7 @@ use super::schema::CapturedTable;
 use super::spill::{SpillError, TxnBuffer};
 use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
-use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, Position};
+use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, GtidSet, Position};
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, SourceEvent, StreamInfo, TableSchema};
 
@@ -83,11 +83,14 @@ pub enum Origin {
 }
 
 /// The GTID side of the stream's start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct GtidStart {
     pub origin: Origin,
     /// The GTID position at the start (`None`: not tracked).
     pub gtid: Option<GtidPos>,
+    /// MySQL: the GTID set executed up to the start (`None`: not known yet; learnt from
+    /// the next binlog file's PREVIOUS_GTIDS).
+    pub gtid_set: Option<Arc<GtidSet>>,
     /// The generation of every position the stream hands out.
     pub generation: u16,
 }
@@ -132,6 +135,8 @@ pub struct MyStream {
     origin: Origin,
     /// The GTID position after the last GTID event read (`None`: not tracked).
     gtid: Option<GtidPos>,
+    /// MySQL: the GTID set read up to.
+    gtid_set: super::mysql_gtid::SetTracker,
     generation: u16,
 }
 
@@ -158,7 +163,7 @@ impl MyStream {
             read_timeout: settings.read_timeout,
             bound,
             expect,
-            file: requested,
+            file: requested.clone(),
             position: requested,
             file_created: None,
             last_event: None,
@@ -178,6 +183,7 @@ impl MyStream {
             finished: false,
             origin: start.origin,
             gtid: start.gtid,
+            gtid_set: super::mysql_gtid::SetTracker::new(start.gtid_set),
             generation: start.generation,
         }
     }
@@ -188,6 +194,7 @@ impl MyStream {
             file_created: self.file_created,
             event,
             gtid: self.gtid,
+            gtid_set: self.gtid_set.current(),
         })
     }
 
@@ -210,13 +217,13 @@ impl MyStream {
         let artificial =
             header.log_pos() == 0 || header.flags().contains(EventFlags::LOG_EVENT_ARTIFICIAL_F);
         let end = (!artificial).then(|| self.file.at(header.log_pos()));
-        let at = end.map_or_else(
+        let at = end.as_ref().map_or_else(
             || format!("{} (artificial event)", self.file.file()),
             |p| p.to_string(),
         );
         let this_event = (ty, header.event_size(), header.timestamp());
 
-        if let Some(expect) = self.expect
+        if let Some(expect) = self.expect.clone()
             && self.format_seen
             && !artificial
             && (ty != FORMAT_DESCRIPTION
@@ -225,7 +232,7 @@ impl MyStream {
             // The first real event after the FORMAT_DESCRIPTION: the checkpoint's own.
             self.expect = None;
             if let Some(mark) = expect.mark.event {
-                if end != Some(expect) || this_event != mark {
+                if end.as_ref() != Some(&expect) || this_event != mark {
                     return Err(foreign(format!(
                         "the binlog event at {expect} is not the one the checkpoint recorded (type/size/time {mark:?}, found {this_event:?} ending at {at}): the binlog was reset or replaced"
                     )));
@@ -293,7 +300,7 @@ impl MyStream {
                     }
                 }
                 EventData::FormatDescriptionEvent(_) => {
-                    if let Some(expect) = self.expect
+                    if let Some(expect) = &self.expect
                         && let Some(created) = expect.mark.file_created
                         && created != header.timestamp()
                     {
@@ -305,7 +312,7 @@ impl MyStream {
                     }
                     self.file_created = Some(header.timestamp());
                     self.format_seen = true;
-                    if self.expect.is_some_and(|e| e.mark.event.is_none()) {
+                    if self.expect.as_ref().is_some_and(|e| e.mark.event.is_none()) {
                         // Only the file can be verified; the dump starts at the offset itself.
                         self.expect = None;
                     }
@@ -313,9 +320,18 @@ impl MyStream {
                 EventData::QueryEvent(query) => {
                     let sql = query.query();
                     let schema = query.schema();
-                    self.statement(&sql, &schema, &at, end, this_event, header.timestamp())?;
+                    self.statement(
+                        &sql,
+                        &schema,
+                        &at,
+                        end.clone(),
+                        this_event,
+                        header.timestamp(),
+                    )?;
                 }
-                EventData::XidEvent(_) => self.commit(end, this_event, header.timestamp(), &at)?,
+                EventData::XidEvent(_) => {
+                    self.commit(end.clone(), this_event, header.timestamp(), &at)?
+                }
                 EventData::TableMapEvent(tme) => self.table_map(tme.into_owned(), &at)?,
                 EventData::RowsEvent(rows) => {
                     let known = self.known.get(&rows.table_id()).ok_or_else(|| {
@@ -338,9 +354,12 @@ impl MyStream {
                         })?;
                     }
                 }
-                EventData::GtidEvent(_) | EventData::AnonymousGtidEvent(_) => {
-                    self.open_group(false, false, &at)?
+                EventData::GtidEvent(gtid) => {
+                    self.open_group(false, false, &at)?;
+                    self.gtid_set.gtid(&gtid, &at);
                 }
+                EventData::AnonymousGtidEvent(_) => self.open_group(false, false, &at)?,
+                EventData::PreviousGtidsEvent(previous) => self.gtid_set.previous(&previous, &at),
                 EventData::XaPrepareLogEvent(_) => {
                     if self.buffer.rows() > 0 {
                         return Err(xa_refused("a captured table", &at));
@@ -381,7 +400,6 @@ impl MyStream {
                 | EventData::HeartbeatEvent
                 | EventData::IgnorableEvent(_)
                 | EventData::RowsQueryEvent(_)
-                | EventData::PreviousGtidsEvent(_)
                 | EventData::TransactionContextEvent(_)
                 | EventData::ViewChangeEvent(_) => {}
             },
@@ -702,11 +720,11 @@ impl ChangeStream for MyStream {
                 if !emit.begun {
                     emit.begun = true;
                     return Ok(Some(SourceEvent::Begin {
-                        commit: Position::MySql(emit.commit),
+                        commit: Position::MySql(emit.commit.clone()),
                         commit_ts: Some(emit.commit_ts),
                     }));
                 }
-                let at = emit.commit;
+                let at = emit.commit.clone();
                 match self
                     .buffer
                     .pop()
@@ -777,7 +795,7 @@ impl ChangeStream for MyStream {
     }
 
     fn end_position(&self) -> Position {
-        Position::MySql(self.marked(self.position, self.last_event))
+        Position::MySql(self.marked(self.position.clone(), self.last_event))
     }
 
     async fn ack(&mut self, upto: &Position) -> Result<()> {

@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
+pub mod failover;
 pub mod orphan;
 pub mod pgoutput;
 pub mod render;
@@ -113,8 +114,13 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
 
     check_wal_level(&control).await?;
     let (identity, database) = identity(&control, &pg).await?;
+    let info = slot::slot_info(&control, &pg.slot).await?;
     let checkpoint = match resume {
-        Some(resume) => Some(checkpoint_lsn(resume, &identity)?),
+        Some(resume) => {
+            let version = failover::server_version_num(&control).await?;
+            let facts = failover::facts(version, info.as_ref());
+            Some(checkpoint_lsn(resume, &identity, &pg.slot, &facts)?)
+        }
         None => None,
     };
     let (mut tables, gone) = catalog::resolve_present(&control, &config.source.tables).await?;
@@ -133,7 +139,6 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             }));
     }
     slot::ensure_publication(&control, &pg, &tables).await?;
-    let info = slot::slot_info(&control, &pg.slot).await?;
     // Under the job's lease: a backend an earlier run of this job left holding the slot
     // is ended; anyone else's is refused below.
     let info = orphan::release(&control, &config.job, &pg.slot, info).await?;
@@ -288,10 +293,15 @@ fn split_timeline(identity: &str) -> (&str, Option<&str>) {
 }
 
 /// Checks a checkpoint written for source `stored` may resume on source `current`: the
-/// same cluster, database and slot, and the same timeline (a checkpoint written before
-/// timelines were recorded, or by a server whose timeline is unreadable, matches on the
-/// rest).
-fn check_same_source(stored: &str, current: &str) -> Result<()> {
+/// same cluster, database and slot, and the same timeline — or another one the job can
+/// follow ([`failover::check_timeline`]). A checkpoint written before timelines were
+/// recorded, or by a server whose timeline is unreadable, matches on the rest.
+fn check_same_source(
+    stored: &str,
+    current: &str,
+    slot: &str,
+    facts: &failover::FailoverFacts,
+) -> Result<()> {
     let (stored_base, stored_tli) = split_timeline(stored);
     let (current_base, current_tli) = split_timeline(current);
     if stored_base != current_base {
@@ -303,25 +313,23 @@ fn check_same_source(stored: &str, current: &str) -> Result<()> {
         )
         .hint("the URL points at another server or database (or it was restored from a backup); point source.url at the original, or clear the job's state with `sluice state clear --config FILE` and re-baseline"));
     }
-    if let (Some(was), Some(now)) = (stored_tli, current_tli)
-        && was != now
-    {
-        return Err(Error::new(
-            Code::SourceForeignCheckpoint,
-            format!(
-                "the checkpoint was written on timeline {was} of this cluster, but the server is now on timeline {now} (a point-in-time restore or a promotion): the WAL after the fork is another history, and changes the lake holds from the old one may not exist here"
-            ),
-        )
-        .hint("re-baseline from the server as it is now: `sluice state clear --config FILE`, drop the slot if it survived (`SELECT pg_drop_replication_slot('<slot>')`), then run again; keep or move aside the old output as your recovery requires"));
+    if let (Some(was), Some(now)) = (stored_tli, current_tli) {
+        failover::check_timeline(slot, was, now, facts)?;
     }
     Ok(())
 }
 
-/// Checks the checkpoint belongs to this source and returns its LSN.
-pub fn checkpoint_lsn(resume: &Resume, identity: &str) -> Result<PgLsn> {
-    check_same_source(&resume.source_identity, identity)?;
-    match resume.position {
-        Position::Postgres(lsn) => Ok(lsn),
+/// Checks the checkpoint belongs to this source (`facts`: the server's failover facts
+/// for `slot`, when the timeline changed) and returns its LSN.
+pub fn checkpoint_lsn(
+    resume: &Resume,
+    identity: &str,
+    slot: &str,
+    facts: &failover::FailoverFacts,
+) -> Result<PgLsn> {
+    check_same_source(&resume.source_identity, identity, slot, facts)?;
+    match &resume.position {
+        Position::Postgres(lsn) => Ok(*lsn),
         other => Err(Error::new(
             Code::SourceForeignCheckpoint,
             format!("the checkpoint {other} is not a PostgreSQL position"),
@@ -345,6 +353,40 @@ mod tests {
     use super::*;
 
     const BASE: &str = "pg:system=7312/db=shop/oid=16384/slot=sluice_orders";
+
+    /// A PostgreSQL 15 server (no failover slots) with the job's slot.
+    const PG15: failover::FailoverFacts = failover::FailoverFacts {
+        version_num: 150_008,
+        slot_exists: true,
+        slot_failover: false,
+        slot_synced: false,
+    };
+
+    fn check_same_source(stored: &str, current: &str) -> Result<()> {
+        super::check_same_source(stored, current, "sluice_orders", &PG15)
+    }
+
+    #[test]
+    fn a_promoted_standby_with_the_synced_failover_slot_continues_on_its_timeline() {
+        let synced = failover::FailoverFacts {
+            version_num: 170_002,
+            slot_failover: true,
+            slot_synced: true,
+            ..PG15
+        };
+        let (was, now) = (format!("{BASE}/tli=1"), format!("{BASE}/tli=2"));
+        super::check_same_source(&was, &now, "sluice_orders", &synced).unwrap();
+        let unsynced = failover::FailoverFacts {
+            slot_synced: false,
+            ..synced
+        };
+        let err = super::check_same_source(&was, &now, "sluice_orders", &unsynced).unwrap_err();
+        assert_eq!(err.code(), Code::SourceForeignCheckpoint);
+        // Another cluster is refused whatever its slot.
+        let other = now.replace("system=7312", "system=9999");
+        let err = super::check_same_source(&was, &other, "sluice_orders", &synced).unwrap_err();
+        assert_eq!(err.code(), Code::SourceForeignCheckpoint);
+    }
 
     #[test]
     fn a_checkpoint_resumes_only_on_its_own_timeline() {

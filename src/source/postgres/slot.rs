@@ -26,6 +26,10 @@ pub struct SlotInfo {
     /// `reserved`, `extended`, `unreserved` or `lost`.
     pub wal_status: Option<String>,
     pub active_pid: Option<i32>,
+    /// `failover` (PostgreSQL ≥ 17; false before).
+    pub failover: bool,
+    /// `synced` (PostgreSQL ≥ 17; false before): synchronized from a primary.
+    pub synced: bool,
 }
 
 /// Where the run starts, and whether the slot must first catch up with the checkpoint.
@@ -130,8 +134,11 @@ fn log_gap(message: String) -> Error {
 pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> {
     let row = client
         .query_opt(
-            "SELECT plugin::text, database::text, confirmed_flush_lsn::text, wal_status, active_pid \
-             FROM pg_replication_slots WHERE slot_name = $1",
+            // `failover` and `synced` exist from PostgreSQL 17 on: read through to_jsonb so
+            // one statement serves every version.
+            "SELECT plugin::text, database::text, confirmed_flush_lsn::text, wal_status, active_pid, \
+             COALESCE((to_jsonb(s) ->> 'failover')::bool, false), COALESCE((to_jsonb(s) ->> 'synced')::bool, false) \
+             FROM pg_replication_slots s WHERE slot_name = $1",
             &[&slot],
         )
         .await
@@ -142,6 +149,8 @@ pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> 
         confirmed_flush: r.get::<_, Option<String>>(2).and_then(|t| t.parse().ok()),
         wal_status: r.get(3),
         active_pid: r.get(4),
+        failover: r.get(5),
+        synced: r.get(6),
     }))
 }
 
@@ -151,9 +160,10 @@ pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> 
         return Err(Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
             .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION and set source.postgres.adopt_slot: true, or set source.postgres.create: true", pg.slot)));
     }
+    let (version, standby) = super::failover::server_kind(client).await?;
     let row = client
         .query_one(
-            "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')",
+            super::failover::create_slot_sql(version, standby),
             &[&pg.slot],
         )
         .await
@@ -478,6 +488,8 @@ mod tests {
             confirmed_flush: Some(PgLsn(at)),
             wal_status: Some("reserved".into()),
             active_pid: None,
+            failover: false,
+            synced: false,
         }
     }
 
