@@ -584,6 +584,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                         checksum: m.checksum.clone(),
                         first_pos: pos.clone(),
                         last_pos: pos,
+                        partition: None,
                     });
                 }
                 None => missing.push(MARKER_CHUNK),
@@ -601,6 +602,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                             checksum: chunk.checksum.clone(),
                             first_pos: record_pos(&record.anchor)?,
                             last_pos: record_pos(&record.anchor)?,
+                            partition: None,
                         });
                     }
                 }

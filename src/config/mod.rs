@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 
-pub use run::{BaselineConfig, DeadlineConfig, DoctorConfig, Initial, LeaseConfig, OutputConfig};
+pub use run::{
+    BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
+};
 pub use source::{
     Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TimeoutsConfig,
     engine_for_url,

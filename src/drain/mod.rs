@@ -166,6 +166,7 @@ pub async fn run(
         &info.tables,
         committer.run_id(),
         &settings,
+        config.output.layout,
     )?;
     let state = backends.state.as_ref();
     for record in

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::change::{ChangeEvent, TableSchema};
+use crate::config::Layout;
 use crate::error::{Code, Error, Result};
 use crate::sink::{FinishedPart, ManifestPart, PartSettings, PartWriter};
 
@@ -36,12 +37,14 @@ pub struct Router {
 }
 
 impl Router {
-    /// Writers for `tables`, naming parts `<table>/cdc-<run_id>-<nnnnnn>.parquet`.
+    /// Writers for `tables`, naming parts `<table>/cdc-<run_id>-<nnnnnn>.parquet`, under
+    /// the partition folder of `layout` (`<table>/dt=YYYY-MM-DD/cdc-…`) unless it is flat.
     pub fn new(
         tables: &[String],
         schemas: &[Arc<TableSchema>],
         run_id: &str,
         settings: &PartSettings,
+        layout: Layout,
     ) -> Result<Self> {
         let tables = tables
             .iter()
@@ -53,7 +56,8 @@ impl Router {
                         1,
                         settings.clone(),
                     )?
-                    .with_identity(format!("run:{run_id}")),
+                    .with_identity(format!("run:{run_id}"))
+                    .with_layout(layout),
                     parts: Vec::new(),
                     committed: 0,
                     in_manifest: (0, 0),
