@@ -7,8 +7,8 @@
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
 //! `tests/` fails on any cycle): faces (`cli`, `lambda`, `doctor`, `init`, `validate`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
-//! owner of part → fenced checkpoint → ack), `backends` → `source`, `sink`,
-//! `destination`, `state`, `claims`, `secret` → core types and services (`config`,
+//! owner of part → fenced checkpoint → ack), `catalog` (registration at a run's end),
+//! `backends` → `source`, `sink`, `destination`, `state`, `claims`, `secret` → core types and services (`config`,
 //! `faults`, `change`, `position`, `framer`, `summary`, `error`, `redact`, `tls`, `aws`,
 //! `arn`).
 
@@ -16,6 +16,7 @@ pub mod arn;
 pub mod aws;
 pub mod backends;
 pub mod baseline;
+pub mod catalog;
 pub mod change;
 pub mod claims;
 pub mod cli;

@@ -131,6 +131,32 @@ impl Router {
         }
     }
 
+    /// The tables to register in the catalog: every captured table whose schema is known
+    /// and that is not waiting for a re-baseline, with the earliest partition date it
+    /// wrote in this run.
+    pub fn captured(&self) -> Vec<crate::catalog::Captured> {
+        self.tables
+            .iter()
+            .filter(|(name, _)| !self.skipped.contains(*name))
+            .filter_map(|(name, output)| {
+                let schema = output.schema.clone()?;
+                let first_date = output
+                    .parts
+                    .iter()
+                    .filter_map(|p| p.partition.as_deref()?.strip_prefix("dt="))
+                    .map(|dt| dt.split('/').next().unwrap_or(dt))
+                    .filter(|dt| dt.len() == 10 && dt.as_bytes()[4] == b'-')
+                    .min()
+                    .map(str::to_owned);
+                Some(crate::catalog::Captured {
+                    table: name.clone(),
+                    schema,
+                    first_date,
+                })
+            })
+            .collect()
+    }
+
     /// Records a durable part in its table's run totals.
     pub fn record_durable(&mut self, table: &str, part: ManifestPart) {
         if let Some(output) = self.tables.get_mut(table) {

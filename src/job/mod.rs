@@ -84,6 +84,7 @@ pub async fn run_with(
                 rebaselined: BTreeMap::new(),
                 lease_holder: Some(owner),
                 lease_expires_at_ms: Some(expires_at_ms),
+                catalog: Default::default(),
             })
         }
     }
