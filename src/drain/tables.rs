@@ -139,19 +139,10 @@ impl Router {
             .iter()
             .filter(|(name, _)| !self.skipped.contains(*name))
             .filter_map(|(name, output)| {
-                let schema = output.schema.clone()?;
-                let first_date = output
-                    .parts
-                    .iter()
-                    .filter_map(|p| p.partition.as_deref()?.strip_prefix("dt="))
-                    .map(|dt| dt.split('/').next().unwrap_or(dt))
-                    .filter(|dt| dt.len() == 10 && dt.as_bytes()[4] == b'-')
-                    .min()
-                    .map(str::to_owned);
                 Some(crate::catalog::Captured {
                     table: name.clone(),
-                    schema,
-                    first_date,
+                    schema: output.schema.clone()?,
+                    first_date: first_date(&output.parts),
                 })
             })
             .collect()
@@ -164,5 +155,43 @@ impl Router {
             output.bytes += part.bytes;
             output.parts.push(part);
         }
+    }
+}
+
+/// The earliest `dt=YYYY-MM-DD` date among `parts`' partitions (Hive's null partition and
+/// flat parts do not count).
+fn first_date(parts: &[ManifestPart]) -> Option<String> {
+    parts
+        .iter()
+        .filter_map(|p| p.partition.as_deref()?.strip_prefix("dt="))
+        .map(|dt| dt.split('/').next().unwrap_or(dt))
+        .filter(|dt| dt.len() == 10 && dt.as_bytes()[4] == b'-')
+        .min()
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_date_is_the_earliest_dated_partition() {
+        let part = |partition: Option<&str>| ManifestPart {
+            key: String::new(),
+            rows: 1,
+            bytes: 1,
+            checksum: String::new(),
+            first_pos: String::new(),
+            last_pos: String::new(),
+            partition: partition.map(str::to_owned),
+        };
+        let parts = [
+            part(Some("dt=2026-12-03/hr=01")),
+            part(Some("dt=__HIVE_DEFAULT_PARTITION__")),
+            part(Some("dt=2026-01-16/hr=00")),
+            part(None),
+        ];
+        assert_eq!(first_date(&parts).as_deref(), Some("2026-01-16"));
+        assert_eq!(first_date(&[part(None)]), None);
     }
 }

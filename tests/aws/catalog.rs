@@ -141,6 +141,14 @@ fn glue_table_follows_the_part_shape_and_idle_runs_leave_it() {
         keys.iter().any(|k| k == "cdc/t/_catalog.json"),
         "the marker is written: {keys:?}"
     );
+    let day = chrono::Utc::now()
+        .format("cdc/t/dt=%Y-%m-%d/hr=")
+        .to_string();
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with(&day) && k.ends_with(".parquet")),
+        "the part lies in a dt=/hr= folder on S3: {keys:?}"
+    );
 
     // Idle: Glue is not called, the table keeps its version.
     let idle = drain(&job);
