@@ -15,7 +15,11 @@
 //!   location, database, name) differs from that fingerprint. Glue is then read first
 //!   and written only when it holds something else ([`glue::Glue::apply`]);
 //! * a table is registered once its schema is known (from the source at open, or from
-//!   its changes), before or after its first part.
+//!   its changes), before or after its first part;
+//! * registration ends by the run's `until` (the drain's abort instant, just before its
+//!   deadline): a Glue call still under way then counts as failed
+//!   (`SLUICE_CATALOG_UNAVAILABLE`), so a slow catalog never holds a Lambda run past its
+//!   deadline with its run record unwritten and its lease held.
 
 pub mod columns;
 pub mod glue;
@@ -23,6 +27,7 @@ pub mod table;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::change::TableSchema;
 use crate::config::{CatalogConfig, Config, DestinationConfig};
@@ -80,13 +85,14 @@ pub struct Captured {
     pub first_date: Option<String>,
 }
 
-/// Registers `tables` in the configured catalog; answers per table what happened for
-/// the tables Glue was called for (`created`, `updated`, `unchanged`, `failed: <code>`).
-/// Never fails: see the module's guarantees.
+/// Registers `tables` in the configured catalog by `until`; answers per table what
+/// happened for the tables Glue was called for (`created`, `updated`, `unchanged`,
+/// `failed: <code>`). Never fails: see the module's guarantees.
 pub async fn register(
     config: &Config,
     destination: &dyn Destination,
     tables: Vec<Captured>,
+    until: Option<Instant>,
 ) -> BTreeMap<String, String> {
     let mut outcome = BTreeMap::new();
     let Some(CatalogConfig::Glue {
@@ -112,7 +118,8 @@ pub async fn register(
             _ => {}
         }
         if glue.is_none() {
-            match glue::Glue::open(endpoint_url.as_deref(), region.as_deref()).await {
+            let open = glue::Glue::open(endpoint_url.as_deref(), region.as_deref());
+            match by(until, open).await {
                 Ok(client) => glue = Some(client),
                 Err(e) => {
                     warn(&captured.table, &e);
@@ -124,7 +131,7 @@ pub async fn register(
         let Some(client) = glue.as_ref() else {
             continue;
         };
-        match client.apply(&spec).await {
+        match by(until, client.apply(&spec)).await {
             Ok(applied) => {
                 tracing::info!(table = %captured.table, glue_table = %format!("{}.{}", spec.database, spec.name),
                     "catalog table {}", applied.as_str());
@@ -169,6 +176,22 @@ fn wanted(config: &Config, captured: &Captured, today: &str) -> Option<TableSpec
         columns::hive_columns(&schema),
         first.min(today),
     )
+}
+
+/// `call`'s result, or `SLUICE_CATALOG_UNAVAILABLE` when `until` comes first.
+async fn by<T>(until: Option<Instant>, call: impl Future<Output = Result<T>>) -> Result<T> {
+    let Some(until) = until else {
+        return call.await;
+    };
+    tokio::time::timeout_at(until.into(), call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::new(
+                Code::CatalogUnavailable,
+                "Glue did not answer before the run's deadline",
+            )
+            .hint("the parts and the checkpoint are committed; the next run registers the table again (check catalog.endpoint_url / the network path to Glue if it persists)"))
+        })
 }
 
 fn marker_fingerprint(body: &[u8]) -> Option<String> {

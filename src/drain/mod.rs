@@ -365,8 +365,13 @@ pub async fn run(
     manifests.at_end(&router, &summary).await?;
     // After everything is committed; a catalog failure is a warning (crate::catalog).
     let mut summary = summary;
-    summary.catalog =
-        crate::catalog::register(config, backends.destination.as_ref(), router.captured()).await;
+    summary.catalog = crate::catalog::register(
+        config,
+        backends.destination.as_ref(),
+        router.captured(),
+        options.abort_at,
+    )
+    .await;
     let record = RunRecord {
         run_id: summary.run_id.clone(),
         summary: serde_json::to_value(&summary).unwrap_or_default(),

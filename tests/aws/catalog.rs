@@ -296,3 +296,52 @@ fn doctor_reports_the_glue_database() {
     assert_eq!(row["status"], "fail", "{row}");
     assert_eq!(row["code"], "SLUICE_CATALOG_UNAVAILABLE", "{row}");
 }
+
+/// Glue going silent (packets dropped, no reset) at the end of a run with a deadline: the
+/// registration gives up at the run's abort instant, so the run still ends before its
+/// deadline — drained, its run record written — with the catalog failure as a warning.
+#[test]
+fn a_silent_glue_does_not_hold_a_run_past_its_deadline() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "glue_silent");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let glue = crate::support::proxy::Proxy::start(moto.trim_start_matches("http://"));
+    let target = AwsTarget::new(&moto);
+    let database = glue_database();
+    let job = target.job(
+        &db,
+        &["t"],
+        &format!(
+            "deadline: {{ safety_margin_seconds: 4 }}\n\
+             catalog: {{ type: glue, database: {database}, endpoint_url: '{}' }}",
+            glue.url()
+        ),
+    );
+    glue.stall();
+    db.sql("INSERT INTO t VALUES (1, 'a')");
+    let started = std::time::Instant::now();
+    let run = job
+        .run_within(
+            &["drain", "--max-duration", "10s"],
+            &[],
+            std::time::Duration::from_secs(60),
+        )
+        .expect("the run ends on its own");
+    let took = started.elapsed();
+    glue.restore();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(
+        summary["catalog"]["t"], "failed: SLUICE_CATALOG_UNAVAILABLE",
+        "{summary}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(12),
+        "the run ended {took:?} after its start, past its 10 s deadline"
+    );
+    // The next run registers the table.
+    let next = drain(&job);
+    assert_eq!(next["catalog"]["t"], "created", "{next}");
+}
