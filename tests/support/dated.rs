@@ -1,6 +1,6 @@
 //! Checks of a table folder written with a dated `output.layout`, shared by the engines'
 //! tests: the run manifests list every change part with its partition, each part lies
-//! in that partition's folder, and the named readers (pyarrow, DuckDB) read the
+//! in that partition's folder, and the named readers (pyarrow, DuckDB, Spark) read the
 //! partition columns back equal to each row's commit time (`__ts`, UTC).
 
 use std::path::Path;
@@ -44,6 +44,9 @@ pub fn check(out: &Path, table: &str, hourly: bool, changes: u64, snapshot: u64)
         }
         assert_eq!(read["pyarrow"]["snapshot"], snapshot, "{read}");
         assert_eq!(read["pyarrow"]["snapshot_partitioned"], 0, "{read}");
+    }
+    if let Some((rows, misplaced)) = super::readers::spark_hive_partitions(&table_dir, hourly) {
+        assert_eq!((rows, misplaced), (changes, 0), "Spark over dt=*");
     }
     partitions
 }

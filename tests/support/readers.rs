@@ -148,3 +148,29 @@ print(json.dumps(out))
     let text = run(&python, script, &[table_dir, Path::new(mode)]);
     Some(serde_json::from_str(&text).expect("the reader script prints JSON"))
 }
+
+/// Spark reads the dated partitions of a table folder the way docs/output.md says —
+/// `spark.read.option("basePath", folder).parquet(folder + "/dt=*")` — and answers
+/// `(rows, misplaced)`: the change rows it read and how many lie in a partition other
+/// than their commit time's UTC date (and hour). `None` (skipped loudly) without the
+/// Spark venv.
+pub fn spark_hive_partitions(table_dir: &Path, hourly: bool) -> Option<(u64, u64)> {
+    let python = spark_python()?;
+    let script = r#"
+import sys
+from pyspark.sql import SparkSession, functions as F
+root, hourly = sys.argv[1], sys.argv[2] == "hourly"
+spark = SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+df = spark.read.option("basePath", root).parquet(root + "/dt=*")
+bad = F.date_format("__ts", "yyyy-MM-dd") != F.col("dt").cast("string")
+if hourly:
+    bad = bad | (F.hour("__ts") != F.col("hr").cast("int"))
+print(df.count(), df.filter(bad).count())
+"#;
+    let mode = if hourly { "hourly" } else { "daily" };
+    let text = run(&python, script, &[table_dir, Path::new(mode)]);
+    let last = text.lines().last().unwrap_or_default();
+    let (rows, misplaced) = last.split_once(' ').expect("two numbers");
+    Some((rows.parse().unwrap(), misplaced.parse().unwrap()))
+}
