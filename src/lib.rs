@@ -7,10 +7,10 @@
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
 //! `tests/` fails on any cycle): faces (`cli`, `lambda`, `doctor`, `init`, `validate`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
-//! owner of part → fenced checkpoint → ack), `catalog` (registration at a run's end),
-//! `backends` → `source`, `sink`, `destination`, `state`, `claims`, `secret` → core types and services (`config`,
-//! `faults`, `change`, `position`, `framer`, `summary`, `error`, `redact`, `tls`, `aws`,
-//! `arn`).
+//! owner of part → fenced checkpoint → ack), `backends` → `source`, `sink`,
+//! `destination`, `state`, `claims`, `secret`, `catalog` (registration at a run's end) →
+//! core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! `summary`, `error`, `redact`, `tls`, `aws`, `arn`).
 
 pub mod arn;
 pub mod aws;
