@@ -14,6 +14,9 @@
 //!   names); a run calls Glue for a table only when its shape (columns, partitions,
 //!   location, database, name) differs from that fingerprint. Glue is then read first
 //!   and written only when it holds something else ([`glue::Glue::apply`]);
+//! * a dated (partitioned) table gets a second table, `<name>_snapshot`, on its
+//!   `snapshot/` folder ([`table::TableSpec::snapshot`]): partition projection reads only
+//!   the `dt=` folders;
 //! * a table is registered once its schema is known (from the source at open, or from
 //!   its changes), before or after its first part;
 //! * registration ends by the run's `until` (the drain's abort instant, just before its
@@ -110,7 +113,14 @@ pub async fn register(
             continue;
         };
         let marker_key = format!("{}/{MARKER_FILE}", captured.table);
-        let fingerprint = spec.fingerprint();
+        let specs: Vec<TableSpec> = std::iter::once(spec.clone())
+            .chain(spec.snapshot())
+            .collect();
+        let fingerprint = specs
+            .iter()
+            .map(TableSpec::fingerprint)
+            .collect::<Vec<_>>()
+            .join("\n");
         match destination.get(&marker_key).await {
             Ok(Some(body)) if marker_fingerprint(&body).as_deref() == Some(&fingerprint) => {
                 continue;
@@ -131,10 +141,8 @@ pub async fn register(
         let Some(client) = glue.as_ref() else {
             continue;
         };
-        match by(until, client.apply(&spec)).await {
+        match by(until, apply_all(client, &specs)).await {
             Ok(applied) => {
-                tracing::info!(table = %captured.table, glue_table = %format!("{}.{}", spec.database, spec.name),
-                    "catalog table {}", applied.as_str());
                 let marker = serde_json::json!({
                     "catalog": "glue",
                     "database": spec.database,
@@ -176,6 +184,23 @@ fn wanted(config: &Config, captured: &Captured, today: &str) -> Option<TableSpec
         columns::hive_columns(&schema),
         first.min(today),
     )
+}
+
+/// Applies every spec of one captured table; the strongest change wins the summary
+/// (`created` over `updated` over `unchanged`).
+async fn apply_all(client: &glue::Glue, specs: &[TableSpec]) -> Result<glue::Applied> {
+    let mut strongest = glue::Applied::Unchanged;
+    for spec in specs {
+        let applied = client.apply(spec).await?;
+        tracing::info!(glue_table = %format!("{}.{}", spec.database, spec.name),
+            "catalog table {}", applied.as_str());
+        strongest = match (strongest, applied) {
+            (glue::Applied::Created, _) | (_, glue::Applied::Created) => glue::Applied::Created,
+            (glue::Applied::Updated, _) | (_, glue::Applied::Updated) => glue::Applied::Updated,
+            _ => glue::Applied::Unchanged,
+        };
+    }
+    Ok(strongest)
 }
 
 /// `call`'s result, or `SLUICE_CATALOG_UNAVAILABLE` when `until` comes first.

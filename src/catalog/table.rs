@@ -132,6 +132,27 @@ impl TableSpec {
         })
     }
 
+    /// For a partitioned (dated) table, the table of its baseline: `<name>_snapshot` on
+    /// `<table>/snapshot/`, the same columns, no partitions and no projection — partition
+    /// projection reads only the `dt=` folders, so the snapshot parts need a table of
+    /// their own. `None` for an unpartitioned table, which holds its snapshot already.
+    pub fn snapshot(&self) -> Option<TableSpec> {
+        if self.partition_keys.is_empty() {
+            return None;
+        }
+        let mut parameters = self.parameters.clone();
+        parameters.retain(|k, _| !k.starts_with("projection.") && k != "storage.location.template");
+        parameters.insert("sluice.content".to_owned(), "snapshot".to_owned());
+        Some(TableSpec {
+            database: self.database.clone(),
+            name: format!("{}_snapshot", self.name),
+            location: format!("{}snapshot/", self.location),
+            columns: self.columns.clone(),
+            partition_keys: Vec::new(),
+            parameters,
+        })
+    }
+
     /// Everything but the projection range's start: equal shapes need no update.
     pub fn shape(&self) -> TableSpec {
         let mut shape = self.clone();
@@ -236,6 +257,33 @@ mod tests {
             "s3://b/cdc/x/public.orders/dt=${dt}/"
         );
         assert!(!daily.parameters.contains_key("projection.hr.type"));
+    }
+
+    #[test]
+    fn a_dated_table_has_a_snapshot_table_and_a_flat_one_holds_its_own() {
+        let dated = TableSpec::of(
+            &config("dated", S3),
+            "public.orders",
+            vec![("id".into(), "bigint".into())],
+            "2026-12-03",
+        )
+        .unwrap();
+        let snapshot = dated.snapshot().unwrap();
+        assert_eq!(snapshot.name, "raw_public_orders_snapshot");
+        assert_eq!(snapshot.location, "s3://b/cdc/x/public.orders/snapshot/");
+        assert_eq!(snapshot.columns, dated.columns);
+        assert!(snapshot.partition_keys.is_empty());
+        assert!(
+            snapshot
+                .parameters
+                .keys()
+                .all(|k| !k.starts_with("projection.") && k != "storage.location.template"),
+            "{:?}",
+            snapshot.parameters
+        );
+        assert_eq!(snapshot.parameters["classification"], "parquet");
+        let flat = TableSpec::of(&config("flat", S3), "public.orders", vec![], "2026-12-03");
+        assert_eq!(flat.unwrap().snapshot(), None);
     }
 
     #[test]

@@ -136,6 +136,20 @@ fn glue_table_follows_the_part_shape_and_idle_runs_leave_it() {
         registered.is_null() || registered == "unchanged",
         "the table was created by the first drain: {first}"
     );
+    // Projection reads only the dt= folders: the baseline gets a table of its own.
+    let snapshot = glue_table(&moto, &database, "raw_t_snapshot");
+    assert_eq!(columns(&snapshot), columns(&created));
+    assert!(snapshot.partition_keys().is_empty());
+    assert_eq!(
+        snapshot.storage_descriptor().unwrap().location(),
+        Some(format!("{location}snapshot/").as_str())
+    );
+    assert!(
+        !snapshot
+            .parameters()
+            .unwrap()
+            .contains_key("projection.enabled")
+    );
     let keys = target.keys();
     assert!(
         keys.iter().any(|k| k == "cdc/t/_catalog.json"),
@@ -169,6 +183,11 @@ fn glue_table_follows_the_part_shape_and_idle_runs_leave_it() {
     assert_eq!(cols.last().unwrap(), "extra int", "{cols:?}");
     assert_eq!(updated.partition_keys().len(), 2, "partition keys are kept");
     assert_eq!(updated.parameters().unwrap()["projection.enabled"], "true");
+    assert_eq!(
+        columns(&glue_table(&moto, &database, "raw_t_snapshot")),
+        cols,
+        "the snapshot table follows"
+    );
     assert!(version(&created).0.is_some(), "moto reports table versions");
     assert_ne!(
         version(&updated).0,
