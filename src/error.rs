@@ -103,6 +103,9 @@ codes! {
     BaselineStart => "SLUICE_BASELINE_START", Transient;
     BaselineStartDenied => "SLUICE_BASELINE_START_DENIED", Refusal;
     BaselineRebaselineUnsupported => "SLUICE_BASELINE_REBASELINE_UNSUPPORTED", Refusal;
+    CatalogUnavailable => "SLUICE_CATALOG_UNAVAILABLE", Transient;
+    CatalogDenied => "SLUICE_CATALOG_DENIED", Refusal;
+    CatalogRejected => "SLUICE_CATALOG_REJECTED", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
@@ -306,6 +309,10 @@ mod tests {
             (Code::BaselineStart, T),
             (Code::BaselineStartDenied, R),
             (Code::BaselineRebaselineUnsupported, R),
+            // Glue unreachable or throttling: the next run registers again.
+            (Code::CatalogUnavailable, T),
+            (Code::CatalogDenied, R),
+            (Code::CatalogRejected, R),
             (Code::RecoveryRefused, R),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),

@@ -8,14 +8,15 @@
 //! `tests/` fails on any cycle): faces (`cli`, `lambda`, `doctor`, `init`, `validate`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
 //! owner of part → fenced checkpoint → ack), `backends` → `source`, `sink`,
-//! `destination`, `state`, `claims`, `secret` → core types and services (`config`,
-//! `faults`, `change`, `position`, `framer`, `summary`, `error`, `redact`, `tls`, `aws`,
-//! `arn`).
+//! `destination`, `state`, `claims`, `secret`, `catalog` (registration at a run's end) →
+//! core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! `summary`, `error`, `redact`, `tls`, `aws`, `arn`).
 
 pub mod arn;
 pub mod aws;
 pub mod backends;
 pub mod baseline;
+pub mod catalog;
 pub mod change;
 pub mod claims;
 pub mod cli;

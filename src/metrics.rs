@@ -92,6 +92,7 @@ mod tests {
             rebaselined: Default::default(),
             lease_holder: None,
             lease_expires_at_ms: None,
+            catalog: Default::default(),
         }
     }
 

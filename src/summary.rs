@@ -62,6 +62,10 @@ pub struct RunSummary {
     /// Tables this run asked to re-baseline (absent when none).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub rebaselined: BTreeMap<String, Rebaselined>,
+    /// Tables the run registered in the catalog (`catalog` block): `created`, `updated`,
+    /// `unchanged` or `failed: <code>`; absent when Glue was not called.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub catalog: BTreeMap<String, String>,
     /// For `skipped`: who holds the lease, and until when (ms since the epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_holder: Option<String>,

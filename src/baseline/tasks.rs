@@ -573,6 +573,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                             checksum: chunk.checksum.clone(),
                             first_pos: record_pos(&record.anchor)?,
                             last_pos: record_pos(&record.anchor)?,
+                            partition: None,
                         });
                     }
                 }
@@ -604,6 +605,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                             checksum: m.checksum.clone(),
                             first_pos: pos.clone(),
                             last_pos: pos,
+                            partition: None,
                         },
                     );
                 }

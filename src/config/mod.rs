@@ -13,6 +13,7 @@
 //! `crate::job::config` runs [`Config::parse`] and then every room's check, and is what
 //! the faces call. This module imports only core types.
 
+mod catalog;
 mod run;
 mod source;
 mod storage;
@@ -25,7 +26,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 
-pub use run::{BaselineConfig, DeadlineConfig, DoctorConfig, Initial, LeaseConfig, OutputConfig};
+pub use catalog::CatalogConfig;
+pub use run::{
+    BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
+};
 pub use source::{
     Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TimeoutsConfig,
     engine_for_url,
@@ -60,6 +64,9 @@ pub struct Config {
     /// Thresholds of `sluice doctor`.
     #[serde(default)]
     pub doctor: DoctorConfig,
+    /// Where each table's parts are registered as a catalog table (Glue); none by default.
+    #[serde(default)]
+    pub catalog: Option<CatalogConfig>,
 }
 
 impl Config {

@@ -102,6 +102,34 @@ pub struct OutputConfig {
     /// Memory the run's part writers share (each table's batch is capped at a share of
     /// it). Default: half the Lambda function's memory, 512 MiB on the CLI.
     pub memory_budget_bytes: Option<u64>,
+    /// Where change parts go below the table folder: `flat` (in it) or Hive-style
+    /// partition folders by commit time (`dated`, `dated-hourly`).
+    pub layout: Layout,
+}
+
+/// The folders change parts are written to below `<table>/` (docs/output.md, Layout).
+/// Baseline parts always go to `<table>/snapshot/`, whatever the layout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// `<table>/cdc-<run_id>-<nnnnnn>.parquet`.
+    #[default]
+    Flat,
+    /// `<table>/dt=YYYY-MM-DD/cdc-…`: the UTC date of the change's commit time (`__ts`).
+    Dated,
+    /// `<table>/dt=YYYY-MM-DD/hr=HH/cdc-…`: the UTC date and hour of the commit time.
+    DatedHourly,
+}
+
+impl Layout {
+    /// The Hive partition keys of the layout, outermost first.
+    pub fn partition_keys(self) -> &'static [&'static str] {
+        match self {
+            Layout::Flat => &[],
+            Layout::Dated => &["dt"],
+            Layout::DatedHourly => &["dt", "hr"],
+        }
+    }
 }
 
 /// Single-writer lease.
@@ -152,6 +180,7 @@ impl Default for OutputConfig {
             spill_dir: None,
             zstd_level: 3,
             memory_budget_bytes: None,
+            layout: Layout::Flat,
         }
     }
 }

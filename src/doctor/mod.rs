@@ -6,8 +6,10 @@
 //! claim rule), so doctor and the run cannot disagree; doctor never creates, advances or
 //! claims anything — its only write is a probe object in the destination, deleted again.
 //! Engines plug in as one module each exposing `checks(config, &mut Report)`; the
-//! engine-independent state, destination and memory budget checks run for every job.
+//! engine-independent state, destination and memory budget checks run for every job, the
+//! catalog check for a job with a `catalog` block.
 
+pub mod catalog;
 pub mod destination;
 pub mod encryption;
 pub mod layout;
@@ -246,6 +248,7 @@ pub async fn run(config: &Config) -> Report {
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;
     report.push(memory::check(config, mysql));
+    catalog::checks(config, &mut report).await;
     report
 }
 

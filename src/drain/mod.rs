@@ -168,6 +168,7 @@ pub async fn run(
         &info.tables,
         committer.run_id(),
         &settings,
+        config.output.layout,
     )?;
     let state = backends.state.as_ref();
     for record in
@@ -373,8 +374,18 @@ pub async fn run(
             .collect(),
         lease_holder: None,
         lease_expires_at_ms: None,
+        catalog: BTreeMap::new(),
     };
     manifests.at_end(&router, &summary).await?;
+    // After everything is committed; a catalog failure is a warning (crate::catalog).
+    let mut summary = summary;
+    summary.catalog = crate::catalog::register(
+        config,
+        backends.destination.as_ref(),
+        router.captured(),
+        options.abort_at,
+    )
+    .await;
     let record = RunRecord {
         run_id: summary.run_id.clone(),
         summary: serde_json::to_value(&summary).unwrap_or_default(),

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::change::{ChangeEvent, TableSchema};
+use crate::config::Layout;
 use crate::error::{Code, Error, Result};
 use crate::sink::{FinishedPart, ManifestPart, PartSettings, PartWriter};
 
@@ -36,12 +37,14 @@ pub struct Router {
 }
 
 impl Router {
-    /// Writers for `tables`, naming parts `<table>/cdc-<run_id>-<nnnnnn>.parquet`.
+    /// Writers for `tables`, naming parts `<table>/cdc-<run_id>-<nnnnnn>.parquet`, under
+    /// the partition folder of `layout` (`<table>/dt=YYYY-MM-DD/cdc-…`) unless it is flat.
     pub fn new(
         tables: &[String],
         schemas: &[Arc<TableSchema>],
         run_id: &str,
         settings: &PartSettings,
+        layout: Layout,
     ) -> Result<Self> {
         let tables = tables
             .iter()
@@ -53,7 +56,8 @@ impl Router {
                         1,
                         settings.clone(),
                     )?
-                    .with_identity(format!("run:{run_id}")),
+                    .with_identity(format!("run:{run_id}"))
+                    .with_layout(layout),
                     parts: Vec::new(),
                     committed: 0,
                     in_manifest: (0, 0),
@@ -127,6 +131,23 @@ impl Router {
         }
     }
 
+    /// The tables to register in the catalog: every captured table whose schema is known
+    /// and that is not waiting for a re-baseline, with the earliest partition date it
+    /// wrote in this run.
+    pub fn captured(&self) -> Vec<crate::catalog::Captured> {
+        self.tables
+            .iter()
+            .filter(|(name, _)| !self.skipped.contains(*name))
+            .filter_map(|(name, output)| {
+                Some(crate::catalog::Captured {
+                    table: name.clone(),
+                    schema: output.schema.clone()?,
+                    first_date: first_date(&output.parts),
+                })
+            })
+            .collect()
+    }
+
     /// Records a durable part in its table's run totals.
     pub fn record_durable(&mut self, table: &str, part: ManifestPart) {
         if let Some(output) = self.tables.get_mut(table) {
@@ -134,5 +155,43 @@ impl Router {
             output.bytes += part.bytes;
             output.parts.push(part);
         }
+    }
+}
+
+/// The earliest `dt=YYYY-MM-DD` date among `parts`' partitions (Hive's null partition and
+/// flat parts do not count).
+fn first_date(parts: &[ManifestPart]) -> Option<String> {
+    parts
+        .iter()
+        .filter_map(|p| p.partition.as_deref()?.strip_prefix("dt="))
+        .map(|dt| dt.split('/').next().unwrap_or(dt))
+        .filter(|dt| dt.len() == 10 && dt.as_bytes()[4] == b'-')
+        .min()
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_date_is_the_earliest_dated_partition() {
+        let part = |partition: Option<&str>| ManifestPart {
+            key: String::new(),
+            rows: 1,
+            bytes: 1,
+            checksum: String::new(),
+            first_pos: String::new(),
+            last_pos: String::new(),
+            partition: partition.map(str::to_owned),
+        };
+        let parts = [
+            part(Some("dt=2026-12-03/hr=01")),
+            part(Some("dt=__HIVE_DEFAULT_PARTITION__")),
+            part(Some("dt=2026-01-16/hr=00")),
+            part(None),
+        ];
+        assert_eq!(first_date(&parts).as_deref(), Some("2026-01-16"));
+        assert_eq!(first_date(&[part(None)]), None);
     }
 }

@@ -139,6 +139,7 @@ async fn run_once(
                 rebaselined: BTreeMap::new(),
                 lease_holder: Some(owner),
                 lease_expires_at_ms: Some(expires_at_ms),
+                catalog: Default::default(),
             })
         }
     }

@@ -17,15 +17,26 @@ use std::path::Path;
 pub use dialect::Dialect;
 pub use query::{Request, Rows, ShapeColumn};
 
-use crate::config::{Config, DestinationConfig};
+use crate::config::{CatalogConfig, Config, DestinationConfig};
 use crate::error::{Code, Error, Result};
 
 /// Where `sluice sql` reads a table's rows from by default: the table's folder in the
 /// destination (DuckDB, Spark), or for Athena a table named after it in the catalog
-/// (`public.orders` → `public_orders`).
+/// (`public.orders` → `public_orders`; with a `catalog` block the table sluice registers,
+/// `<database>.<table_prefix>public_orders`).
 pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Rows> {
     if dialect == Dialect::Athena {
-        return Ok(Rows::Table(query::sanitize(table)));
+        return Ok(Rows::Table(match &config.catalog {
+            Some(CatalogConfig::Glue {
+                database,
+                table_prefix,
+                ..
+            }) => format!(
+                "{database}.{}",
+                crate::catalog::table::table_name(table_prefix, table)
+            ),
+            None => query::sanitize(table),
+        }));
     }
     Ok(Rows::Folder(match &config.destination {
         DestinationConfig::Local { path } => {
@@ -102,4 +113,29 @@ fn no_parts_on_stdout(table: &str) -> Error {
         format!("the job's destination is stdout, which keeps no parts or manifests of {table} to query"),
     )
     .hint("run `sluice sql` with the config of a local or S3 destination the table's parts were written to")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn athena_reads_the_table_the_catalog_registers() {
+        let text = "job: j\nsource: { url_env: U, tables: [public.orders], postgres: { slot: s, publication: p } }\n\
+                    destination: { type: s3, bucket: b }\nstate: { type: local, path: st }\n";
+        let plain = Config::parse(text, "test").unwrap();
+        assert_eq!(
+            default_rows(&plain, Dialect::Athena, "public.orders").unwrap(),
+            Rows::Table("public_orders".into())
+        );
+        let with_catalog = Config::parse(
+            &format!("{text}catalog: {{ type: glue, database: lake, table_prefix: raw_ }}\n"),
+            "test",
+        )
+        .unwrap();
+        assert_eq!(
+            default_rows(&with_catalog, Dialect::Athena, "public.orders").unwrap(),
+            Rows::Table("lake.raw_public_orders".into())
+        );
+    }
 }

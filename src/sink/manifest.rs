@@ -60,6 +60,11 @@ pub struct ManifestPart {
     pub checksum: String,
     pub first_pos: String,
     pub last_pos: String,
+    /// The part's partition folder below the table folder (`dt=2026-12-03`,
+    /// `dt=2026-12-03/hr=07`) with a dated `output.layout`; absent in the flat layout and
+    /// for snapshot parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
 }
 
 /// One column in a manifest (and in a part's `sluice.schema`).
@@ -235,6 +240,7 @@ mod tests {
             checksum: "fnv1a64:0123456789abcdef".into(),
             first_pos: "00000000/00000010".into(),
             last_pos: "00000000/00000020".into(),
+            partition: None,
         }
     }
 

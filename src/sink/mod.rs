@@ -25,6 +25,7 @@ pub mod checksum;
 pub mod manifest;
 pub mod memory_budget;
 pub mod part;
+pub mod partition;
 pub mod spill_budget;
 pub mod spill_sweep;
 

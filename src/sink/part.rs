@@ -20,6 +20,11 @@
 //!   `int32` → `int64`) finishes the open part and starts the next; a column whose type
 //!   changed to one that does not widen it is refused with `SLUICE_SOURCE_SCHEMA_CHANGE`,
 //!   because no output column holds both types;
+//! * a part holds one partition ([`crate::sink::partition`], `output.layout`): an event
+//!   whose commit time falls in another partition than the open part's finishes it and
+//!   starts the next, keyed under the partition's folder
+//!   (`<table>/dt=YYYY-MM-DD/cdc-…`); a transaction has one commit time, so this split
+//!   happens between transactions only;
 //! * part numbers count finished parts only (no gaps), from `first_number`, six digits;
 //! * I/O failures are `SLUICE_OUTPUT_WRITE`, a full spill volume `SLUICE_SPILL_FULL`;
 //!   after an error in [`PartWriter::finish`] the writer holds no open part. An unfinished
@@ -42,11 +47,13 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::change::{ChangeEvent, TableSchema};
+use crate::config::Layout;
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
 use crate::sink::batch::RowBatchBuilder;
 use crate::sink::checksum::{FNV_OFFSET_BASIS, checksum_text};
 use crate::sink::manifest::{ManifestPart, schema_json};
+use crate::sink::partition::{self, Bucket};
 
 use self::encoder::Encoder;
 
@@ -126,8 +133,12 @@ impl PartSettings {
 /// caller. Dropping it leaves the file; [`FinishedPart::discard`] removes it.
 #[derive(Debug)]
 pub struct FinishedPart {
-    /// Object key below the job's prefix, e.g. `public.orders/cdc-<run_id>-000001.parquet`.
+    /// Object key below the job's prefix, e.g. `public.orders/cdc-<run_id>-000001.parquet`
+    /// (`public.orders/dt=2026-12-03/cdc-…` with a dated layout).
     pub key: String,
+    /// The part's partition folder (`dt=2026-12-03`, `dt=2026-12-03/hr=07`); `None` in the
+    /// flat layout.
+    pub partition: Option<String>,
     pub local_path: PathBuf,
     pub rows: u64,
     /// File size.
@@ -167,6 +178,7 @@ impl FinishedPart {
             checksum: self.checksum.clone(),
             first_pos: self.first_pos.clone(),
             last_pos: self.last_pos.clone(),
+            partition: self.partition.clone(),
         }
     }
 }
@@ -177,6 +189,7 @@ pub struct PartWriter {
     table: String,
     key_prefix: String,
     identity: Option<String>,
+    layout: Layout,
     next_number: u32,
     settings: PartSettings,
     compression: Compression,
@@ -197,6 +210,7 @@ impl PartWriter {
             table: table.to_owned(),
             key_prefix,
             identity: None,
+            layout: Layout::Flat,
             next_number: first_number,
             settings,
             compression,
@@ -211,9 +225,16 @@ impl PartWriter {
         self
     }
 
-    /// Appends one event. When its schema differs from the open part's, the open part is
-    /// finished and returned (upload it), and the event starts the next part. On error
-    /// nothing was appended and the open part is as it was.
+    /// Partitions the parts by commit time as `layout` says: each part lies in one
+    /// partition folder, inserted before the file name of the key prefix.
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Appends one event. When its schema or its partition differs from the open part's,
+    /// the open part is finished and returned (upload it), and the event starts the next
+    /// part. On error nothing was appended and the open part is as it was.
     pub fn append(&mut self, ev: &ChangeEvent) -> Result<Option<FinishedPart>> {
         if ev.table.name != self.table {
             return Err(Error::new(
@@ -228,12 +249,14 @@ impl PartWriter {
             .open
             .as_ref()
             .is_some_and(|open| !Arc::ptr_eq(&open.schema, &ev.table) && *open.schema != *ev.table);
-        if schema_changed || self.open.is_none() {
+        let bucket = partition::bucket(self.layout, ev.commit_ts);
+        let partition_changed = self.open.as_ref().is_some_and(|open| open.bucket != bucket);
+        if schema_changed || partition_changed || self.open.is_none() {
             if let Some(open) = &self.open {
                 refuse_type_changes(&open.schema, &ev.table)?;
             }
             // Open and fill the next part first, so a failure leaves the open part intact.
-            let mut next = self.open_part(ev.table.clone())?;
+            let mut next = self.open_part(ev.table.clone(), bucket)?;
             next.append(ev, &self.settings)?;
             let finished = self.finish()?;
             self.open = Some(next);
@@ -301,9 +324,20 @@ impl PartWriter {
         })?;
         open.spill.keep = true;
         let hold = open.spill.hold.take();
+        let partition = partition::folder(self.layout, open.bucket);
+        let key = match &partition {
+            None => format!("{}{number:06}.parquet", self.key_prefix),
+            Some(folder) => {
+                let (dir, file) = self
+                    .key_prefix
+                    .split_at(self.key_prefix.rfind('/').map_or(0, |i| i + 1));
+                format!("{dir}{folder}/{file}{number:06}.parquet")
+            }
+        };
         Ok(Some(FinishedPart {
             _hold: hold,
-            key: format!("{}{number:06}.parquet", self.key_prefix),
+            key,
+            partition,
             local_path: path,
             rows: open.rows,
             bytes,
@@ -314,7 +348,7 @@ impl PartWriter {
         }))
     }
 
-    fn open_part(&self, schema: Arc<TableSchema>) -> Result<OpenPart> {
+    fn open_part(&self, schema: Arc<TableSchema>, bucket: Bucket) -> Result<OpenPart> {
         let dir = &self.settings.spill_dir;
         fs::create_dir_all(dir).map_err(|e| {
             io_error(
@@ -347,6 +381,7 @@ impl PartWriter {
             })?;
         Ok(OpenPart {
             schema,
+            bucket,
             builder,
             encoder: Encoder::start(writer, spill.path.clone(), dir.clone()),
             spill,
@@ -361,6 +396,8 @@ impl PartWriter {
 /// The part being built.
 struct OpenPart {
     schema: Arc<TableSchema>,
+    /// The partition every row of the part is in.
+    bucket: Bucket,
     builder: RowBatchBuilder,
     encoder: Encoder,
     spill: SpillFile,

@@ -3,6 +3,7 @@
 
 mod baseline_asl;
 mod baseline_sfn;
+mod catalog;
 mod doctor;
 mod drain;
 mod lambda_face;

@@ -415,7 +415,7 @@ const OPERATOR_ACTIONS: &[&str] = &[
 /// `service:Action` names in `text`, for the services the function's policy covers.
 fn aws_actions(text: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    for service in ["s3", "dynamodb", "secretsmanager", "states", "kms"] {
+    for service in ["s3", "dynamodb", "secretsmanager", "states", "kms", "glue"] {
         let needle = format!("{service}:");
         let mut rest = text;
         while let Some(at) = rest.find(&needle) {
@@ -499,6 +499,65 @@ fn the_function_policy_grants_every_action_the_code_names() {
     assert!(
         !named.contains("dynamodb:ConditionCheckItem")
             && !granted.contains("dynamodb:ConditionCheckItem")
+    );
+}
+
+/// `catalog` and `output.layout` render into a config the binary accepts, and only then
+/// does the drain function's policy reach Glue — its own database and the tables in it.
+#[test]
+fn a_catalog_stream_renders_its_catalog_block_and_may_register_only_its_database() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    inputs["output"] = serde_json::json!({ "layout": "dated-hourly", "zstd_level": 5 });
+    inputs["catalog"] = serde_json::json!({ "database": "cdc_lake", "table_prefix": "raw_" });
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["catalog"],
+        serde_json::json!({ "type": "glue", "database": "cdc_lake", "table_prefix": "raw_" })
+    );
+    assert_eq!(
+        document["output"],
+        serde_json::json!({ "layout": "dated-hourly", "zstd_level": 5, "spill_dir": "/tmp" })
+    );
+    assert_eq!(validate(&document)["config"], document);
+    inputs["catalog"] = serde_json::json!({ "database": "cdc_lake" });
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["catalog"],
+        serde_json::json!({ "type": "glue", "database": "cdc_lake" })
+    );
+    assert_eq!(validate(&document)["config"], document);
+    inputs["catalog"] = Value::Null;
+    assert!(render(&bin, &inputs).get("catalog").is_none());
+
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let glue = policy
+        .split("dynamic \"statement\"")
+        .find(|s| s.contains("\"RegisterOwnCatalogTables\""))
+        .expect("a RegisterOwnCatalogTables statement");
+    assert!(
+        glue.contains(
+            "for_each = var.catalog != null && each.key == \"drain\" ? [var.catalog.database] : []"
+        ),
+        "only the drain function of a catalog stream: {glue}"
+    );
+    assert!(
+        glue.contains(":catalog\",")
+            && glue.contains(":database/${statement.value}\",")
+            && glue.contains(":table/${statement.value}/*\","),
+        "only its own database and its tables: {glue}"
+    );
+    assert!(!policy.contains("glue:*") && !glue.contains("glue:Delete"));
+    let stack =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_stack/main.tf"))
+            .unwrap();
+    assert!(
+        stack.contains("resource \"aws_glue_catalog_database\" \"this\"")
+            && stack.contains("count       = var.glue_database_name == null ? 0 : 1"),
+        "the stack can create the database"
     );
 }
 

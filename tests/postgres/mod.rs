@@ -3,6 +3,7 @@
 //! is in `conformance::source`.
 
 mod baseline;
+mod dated;
 mod ddl;
 mod doctor;
 mod drain;

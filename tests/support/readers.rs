@@ -99,3 +99,78 @@ pub fn sluice_sql_replayed(
     );
     Some(run(&python, &script, &[]))
 }
+
+/// Reads a table folder of the dated layout (`output.layout: dated` or `dated-hourly`)
+/// the way its users do — pyarrow's dataset with `partitioning="hive"` over the whole
+/// folder, and DuckDB's `read_parquet(…, hive_partitioning = true)` over `dt=*/` — and
+/// answers, per reader, how many change rows it read (`rows`), how many of them lie in a
+/// partition other than their commit time's UTC date (and hour) (`misplaced`), the
+/// partitions it saw (`dt`, sorted, with `/hr=HH` when hourly), and for pyarrow how many
+/// snapshot rows it read and how many of those carry a partition value (`snapshot`,
+/// `snapshot_partitioned`). `None` (skipped loudly) without the readers' venv.
+pub fn hive_partitions(table_dir: &Path, hourly: bool) -> Option<serde_json::Value> {
+    let python = python()?;
+    let script = r#"
+import json, sys
+import duckdb, pyarrow.compute as pc, pyarrow.dataset as ds
+root, hourly = sys.argv[1], sys.argv[2] == "hourly"
+t = ds.dataset(root, format="parquet", partitioning="hive").to_table()
+dt = pc.cast(t["dt"], "string")
+hr = pc.cast(t["hr"], "int64") if hourly else None
+snap = pc.equal(t["__op"], "snapshot")
+changes = pc.invert(snap)
+day = pc.strftime(t["__ts"], format="%Y-%m-%d")
+bad = pc.not_equal(day, dt)
+if hourly:
+    bad = pc.or_(bad, pc.not_equal(pc.hour(t["__ts"]), hr))
+seen = sorted({f"dt={d}" + (f"/hr={h:02d}" if hourly else "") for d, h, c in zip(
+    dt.to_pylist(), (hr.to_pylist() if hourly else [0] * len(t)), changes.to_pylist()) if c})
+out = {"pyarrow": {
+    "rows": pc.sum(changes).as_py() or 0,
+    "misplaced": pc.sum(pc.and_(changes, pc.fill_null(bad, True))).as_py() or 0,
+    "snapshot": pc.sum(snap).as_py() or 0,
+    "snapshot_partitioned": pc.sum(pc.and_(snap, pc.is_valid(t["dt"]))).as_py() or 0,
+    "dt": seen}}
+con = duckdb.connect()
+con.execute("SET TimeZone = 'UTC'")
+hour = " OR hour(__ts) <> CAST(hr AS BIGINT)" if hourly else ""
+label = "'dt=' || CAST(dt AS VARCHAR)" + (" || '/hr=' || lpad(CAST(hr AS VARCHAR), 2, '0')" if hourly else "")
+rows, misplaced, seen = con.execute(f"""
+  SELECT count(*),
+         count(*) FILTER (WHERE strftime(__ts, '%Y-%m-%d') <> CAST(dt AS VARCHAR){hour}),
+         list_sort(list(DISTINCT {label}))
+  FROM read_parquet('{root}/dt=*/**/*.parquet', hive_partitioning = true, union_by_name = true)
+""").fetchone()
+out["duckdb"] = {"rows": rows, "misplaced": misplaced, "dt": seen or []}
+print(json.dumps(out))
+"#;
+    let mode = if hourly { "hourly" } else { "daily" };
+    let text = run(&python, script, &[table_dir, Path::new(mode)]);
+    Some(serde_json::from_str(&text).expect("the reader script prints JSON"))
+}
+
+/// Spark reads the dated partitions of a table folder the way docs/output.md says —
+/// `spark.read.option("basePath", folder).parquet(folder + "/dt=*")` — and answers
+/// `(rows, misplaced)`: the change rows it read and how many lie in a partition other
+/// than their commit time's UTC date (and hour). `None` (skipped loudly) without the
+/// Spark venv.
+pub fn spark_hive_partitions(table_dir: &Path, hourly: bool) -> Option<(u64, u64)> {
+    let python = spark_python()?;
+    let script = r#"
+import sys
+from pyspark.sql import SparkSession, functions as F
+root, hourly = sys.argv[1], sys.argv[2] == "hourly"
+spark = SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+df = spark.read.option("basePath", root).parquet(root + "/dt=*")
+bad = F.date_format("__ts", "yyyy-MM-dd") != F.col("dt").cast("string")
+if hourly:
+    bad = bad | (F.hour("__ts") != F.col("hr").cast("int"))
+print(df.count(), df.filter(bad).count())
+"#;
+    let mode = if hourly { "hourly" } else { "daily" };
+    let text = run(&python, script, &[table_dir, Path::new(mode)]);
+    let last = text.lines().last().unwrap_or_default();
+    let (rows, misplaced) = last.split_once(' ').expect("two numbers");
+    Some((rows.parse().unwrap(), misplaced.parse().unwrap()))
+}

@@ -1012,3 +1012,76 @@ fn writers_can_move_between_threads() {
     send::<FinishedPart>();
     send::<RowBatchBuilder>();
 }
+
+/// Three transactions: two late on 2026-12-03 (UTC), one just after midnight; the dated
+/// layout cuts the part at the day boundary (a transaction boundary: its changes share a
+/// commit time), the hourly one also between the two hours of the 3rd, and each part
+/// lies in its partition's folder with every `__ts` inside that partition.
+#[test]
+fn dated_layout_cuts_parts_at_the_partition_boundary() {
+    const MIDNIGHT_DEC_4: i64 = 1_796_342_400_000_000;
+    let transactions = [
+        (1u64, MIDNIGHT_DEC_4 - 3_600_000_000 - 1), // 22:59:59.999999
+        (2, MIDNIGHT_DEC_4 - 1),                    // 23:59:59.999999
+        (3, MIDNIGHT_DEC_4),                        // 00:00:00 on the 4th
+    ];
+    let layouts = [
+        (
+            Layout::Dated,
+            vec![
+                ("public.orders/dt=2026-12-03/cdc-r1-000001.parquet", 6),
+                ("public.orders/dt=2026-12-04/cdc-r1-000002.parquet", 3),
+            ],
+        ),
+        (
+            Layout::DatedHourly,
+            vec![
+                ("public.orders/dt=2026-12-03/hr=22/cdc-r1-000001.parquet", 3),
+                ("public.orders/dt=2026-12-03/hr=23/cdc-r1-000002.parquet", 3),
+                ("public.orders/dt=2026-12-04/hr=00/cdc-r1-000003.parquet", 3),
+            ],
+        ),
+        (
+            Layout::Flat,
+            vec![("public.orders/cdc-r1-000001.parquet", 9)],
+        ),
+    ];
+    for (layout, expected) in layouts {
+        let dir = tempfile::tempdir().unwrap();
+        let t = narrow_table();
+        let mut w = writer(dir.path(), settings(dir.path())).with_layout(layout);
+        let mut parts = Vec::new();
+        for (txn, ts) in transactions {
+            for seq in 0..3 {
+                let mut e = ev(&t, txn * 10 + seq, row(txn * 10 + seq));
+                e.pos = pos(txn);
+                e.seq = seq;
+                e.commit_ts = Some(ts);
+                parts.extend(w.append(&e).unwrap());
+            }
+        }
+        parts.extend(w.finish().unwrap());
+        let got: Vec<_> = parts.iter().map(|p| (p.key.as_str(), p.rows)).collect();
+        assert_eq!(got, expected, "{layout:?}");
+        for part in &parts {
+            let folder = part.partition.clone();
+            assert_eq!(part.manifest_entry().partition, folder);
+            assert_eq!(
+                folder.is_some(),
+                layout != Layout::Flat,
+                "{layout:?}: {folder:?}"
+            );
+            let back = read(&part.local_path, 1024);
+            for batch in &back.batches {
+                let ts = batch
+                    .column_by_name("__ts")
+                    .unwrap()
+                    .as_primitive::<TimestampMicrosecondType>();
+                for i in 0..ts.len() {
+                    let row_folder = crate::sink::partition::folder_of(layout, Some(ts.value(i)));
+                    assert_eq!(row_folder, folder, "{}", part.key);
+                }
+            }
+        }
+    }
+}

@@ -32,7 +32,8 @@ locals {
   unknown_keys = concat(
     [for k in keys(var.postgres == null ? {} : var.postgres) : "postgres.${k}" if !contains(local.pg_keys, k)],
     [for k in keys(var.mysql == null ? {} : var.mysql) : "mysql.${k}" if !contains(local.mysql_keys, k)],
-    [for k in keys(var.output) : "output.${k}" if !contains(local.output_keys, k)],
+    [for k in keys(var.output) : "output.${k}" if !contains(concat(local.output_keys, ["layout"]), k)],
+    [for k in keys(var.catalog == null ? {} : var.catalog) : "catalog.${k}" if !contains(["database", "table_prefix"], k)],
     [for k in keys(var.baseline) : "baseline.${k}" if !contains(local.baseline_key, k)],
     var.engine == "postgres" && local.postgres == null ? ["postgres (required when engine = postgres)"] : [],
     var.engine == "mysql" && var.postgres != null ? ["postgres (set for engine = mysql)"] : [],
@@ -42,7 +43,15 @@ locals {
 
   lease_ttl = var.lease_ttl_seconds == null ? var.timeout + 60 : var.lease_ttl_seconds
 
-  document = {
+  # `catalog: { type: glue, database, table_prefix }` only when a catalog is asked for.
+  catalog_block = var.catalog == null ? {} : {
+    catalog = merge(
+      { type = "glue", database = var.catalog.database },
+      lookup(var.catalog, "table_prefix", null) == null ? {} : { table_prefix = var.catalog.table_prefix },
+    )
+  }
+
+  document = merge({
     job = var.job
     source = merge(
       {
@@ -65,6 +74,7 @@ locals {
     }
     output = merge(
       { for k in local.output_keys : k => lookup(var.output, k, null) if lookup(var.output, k, null) != null },
+      { for k in ["layout"] : k => lookup(var.output, k, null) if lookup(var.output, k, null) != null },
       { spill_dir = "/tmp" },
     )
     lease    = { ttl_seconds = local.lease_ttl }
@@ -74,5 +84,5 @@ locals {
       { for k in local.baseline_key : k => lookup(var.baseline, k, null) if lookup(var.baseline, k, null) != null },
       var.baseline_state_machine_arn == null ? {} : { state_machine_arn = var.baseline_state_machine_arn },
     )
-  }
+  }, local.catalog_block)
 }

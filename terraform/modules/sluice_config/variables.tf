@@ -66,7 +66,7 @@ variable "mysql" {
 }
 
 variable "output" {
-  description = "Part layout and memory: { rollover_rows, rollover_bytes, row_group_rows, zstd_level, memory_budget_bytes }; unset keys keep the binary's defaults (memory_budget_bytes: half the function's memory). Parts are spilled to /tmp."
+  description = "Part layout and memory: { rollover_rows, rollover_bytes, row_group_rows, zstd_level, memory_budget_bytes, layout }; unset keys keep the binary's defaults (memory_budget_bytes: half the function's memory; layout: flat). Parts are spilled to /tmp."
   type        = any
   default     = {}
 }
@@ -107,5 +107,11 @@ variable "baseline" {
 variable "baseline_state_machine_arn" {
   description = "Step Functions state machine that runs this stream's baseline chunks; null reads baselines inline."
   type        = string
+  default     = null
+}
+
+variable "catalog" {
+  description = "Glue catalog registration: { database, table_prefix (optional) }; null registers nothing."
+  type        = any
   default     = null
 }

@@ -24,6 +24,7 @@ module "table" {
   safety_margin_seconds          = lookup(each.value, "safety_margin_seconds", null)
   initial                        = lookup(each.value, "initial", null)
   baseline                       = lookup(each.value, "baseline", null)
+  catalog                        = lookup(each.value, "catalog", null)
   function_name                  = lookup(each.value, "function_name", null)
   architecture                   = lookup(each.value, "architecture", null)
   memory_size                    = lookup(each.value, "memory_size", null)

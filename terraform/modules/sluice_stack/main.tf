@@ -271,6 +271,15 @@ resource "aws_dynamodb_table" "state" {
   tags = var.tags
 }
 
+# ---------------------------------------------------------------- Glue
+
+# The database the streams register their tables in (docs/aws.md, Glue catalog).
+resource "aws_glue_catalog_database" "this" {
+  count       = var.glue_database_name == null ? 0 : 1
+  name        = var.glue_database_name
+  description = "CDC tables registered by sluice (${var.name})"
+}
+
 # ---------------------------------------------------------------- SNS (alarms)
 
 # Every sluice_table's alarms notify this topic (its `for_tables.alarm_topic_arn`), so

@@ -28,6 +28,11 @@ output "alarm_topic_arn" {
   value       = local.alarm_topic_arn
 }
 
+output "glue_database_name" {
+  description = "The Glue database created for the streams' catalog tables (glue_database_name), or null."
+  value       = try(aws_glue_catalog_database.this[0].name, null)
+}
+
 output "for_tables" {
   description = "Everything a sluice_table needs from the stack, as one object (pass it as `stack`)."
   value = {

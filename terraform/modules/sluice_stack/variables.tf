@@ -106,3 +106,13 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "glue_database_name" {
+  description = "Create this Glue database for the streams' catalog tables (their `catalog = { database = … }`); null creates none (a stream's first run then creates the database itself, or use an existing one). 1-255 lower-case letters, digits and `_`."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.glue_database_name == null || can(regex("^[a-z0-9_]{1,255}$", coalesce(var.glue_database_name, "x")))
+    error_message = "The glue_database_name must be 1-255 lower-case letters, digits and `_`."
+  }
+}

@@ -8,7 +8,9 @@
 # * Secrets Manager: GetSecretValue on its one secret (and its key, through Secrets
 #   Manager, when it has a customer managed one);
 # * Step Functions: StartExecution on its own baseline machine, drain function only;
-# * EC2: the ENI actions Lambda needs, only when the function runs in a VPC.
+# * EC2: the ENI actions Lambda needs, only when the function runs in a VPC;
+# * Glue: with a catalog, the drain function reads its database (and creates it when
+#   missing) and reads, creates and updates the tables in it — nothing else in the catalog.
 # The baseline machine's role: invoke its worker; read the chunk lists under
 # `<prefix>/_baseline/` (and decrypt them through S3) for the Distributed Map's
 # ItemReader; start, describe and stop its own executions (the Distributed Map's child
@@ -152,6 +154,25 @@ data "aws_iam_policy_document" "function" {
       sid       = "StartOwnBaseline"
       actions   = ["states:StartExecution"]
       resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.catalog != null && each.key == "drain" ? [var.catalog.database] : []
+    content {
+      sid = "RegisterOwnCatalogTables"
+      actions = [
+        "glue:GetDatabase",
+        "glue:CreateDatabase",
+        "glue:GetTable",
+        "glue:CreateTable",
+        "glue:UpdateTable",
+      ]
+      resources = [
+        "arn:${local.partition}:glue:${local.region}:${local.account_id}:catalog",
+        "arn:${local.partition}:glue:${local.region}:${local.account_id}:database/${statement.value}",
+        "arn:${local.partition}:glue:${local.region}:${local.account_id}:table/${statement.value}/*",
+      ]
     }
   }
 

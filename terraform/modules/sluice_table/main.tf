@@ -59,6 +59,7 @@ module "config" {
   initial                    = var.initial
   baseline                   = var.baseline
   baseline_state_machine_arn = local.machine_arn
+  catalog                    = var.catalog
 }
 
 # ---------------------------------------------------------------- logs

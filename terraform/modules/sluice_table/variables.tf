@@ -88,15 +88,29 @@ variable "mysql" {
 }
 
 variable "output" {
-  description = "Part layout; unset keys keep the binary's defaults. Parts under construction spill to /tmp (see ephemeral_storage_mb)."
+  description = "Part layout: rollover, row groups, compression and the folders of change parts (`layout`: `flat`, `dated` or `dated-hourly`); unset keys keep the binary's defaults. Parts under construction spill to /tmp (see ephemeral_storage_mb)."
   type = object({
     rollover_rows  = optional(number)
     rollover_bytes = optional(number)
     row_group_rows = optional(number)
     zstd_level     = optional(number)
+    layout         = optional(string)
   })
   default  = {}
   nullable = false
+  validation {
+    condition     = var.output.layout == null || contains(["flat", "dated", "dated-hourly"], coalesce(var.output.layout, "flat"))
+    error_message = "The output.layout must be `flat`, `dated` or `dated-hourly`."
+  }
+}
+
+variable "catalog" {
+  description = "Register the stream's tables in the Glue Data Catalog at the end of each run whose table shape changed: { database, table_prefix (optional) }. The drain function's role may then read the database and create and update its tables (glue:GetDatabase, CreateDatabase, GetTable, CreateTable, UpdateTable). null registers nothing."
+  type = object({
+    database     = string
+    table_prefix = optional(string)
+  })
+  default = null
 }
 
 variable "lease_ttl_seconds" {
