@@ -5,7 +5,8 @@
 //! with only a baseline, or only interrupted runs, has a shape too.
 //!
 //! Guarantees: the shape is the one the newest of those documents (by `written_at`)
-//! records; a table with none of them is `SLUICE_REPLAY_NO_SCHEMA`, never a guess.
+//! that lists parts records — the newest shape the table's data has; a table with none of
+//! them is `SLUICE_REPLAY_NO_SCHEMA`, never a guess.
 
 use serde::Deserialize;
 
@@ -19,6 +20,8 @@ struct Document {
     written_at: String,
     #[serde(default)]
     schema: Vec<Column>,
+    #[serde(default)]
+    parts: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,7 +69,10 @@ pub async fn read(destination: &dyn Destination, table: &str) -> Result<Vec<Shap
             .hint("restore or remove the document; it is rewritten by the next run")
             .source(e)
         })?;
-        if doc.schema.is_empty() {
+        // A run that wrote no part of the table records the catalog's shape at its open,
+        // which may hold a column no part has yet (added since, nothing written after):
+        // a query naming it would fail. The shape is the newest one data has.
+        if doc.schema.is_empty() || doc.parts.is_empty() {
             continue;
         }
         if newest

@@ -471,3 +471,58 @@ fn rb_mysql_add_column_with_a_default_rebaselines_and_a_plain_one_continues() {
     assert!(summary.get("rebaselined").is_none(), "{summary}");
     replays_to_source();
 }
+
+/// A captured MariaDB table dropped mid-backlog: its changes up to the drop are written
+/// from the binlog's own TABLE_MAP (key from its FULL metadata, so the table's manifest
+/// still names its key), the run warns `SLUICE_SOURCE_TABLE_GONE`, and the other table
+/// goes on in the same and later runs.
+#[test]
+fn rb_mysql_a_table_dropped_mid_backlog_keeps_its_last_changes() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "rb_my_dropped");
+    two_seeded_tables(&db);
+    let job = Job::mysql(&db, &["t", "u"], "", "initial: snapshot");
+    job.drain();
+    db.sql("UPDATE t SET v = 'last' WHERE id = 1; DELETE FROM t WHERE id = 2; INSERT INTO u VALUES (6, 'six')");
+    let t_at_drop = source_state(&db, "t", &["id"]);
+    db.sql("DROP TABLE t");
+    db.sql("UPDATE u SET v = 'one' WHERE id = 1");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("SLUICE_SOURCE_TABLE_GONE"),
+        "{}",
+        run.stderr
+    );
+    let summary = run.summary();
+    assert_eq!(summary["tables"]["t"]["rows"], 2, "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["id"]),
+        t_at_drop,
+        "t as it was at the drop"
+    );
+    assert_eq!(
+        replayed(&job, "u", &["id"]),
+        source_state(&db, "u", &["id"])
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(job.out().join("t/_manifest.json")).unwrap())
+            .unwrap();
+    let keys: Vec<&str> = manifest["schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["key"] == true)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["id"], "{manifest}");
+    db.sql("INSERT INTO u VALUES (7, 'seven')");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["tables"]["u"]["rows"], 1);
+    assert_eq!(
+        replayed(&job, "u", &["id"]),
+        source_state(&db, "u", &["id"])
+    );
+}

@@ -74,6 +74,7 @@ pub fn check(
     table: &str,
     key: &str,
     source: &BTreeMap<String, SourceRow>,
+    dropped: &std::collections::BTreeSet<String>,
 ) -> Result<Findings, String> {
     let sql_dir = dir.join("sql");
     std::fs::create_dir_all(&sql_dir).unwrap();
@@ -109,6 +110,12 @@ pub fn check(
             let Some(k) = row.get(key).cloned().flatten() else {
                 return Err(format!("{dialect}: a row with a NULL key: {row:?}"));
             };
+            // A column dropped after the newest change of the table is still in the
+            // newest shape data has (the view shows its last values); not compared.
+            let row = row
+                .into_iter()
+                .filter(|(c, _)| !dropped.contains(c))
+                .collect();
             if state.insert(k.clone(), row).is_some() {
                 return Err(format!("{dialect}: key {k} twice"));
             }

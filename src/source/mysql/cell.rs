@@ -306,6 +306,7 @@ mod tests {
             charset: Some(charset.into()),
             labels: vec!["a".into(), "b".into(), "c".into()],
             plugin: None,
+            key: false,
         }
     }
 

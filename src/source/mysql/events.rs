@@ -382,8 +382,20 @@ pub fn describe_table_map(
     // Labels as raw bytes in their column's character set (decoded below, per column).
     let mut enum_labels: Vec<Vec<Vec<u8>>> = Vec::new();
     let mut set_labels: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut key_indexes = std::collections::BTreeSet::new();
     for field in tme.iter_optional_meta() {
         match field.map_err(|e| format!("bad TABLE_MAP metadata: {e}"))? {
+            OptionalMetadataField::SimplePrimaryKey(key) => {
+                for index in key.iter_indexes() {
+                    key_indexes.insert(index.map_err(|e| format!("bad primary key: {e}"))?);
+                }
+            }
+            OptionalMetadataField::PrimaryKeyWithPrefix(key) => {
+                for part in key.iter_keys() {
+                    let part = part.map_err(|e| format!("bad primary key: {e}"))?;
+                    key_indexes.insert(part.column_index());
+                }
+            }
             OptionalMetadataField::EnumStrValue(values) => {
                 for v in values.iter_values() {
                     let v = v.map_err(|e| format!("bad ENUM labels: {e}"))?;
@@ -450,6 +462,7 @@ pub fn describe_table_map(
             charset,
             labels,
             plugin: None,
+            key: key_indexes.contains(&(i as u64)),
         });
     }
     Ok(Some(columns))
@@ -546,7 +559,8 @@ pub fn map_table(
                 name: col.name.clone(),
                 ty: binlog,
                 nullable: col.nullable,
-                key: false,
+                // A table gone from the server has no declared key: the event's is it.
+                key: captured.is_gone() && col.key,
                 source_type: format!("{:?} (binlog)", col.raw),
                 field_metadata: binlog_metadata(col),
             },
@@ -665,6 +679,7 @@ mod tests {
             charset: charset.map(str::to_owned),
             labels: vec![],
             plugin: None,
+            key: false,
         };
         let form = |raw, charset| binlog_metadata(&col(raw, charset));
         assert_eq!(form(MyType::MYSQL_TYPE_TIME2, None)["sluice.form"], "text");

@@ -108,8 +108,26 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         Some(Plan::Same(cp)) => Some(cp.clone()),
         _ => None,
     };
-    let tables =
-        schema::resolve(&mut control, &config.source.tables, default_db.as_deref()).await?;
+    let (mut tables, gone) =
+        schema::resolve_present(&mut control, &config.source.tables, default_db.as_deref()).await?;
+    if let Some(first) = gone.first()
+        && plan.is_none()
+    {
+        // Nothing of it was ever streamed: the configuration names a table that is not there.
+        return Err(schema::resolve(
+            &mut control,
+            std::slice::from_ref(first),
+            default_db.as_deref(),
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| {
+            Error::new(
+                Code::SourcePrerequisite,
+                format!("table {first} does not exist"),
+            )
+        }));
+    }
     let collations = schema::collations(&mut control).await?;
     let anchor = match plan {
         None => {
@@ -270,6 +288,15 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         bound: Position::MySql(bound.clone()),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
+    for name in &gone {
+        tracing::warn!(
+            code = Code::SourceTableGone.as_str(),
+            table = %name,
+            "table {name} no longer exists (dropped or renamed, or the source user lost SELECT on it) while the job has a checkpoint: \
+             its changes still in the backlog are written; remove it from source.tables (or name its new name there: that table is then baselined)"
+        );
+        tables.push(schema::CapturedTable::gone(name, default_db.as_deref())?);
+    }
     let spill_dir = config.spill_dir();
     let max_transaction = TransactionLimit::for_dir(my.max_transaction(), &spill_dir);
     if max_transaction.lowered() {

@@ -186,6 +186,7 @@ mod tests {
             charset: Some("utf8mb4".into()),
             labels: vec![],
             plugin: None,
+            key: false,
         }
     }
 

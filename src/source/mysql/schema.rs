@@ -57,6 +57,29 @@ impl CapturedTable {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.shape.columns.iter().find(|c| c.name == name)
     }
+
+    /// A configured table the server no longer shows (dropped or renamed while its
+    /// changes were still in the backlog): no columns, no key. The stream maps its rows
+    /// from the binlog's own TABLE_MAP events (names, types and, with FULL metadata, the
+    /// primary key), so its changes up to the drop or rename are written.
+    pub fn gone(config_name: &str, default_db: Option<&str>) -> Result<CapturedTable> {
+        let (database, table) = split_name(config_name, default_db)?;
+        Ok(CapturedTable {
+            config_name: config_name.to_owned(),
+            database,
+            table,
+            key: Vec::new(),
+            shape: Arc::new(TableSchema {
+                name: config_name.to_owned(),
+                columns: Vec::new(),
+            }),
+        })
+    }
+
+    /// True for a table the server no longer shows ([`CapturedTable::gone`]).
+    pub fn is_gone(&self) -> bool {
+        self.shape.columns.is_empty()
+    }
 }
 
 /// What counts as a key to chunk a baseline by, for refusals.
@@ -173,6 +196,31 @@ pub(super) fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
     let scale: i8 = s.trim().parse().ok()?;
     ((1..=76).contains(&precision) && scale >= 0 && scale as u8 <= precision)
         .then_some((precision, scale))
+}
+
+/// Resolves the configured tables the server shows; returns them and the names of those
+/// it does not (each still a refusal where a table must exist).
+pub async fn resolve_present(
+    conn: &mut Conn,
+    tables: &[String],
+    default_db: Option<&str>,
+) -> Result<(Vec<CapturedTable>, Vec<String>)> {
+    let (mut present, mut gone) = (Vec::new(), Vec::new());
+    for name in tables {
+        let (database, table) = split_name(name, default_db)?;
+        let found: Option<String> = conn
+            .exec_first(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (&database, &table),
+            )
+            .await
+            .map_err(|e| query_error("reading information_schema.TABLES", e))?;
+        match found {
+            Some(_) => present.push(resolve_one(conn, name, default_db).await?),
+            None => gone.push(name.clone()),
+        }
+    }
+    Ok((present, gone))
 }
 
 /// Resolves every configured table.

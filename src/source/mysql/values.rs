@@ -50,6 +50,8 @@ pub struct BinlogColumn {
     /// A MariaDB plugin type the binlog carries as a fixed BINARY (set from the declared
     /// type when the table is mapped).
     pub plugin: Option<Plugin>,
+    /// Part of the primary key, as the event's FULL metadata says.
+    pub key: bool,
 }
 
 /// MariaDB's plugin types that arrive as fixed-width bytes and are written as text.
@@ -540,6 +542,7 @@ mod tests {
             charset: None,
             labels: vec![],
             plugin: None,
+            key: false,
         }
     }
 
