@@ -59,6 +59,7 @@ fuzz_target!(|data: &[u8]| {
             .map(|i| format!("l{i}"))
             .collect(),
         plugin: None,
+        key: false,
     };
     let mut row = rest;
     while !row.is_empty() {

@@ -52,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
             charset: Some(CHARSETS[usize::from(d[1] >> 1) % CHARSETS.len()].into()),
             labels: (0..usize::from(d[1] >> 5)).map(|l| format!("l{l}")).collect(),
             plugin: None,
+            key: false,
         })
         .collect();
     let Ok(types) = columns.iter().map(binlog_type).collect::<Result<Vec<_>, _>>() else {
