@@ -623,13 +623,10 @@ impl Source for MariaSource {
     }
 
     fn alter(&mut self, ddl: &Ddl) -> Result<(), String> {
-        let sql = oracle::trial::ddl_sql(TABLE, ddl);
+        let sql = oracle::trial::ddl_sql(TABLE, ddl, true);
         self.run(async |conn: &mut Conn| conn.query_drop(&sql).await)
             .map_err(|e| format!("{sql}: {e}"))?;
-        match ddl {
-            Ddl::AddNullable(c) | Ddl::AddWithDefault(c, _) => self.added.push(c.clone()),
-            Ddl::Drop(c) => self.added.retain(|a| a != c),
-        }
+        ddl.apply(&mut self.added);
         Ok(())
     }
 }

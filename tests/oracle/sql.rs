@@ -66,6 +66,14 @@ fn render(
     Ok(path.display().to_string())
 }
 
+/// What the trial's schema changes left: columns dropped (not compared), and added
+/// columns the source holds only NULLs in (compared only where the view has them).
+#[derive(Clone, Copy)]
+pub struct SchemaChanges<'a> {
+    pub dropped: &'a std::collections::BTreeSet<String>,
+    pub optional: &'a std::collections::BTreeSet<String>,
+}
+
 /// Checks `sluice sql`'s DuckDB query against the source; `key` is the key column.
 pub fn check(
     python: &str,
@@ -74,8 +82,9 @@ pub fn check(
     table: &str,
     key: &str,
     source: &BTreeMap<String, SourceRow>,
-    dropped: &std::collections::BTreeSet<String>,
+    columns: SchemaChanges<'_>,
 ) -> Result<Findings, String> {
+    let SchemaChanges { dropped, optional } = columns;
     let sql_dir = dir.join("sql");
     std::fs::create_dir_all(&sql_dir).unwrap();
     let duck = render(config, &sql_dir, table, "duckdb", &[])?;
@@ -120,8 +129,22 @@ pub fn check(
                 return Err(format!("{dialect}: key {k} twice"));
             }
         }
+        // An optional column the view does not have is not compared.
+        let shown: std::collections::BTreeSet<&String> =
+            state.values().flat_map(|r| r.keys()).collect();
+        let source: BTreeMap<String, SourceRow> = source
+            .iter()
+            .map(|(k, row)| {
+                let row = row
+                    .iter()
+                    .filter(|(c, _)| shown.contains(c) || !optional.contains(*c))
+                    .map(|(c, v)| (c.clone(), v.clone()))
+                    .collect();
+                (k.clone(), row)
+            })
+            .collect();
         let mut found = Findings::default();
-        compare_state(&state, source, &mut found);
+        compare_state(&state, &source, &mut found);
         findings.rows_compared += found.rows_compared;
         findings.mismatches.extend(
             found

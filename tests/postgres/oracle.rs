@@ -656,14 +656,11 @@ impl Source for PgSource {
     }
 
     fn alter(&mut self, ddl: &Ddl) -> Result<(), String> {
-        let sql = oracle::trial::ddl_sql(TABLE, ddl);
+        let sql = oracle::trial::ddl_sql(TABLE, ddl, false);
         self.runtime
             .block_on(self.client.batch_execute(&sql))
             .map_err(|e| format!("{sql}: {e:?}"))?;
-        match ddl {
-            Ddl::AddNullable(c) | Ddl::AddWithDefault(c, _) => self.added.push(c.clone()),
-            Ddl::Drop(c) => self.added.retain(|a| a != c),
-        }
+        ddl.apply(&mut self.added);
         Ok(())
     }
 }

@@ -126,6 +126,10 @@ pub struct MyStream {
     tables: Vec<CapturedTable>,
     collations: HashMap<u16, String>,
     known: HashMap<u64, KnownTable>,
+    /// Each captured table's shape as the stream last mapped it: a statement's change
+    /// (`truncate`, `rebaseline`) takes it, not the catalog's at the open, which may be
+    /// ahead of the backlog (a column added later).
+    last_shape: HashMap<String, Arc<TableSchema>>,
     group: Group,
     buffer: TxnBuffer,
     /// The largest transaction this run accepts (configured, lowered by the spill volume).
@@ -172,6 +176,7 @@ impl MyStream {
             tables,
             collations,
             known: HashMap::new(),
+            last_shape: HashMap::new(),
             group: Group::default(),
             buffer: TxnBuffer::new(
                 settings.spill_dir,
@@ -516,10 +521,9 @@ impl MyStream {
                         .then_some(Op::Rebaseline),
                     };
                     if let Some(op) = op
-                        && let Some(shape) =
-                            self.info.tables.iter().find(|s| s.name == t.config_name)
+                        && let Some(shape) = self.statement_shape(&t.config_name)
                     {
-                        changes.push((shape.clone(), op));
+                        changes.push((shape, op));
                     }
                 }
                 self.statement_changes(changes, end, this_event, ts, at)?;
@@ -539,22 +543,20 @@ impl MyStream {
                 // value for existing rows, changes rows without row events: each captured
                 // table it names gets one `rebaseline` change at the statement's place, and
                 // the drain re-baselines that table.
-                let rewritten: Vec<_> = if events::rewrites_partition_rows(sql)
-                    || events::adds_filled_column(sql)
-                {
-                    self.tables
-                        .iter()
-                        .filter(|t| {
-                            events::mentions_table(sql, &t.table)
-                                && (schema == t.database
-                                    || events::mentions_table(sql, &t.database))
-                        })
-                        .filter_map(|t| self.info.tables.iter().find(|s| s.name == t.config_name))
-                        .cloned()
-                        .collect()
-                } else {
-                    Vec::new()
-                };
+                let rewritten: Vec<_> =
+                    if events::rewrites_partition_rows(sql) || events::adds_filled_column(sql) {
+                        self.tables
+                            .iter()
+                            .filter(|t| {
+                                events::mentions_table(sql, &t.table)
+                                    && (schema == t.database
+                                        || events::mentions_table(sql, &t.database))
+                            })
+                            .filter_map(|t| self.statement_shape(&t.config_name))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
                 let changes = rewritten.into_iter().map(|t| (t, Op::Rebaseline)).collect();
                 self.statement_changes(changes, end, this_event, ts, at)?;
             }
@@ -591,6 +593,15 @@ impl MyStream {
                 .map_err(|e| spill_error(e, at, &self.limit))?;
         }
         self.commit(end, this_event, ts, at)
+    }
+
+    /// The shape a statement's change of `table` carries: the stream's last one, else the
+    /// catalog's at the open.
+    fn statement_shape(&self, table: &str) -> Option<Arc<TableSchema>> {
+        self.last_shape
+            .get(table)
+            .or_else(|| self.info.tables.iter().find(|s| s.name == table))
+            .cloned()
     }
 
     /// A statement outside BEGIN … COMMIT is a group of its own (DDL).
@@ -670,6 +681,10 @@ impl MyStream {
                 Some(Arc::new(events::map_table(captured, columns, at)?))
             }
         };
+        if let Some(mapped) = &mapped {
+            self.last_shape
+                .insert(mapped.schema.name.clone(), mapped.schema.clone());
+        }
         self.known.insert(id, KnownTable { tme, mapped });
         Ok(())
     }
