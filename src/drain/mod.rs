@@ -318,6 +318,26 @@ pub async fn run(
     }
 
     drop(tracker);
+    // A table no change of which this run saw may still have changed shape in the
+    // catalog (PostgreSQL logs no DDL): a column added with a default holds values no part
+    // has, so it is re-baselined now rather than at its next change.
+    if status == RunStatus::Drained
+        && !stopped_inside_transaction
+        && !matches!(info.start, Position::SqlServer(_))
+    {
+        for (table, reason) in shapes
+            .check_unchanged(&info.tables, stream.as_mut())
+            .await?
+        {
+            let asked = Asked {
+                config,
+                state,
+                table: &table,
+                at: Some(last_commit.clone().unwrap_or_else(|| stream.end_position())),
+            };
+            rebaseline(asked, &reason, &mut router, &mut rebaselined).await?;
+        }
+    }
     if stopped_inside_transaction {
         let at = committer.checkpoint();
         tracing::warn!(checkpoint = ?at.as_ref().map(|p| p.to_string()), "deadline reached inside a transaction; stopped there, keeping nothing past the checkpoint");

@@ -166,6 +166,30 @@ impl Shapes {
     }
 }
 
+impl Shapes {
+    /// For each table of `open` (the catalog's shapes at the open) this run saw no change
+    /// of: why its catalog shape cannot continue the names the previous run stored — a
+    /// column added with a default (rows hold it without a logged change) or a rename
+    /// that no change has shown yet. The catalog is after every change of the run, so a
+    /// reason here is early, never late. Each table is judged once.
+    pub async fn check_unchanged(
+        &mut self,
+        open: &[Arc<TableSchema>],
+        stream: &mut dyn ChangeStream,
+    ) -> Result<Vec<(String, String)>> {
+        let mut reasons = Vec::new();
+        for shape in open {
+            let Some(names) = self.stored.remove(&shape.name) else {
+                continue;
+            };
+            if let Some(reason) = since_stored(&names, shape, stream).await? {
+                reasons.push((shape.name.clone(), reason));
+            }
+        }
+        Ok(reasons)
+    }
+}
+
 /// Why the table's first shape of a run cannot continue the column names the previous
 /// run saw last: a rename, or a new column filled without changes.
 async fn since_stored(

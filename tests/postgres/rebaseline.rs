@@ -606,3 +606,25 @@ fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
     assert_eq!(record(&job, "t")["status"], "done");
     assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
 }
+
+/// `ADD COLUMN … DEFAULT` with no later change of the table: PostgreSQL logs no DDL, so
+/// no change shows the new shape — the run compares the catalog with the names the last
+/// run saw and re-baselines the table now, so every row replays with the default.
+#[test]
+fn rb_a_default_column_with_no_change_after_it_rebaselines_at_the_next_run() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_default_idle", "'s' || i");
+    db.sql("UPDATE t SET v = 'one' WHERE id = 1");
+    assert!(job.drain().get("rebaselined").is_none());
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO u VALUES (10, 'ten')");
+    let summary = job.drain();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 1, "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+}
