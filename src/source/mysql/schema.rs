@@ -207,16 +207,8 @@ pub async fn resolve_present(
 ) -> Result<(Vec<CapturedTable>, Vec<String>)> {
     let (mut present, mut gone) = (Vec::new(), Vec::new());
     for name in tables {
-        let (database, table) = split_name(name, default_db)?;
-        let found: Option<String> = conn
-            .exec_first(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                (&database, &table),
-            )
-            .await
-            .map_err(|e| query_error("reading information_schema.TABLES", e))?;
-        match found {
-            Some(_) => present.push(resolve_one(conn, name, default_db).await?),
+        match resolve_one(conn, name, default_db).await? {
+            Some(table) => present.push(table),
             None => gone.push(name.clone()),
         }
     }
@@ -231,18 +223,29 @@ pub async fn resolve(
 ) -> Result<Vec<CapturedTable>> {
     let mut out = Vec::with_capacity(tables.len());
     for name in tables {
-        out.push(resolve_one(conn, name, default_db).await?);
+        let Some(table) = resolve_one(conn, name, default_db).await? else {
+            let (database, table) = split_name(name, default_db)?;
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("table {name} does not exist"),
+            )
+            .hint(format!(
+                "check source.tables (database.table) and grant the source user SELECT on it: GRANT SELECT ON `{database}`.`{table}` TO '<user>'@'<host>'"
+            )));
+        };
+        out.push(table);
     }
     Ok(out)
 }
 
 type ColumnRow = (String, String, String, String, Option<String>);
 
+/// The table `config_name` names, or `None` when the server shows no such table.
 async fn resolve_one(
     conn: &mut Conn,
     config_name: &str,
     default_db: Option<&str>,
-) -> Result<CapturedTable> {
+) -> Result<Option<CapturedTable>> {
     let (database, table) = split_name(config_name, default_db)?;
     let found: Option<(String, String, String)> = conn
         .exec_first(
@@ -257,15 +260,7 @@ async fn resolve_one(
         None => (None, database, table),
     };
     match kind.as_deref() {
-        None => {
-            return Err(Error::new(
-                Code::SourcePrerequisite,
-                format!("table {config_name} does not exist"),
-            )
-            .hint(format!(
-                "check source.tables (database.table) and grant the source user SELECT on it: GRANT SELECT ON `{database}`.`{table}` TO '<user>'@'<host>'"
-            )));
-        }
+        None => return Ok(None),
         Some("BASE TABLE" | "SYSTEM VERSIONED") => {}
         Some(other) => {
             return Err(Error::new(
@@ -318,7 +313,7 @@ async fn resolve_one(
     if key.is_empty() {
         tracing::warn!(table = %config_name, "table has no primary key or NOT NULL unique index; it is captured without a key");
     }
-    Ok(CapturedTable {
+    Ok(Some(CapturedTable {
         config_name: config_name.to_owned(),
         database,
         table,
@@ -327,7 +322,7 @@ async fn resolve_one(
             name: config_name.to_owned(),
             columns,
         }),
-    })
+    }))
 }
 
 /// MariaDB declares JSON as LONGTEXT with a column-level `json_valid(col)` check.

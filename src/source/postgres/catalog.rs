@@ -95,20 +95,9 @@ pub async fn resolve_present(
 ) -> Result<(Vec<CapturedTable>, Vec<String>)> {
     let (mut present, mut gone) = (Vec::new(), Vec::new());
     for name in tables {
-        let (schema, table) = split_name(name);
-        let exists = client
-            .query_opt(
-                "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relname = $2",
-                &[&schema, &table],
-            )
-            .await
-            .map_err(|e| query_error("reading pg_class", e))?
-            .is_some();
-        if exists {
-            present.push(resolve_one(client, name).await?);
-        } else {
-            gone.push(name.clone());
+        match resolve_one(client, name).await? {
+            Some(table) => present.push(table),
+            None => gone.push(name.clone()),
         }
     }
     Ok((present, gone))
@@ -117,12 +106,19 @@ pub async fn resolve_present(
 pub async fn resolve(client: &Client, tables: &[String]) -> Result<Vec<CapturedTable>> {
     let mut out = Vec::with_capacity(tables.len());
     for name in tables {
-        out.push(resolve_one(client, name).await?);
+        out.push(resolve_one(client, name).await?.ok_or_else(|| {
+            Error::new(
+                Code::SourcePrerequisite,
+                format!("table {name} does not exist"),
+            )
+            .hint("check source.tables (schema.table) and that the source user can see the table")
+        })?);
     }
     Ok(out)
 }
 
-async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable> {
+/// The table `config_name` names, or `None` when the catalog has no such relation.
+async fn resolve_one(client: &Client, config_name: &str) -> Result<Option<CapturedTable>> {
     let (schema, table) = split_name(config_name);
     let rel = client
         .query_opt(
@@ -131,14 +127,10 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
             &[&schema, &table],
         )
         .await
-        .map_err(|e| query_error("reading pg_class", e))?
-        .ok_or_else(|| {
-            Error::new(
-                Code::SourcePrerequisite,
-                format!("table {config_name} does not exist"),
-            )
-            .hint("check source.tables (schema.table) and that the source user can see the table")
-        })?;
+        .map_err(|e| query_error("reading pg_class", e))?;
+    let Some(rel) = rel else {
+        return Ok(None);
+    };
     let oid: i64 = rel.get(0);
     let replident: String = rel.get(1);
     let relkind: String = rel.get(2);
@@ -228,7 +220,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         .map_err(|e| query_error("reading pg_constraint", e))?
         .map(|row| row.get::<_, String>(0));
     check_key_immediate(config_name, &replident, deferrable.as_deref())?;
-    Ok(CapturedTable {
+    Ok(Some(CapturedTable {
         config_name: config_name.to_owned(),
         schema,
         table,
@@ -242,7 +234,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<CapturedTable
         }),
         partitioned: relkind == "p",
         oid: u32::try_from(oid).ok(),
-    })
+    }))
 }
 
 /// The table's generated (`GENERATED ALWAYS AS … STORED`) columns, which sluice does not
