@@ -120,19 +120,9 @@ impl Glue {
                 self.create_database(&spec.database).await?;
             }
             let input = table_input(spec, &HashMap::new())?;
-            self.client
-                .create_table()
-                .database_name(&spec.database)
-                .table_input(input)
-                .send()
-                .await
-                .map_err(|e| {
-                    failure(
-                        &e,
-                        &format!("CreateTable {}.{}", spec.database, spec.name),
-                        "glue:CreateTable",
-                    )
-                })?;
+            let sent = self.client.create_table().database_name(&spec.database);
+            let sent = sent.table_input(input).send().await;
+            sent.map_err(|e| table_failure(&e, "CreateTable", spec))?;
             return Ok(Applied::Created);
         };
         let held = spec_of(&spec.database, &existing);
@@ -143,19 +133,9 @@ impl Glue {
             return Ok(Applied::Unchanged);
         }
         let input = table_input(&wanted, existing.parameters().unwrap_or(&HashMap::new()))?;
-        self.client
-            .update_table()
-            .database_name(&spec.database)
-            .table_input(input)
-            .send()
-            .await
-            .map_err(|e| {
-                failure(
-                    &e,
-                    &format!("UpdateTable {}.{}", spec.database, spec.name),
-                    "glue:UpdateTable",
-                )
-            })?;
+        let sent = self.client.update_table().database_name(&spec.database);
+        let sent = sent.table_input(input).send().await;
+        sent.map_err(|e| table_failure(&e, "UpdateTable", spec))?;
         Ok(Applied::Updated)
     }
 }
@@ -276,6 +256,16 @@ fn not_found<E: ProvideErrorMetadata>(
 }
 
 /// A coded error for a failed Glue call.
+/// The failure of table operation `operation` (`CreateTable`, `UpdateTable`) on `spec`.
+fn table_failure<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
+    err: &SdkError<E, aws_sdk_glue::config::http::HttpResponse>,
+    operation: &str,
+    spec: &TableSpec,
+) -> Error {
+    let what = format!("{operation} {}.{}", spec.database, spec.name);
+    failure(err, &what, &format!("glue:{operation}"))
+}
+
 fn failure<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
     err: &SdkError<E, aws_sdk_glue::config::http::HttpResponse>,
     action: &str,
