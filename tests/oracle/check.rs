@@ -339,6 +339,23 @@ fn short(cell: &Cell) -> String {
 mod tests {
     use super::*;
 
+    /// [`check_table`] keyed by `id`, with the count checked and no column dropped.
+    fn check(
+        rows: &[PartRow],
+        source: &BTreeMap<String, SourceRow>,
+        expected: u64,
+        unlogged: bool,
+    ) -> Findings {
+        check_table(
+            rows,
+            "id",
+            source,
+            Some(expected),
+            &Default::default(),
+            unlogged,
+        )
+    }
+
     fn row(run: &str, op: &str, pos: &str, seq: i64, id: &str, v: Option<&str>) -> PartRow {
         let mut all = BTreeMap::new();
         all.insert("__op".to_owned(), Some(op.to_owned()));
@@ -379,14 +396,7 @@ mod tests {
             row("r2", "update", "B", 0, "1", Some("a2")),
             row("r2", "delete", "C", 0, "2", None),
         ];
-        let f = check_table(
-            &rows,
-            "id",
-            &source(&[("1", Some("a2"))]),
-            Some(4),
-            &Default::default(),
-            false,
-        );
+        let f = check(&rows, &source(&[("1", Some("a2"))]), 4, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         assert_eq!(f.rows_compared, 1);
     }
@@ -401,14 +411,7 @@ mod tests {
         };
         let want = source(&[("1", Some("b"))]);
         let found = |rows: &[PartRow], expected: u64, needle: &str| {
-            let f = check_table(
-                rows,
-                "id",
-                &want,
-                Some(expected),
-                &Default::default(),
-                false,
-            );
+            let f = check(rows, &want, expected, false);
             assert!(
                 f.mismatches.iter().any(|m| m.contains(needle)),
                 "{needle:?} not in {:?}",
@@ -436,16 +439,9 @@ mod tests {
         let mut invented = base();
         invented.push(row("r1", "insert", "C", 0, "9", Some("x")));
         found(&invented, 3, "not in the source");
-        let f = check_table(
-            &base(),
-            "id",
-            &source(&[]),
-            Some(2),
-            &Default::default(),
-            false,
-        );
+        let f = check(&base(), &source(&[]), 2, false);
         assert!(f.mismatches.iter().any(|m| m.contains("not in the source")));
-        let f = check_table(&[], "id", &want, Some(0), &Default::default(), false);
+        let f = check(&[], &want, 0, false);
         assert!(
             f.mismatches
                 .iter()
@@ -458,24 +454,10 @@ mod tests {
         let mut update = row("r1", "update", "B", 0, "1", None);
         update.unlogged = vec!["v".into()];
         let rows = [row("r1", "insert", "A", 0, "1", Some("big")), update];
-        let f = check_table(
-            &rows,
-            "id",
-            &source(&[("1", Some("big"))]),
-            Some(2),
-            &Default::default(),
-            true,
-        );
+        let f = check(&rows, &source(&[("1", Some("big"))]), 2, true);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         // A source that logs every value must not leave one out.
-        let f = check_table(
-            &rows,
-            "id",
-            &source(&[("1", Some("big"))]),
-            Some(2),
-            &Default::default(),
-            false,
-        );
+        let f = check(&rows, &source(&[("1", Some("big"))]), 2, false);
         assert!(
             f.mismatches.iter().any(|m| m.contains("logs every value")),
             "{:?}",
@@ -495,7 +477,7 @@ mod tests {
             unlogged(row("r1", "insert", "B", 1, "2", None)),
         ];
         let want = source(&[("2", Some("big"))]);
-        let f = check_table(&rows, "id", &want, Some(3), &Default::default(), true);
+        let f = check(&rows, &want, 3, true);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         assert_eq!(f.carried_by_key_change, 1);
         // Not right after the delete (another position, or another change between): the
@@ -506,7 +488,7 @@ mod tests {
                 rows[1].clone(),
                 unlogged(row("r1", "insert", pos, seq, "2", None)),
             ];
-            let f = check_table(&rows, "id", &want, Some(3), &Default::default(), true);
+            let f = check(&rows, &want, 3, true);
             assert!(
                 f.mismatches.iter().any(|m| m.contains("no earlier row")),
                 "{pos} {seq}: {:?}",
@@ -515,14 +497,7 @@ mod tests {
             // Deleted again later: the unknown value never reaches the state.
             let mut gone = rows.to_vec();
             gone.push(row("r1", "delete", "D", 0, "2", None));
-            let f = check_table(
-                &gone,
-                "id",
-                &source(&[]),
-                Some(4),
-                &Default::default(),
-                true,
-            );
+            let f = check(&gone, &source(&[]), 4, true);
             assert!(f.mismatches.is_empty(), "{pos} {seq}: {:?}", f.mismatches);
         }
     }
@@ -543,7 +518,7 @@ mod tests {
             row("r2", "insert", "E", 0, "3", Some("c")),
         ];
         let want = source(&[("2", Some("b2")), ("3", Some("c"))]);
-        let f = check_table(&rows, "id", &want, Some(3), &Default::default(), false);
+        let f = check(&rows, &want, 3, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         // Without the rule key 1 would survive.
         let without: Vec<PartRow> = rows
@@ -551,7 +526,7 @@ mod tests {
             .filter(|r| r.op != "rebaseline")
             .cloned()
             .collect();
-        let f = check_table(&without, "id", &want, Some(3), &Default::default(), false);
+        let f = check(&without, &want, 3, false);
         assert!(!f.mismatches.is_empty());
         // A truncate in the stream does the same.
         let rows = [
@@ -563,14 +538,7 @@ mod tests {
             },
             row("r1", "insert", "B", 1, "2", Some("b")),
         ];
-        let f = check_table(
-            &rows,
-            "id",
-            &source(&[("2", Some("b"))]),
-            Some(3),
-            &Default::default(),
-            false,
-        );
+        let f = check(&rows, &source(&[("2", Some("b"))]), 3, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
     }
 
@@ -584,14 +552,7 @@ mod tests {
             truncate,
             row("r1", "insert", "C", 0, "2", Some("b2")),
         ];
-        let f = check_table(
-            &rows,
-            "id",
-            &source(&[("2", Some("b2"))]),
-            Some(4),
-            &Default::default(),
-            false,
-        );
+        let f = check(&rows, &source(&[("2", Some("b2"))]), 4, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
     }
 
@@ -604,10 +565,10 @@ mod tests {
             row("r1", "update", "B", 0, "1", Some("a2")),
         ];
         let want = source(&[("1", Some("a2")), ("2", Some("b"))]);
-        let f = check_table(&rows, "id", &want, Some(1), &Default::default(), false);
+        let f = check(&rows, &want, 1, false);
         assert!(f.mismatches.is_empty(), "{:?}", f.mismatches);
         let found = |rows: &[PartRow], needle: &str| {
-            let f = check_table(rows, "id", &want, Some(1), &Default::default(), false);
+            let f = check(rows, &want, 1, false);
             assert!(
                 f.mismatches.iter().any(|m| m.contains(needle)),
                 "{needle:?} not in {:?}",
