@@ -32,6 +32,8 @@ wal_level = logical
 max_replication_slots = 64
 max_wal_senders = 16
 max_connections = 200
+# the oracle compares each change's __ts with pg_xact_commit_timestamp
+track_commit_timestamp = on
 # throwaway instance: no crash safety needed; synchronous_commit must stay on
 # (logical decoding only sees flushed WAL)
 fsync = off

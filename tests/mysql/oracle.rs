@@ -23,6 +23,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value as MyValue};
 use oracle::canon;
 use oracle::check::SourceRow;
+use oracle::events::{CommitTime, Observed};
 use oracle::rng::Rng;
 use oracle::trial::{Ddl, Engine, Source};
 use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
@@ -496,6 +497,51 @@ impl MariaSource {
         }))
     }
 
+    /// `SELECT` of every row, each column in the form [`Self::source_rows`] reads.
+    fn select_sql(&self) -> String {
+        let exprs: Vec<String> = self
+            .spec
+            .columns
+            .iter()
+            .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
+            .chain(self.added.iter().map(|c| ident(c)))
+            .collect();
+        format!("SELECT id, {} FROM {TABLE}", exprs.join(", "))
+    }
+
+    /// The rows of [`Self::select_sql`] (binary protocol) as canonical cells, by key.
+    fn source_rows(
+        &self,
+        rows: Vec<mysql_async::Row>,
+    ) -> Result<BTreeMap<String, SourceRow>, String> {
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let mut values = row.unwrap().into_iter();
+            let id = match values.next() {
+                Some(MyValue::Int(v)) => v.to_string(),
+                other => return Err(format!("id is {other:?}")),
+            };
+            let mut cells = SourceRow::new();
+            cells.insert("id".into(), Some(id.clone()));
+            for c in &self.spec.columns {
+                let value = values.next().ok_or("a short row")?;
+                let cell = Self::canonical(&c.kind, value)
+                    .map_err(|e| format!("key {id}: column {}: {e}", c.name))?;
+                cells.insert(c.name.clone(), cell);
+            }
+            for c in &self.added {
+                let cell = match values.next() {
+                    Some(MyValue::Int(v)) => Some(v.to_string()),
+                    Some(MyValue::NULL) => None,
+                    other => return Err(format!("key {id}: column {c} is {other:?}")),
+                };
+                cells.insert(c.clone(), cell);
+            }
+            out.insert(id, cells);
+        }
+        Ok(out)
+    }
+
     fn run<T>(
         &mut self,
         f: impl AsyncFnOnce(&mut Conn) -> Result<T, mysql_async::Error>,
@@ -541,44 +587,72 @@ impl Source for MariaSource {
     }
 
     fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String> {
-        let exprs: Vec<String> = self
-            .spec
-            .columns
-            .iter()
-            .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
-            .chain(self.added.iter().map(|c| ident(c)))
-            .collect();
-        let sql = format!("SELECT id, {} FROM {TABLE}", exprs.join(", "));
+        let sql = self.select_sql();
         // `exec` uses the binary protocol: exact floats, typed dates and times.
         let rows: Vec<mysql_async::Row> = self
             .run(async |conn: &mut Conn| conn.exec(&sql, ()).await)
             .map_err(|e| format!("{sql}: {e}"))?;
-        let mut out = BTreeMap::new();
-        for row in rows {
-            let mut values = row.unwrap().into_iter();
-            let id = match values.next() {
-                Some(MyValue::Int(v)) => v.to_string(),
-                other => return Err(format!("id is {other:?}")),
-            };
-            let mut cells = SourceRow::new();
-            cells.insert("id".into(), Some(id.clone()));
-            for c in &self.spec.columns {
-                let value = values.next().ok_or("a short row")?;
-                let cell = Self::canonical(&c.kind, value)
-                    .map_err(|e| format!("key {id}: column {}: {e}", c.name))?;
-                cells.insert(c.name.clone(), cell);
-            }
-            for c in &self.added {
-                let cell = match values.next() {
-                    Some(MyValue::Int(v)) => Some(v.to_string()),
-                    Some(MyValue::NULL) => None,
-                    other => return Err(format!("key {id}: column {c} is {other:?}")),
-                };
-                cells.insert(c.clone(), cell);
-            }
-            out.insert(id, cells);
+        self.source_rows(rows)
+    }
+
+    fn apply_observed(&mut self, txn: &Txn) -> Result<(Option<u64>, Option<Observed>), String> {
+        if !txn.commit {
+            return Ok((self.apply(txn)?, None));
         }
-        Ok(out)
+        let mut stmts: Vec<Vec<Sql>> = Vec::new();
+        let mut savepoints = 0;
+        for stmt in &txn.stmts {
+            let mut sql = Vec::new();
+            self.stmt_sql(stmt, &mut sql, &mut savepoints, true);
+            stmts.push(sql);
+        }
+        let select = self.select_sql();
+        let now = "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+        let result = self.run(async |conn: &mut Conn| {
+            let earliest: Option<i64> = conn.query_first(now).await?;
+            conn.query_drop("START TRANSACTION").await?;
+            let mut tables = vec![conn.exec(&select, ()).await?];
+            let mut events = 0u64;
+            for sql in &stmts {
+                for s in sql {
+                    conn.query_drop(&s.text).await?;
+                    events += conn.affected_rows() * s.events_per_row + s.events;
+                }
+                tables.push(conn.exec(&select, ()).await?);
+            }
+            conn.query_drop("COMMIT").await?;
+            let latest: Option<i64> = conn.query_first(now).await?;
+            Ok((events, tables, earliest, latest))
+        });
+        let (events, tables, earliest, latest) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = self.run(async |conn: &mut Conn| conn.query_drop("ROLLBACK").await);
+                let texts: Vec<&str> = stmts.iter().flatten().map(|s| s.text.as_str()).collect();
+                return Err(format!(
+                    "applying a transaction failed: {e}\n{}",
+                    texts.join(";\n")
+                ));
+            }
+        };
+        let tables = tables
+            .into_iter()
+            .map(|rows| self.source_rows(rows))
+            .collect::<Result<_, _>>()?;
+        // The binlog's event time has whole seconds: the commit is no earlier than the
+        // second the transaction started in, and no later than the clock after COMMIT.
+        let earliest = earliest.ok_or("no clock before the transaction")?;
+        let commit = CommitTime {
+            earliest: earliest - earliest.rem_euclid(1_000_000),
+            latest: latest.ok_or("no clock after the commit")?,
+            exact: None,
+        };
+        // MariaDB logs only the rows a statement changed: the server's counts hold.
+        Ok((Some(events), Some(Observed { tables, commit })))
+    }
+
+    fn logs_unchanged_updates(&self) -> bool {
+        false
     }
 
     fn source_yaml(&self, _job: &str, rng: &mut Rng) -> String {

@@ -32,7 +32,7 @@ pub struct Findings {
 }
 
 impl Findings {
-    fn fail(&mut self, message: String) {
+    pub fn fail(&mut self, message: String) {
         self.mismatches.push(message);
     }
 }

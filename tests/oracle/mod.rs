@@ -1,6 +1,7 @@
 //! The correctness oracle, engine-neutral: seeded random workloads applied to a source
 //! while drains run (and crash) in between, then a replay of every part compared with the
-//! source cell by cell. An engine plugs in through [`trial::Engine`] / [`trial::Source`]:
+//! source cell by cell, and every change compared with what the source showed inside its
+//! transaction ([`events`]). An engine plugs in through [`trial::Engine`] / [`trial::Source`]:
 //! create a table of the [`workload::TableSpec`], apply [`workload::Txn`]s as SQL, and
 //! render `SELECT *` into the [`canon`] forms.
 //!
@@ -27,6 +28,7 @@
 pub mod canon;
 pub mod check;
 pub mod drain;
+pub mod events;
 pub mod parts;
 pub mod rng;
 pub mod sql;
@@ -56,6 +58,7 @@ pub struct Totals {
     pub transient: u64,
     pub changes: u64,
     pub rows_compared: u64,
+    pub events_compared: u64,
     pub carried_by_key_change: u64,
     pub spill_leftovers: u64,
     /// Failovers the trials' drains followed.
@@ -79,6 +82,7 @@ impl Totals {
         self.transient += r.transient;
         self.changes += r.changes;
         self.rows_compared += r.rows_compared;
+        self.events_compared += r.events_compared;
         self.carried_by_key_change += r.carried_by_key_change;
         self.spill_leftovers += r.spill_leftovers;
         self.failovers += r.failovers;
@@ -181,11 +185,12 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
         t.rows_compared,
+        t.events_compared,
         t.mismatches,
         t.drains,
         t.skipped,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::check::{self, SourceRow};
 use super::drain::{self, Crash, Outcome};
+use super::events::{self, Observed};
 use super::rng::Rng;
 use super::workload::{TableSpec, Txn, Workload};
 
@@ -17,6 +18,17 @@ pub trait Source {
     /// (an engine that skips rows an UPDATE left unchanged reports its changed-row count),
     /// `None` to trust the model.
     fn apply(&mut self, txn: &Txn) -> Result<Option<u64>, String>;
+    /// [`Source::apply`], and for a committed transaction what the source showed while
+    /// applying it — the table read inside the transaction before and after each
+    /// statement, and the commit time it reports — for the per-event check
+    /// ([`super::events`]); `None` when the engine cannot observe it.
+    fn apply_observed(&mut self, txn: &Txn) -> Result<(Option<u64>, Option<Observed>), String> {
+        Ok((self.apply(txn)?, None))
+    }
+    /// True when the engine logs an UPDATE that leaves a row as it was.
+    fn logs_unchanged_updates(&self) -> bool {
+        true
+    }
     /// Every row of the captured table, canonical cells keyed by column name, by key.
     fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String>;
     /// The config's `source:` section (engine knobs chosen from `rng`), indented YAML.
@@ -139,6 +151,8 @@ pub struct Report {
     pub transient: u64,
     pub changes: u64,
     pub rows_compared: u64,
+    /// Changes compared one by one with the workload's log ([`super::events`]).
+    pub events_compared: u64,
     /// Unlogged cells of key-change inserts the replay completed from the deleted row.
     pub carried_by_key_change: u64,
     /// Files left in the spill directory after the final clean drain (crashed runs').
@@ -267,13 +281,24 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     drain_clean(&mut drain_once, report, "first")?;
 
     let mut expected_changes = 0u64;
+    // The workload's own log of every committed transaction, while every one of them
+    // was observed (`None` once one was not: the per-event check is then skipped).
+    let mut log = Some(events::Log::default());
     let mut apply = |source: &mut Box<dyn Source>, txn: &Txn| -> Result<(), String> {
-        let logged = source.apply(txn)?;
+        let (logged, observed) = source.apply_observed(txn)?;
         expected_changes += if txn.commit {
             logged.unwrap_or(txn.changes)
         } else {
             0
         };
+        if txn.commit {
+            match (observed, log.as_mut()) {
+                (Some(observed), Some(l)) => {
+                    l.push(&txn.stmts, &observed, !source.logs_unchanged_updates())?
+                }
+                _ => log = None,
+            }
+        }
         Ok(())
     };
     let steps = rng.range(3, 9);
@@ -497,6 +522,23 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             .into_iter()
             .map(|m| format!("following the run manifests: {m}")),
     );
+    // Every change against the workload's own log (op, images, transaction, commit time).
+    if let Some(log) = &log {
+        let by_event = events::check_events(
+            &rows,
+            &spec.key,
+            log,
+            rebaselined,
+            source.logs_every_value(),
+        );
+        report.events_compared = by_event.rows_compared;
+        report.mismatches.extend(
+            by_event
+                .mismatches
+                .into_iter()
+                .map(|m| format!("per event: {m}")),
+        );
+    }
     report.changes = expected_changes;
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use crate::support::{self, TestDb};
 use oracle::canon;
 use oracle::check::SourceRow;
+use oracle::events::{CommitTime, Observed};
 use oracle::rng::Rng;
 use oracle::trial::{Ddl, Engine, Source};
 use oracle::workload::{Kind, Stmt, TableSpec, Txn, Val};
@@ -362,6 +363,11 @@ struct PgSource {
     added: Vec<String>,
 }
 
+/// The session settings sluice pins for the text forms it reads (docs/postgresql.md#types).
+const PINNED: &str = "SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; \
+     SET LOCAL IntervalStyle = 'iso_8601'; SET LOCAL extra_float_digits = 3; \
+     SET LOCAL bytea_output = 'hex'";
+
 fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -524,6 +530,38 @@ impl PgSource {
         }
     }
 
+    /// `SELECT` of every row, each column as the text [`Self::source_rows`] reads.
+    fn select_sql(&self) -> String {
+        let exprs: Vec<String> = self
+            .spec
+            .columns
+            .iter()
+            .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
+            .chain(self.added.iter().map(|c| format!("{}::text", ident(c))))
+            .collect();
+        format!("SELECT id::text, {} FROM {TABLE}", exprs.join(", "))
+    }
+
+    /// The rows of [`Self::select_sql`] as canonical cells, by key.
+    fn source_rows(&self, rows: Vec<tokio_postgres::Row>) -> BTreeMap<String, SourceRow> {
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let id: String = row.get(0);
+            let mut cells = SourceRow::new();
+            cells.insert("id".into(), Some(id.clone()));
+            for (i, c) in self.spec.columns.iter().enumerate() {
+                let raw: Option<String> = row.get(i + 1);
+                cells.insert(c.name.clone(), raw.map(|r| Self::canonical(&c.kind, &r)));
+            }
+            for (i, c) in self.added.iter().enumerate() {
+                let raw: Option<String> = row.get(self.spec.columns.len() + 1 + i);
+                cells.insert(c.clone(), raw);
+            }
+            out.insert(id, cells);
+        }
+        out
+    }
+
     /// The canonical-text expression of `kind` over the SQL expression `e`.
     fn select_expr(kind: &Kind, e: &str) -> String {
         let inner = match kind {
@@ -592,42 +630,91 @@ impl Source for PgSource {
     }
 
     fn select_all(&mut self) -> Result<BTreeMap<String, SourceRow>, String> {
-        let exprs: Vec<String> = self
-            .spec
-            .columns
-            .iter()
-            .map(|c| Self::select_expr(&c.kind, &ident(&c.name)))
-            .chain(self.added.iter().map(|c| format!("{}::text", ident(c))))
-            .collect();
-        let sql = format!("SELECT id::text, {} FROM {TABLE}", exprs.join(", "));
+        let sql = self.select_sql();
         // The text-form columns read under the settings sluice pins for text output
         // (docs/postgresql.md#types), not the application session's own.
-        let pinned = "BEGIN; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; \
-             SET LOCAL IntervalStyle = 'iso_8601'; SET LOCAL extra_float_digits = 3; \
-             SET LOCAL bytea_output = 'hex'";
         let rows = self.runtime.block_on(async {
-            self.client.batch_execute(pinned).await?;
+            self.client
+                .batch_execute(&format!("BEGIN; {PINNED}"))
+                .await?;
             let rows = self.client.query(&sql, &[]).await;
             self.client.batch_execute("ROLLBACK").await?;
             rows
         });
         let rows = rows.map_err(|e| format!("{sql}: {e:?}"))?;
-        let mut out = BTreeMap::new();
-        for row in rows {
-            let id: String = row.get(0);
-            let mut cells = SourceRow::new();
-            cells.insert("id".into(), Some(id.clone()));
-            for (i, c) in self.spec.columns.iter().enumerate() {
-                let raw: Option<String> = row.get(i + 1);
-                cells.insert(c.name.clone(), raw.map(|r| Self::canonical(&c.kind, &r)));
-            }
-            for (i, c) in self.added.iter().enumerate() {
-                let raw: Option<String> = row.get(self.spec.columns.len() + 1 + i);
-                cells.insert(c.clone(), raw);
-            }
-            out.insert(id, cells);
+        Ok(self.source_rows(rows))
+    }
+
+    fn apply_observed(&mut self, txn: &Txn) -> Result<(Option<u64>, Option<Observed>), String> {
+        if !txn.commit {
+            return Ok((self.apply(txn)?, None));
         }
-        Ok(out)
+        let mut stmts = Vec::new();
+        let mut savepoints = 0;
+        for stmt in &txn.stmts {
+            let mut sql = Vec::new();
+            self.stmt_sql(stmt, &mut sql, &mut savepoints);
+            stmts.push(sql.join(";\n"));
+        }
+        let select = self.select_sql();
+        let client = &self.client;
+        // The table as the transaction sees it, read under the pinned settings inside a
+        // savepoint that is released again: no write, no subtransaction left behind.
+        let read = async || {
+            client
+                .batch_execute(&format!("SAVEPOINT oracle_read; {PINNED}"))
+                .await?;
+            let rows = client.query(&select, &[]).await?;
+            client
+                .batch_execute("ROLLBACK TO SAVEPOINT oracle_read; RELEASE SAVEPOINT oracle_read")
+                .await?;
+            Ok::<_, tokio_postgres::Error>(rows)
+        };
+        let micros = "(extract(epoch FROM clock_timestamp()) * 1000000)::int8";
+        let result = self.runtime.block_on(async {
+            client.batch_execute("BEGIN").await?;
+            let mut tables = vec![read().await?];
+            for sql in &stmts {
+                client.batch_execute(sql).await?;
+                tables.push(read().await?);
+            }
+            let before = client
+                .query_one(&format!("SELECT txid_current()::text, {micros}"), &[])
+                .await?;
+            client.batch_execute("COMMIT").await?;
+            let after = client
+                .query_one(
+                    &format!("SELECT {micros}, current_setting('track_commit_timestamp')"),
+                    &[],
+                )
+                .await?;
+            let xid: String = before.get(0);
+            let exact = if after.get::<_, String>(1) == "on" {
+                let sql = "SELECT (extract(epoch FROM pg_xact_commit_timestamp($1::text::xid)) * 1000000)::int8";
+                client.query_one(sql, &[&xid]).await?.get(0)
+            } else {
+                None
+            };
+            let commit = CommitTime {
+                earliest: before.get(1),
+                latest: after.get(0),
+                exact,
+            };
+            Ok::<_, tokio_postgres::Error>((tables, commit))
+        });
+        let (tables, commit) = result.map_err(|e| {
+            let _ = self.runtime.block_on(self.client.batch_execute("ROLLBACK"));
+            format!(
+                "applying a transaction failed: {e:?}\n{}",
+                stmts.join(";\n")
+            )
+        })?;
+        let tables = tables
+            .into_iter()
+            .map(|rows| self.source_rows(rows))
+            .collect();
+        // PostgreSQL logs every row a statement touches: the model's count holds.
+        Ok((None, Some(Observed { tables, commit })))
     }
 
     fn source_yaml(&self, _job: &str, rng: &mut Rng) -> String {
