@@ -574,6 +574,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                             first_pos: record_pos(&record.anchor)?,
                             last_pos: record_pos(&record.anchor)?,
                             partition: None,
+                            shape: None,
                         });
                     }
                 }
@@ -606,6 +607,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                             first_pos: pos.clone(),
                             last_pos: pos,
                             partition: None,
+                            shape: None,
                         },
                     );
                 }

@@ -65,6 +65,7 @@ pub async fn settle_interrupted<'a>(
         };
         if manifest.settle(covered, Utc::now()) {
             tracing::info!(%key, parts = manifest.parts.len(), "settled the run manifest of an interrupted run");
+            super::history::merge(destination, &manifest.table, &manifest.shapes).await?;
             destination
                 .put_marker(&key, &manifest.to_json_bytes()?)
                 .await?;
@@ -108,7 +109,8 @@ impl RunManifests<'_> {
                 schema,
                 Utc::now(),
             )
-            .with_pending(to.to_string(), output.parts[output.committed..].to_vec());
+            .with_pending(to.to_string(), output.parts[output.committed..].to_vec())
+            .with_shapes(output.new_shapes.clone());
             self.destination
                 .put_marker(
                     &run_manifest_key(table, self.run_id),
@@ -133,8 +135,12 @@ impl RunManifests<'_> {
             };
             let mut run = self.run(table, status, None);
             run.to = summary.to.clone().unwrap_or_default();
-            let manifest = Manifest::new(run, output.parts.clone(), schema, Utc::now());
+            let manifest = Manifest::new(run, output.parts.clone(), schema, Utc::now())
+                .with_shapes(output.new_shapes.clone());
             let body = manifest.to_json_bytes()?;
+            if !output.new_shapes.is_empty() {
+                super::history::save(self.destination, &output.history).await?;
+            }
             if !output.parts.is_empty() {
                 self.destination
                     .put_marker(&run_manifest_key(table, self.run_id), &body)

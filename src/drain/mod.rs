@@ -13,6 +13,7 @@
 //! and is reported as `partial`. Progress (position, rows, rate, parts) is shown while it
 //! runs when the process asked for it ([`progress`]).
 
+pub mod history;
 pub mod manifests;
 pub mod progress;
 pub mod shapes;
@@ -190,6 +191,7 @@ pub async fn run(
         )
         .await?;
     }
+    router.load_histories(backends.destination.as_ref()).await?;
     let run_id = committer.run_id().to_owned();
     let manifests = RunManifests {
         config,
@@ -496,10 +498,10 @@ async fn publish_part(
     part: FinishedPart,
 ) -> Result<()> {
     tracing::info!(key = %part.key, rows = part.rows, bytes = part.bytes, "part written");
-    let table = part.schema.name.clone();
+    let schema = part.schema.clone();
     let entry = part.manifest_entry();
     committer.make_durable(part).await?;
-    router.record_durable(&table, entry);
+    router.record_durable(&schema, entry);
     Ok(())
 }
 

@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use crate::change::{ChangeEvent, TableSchema};
 use crate::config::Layout;
+use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
-use crate::sink::{FinishedPart, ManifestPart, PartSettings, PartWriter};
+use crate::sink::schema_history::{History, Shape};
+use crate::sink::{FinishedPart, ManifestColumn, ManifestPart, PartSettings, PartWriter};
 
 /// One captured table's output within a run.
 pub struct TableOutput {
@@ -24,6 +26,10 @@ pub struct TableOutput {
     pub in_manifest: (usize, usize),
     /// The latest schema seen (from the source at open, then from the changes).
     pub schema: Option<Arc<TableSchema>>,
+    /// The table's schema history, as stored and then as this run's parts extend it.
+    pub history: History,
+    /// The shapes this run's parts were the first to have.
+    pub new_shapes: Vec<Shape>,
     pub rows: u64,
     pub bytes: u64,
 }
@@ -34,6 +40,7 @@ pub struct Router {
     /// Tables whose re-baseline is wanted: their changes are not written (the new
     /// snapshot, anchored after them, supersedes them).
     pub skipped: std::collections::BTreeSet<String>,
+    run_id: String,
 }
 
 impl Router {
@@ -62,6 +69,8 @@ impl Router {
                     committed: 0,
                     in_manifest: (0, 0),
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
+                    history: History::empty(name),
+                    new_shapes: Vec::new(),
                     rows: 0,
                     bytes: 0,
                 };
@@ -71,7 +80,16 @@ impl Router {
         Ok(Router {
             tables,
             skipped: Default::default(),
+            run_id: run_id.to_owned(),
         })
+    }
+
+    /// Reads each table's stored schema history (after interrupted runs were settled).
+    pub async fn load_histories(&mut self, destination: &dyn Destination) -> Result<()> {
+        for (table, output) in &mut self.tables {
+            output.history = super::history::load(destination, table).await?;
+        }
+        Ok(())
     }
 
     /// Appends one change to its table; returns a part the append closed (schema change).
@@ -148,9 +166,16 @@ impl Router {
             .collect()
     }
 
-    /// Records a durable part in its table's run totals.
-    pub fn record_durable(&mut self, table: &str, part: ManifestPart) {
-        if let Some(output) = self.tables.get_mut(table) {
+    /// Records a durable part of `schema` in its table's run totals, with the version of
+    /// its shape in the table's schema history (a new one when the shape changed).
+    pub fn record_durable(&mut self, schema: &TableSchema, mut part: ManifestPart) {
+        if let Some(output) = self.tables.get_mut(&schema.name) {
+            let columns = ManifestColumn::of(schema);
+            let (version, new) = output
+                .history
+                .observe(&columns, &part.first_pos, &self.run_id);
+            part.shape = Some(version);
+            output.new_shapes.extend(new);
             output.rows += part.rows;
             output.bytes += part.bytes;
             output.parts.push(part);
@@ -184,6 +209,7 @@ mod tests {
             first_pos: String::new(),
             last_pos: String::new(),
             partition: partition.map(str::to_owned),
+            shape: None,
         };
         let parts = [
             part(Some("dt=2026-12-03/hr=01")),

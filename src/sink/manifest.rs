@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
+use crate::sink::schema_history::Shape;
 
 /// The manifest's file name in a table folder and in its `snapshot/` folder.
 pub const MANIFEST_FILE: &str = "_manifest.json";
@@ -65,6 +66,10 @@ pub struct ManifestPart {
     /// for snapshot parts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// The version of the table's shape the part has, in its schema history
+    /// (`_schema_history.json`, [`crate::sink::schema_history`]); change parts only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<u32>,
 }
 
 /// One column in a manifest (and in a part's `sluice.schema`).
@@ -138,6 +143,10 @@ pub struct Manifest {
     /// Only while `status` is `running`: parts waiting for the next checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<PendingParts>,
+    /// The shapes of the table this run's parts were the first to have (their `since`,
+    /// columns and changes), as added to the table's schema history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<Shape>,
 }
 
 impl Manifest {
@@ -166,7 +175,14 @@ impl Manifest {
             schema: ManifestColumn::of(schema),
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             pending: None,
+            shapes: Vec::new(),
         }
+    }
+
+    /// The same manifest listing the new `shapes` its parts introduced.
+    pub fn with_shapes(mut self, shapes: Vec<Shape>) -> Self {
+        self.shapes = shapes;
+        self
     }
 
     /// The same manifest with `pending` parts waiting for the checkpoint at `to`.
@@ -191,6 +207,10 @@ impl Manifest {
         }
         self.rows = self.parts.iter().map(|p| p.rows).sum();
         self.bytes = self.parts.iter().map(|p| p.bytes).sum();
+        // A shape only dropped parts had is not history: the next run meets it again.
+        let parts = &self.parts;
+        self.shapes
+            .retain(|s| parts.iter().any(|p| p.shape == Some(s.version)));
         self.status = ManifestStatus::Interrupted;
         self.written_at = written_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         true
@@ -241,6 +261,7 @@ mod tests {
             first_pos: "00000000/00000010".into(),
             last_pos: "00000000/00000020".into(),
             partition: None,
+            shape: None,
         }
     }
 

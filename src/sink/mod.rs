@@ -26,6 +26,7 @@ pub mod manifest;
 pub mod memory_budget;
 pub mod part;
 pub mod partition;
+pub mod schema_history;
 pub mod spill_budget;
 pub mod spill_sweep;
 

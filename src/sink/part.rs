@@ -179,6 +179,7 @@ impl FinishedPart {
             first_pos: self.first_pos.clone(),
             last_pos: self.last_pos.clone(),
             partition: self.partition.clone(),
+            shape: None,
         }
     }
 }

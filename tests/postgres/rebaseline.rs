@@ -628,3 +628,113 @@ fn rb_a_default_column_with_no_change_after_it_rebaselines_at_the_next_run() {
     let summary = job.drain();
     assert!(summary.get("rebaselined").is_none(), "{summary}");
 }
+
+/// The schema history (`t/_schema_history.json`, docs/output.md#schema-history): each
+/// shape the stream met is a version whose `since` is the `__pos` of the first change
+/// written in it, with what changed; every run-manifest part names its version. The run
+/// that met the two changes dies right after its checkpoint (before its end writes the
+/// history), so the history comes from its run manifest, settled by the next run.
+#[test]
+fn rb_schema_history_records_each_shape_from_its_first_change_also_after_a_crash() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_history", "'s' || i");
+    db.sql("INSERT INTO t VALUES (10, 'ten')");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("ALTER TABLE t ADD COLUMN d int");
+    db.sql("INSERT INTO t VALUES (20, 'twenty', 8)");
+    db.sql("ALTER TABLE t ALTER COLUMN d TYPE bigint");
+    db.sql("INSERT INTO t VALUES (30, 'thirty', 9); INSERT INTO u VALUES (30, 'u')");
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "checkpoint_written@1")]);
+    assert_ne!(
+        crashed.code, 0,
+        "the fault stops the run: {}",
+        crashed.stderr
+    );
+    let history_file = job.out().join("t/_schema_history.json");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&history_file).unwrap()).unwrap();
+    assert_eq!(
+        stored["shapes"].as_array().unwrap().len(),
+        1,
+        "the crashed run never reached its end: {stored}"
+    );
+    let next = job.drain_when_free();
+    assert_eq!(
+        next["tables"]["t"]["rows"].as_u64().unwrap_or(0),
+        0,
+        "the crashed run's checkpoint covered its parts: {next}"
+    );
+
+    let history: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&history_file).unwrap()).unwrap();
+    let shapes = history["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 3, "{history:#}");
+    let pos_of = |id: &str| {
+        every_row(&job.out().join("t"))
+            .into_iter()
+            .find(|r| r["id"].as_deref() == Some(id) && r["__op"].as_deref() == Some("insert"))
+            .and_then(|r| r["__pos"].clone())
+            .unwrap()
+    };
+    let names = |s: &serde_json::Value| -> Vec<String> {
+        s["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}:{}",
+                    c["name"].as_str().unwrap(),
+                    c["type"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shapes[0]["version"], 1);
+    assert_eq!(shapes[0]["since"], pos_of("10"));
+    assert_eq!(names(&shapes[0]), ["id:int32", "v:utf8"]);
+    assert_eq!(shapes[1]["since"], pos_of("20"));
+    assert_eq!(names(&shapes[1]), ["id:int32", "v:utf8", "d:int32"]);
+    assert_eq!(
+        shapes[1]["changes"],
+        serde_json::json!([{"kind": "add", "column": "d"}])
+    );
+    assert_eq!(shapes[2]["since"], pos_of("30"));
+    assert_eq!(
+        shapes[2]["changes"],
+        serde_json::json!([{"kind": "widen", "column": "d", "from": "int32", "to": "int64"}])
+    );
+    // Every listed part names the version whose columns its own schema has.
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(job.out().join("t/_manifests")).unwrap() {
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+        for part in manifest["parts"].as_array().unwrap() {
+            let version = part["shape"]
+                .as_u64()
+                .expect("a change part names its shape");
+            let key = part["key"].as_str().unwrap();
+            let batches = read_batches(&job.out().join(key));
+            let fields: Vec<String> = batches[0]
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .filter(|n| !n.starts_with("__"))
+                .collect();
+            let want: Vec<String> = names(&shapes[version as usize - 1])
+                .into_iter()
+                .map(|n| n.split(':').next().unwrap().to_owned())
+                .collect();
+            assert_eq!(fields, want, "{key} is version {version}");
+            seen.insert(version);
+        }
+    }
+    assert_eq!(seen, [1, 2, 3].into());
+    // The other table's history has its one shape.
+    let u: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(job.out().join("u/_schema_history.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(u["shapes"].as_array().unwrap().len(), 1, "{u}");
+}
