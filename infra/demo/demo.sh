@@ -4,7 +4,8 @@
 # drains, prints their run summaries and the files written, then runs `sluice sql`'s
 # current-state query with DuckDB over the parts and checks that it equals the source
 # table (exit 1 when not) — a TOASTed value left out of an update's log record and a
-# TRUNCATE included. Safe to re-run: it starts over each time.
+# TRUNCATE included. Safe to re-run: it starts over each time; at the end it drops its
+# replication slot (an idle slot would retain WAL).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source infra/local/env.sh
@@ -110,3 +111,9 @@ else
   diff "$demo_dir/source.txt" "$demo_dir/replayed.txt" >&2 || true
   exit 1
 fi
+
+# An idle replication slot keeps every later WAL segment of the stack's server (tests
+# write gigabytes): the demo drops its slot. Its output and database stay for a look;
+# `make demo` starts over.
+psql_admin -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'sluice_demo'" >/dev/null
+echo "dropped the demo's replication slot (an idle slot retains WAL); 'make demo' starts over"
