@@ -4,7 +4,9 @@
 //! and the output replays (the documented rule) to the source's state. Every test owns
 //! its database, slot and publication (`ddl_*` names).
 
-use crate::support::{Job, TestDb, baseline_and_changes, part_files, readers, replay};
+use crate::support::{
+    Job, TestDb, baseline_and_changes, column_types, part_files, readers, replay,
+};
 
 /// Slots and publications in the test database: what a refused run must not have made.
 fn resources(db: &TestDb) -> String {
@@ -314,18 +316,7 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
     let folder = job.out().join("t");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(folder.join("_manifest.json")).unwrap()).unwrap();
-    let types: Vec<String> = manifest["schema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}:{}",
-                c["name"].as_str().unwrap(),
-                c["type"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let types = column_types(&manifest["schema"]);
     assert_eq!(
         types,
         [

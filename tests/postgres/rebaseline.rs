@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{Job, Row, TestDb, epoch, read_batches, readers, render};
+use crate::support::{Job, Row, TestDb, column_types, epoch, read_batches, readers, render};
 
 /// Every `.parquet` file under `dir` (recursively; `_`-prefixed folders skipped, as
 /// readers do), rendered, in replay order (`__pos`, then `__seq` as a number).
@@ -676,20 +676,7 @@ fn rb_schema_history_records_each_shape_from_its_first_change_also_after_a_crash
             .and_then(|r| r["__pos"].clone())
             .unwrap()
     };
-    let names = |s: &serde_json::Value| -> Vec<String> {
-        s["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                format!(
-                    "{}:{}",
-                    c["name"].as_str().unwrap(),
-                    c["type"].as_str().unwrap()
-                )
-            })
-            .collect()
-    };
+    let names = |s: &serde_json::Value| column_types(&s["columns"]);
     assert_eq!(shapes[0]["version"], 1);
     assert_eq!(shapes[0]["since"], pos_of("10"));
     assert_eq!(names(&shapes[0]), ["id:int32", "v:utf8"]);

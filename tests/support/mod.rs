@@ -399,6 +399,22 @@ fn wait_within(mut child: std::process::Child, deadline: std::time::Instant) -> 
 /// One output row: column name → rendered cell (`None` for NULL).
 pub type Row = BTreeMap<String, Option<String>>;
 
+/// A manifest's (or schema history shape's) column list as `name:type` strings.
+pub fn column_types(columns: &serde_json::Value) -> Vec<String> {
+    columns
+        .as_array()
+        .expect("a column list")
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}",
+                c["name"].as_str().unwrap(),
+                c["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 /// The folder of a table's current baseline parts (`<table>/snapshot/<plan id>/`), given
 /// the table's output directory: the folder the snapshot's `_manifest.json` names once the
 /// baseline is done, before that the newest plan folder (plan ids start with the
