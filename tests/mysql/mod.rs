@@ -11,5 +11,6 @@ mod failover;
 mod faults;
 mod ndjson;
 pub mod oracle;
+mod schema_history;
 mod security;
 mod types_every;
