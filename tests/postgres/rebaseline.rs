@@ -725,3 +725,88 @@ fn rb_schema_history_records_each_shape_from_its_first_change_also_after_a_crash
     .unwrap();
     assert_eq!(u["shapes"].as_array().unwrap().len(), 1, "{u}");
 }
+
+/// DDL in the same transaction as data, on both sides of it and on the other table too
+/// (PostgreSQL runs DDL inside transactions; pgoutput then sends the new Relation in the
+/// middle of one commit): a change the stream carries in place continues, one it cannot
+/// re-baselines `t` alone; either way both tables replay to the source, and the stream
+/// goes on after it.
+#[test]
+fn rb_ddl_inside_a_transaction_with_data_continues_or_rebaselines_that_table_alone() {
+    let admin = pg_or_skip!();
+    // (DDL, t's write after it in the same transaction, t's columns after, re-baselined)
+    let cases: [(&str, &str, &[&str], bool); 5] = [
+        (
+            "ALTER TABLE t ADD COLUMN d int",
+            "INSERT INTO t VALUES (20, 'twenty', 8); UPDATE t SET d = 4 WHERE id = 4",
+            &["v", "d"],
+            false,
+        ),
+        (
+            "ALTER TABLE t DROP COLUMN v",
+            "INSERT INTO t VALUES (20); DELETE FROM t WHERE id = 4",
+            &["id"],
+            false,
+        ),
+        (
+            "ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7",
+            "INSERT INTO t VALUES (20, 'twenty', 8); UPDATE t SET v = 'four' WHERE id = 4",
+            &["v", "d"],
+            true,
+        ),
+        (
+            "ALTER TABLE t RENAME COLUMN v TO w",
+            "INSERT INTO t VALUES (20, 'twenty'); UPDATE t SET w = 'four' WHERE id = 4",
+            &["w"],
+            true,
+        ),
+        (
+            "ALTER TABLE t ALTER COLUMN v TYPE int USING v::int",
+            "INSERT INTO t VALUES (20, 20); UPDATE t SET v = 44 WHERE id = 4",
+            &["v"],
+            true,
+        ),
+    ];
+    for (n, (ddl, t_write, t_after, rebaselines)) in cases.into_iter().enumerate() {
+        let (db, job) = two_tables(&admin, &format!("rb_intxn{n}"), "i::text");
+        db.sql(&format!(
+            "BEGIN; \
+             INSERT INTO t (id, v) VALUES (10, '10'); UPDATE t SET v = '11' WHERE id = 1; \
+             INSERT INTO u VALUES (10, 'ten'); \
+             {ddl}; {t_write}; \
+             UPDATE u SET v = 'one' WHERE id = 1; \
+             COMMIT"
+        ));
+        db.sql("INSERT INTO u VALUES (20, 'twenty'); DELETE FROM t WHERE id = 2");
+        let summary = job.drain();
+        assert_eq!(summary["status"], "drained", "{ddl}: {summary}");
+        assert_eq!(
+            summary["rebaselined"].get("t").is_some(),
+            rebaselines,
+            "{ddl}: {summary}"
+        );
+        assert!(
+            summary["rebaselined"].get("u").is_none(),
+            "{ddl}: {summary}"
+        );
+        assert_eq!(summary["tables"]["u"]["rows"], 3, "{ddl}: {summary}");
+        assert_eq!(
+            replayed(&job, "t", t_after),
+            source(&db, "t", t_after),
+            "{ddl}: t"
+        );
+        assert_eq!(
+            replayed(&job, "u", &["v"]),
+            source(&db, "u", &["v"]),
+            "{ddl}: u"
+        );
+        db.sql("INSERT INTO t (id) VALUES (30); UPDATE t SET id = 31 WHERE id = 3");
+        let summary = job.drain();
+        assert!(summary.get("rebaselined").is_none(), "{ddl}: {summary}");
+        assert_eq!(
+            replayed(&job, "t", t_after),
+            source(&db, "t", t_after),
+            "{ddl}: t after"
+        );
+    }
+}
