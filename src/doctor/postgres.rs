@@ -66,7 +66,6 @@ pub async fn checks(config: &Config, report: &mut Report) {
                     name,
                     &table.key,
                     &table.shape.columns,
-                    catalog::KEY_NAMES,
                 ));
                 tables.push(table);
             }

@@ -6,6 +6,13 @@
 //! whatever rows are inserted or deleted meanwhile; each chunk is read by its own short
 //! statement (no long transaction on the source); cells are decoded by the same type
 //! mapping as the change stream, so snapshot and change parts share their Arrow types.
+//!
+//! A table without a key (and without declared `baseline.keys`) is one chunk, read by
+//! one consistent read whose exact position [`SnapshotSource::snapshot_point`] names: its
+//! rows are replayed as a multiset, where an overlap with the stream would count a row
+//! twice, so the read must say exactly which changes it already holds. Chunks read at
+//! different times cannot say that (a change's row could lie in either), so such a table
+//! is not split.
 
 use std::sync::Arc;
 
@@ -15,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::change::{Column, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
+use crate::position::Position;
 
 /// One keyset chunk: `lower < key <= upper`, key values as the engine's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +42,20 @@ pub trait SnapshotSource: Send {
 
     /// Chunk boundaries of roughly `chunk_rows` rows each, in key order.
     async fn plan(&mut self, table: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>>;
+
+    /// For a table without a key: starts the one consistent read of the whole table that
+    /// the next [`read_chunk`](Self::read_chunk) streams, and returns its snapshot point —
+    /// every change of the table at or before it (as `__pos` text compares) is in those
+    /// rows, none after it. `anchor` is the baseline's anchor (the point is never before
+    /// it). `None` for a table with a key: its chunks overlap the stream, which the
+    /// per-key replay makes harmless.
+    async fn snapshot_point(
+        &mut self,
+        _table: &str,
+        _anchor: &Position,
+    ) -> Result<Option<Position>> {
+        Ok(None)
+    }
 
     /// Streams the rows of one chunk to `rows`; returns how many there were.
     async fn read_chunk(
@@ -148,6 +170,47 @@ pub fn keyed_table<'a, T>(
         )));
     }
     Ok(table)
+}
+
+/// The captured table `name` of `tables`, with or without a key.
+pub fn captured_table<'a, T>(
+    tables: &'a [T],
+    name: &str,
+    config_name: impl Fn(&T) -> &str,
+) -> Result<&'a T> {
+    tables
+        .iter()
+        .find(|t| config_name(t) == name)
+        .ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("table {name} is not part of this job"),
+            )
+        })
+}
+
+/// Refuses a snapshot point before the baseline's anchor: changes between them would be
+/// in neither the snapshot nor the stream.
+pub fn not_before_anchor(table: &str, point: &Position, anchor: &Position) -> Result<()> {
+    if point.partial_cmp(anchor) == Some(std::cmp::Ordering::Less) {
+        return Err(Error::new(
+            Code::Internal,
+            format!(
+                "table {table}: the baseline's snapshot point {point} lies before its anchor {anchor}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A keyless table's chunk read without [`SnapshotSource::snapshot_point`] first.
+pub fn unpinned(table: &str) -> Error {
+    Error::new(
+        Code::Internal,
+        format!(
+            "table {table} has no key: its baseline is read only after its snapshot point is pinned"
+        ),
+    )
 }
 
 /// Opens a baseline reader for the config's source.

@@ -174,3 +174,32 @@ print(df.count(), df.filter(bad).count())
     let (rows, misplaced) = last.split_once(' ').expect("two numbers");
     Some((rows.parse().unwrap(), misplaced.parse().unwrap()))
 }
+
+/// `sluice sql --dialect duckdb --table <table>` for `job`, run by DuckDB: every row of
+/// the replayed state as its cells' texts joined by `|` (NULL as `NULL`), sorted, with
+/// duplicates kept (a table without a key replays as a multiset); `None` (skipped
+/// loudly) without the readers' venv.
+pub fn sluice_sql_multiset(job: &super::Job, table: &str) -> Option<Vec<String>> {
+    let python = python()?;
+    let out = job
+        .command(&["sql", "--dialect", "duckdb", "--table", table], &[])
+        .output()
+        .expect("run sluice sql");
+    assert!(
+        out.status.success(),
+        "sluice sql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let query = String::from_utf8(out.stdout).expect("sluice sql prints UTF-8");
+    let script = format!(
+        "import duckdb\nrows = duckdb.connect().execute('''{query}''').fetchall()\n\
+         print('\\n'.join(sorted('|'.join('NULL' if v is None else str(v) for v in r) for r in rows)))"
+    );
+    let text = run(&python, &script, &[]);
+    Some(
+        text.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    )
+}
