@@ -21,6 +21,10 @@
 //!   (a recursive CTE; Athena stops at 10 steps). Only columns of a type a source can
 //!   leave unlogged take part (fixed-width types — booleans, numbers other than
 //!   decimals, dates, times, timestamps, UUIDs — are always logged);
+//! * **a table without a key column** replays as a multiset instead of the two clauses
+//!   above: after the newest marker (a `rebaseline` marker's own `snapshot` rows at its
+//!   `__pos` included), every `snapshot` and `insert` row counts +1 and every `delete` −1
+//!   per distinct row (all columns, NULLs equal), and each row is repeated that many times;
 //! * the columns are the shape's, in order; metadata columns are not in the result.
 
 use super::dialect::Dialect;
