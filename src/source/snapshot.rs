@@ -189,18 +189,18 @@ pub fn captured_table<'a, T>(
         })
 }
 
-/// Refuses a snapshot point before the baseline's anchor: changes between them would be
-/// in neither the snapshot nor the stream.
-pub fn not_before_anchor(table: &str, point: &Position, anchor: &Position) -> Result<()> {
+/// The snapshot point of a read pinned at `point` for a baseline anchored at `anchor`:
+/// `point`, or `anchor` when `point` sorts before it. The latter happens only for a
+/// re-baseline (whose anchor lies just after the job's checkpoint C —
+/// [`crate::baseline::epoch`]) read before anything was committed after C: no change lies
+/// between `point` (at or after C) and `anchor`, so both say the same, and the snapshot's
+/// marker then sorts after the re-baseline's epoch marker, as it must.
+pub fn at_or_after_anchor(point: Position, anchor: &Position) -> Position {
     if point.partial_cmp(anchor) == Some(std::cmp::Ordering::Less) {
-        return Err(Error::new(
-            Code::Internal,
-            format!(
-                "table {table}: the baseline's snapshot point {point} lies before its anchor {anchor}"
-            ),
-        ));
+        anchor.clone()
+    } else {
+        point
     }
-    Ok(())
 }
 
 /// A keyless table's chunk read without [`SnapshotSource::snapshot_point`] first.

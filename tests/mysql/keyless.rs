@@ -182,3 +182,23 @@ fn keyless_mysql_baseline_resumed_reads_only_the_missing_table() {
     assert_replays(&job, &db, "ka");
     assert_replays(&job, &db, "kb");
 }
+
+/// `sluice baseline --table` of a keyless table on a running job, asked right after a
+/// drain (so its snapshot may be read at the checkpoint itself, before the re-baseline's
+/// anchor): the new snapshot supersedes every earlier row and the table replays exactly.
+#[test]
+fn keyless_mysql_table_is_rebaselined_by_hand() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "keyless_my_rb");
+    create(&db, "kl");
+    let job = Job::mysql(&db, &["kl"], "", "initial: snapshot");
+    job.drain();
+    edit_duplicates(&db, "kl");
+    job.drain();
+    let run = job.run(&["baseline", "--table", "kl"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    edit_duplicates(&db, "kl");
+    db.sql(&write_sql("kl", 1));
+    job.drain();
+    assert_replays(&job, &db, "kl");
+}

@@ -191,3 +191,22 @@ fn keyless_pg_baseline_resumed_reads_only_the_missing_table() {
     assert_replays(&job, &db, "ka");
     assert_replays(&job, &db, "kb");
 }
+
+/// `sluice baseline --table` of a keyless table on a running job, right after a drain:
+/// the new snapshot supersedes every earlier row and the table replays exactly.
+#[test]
+fn keyless_pg_table_is_rebaselined_by_hand() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "keyless_pg_rb");
+    create(&db, "kl");
+    let job = Job::postgres(&db, &["kl"], "initial: snapshot");
+    job.drain();
+    edit_duplicates(&db, "kl");
+    job.drain();
+    let run = job.run(&["baseline", "--table", "kl"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    edit_duplicates(&db, "kl");
+    write_once(&db, "kl", 1);
+    job.drain();
+    assert_replays(&job, &db, "kl");
+}

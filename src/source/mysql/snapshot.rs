@@ -515,7 +515,7 @@ impl SnapshotSource for MySnapshot {
             })?
             .with_generation(generation);
         let point = Position::MySql(point);
-        crate::source::snapshot::not_before_anchor(name, &point, anchor)?;
+        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
         self.pinned = Some(name.to_owned());
         Ok(Some(point))
     }

@@ -318,7 +318,7 @@ impl SnapshotSource for PgSnapshot {
         let lsn = self.pin(name, &table.quoted()).await?;
         self.pinned = Some(name.to_owned());
         let point = Position::Postgres(lsn).just_before();
-        crate::source::snapshot::not_before_anchor(name, &point, anchor)?;
+        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
         Ok(Some(point))
     }
 
