@@ -335,6 +335,19 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_point_before_the_anchor_is_the_anchor() {
+        use crate::position::{BinlogPosition, PgLsn};
+        let pg = |n| Position::Postgres(PgLsn(n));
+        assert_eq!(at_or_after_anchor(pg(9), &pg(5)), pg(9));
+        assert_eq!(at_or_after_anchor(pg(5), &pg(5)), pg(5));
+        assert_eq!(at_or_after_anchor(pg(4), &pg(5)), pg(5));
+        let my =
+            |offset| Position::MySql(BinlogPosition::new("mariadb-bin.000003", offset).unwrap());
+        assert_eq!(at_or_after_anchor(my(1000), &my(1002)), my(1002));
+        assert_eq!(at_or_after_anchor(my(2000), &my(1002)), my(2000));
+    }
+
+    #[test]
     fn chunks_cover_the_whole_key_space() {
         let chunks = chunks_from_splits(vec![vec!["10".into()], vec!["20".into()]]);
         assert_eq!(chunks.len(), 3);

@@ -210,3 +210,51 @@ fn keyless_pg_table_is_rebaselined_by_hand() {
     job.drain();
     assert_replays(&job, &db, "kl");
 }
+
+/// Drops a role at the end of a test (declared before the test's database, so it is
+/// dropped after it, with the grants in it).
+struct RoleGuard(String, String);
+
+impl Drop for RoleGuard {
+    fn drop(&mut self) {
+        let _ = crate::support::psql_output(&self.0, &format!("DROP ROLE IF EXISTS {}", self.1));
+    }
+}
+
+/// The pinning `LOCK TABLE … IN SHARE MODE` needs more than SELECT: a least-privilege
+/// source user (REPLICATION, SELECT, a publication made by the owner) is refused with a
+/// prerequisite error naming the grant, and baselines the table once it has it.
+#[test]
+fn keyless_pg_baseline_names_the_grant_its_lock_needs() {
+    let admin = pg_or_skip!();
+    let role = format!("r_keyless_lp_{}", std::process::id());
+    crate::support::psql(&admin, &format!("CREATE ROLE {role} LOGIN REPLICATION"));
+    let _role = RoleGuard(admin.clone(), role.clone());
+    let db = TestDb::new(&admin, "keyless_pg_lp");
+    create(&db, "kl");
+    db.sql(&format!(
+        "GRANT SELECT ON kl TO {role}; CREATE PUBLICATION p_{} FOR TABLE kl",
+        db.name
+    ));
+    let mut job = Job::postgres(&db, &["kl"], "initial: snapshot");
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username(&role).unwrap();
+    job.url_env.1 = url.to_string();
+
+    let refused = job.run(&["baseline"], &[]);
+    assert_eq!(refused.code, 5, "{}\n{}", refused.stdout, refused.stderr);
+    assert_eq!(refused.error_code(), "SLUICE_SOURCE_PREREQUISITE");
+    assert!(
+        refused
+            .stdout
+            .contains("GRANT UPDATE ON \\\"public\\\".\\\"kl\\\""),
+        "the hint names the grant: {}",
+        refused.stdout
+    );
+    db.sql(&format!("GRANT UPDATE ON kl TO {role}"));
+    let run = job.run(&["baseline"], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    edit_duplicates(&db, "kl");
+    job.drain();
+    assert_replays(&job, &db, "kl");
+}

@@ -107,10 +107,20 @@ impl PgSnapshot {
             ))
             .await
             .map_err(|e| {
-                locking(e).hint(format!(
-                    "a transaction writing {name} stayed open for {PIN_LOCK_TIMEOUT}; the baseline of a table without a key \
-                     waits for its writers to end before reading (for milliseconds once they have) — run it again"
-                ))
+                let denied = e.as_db_error().is_some_and(|db| db.code().code() == "42501");
+                let error = locking(e);
+                if denied {
+                    error.hint(format!(
+                        "LOCK TABLE … IN SHARE MODE, which pins the baseline of a table without a key, needs UPDATE, DELETE or \
+                         TRUNCATE on it (PostgreSQL 17: MAINTAIN): GRANT UPDATE ON {quoted} TO <source user> — sluice holds the \
+                         lock for milliseconds and never writes — or give {name} a primary key"
+                    ))
+                } else {
+                    error.hint(format!(
+                        "a transaction writing {name} stayed open for {PIN_LOCK_TIMEOUT}; the baseline of a table without a key \
+                         waits for its writers to end before reading (for milliseconds once they have) — run it again"
+                    ))
+                }
             })?;
         let row = holder
             .query_one(
