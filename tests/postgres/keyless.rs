@@ -223,7 +223,8 @@ impl Drop for RoleGuard {
 
 /// The pinning `LOCK TABLE … IN SHARE MODE` needs more than SELECT: a least-privilege
 /// source user (REPLICATION, SELECT, a publication made by the owner) is refused with a
-/// prerequisite error naming the grant, and baselines the table once it has it.
+/// prerequisite error naming the grant — and `sluice doctor`'s "baseline lock" row fails
+/// with the same fix — and baselines the table once it has it.
 #[test]
 fn keyless_pg_baseline_names_the_grant_its_lock_needs() {
     let admin = pg_or_skip!();
@@ -241,6 +242,25 @@ fn keyless_pg_baseline_names_the_grant_its_lock_needs() {
     url.set_username(&role).unwrap();
     job.url_env.1 = url.to_string();
 
+    let lock_row = |job: &Job| {
+        let doc = job.run(&["doctor", "--json"], &[]).summary();
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "table kl baseline lock")
+            .unwrap_or_else(|| panic!("no baseline lock row: {doc}"))
+            .clone()
+    };
+    let row = lock_row(&job);
+    assert_eq!(
+        row["status"], "fail",
+        "doctor agrees with the baseline: {row}"
+    );
+    assert!(
+        row["fix"].as_str().unwrap().contains("GRANT UPDATE ON"),
+        "{row}"
+    );
     let refused = job.run(&["baseline"], &[]);
     assert_eq!(refused.code, 5, "{}\n{}", refused.stdout, refused.stderr);
     assert_eq!(refused.error_code(), "SLUICE_SOURCE_PREREQUISITE");
@@ -252,6 +272,7 @@ fn keyless_pg_baseline_names_the_grant_its_lock_needs() {
         refused.stdout
     );
     db.sql(&format!("GRANT UPDATE ON kl TO {role}"));
+    assert_eq!(lock_row(&job)["status"], "ok");
     let run = job.run(&["baseline"], &[]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     edit_duplicates(&db, "kl");
