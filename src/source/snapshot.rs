@@ -203,14 +203,27 @@ pub fn at_or_after_anchor(point: Position, anchor: &Position) -> Position {
     }
 }
 
-/// A keyless table's chunk read without [`SnapshotSource::snapshot_point`] first.
-pub fn unpinned(table: &str) -> Error {
-    Error::new(
-        Code::Internal,
-        format!(
-            "table {table} has no key: its baseline is read only after its snapshot point is pinned"
-        ),
-    )
+/// Refuses a keyless table's chunk read without [`SnapshotSource::snapshot_point`]
+/// first, or a chunk with bounds (a plan made while `baseline.keys` declared a key the
+/// config no longer does): a keyless read is always the whole table, so bounded chunks
+/// would read it more than once.
+pub fn check_pinned(table: &str, pinned: Option<&str>, bounds: &ChunkBounds) -> Result<()> {
+    if bounds.lower.is_some() || bounds.upper.is_some() {
+        return Err(Error::new(
+            Code::StateCorrupt,
+            format!("table {table} has no key, but its stored baseline plan has keyset chunks (planned with baseline.keys)"),
+        )
+        .hint(format!("declare baseline.keys.{table} again to finish this baseline, or start it over: `sluice baseline --reset`")));
+    }
+    if pinned != Some(table) {
+        return Err(Error::new(
+            Code::Internal,
+            format!(
+                "table {table} has no key: its baseline is read only after its snapshot point is pinned"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Opens a baseline reader for the config's source.
@@ -345,6 +358,27 @@ mod tests {
             |offset| Position::MySql(BinlogPosition::new("mariadb-bin.000003", offset).unwrap());
         assert_eq!(at_or_after_anchor(my(1000), &my(1002)), my(1002));
         assert_eq!(at_or_after_anchor(my(2000), &my(1002)), my(2000));
+    }
+
+    #[test]
+    fn a_keyless_read_is_pinned_and_whole() {
+        let whole = ChunkBounds {
+            lower: None,
+            upper: None,
+        };
+        assert!(check_pinned("t", Some("t"), &whole).is_ok());
+        assert_eq!(
+            check_pinned("t", None, &whole).unwrap_err().code(),
+            Code::Internal
+        );
+        let bounded = ChunkBounds {
+            lower: None,
+            upper: Some(vec!["5".into()]),
+        };
+        assert_eq!(
+            check_pinned("t", Some("t"), &bounded).unwrap_err().code(),
+            Code::StateCorrupt
+        );
     }
 
     #[test]

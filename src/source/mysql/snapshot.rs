@@ -528,8 +528,8 @@ impl SnapshotSource for MySnapshot {
     ) -> Result<u64> {
         let table = self.table(name)?.clone();
         let pinned = table.key.is_empty();
-        if pinned && self.pinned.as_deref() != Some(name) {
-            return Err(crate::source::snapshot::unpinned(name));
+        if pinned {
+            crate::source::snapshot::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
         let (statement, params) = chunk_query(&table, bounds)?;
         let what = format!("reading a baseline chunk of {name}");
