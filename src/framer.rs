@@ -53,7 +53,9 @@ impl Framer {
         Ok(())
     }
 
-    /// Frames one row change into one event, or two for a key-changing update.
+    /// Frames one row change into one event, or two for a key-changing update — and for
+    /// every update of a table without a key (whose old image the source logs whole), so
+    /// such a table replays as a multiset: the old row out, the new row in.
     pub fn change(&mut self, change: RowChange, out: &mut Vec<ChangeEvent>) -> Result<()> {
         let txn = self
             .open
@@ -92,8 +94,9 @@ impl Framer {
                 let after = change
                     .after
                     .ok_or_else(|| protocol("an update without a row"))?;
+                let keys = change.table.key_indexes();
                 match change.before {
-                    Some(before) if key_changed(&change.table.key_indexes(), &before, &after) => {
+                    Some(before) if keys.is_empty() || key_changed(&keys, &before, &after) => {
                         emit(Op::Delete, before, change.before_unlogged);
                         emit(Op::Insert, after, change.after_unlogged);
                     }
@@ -113,8 +116,7 @@ impl Framer {
     }
 }
 
-/// True when any key cell differs between the old and the new image. A table without a
-/// key never splits (there is nothing to retract by).
+/// True when any key cell differs between the old and the new image.
 fn key_changed(keys: &[usize], before: &[Value], after: &[Value]) -> bool {
     keys.iter().any(|&i| before.get(i) != after.get(i))
 }
@@ -205,6 +207,38 @@ mod tests {
         );
         assert_eq!(out[1].image[0], Value::Int(1));
         assert_eq!(out[2].image[0], Value::Int(2));
+    }
+
+    #[test]
+    fn a_keyless_update_is_the_old_row_deleted_then_the_new_row_inserted() {
+        let mut keyless = (*table()).clone();
+        keyless.columns.iter_mut().for_each(|c| c.key = false);
+        let keyless = Arc::new(keyless);
+        let mut f = Framer::new();
+        let mut out = vec![];
+        f.begin(&pos(1), None).unwrap();
+        let same = RowChange {
+            table: keyless.clone(),
+            ..change(Op::Update, Some([1, 5]), Some([1, 6]))
+        };
+        f.change(same, &mut out).unwrap();
+        let without_old = RowChange {
+            table: keyless,
+            ..change(Op::Update, None, Some([1, 7]))
+        };
+        f.change(without_old, &mut out).unwrap();
+        let rows: Vec<_> = out
+            .iter()
+            .map(|e| (e.op, e.seq, e.image[1].clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Op::Delete, 0, Value::Int(5)),
+                (Op::Insert, 1, Value::Int(6)),
+                (Op::Update, 2, Value::Int(7))
+            ]
+        );
     }
 
     #[test]

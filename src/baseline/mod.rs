@@ -6,7 +6,10 @@
 //! `(__pos, __seq)` per key, minus deletes — over `snapshot/` and the change parts gives
 //! the current state. The anchor is the position *just before* the stream's start, so
 //! every change of the stream sorts after every snapshot row, and a change made while the
-//! baseline is being read is in the stream too (overlap, never a gap).
+//! baseline is being read is in the stream too (overlap, never a gap). A table without a
+//! key replays as a multiset, where an overlap would count twice: it is one chunk read at
+//! an exact snapshot point, written after a `rebaseline` marker there
+//! ([`crate::source::snapshot::SnapshotSource::snapshot_point`], [`tasks::chunk`]).
 //!
 //! [`run_inline`] runs the four [`tasks`] in one process (CLI, small tables); the Step
 //! Functions machine in `infra/stepfunctions/baseline.asl.json` runs them as separate

@@ -391,6 +391,10 @@ async fn write_marker(
     Ok(())
 }
 
+/// The `__seq` of a keyless baseline's marker: the highest, so the marker sorts after
+/// every change at its position (all of them are in the snapshot).
+pub const KEYLESS_MARKER_SEQ: u64 = i64::MAX as u64;
+
 /// The chunk number of a re-baseline's epoch marker (real chunks count from 1).
 const MARKER_CHUNK: u32 = 0;
 
@@ -502,17 +506,36 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         settings,
     )?
     .with_identity(part_identity(&plan));
-    let pos: std::sync::Arc<str> = Position::parse_tagged(&task.anchor)?.sortable_text().into();
+    let anchor = Position::parse_tagged(&task.anchor)?;
+    // A table without a key is one consistent read at an exact point: its part starts
+    // with a `rebaseline` marker there (every change at or before it is in the rows) and
+    // numbers its rows, so identical rows stay distinct rows.
+    let point = source.snapshot_point(&task.table, &anchor).await?;
+    let pos: std::sync::Arc<str> = point.as_ref().unwrap_or(&anchor).sortable_text().into();
+    if point.is_some() {
+        writer.append(&ChangeEvent {
+            table: schema.clone(),
+            op: Op::Rebaseline,
+            pos: pos.clone(),
+            seq: KEYLESS_MARKER_SEQ,
+            commit_ts: None,
+            image: vec![crate::change::Value::Null; schema.columns.len()],
+            unlogged: vec![],
+        })?;
+    }
+    let numbered = point.is_some();
+    let mut ordinal = 0u64;
     let mut sink = |image| {
         let event = ChangeEvent {
             table: schema.clone(),
             op: Op::Snapshot,
             pos: pos.clone(),
-            seq: 0,
+            seq: if numbered { ordinal } else { 0 },
             commit_ts: None,
             image,
             unlogged: vec![],
         };
+        ordinal += 1;
         match writer.append(&event)? {
             None => Ok(()),
             Some(_) => Err(Error::new(

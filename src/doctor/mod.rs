@@ -27,21 +27,22 @@ use crate::error::Error;
 use crate::source::Engine;
 
 /// The "baseline key" row of a PostgreSQL or MySQL table: its own key or the one
-/// `baseline.keys` declares, judged by the baselines' [`crate::source::snapshot::chunk_key`].
+/// `baseline.keys` declares, judged by the baselines' [`crate::source::snapshot::baseline_key`];
+/// a table with neither is read whole, by one consistent read.
 pub fn baseline_key_check(
     config: &Config,
     table: &str,
     own_key: &[String],
     columns: &[crate::change::Column],
-    key_names: &str,
 ) -> Check {
-    let judged = crate::source::snapshot::chunk_key(
-        &config.baseline.keys,
-        table,
-        own_key,
-        columns,
-        key_names,
-    );
+    let judged =
+        crate::source::snapshot::baseline_key(&config.baseline.keys, table, own_key, columns);
+    if matches!(&judged, Ok(key) if key.is_empty()) {
+        return Check::ok(
+            format!("table {table} baseline key"),
+            "no key: one consistent read, replayed as a multiset",
+        );
+    }
     baseline_key_row(table, judged, config.initial)
 }
 

@@ -443,13 +443,7 @@ async fn table_checks(
     };
     let mut out = vec![
         key_advice(&check, &table),
-        super::baseline_key_check(
-            config,
-            name,
-            &table.key,
-            &table.shape.columns,
-            schema::KEY_NAMES,
-        ),
+        super::baseline_key_check(config, name, &table.key, &table.shape.columns),
     ];
     let probe = format!(
         "SELECT * FROM {}.{} LIMIT 0",
@@ -472,8 +466,8 @@ async fn table_checks(
     out
 }
 
-/// A table without a primary key (or NOT NULL unique index) is captured without a key:
-/// the drain accepts it, so this warns.
+/// A table without a primary key (or NOT NULL unique index) is captured without a key
+/// and replayed as a multiset: it works, but a key is cheaper to replay, so this warns.
 pub fn key_advice(name: &str, table: &CapturedTable) -> Check {
     let key: Vec<&str> = table
         .shape
@@ -485,7 +479,7 @@ pub fn key_advice(name: &str, table: &CapturedTable) -> Check {
     if key.is_empty() {
         return Check::warn(
             name,
-            "no primary key and no unique index over NOT NULL columns: captured without a key (a key change cannot be split into delete + insert, and downstream dedupe must compare every column)",
+            "no primary key and no unique index over NOT NULL columns: captured without a key and replayed as a multiset (an UPDATE is written as the old row deleted and the new row inserted; a baseline is one consistent read, MariaDB only)",
             format!(
                 "ALTER TABLE {}.{} ADD PRIMARY KEY (<columns>);",
                 quote_ident(&table.database),

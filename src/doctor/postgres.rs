@@ -66,8 +66,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
                     name,
                     &table.key,
                     &table.shape.columns,
-                    catalog::KEY_NAMES,
                 ));
+                if table.key.is_empty() && !config.baseline.keys.contains_key(name) {
+                    report.push(lock_grant_check(&client, name, &table, config.initial).await);
+                }
                 tables.push(table);
             }
             Err(e) => report.push(Check::from_error(check, &e)),
@@ -178,6 +180,48 @@ pub fn keep_size(setting: &str) -> Check {
         );
     }
     Check::ok(name, setting.to_owned())
+}
+
+/// A keyless table's baseline pins its snapshot with `LOCK TABLE … IN SHARE MODE`, which
+/// PostgreSQL allows only with UPDATE, DELETE or TRUNCATE on the table (17: MAINTAIN, not
+/// probed here): without one the baseline is refused, so this fails with `initial:
+/// snapshot` and warns otherwise (a later re-baseline would need it).
+async fn lock_grant_check(
+    client: &tokio_postgres::Client,
+    name: &str,
+    table: &catalog::CapturedTable,
+    initial: crate::config::Initial,
+) -> Check {
+    let check = format!("table {name} baseline lock");
+    let quoted = table.quoted();
+    let granted = client
+        .query_one(
+            "SELECT has_table_privilege($1, 'UPDATE') OR has_table_privilege($1, 'DELETE') \
+             OR has_table_privilege($1, 'TRUNCATE')",
+            &[&quoted],
+        )
+        .await;
+    match granted {
+        Ok(row) if row.get::<_, bool>(0) => Check::ok(
+            check,
+            "LOCK TABLE … IN SHARE MODE allowed (pins the keyless baseline)",
+        ),
+        Ok(_) => {
+            let failed = Check::fail(
+                check,
+                "the source user may not LOCK TABLE … IN SHARE MODE, which pins the baseline of a table without a key",
+                format!(
+                    "GRANT UPDATE ON {quoted} TO <source user>; (sluice holds the lock for milliseconds and never writes; PostgreSQL 17: GRANT MAINTAIN) — or give {name} a primary key"
+                ),
+            );
+            if initial == crate::config::Initial::Snapshot {
+                failed
+            } else {
+                failed.as_warning()
+            }
+        }
+        Err(e) => Check::from_error(check, &query_error("reading the table's privileges", e)),
+    }
 }
 
 /// `REPLICA IDENTITY DEFAULT` (or an index) with TOAST-able non-key columns: an UPDATE

@@ -60,6 +60,20 @@ impl Dialect {
         }
     }
 
+    /// The clause after `FROM <relation>` that repeats each row `count` (≥ 1) times,
+    /// numbering the copies `1..=count` in `column`.
+    pub fn repeat_by(self, count: &str, column: &str) -> String {
+        match self {
+            Dialect::DuckDb => {
+                format!("CROSS JOIN UNNEST(generate_series(1, {count})) AS __u({column})")
+            }
+            Dialect::Athena => format!("CROSS JOIN UNNEST(sequence(1, {count})) AS __u({column})"),
+            Dialect::Spark => {
+                format!("LATERAL VIEW explode(sequence(1, {count})) __u AS {column}")
+            }
+        }
+    }
+
     /// The expression naming the file a row was read from, inside `FROM <rows>`.
     pub fn file_path(self) -> &'static str {
         match self {

@@ -89,6 +89,10 @@ pub async fn render(
     }
     let destination = crate::destination::open(config).await?;
     let columns = shape::read(destination.as_ref(), table).await?;
+    if columns.iter().all(|c| !c.key) && config.baseline.keys.contains_key(table) {
+        tracing::warn!(table = %table,
+            "{table} has no key and its baseline was chunked by baseline.keys: the multiset replay is exact only if nothing wrote {table} while the baseline read it (without baseline.keys the baseline is one read at an exact point)");
+    }
     let rows = match source {
         None => default_rows(config, dialect, table)?,
         Some(s) if dialect == Dialect::Athena => Rows::Table(s.to_owned()),

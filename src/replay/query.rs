@@ -21,6 +21,10 @@
 //!   (a recursive CTE; Athena stops at 10 steps). Only columns of a type a source can
 //!   leave unlogged take part (fixed-width types — booleans, numbers other than
 //!   decimals, dates, times, timestamps, UUIDs — are always logged);
+//! * **a table without a key column** replays as a multiset instead of the two clauses
+//!   above: after the newest marker (a `rebaseline` marker's own `snapshot` rows at its
+//!   `__pos` included), every `snapshot` and `insert` row counts +1 and every `delete` −1
+//!   per distinct row (all columns, NULLs equal), and each row is repeated that many times;
 //! * the columns are the shape's, in order; metadata columns are not in the result.
 
 use super::dialect::Dialect;
@@ -121,12 +125,12 @@ pub fn render(req: &Request) -> Result<String> {
     let d = req.dialect;
     check_literal("table", &req.table)?;
     let keys: Vec<&ShapeColumn> = req.columns.iter().filter(|c| c.key).collect();
-    if keys.is_empty() {
+    if req.columns.is_empty() {
         return Err(Error::new(
-            Code::ReplayNoKey,
-            format!("table {} has no key column", req.table),
+            Code::ReplayNoSchema,
+            format!("table {} has no columns", req.table),
         )
-        .hint("the current state is per key: give the table a primary key (or a NOT NULL unique index) and re-baseline it; until then read its parts as an event log"));
+        .hint("the table's manifests record no column: run a drain or a baseline of it first"));
     }
     let q = |name: &str| d.ident(name);
     let lit = |text: &str| format!("'{text}'");
@@ -210,6 +214,10 @@ pub fn render(req: &Request) -> Result<String> {
         "__current",
         "  SELECT * FROM __data\n  WHERE __plan IS NULL OR __plan = (SELECT max(__plan) FROM __data)".into(),
     );
+    if keys.is_empty() {
+        keyless(&mut cte, &cols);
+        return Ok(finish(req, &prelude, multiset_select(d, &cols, &s)));
+    }
     // The last marker: it and every row at or before it are gone.
     cte(
         "__marker",
@@ -381,10 +389,20 @@ pub fn render(req: &Request) -> Result<String> {
     let query = format!(
         "{s}\nSELECT\n  {select}\nFROM __latest l\nLEFT JOIN __carried c ON l.__s__key_change AND c.__x_pos = l.__s__pos AND c.__x_seq = l.__s__seq"
     );
+    Ok(finish(req, &prelude, query))
+}
+
+/// The statement: the query, or the view over it, after the dialect's prelude.
+fn finish(req: &Request, prelude: &str, query: String) -> String {
+    let d = req.dialect;
     let statement = match &req.view {
         None => query,
         Some(view) => {
-            let name = view.split('.').map(q).collect::<Vec<_>>().join(".");
+            let name = view
+                .split('.')
+                .map(|p| d.ident(p))
+                .collect::<Vec<_>>()
+                .join(".");
             let kind = if d == Dialect::Spark {
                 "TEMPORARY VIEW"
             } else {
@@ -393,7 +411,42 @@ pub fn render(req: &Request) -> Result<String> {
             format!("CREATE OR REPLACE {kind} {name} AS\n{query}")
         }
     };
-    Ok(format!("{prelude}{statement};\n"))
+    format!("{prelude}{statement};\n")
+}
+
+/// The multiset rule of a table without a key, after `__current`: the rows after the last
+/// marker — a `rebaseline` marker's own snapshot rows (at its `__pos`) included — with
+/// re-delivered changes once; per distinct row (every column, NULLs equal), inserts and
+/// snapshot rows count +1 and deletes −1.
+fn keyless(cte: &mut dyn FnMut(&str, String), cols: &str) {
+    cte(
+        "__marker",
+        "  SELECT __op AS __m_op, __pos AS __m_pos, __seq AS __m_seq FROM __current\n  WHERE __op IN ('truncate', 'rebaseline')\n  ORDER BY __pos DESC, __seq DESC\n  LIMIT 1".into(),
+    );
+    cte(
+        "__live",
+        "  SELECT c.* FROM __current c LEFT JOIN __marker m ON 1 = 1\n  WHERE (c.__op = 'snapshot' AND (m.__m_pos IS NULL OR (m.__m_op = 'rebaseline' AND c.__pos = m.__m_pos)))\n    OR (c.__op IN ('insert', 'delete') AND (m.__m_pos IS NULL OR c.__pos > m.__m_pos OR (c.__pos = m.__m_pos AND c.__seq > m.__m_seq)))".into(),
+    );
+    // A re-delivered change counts once; snapshot rows are each a row (identical rows
+    // of the table are identical snapshot rows, and a chunk's part is written once).
+    cte(
+        "__distinct",
+        "  SELECT * FROM (\n    SELECT *, min(__rel) OVER (PARTITION BY __pos, __seq) AS __first FROM __live\n  ) t WHERE __op = 'snapshot' OR __rel = __first".into(),
+    );
+    cte(
+        "__counted",
+        format!(
+            "  SELECT {cols}, CAST(sum(CASE WHEN __op = 'delete' THEN -1 ELSE 1 END) AS BIGINT) AS __n\n  FROM __distinct\n  GROUP BY {cols}"
+        ),
+    );
+}
+
+/// Each row of `__counted` as many times as it counts.
+fn multiset_select(d: Dialect, cols: &str, ctes: &str) -> String {
+    format!(
+        "{ctes}\nSELECT {cols}\nFROM (SELECT * FROM __counted WHERE __n > 0) __c\n{}",
+        d.repeat_by("__n", "__i")
+    )
 }
 
 /// `text` with every character other than a letter, digit or `_` replaced by `_`.
@@ -539,10 +592,27 @@ mod tests {
     }
 
     #[test]
+    fn a_table_without_a_key_renders_the_multiset_rule_in_every_dialect() {
+        for d in Dialect::ALL {
+            let mut req = request(d);
+            req.columns.iter_mut().for_each(|c| c.key = false);
+            let sql = render(&req).unwrap();
+            assert!(
+                sql.contains(
+                    "CAST(sum(CASE WHEN __op = 'delete' THEN -1 ELSE 1 END) AS BIGINT) AS __n"
+                ),
+                "{sql}"
+            );
+            assert!(sql.contains(&d.repeat_by("__n", "__i")), "{sql}");
+            assert!(!sql.contains("__carry"), "{sql}");
+        }
+    }
+
+    #[test]
     fn refusals() {
         let mut req = request(Dialect::DuckDb);
-        req.columns.iter_mut().for_each(|c| c.key = false);
-        assert_eq!(render(&req).unwrap_err().code(), Code::ReplayNoKey);
+        req.columns.clear();
+        assert_eq!(render(&req).unwrap_err().code(), Code::ReplayNoSchema);
         let mut req = request(Dialect::DuckDb);
         req.rows = Rows::Folder("/tmp/it's".into());
         assert_eq!(render(&req).unwrap_err().code(), Code::ConfigInvalid);

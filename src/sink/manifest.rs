@@ -138,6 +138,10 @@ pub struct Manifest {
     pub bytes: u64,
     pub parts: Vec<ManifestPart>,
     pub schema: Vec<ManifestColumn>,
+    /// The table has no key column: its current state is the multiset replay
+    /// (docs/output.md), not the latest row per key. Absent when the table has a key.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keyless: bool,
     /// RFC 3339, UTC, milliseconds.
     pub written_at: String,
     /// Only while `status` is `running`: parts waiting for the next checkpoint.
@@ -173,6 +177,7 @@ impl Manifest {
             bytes: parts.iter().map(|p| p.bytes).sum(),
             parts,
             schema: ManifestColumn::of(schema),
+            keyless: !schema.columns.is_empty() && schema.columns.iter().all(|c| !c.key),
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             pending: None,
             shapes: Vec::new(),

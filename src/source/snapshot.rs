@@ -6,6 +6,13 @@
 //! whatever rows are inserted or deleted meanwhile; each chunk is read by its own short
 //! statement (no long transaction on the source); cells are decoded by the same type
 //! mapping as the change stream, so snapshot and change parts share their Arrow types.
+//!
+//! A table without a key (and without declared `baseline.keys`) is one chunk, read by
+//! one consistent read whose exact position [`SnapshotSource::snapshot_point`] names: its
+//! rows are replayed as a multiset, where an overlap with the stream would count a row
+//! twice, so the read must say exactly which changes it already holds. Chunks read at
+//! different times cannot say that (a change's row could lie in either), so such a table
+//! is not split.
 
 use std::sync::Arc;
 
@@ -15,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::change::{Column, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
+use crate::position::Position;
 
 /// One keyset chunk: `lower < key <= upper`, key values as the engine's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +42,20 @@ pub trait SnapshotSource: Send {
 
     /// Chunk boundaries of roughly `chunk_rows` rows each, in key order.
     async fn plan(&mut self, table: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>>;
+
+    /// For a table without a key: starts the one consistent read of the whole table that
+    /// the next [`read_chunk`](Self::read_chunk) streams, and returns its snapshot point —
+    /// every change of the table at or before it (as `__pos` text compares) is in those
+    /// rows, none after it. `anchor` is the baseline's anchor (the point is never before
+    /// it). `None` for a table with a key: its chunks overlap the stream, which the
+    /// per-key replay makes harmless.
+    async fn snapshot_point(
+        &mut self,
+        _table: &str,
+        _anchor: &Position,
+    ) -> Result<Option<Position>> {
+        Ok(None)
+    }
 
     /// Streams the rows of one chunk to `rows`; returns how many there were.
     async fn read_chunk(
@@ -148,6 +170,60 @@ pub fn keyed_table<'a, T>(
         )));
     }
     Ok(table)
+}
+
+/// The captured table `name` of `tables`, with or without a key.
+pub fn captured_table<'a, T>(
+    tables: &'a [T],
+    name: &str,
+    config_name: impl Fn(&T) -> &str,
+) -> Result<&'a T> {
+    tables
+        .iter()
+        .find(|t| config_name(t) == name)
+        .ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("table {name} is not part of this job"),
+            )
+        })
+}
+
+/// The snapshot point of a read pinned at `point` for a baseline anchored at `anchor`:
+/// `point`, or `anchor` when `point` sorts before it. The latter happens only for a
+/// re-baseline (whose anchor lies just after the job's checkpoint C —
+/// [`crate::baseline::epoch`]) read before anything was committed after C: no change lies
+/// between `point` (at or after C) and `anchor`, so both say the same, and the snapshot's
+/// marker then sorts after the re-baseline's epoch marker, as it must.
+pub fn at_or_after_anchor(point: Position, anchor: &Position) -> Position {
+    if point.partial_cmp(anchor) == Some(std::cmp::Ordering::Less) {
+        anchor.clone()
+    } else {
+        point
+    }
+}
+
+/// Refuses a keyless table's chunk read without [`SnapshotSource::snapshot_point`]
+/// first, or a chunk with bounds (a plan made while `baseline.keys` declared a key the
+/// config no longer does): a keyless read is always the whole table, so bounded chunks
+/// would read it more than once.
+pub fn check_pinned(table: &str, pinned: Option<&str>, bounds: &ChunkBounds) -> Result<()> {
+    if bounds.lower.is_some() || bounds.upper.is_some() {
+        return Err(Error::new(
+            Code::StateCorrupt,
+            format!("table {table} has no key, but its stored baseline plan has keyset chunks (planned with baseline.keys)"),
+        )
+        .hint(format!("declare baseline.keys.{table} again to finish this baseline, or start it over: `sluice baseline --reset`")));
+    }
+    if pinned != Some(table) {
+        return Err(Error::new(
+            Code::Internal,
+            format!(
+                "table {table} has no key: its baseline is read only after its snapshot point is pinned"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Opens a baseline reader for the config's source.
@@ -268,6 +344,40 @@ mod tests {
         assert_eq!(
             baseline_key(&exact, "t", &[], &columns).unwrap(),
             vec!["aB".to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_snapshot_point_before_the_anchor_is_the_anchor() {
+        use crate::position::{BinlogPosition, PgLsn};
+        let pg = |n| Position::Postgres(PgLsn(n));
+        assert_eq!(at_or_after_anchor(pg(9), &pg(5)), pg(9));
+        assert_eq!(at_or_after_anchor(pg(5), &pg(5)), pg(5));
+        assert_eq!(at_or_after_anchor(pg(4), &pg(5)), pg(5));
+        let my =
+            |offset| Position::MySql(BinlogPosition::new("mariadb-bin.000003", offset).unwrap());
+        assert_eq!(at_or_after_anchor(my(1000), &my(1002)), my(1002));
+        assert_eq!(at_or_after_anchor(my(2000), &my(1002)), my(2000));
+    }
+
+    #[test]
+    fn a_keyless_read_is_pinned_and_whole() {
+        let whole = ChunkBounds {
+            lower: None,
+            upper: None,
+        };
+        assert!(check_pinned("t", Some("t"), &whole).is_ok());
+        assert_eq!(
+            check_pinned("t", None, &whole).unwrap_err().code(),
+            Code::Internal
+        );
+        let bounded = ChunkBounds {
+            lower: None,
+            upper: Some(vec!["5".into()]),
+        };
+        assert_eq!(
+            check_pinned("t", Some("t"), &bounded).unwrap_err().code(),
+            Code::StateCorrupt
         );
     }
 

@@ -1,6 +1,6 @@
 //! What only MariaDB baselines show: composite and text keys (collations, latin1) chunked
 //! without gaps, snapshot rows typed exactly like the change stream's, a keyless table
-//! refused and then baselined by a declared non-unique key. The baseline cases every
+//! baselined by a declared non-unique key. The baseline cases every
 //! engine shares are in `conformance::source::baseline`.
 
 use crate::support::{self, Job, Row, TestMysqlDb, read_batches, read_rows};
@@ -142,47 +142,47 @@ fn snapshot_rows_have_the_change_parts_types_and_values() {
     assert_eq!(names(&snap), names(&cdc));
 }
 
+/// A table without a key (and no declared key) is one consistent read: its snapshot
+/// part is a `rebaseline` marker at the read's binlog position with the highest `__seq`,
+/// then the rows at that position numbered from 0 (identical rows stay two rows).
 #[test]
-fn a_table_without_a_key_is_refused() {
+fn a_table_without_a_key_is_one_read_after_its_marker() {
     let admin = mysql_or_skip!();
     let db = TestMysqlDb::new(&admin, "baseline_nokey");
-    db.sql("CREATE TABLE t (v int) ENGINE=InnoDB; INSERT INTO t VALUES (1)");
-    let job = Job::mysql(&db, &["t"], "", "");
+    db.sql("CREATE TABLE t (v int) ENGINE=InnoDB; INSERT INTO t VALUES (1), (1), (2)");
+    let job = Job::mysql(&db, &["t"], "", "baseline: { chunk_rows: 1 }");
     let run = job.run(&["baseline"], &[]);
-    assert_eq!(run.code, 5, "{}", run.stderr);
-    assert_eq!(
-        run.error_code(),
-        "SLUICE_SOURCE_PREREQUISITE",
-        "{}",
-        run.stderr
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["chunks"], 1, "{}", run.stdout);
+    let rows = read_rows(&support::snapshot_dir(&job.out().join("t")), "part-");
+    let ops: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["__op"].clone().unwrap(), r["__seq"].clone().unwrap()))
+        .collect();
+    assert_eq!(ops.len(), 4, "{rows:?}");
+    assert!(
+        ops.contains(&("rebaseline".into(), i64::MAX.to_string())),
+        "{ops:?}"
     );
-    assert!(run.stderr.contains("primary key"), "{}", run.stderr);
+    for seq in ["0", "1", "2"] {
+        assert!(ops.contains(&("snapshot".into(), seq.into())), "{ops:?}");
+    }
+    let positions: std::collections::BTreeSet<_> =
+        rows.iter().map(|r| r["__pos"].clone()).collect();
+    assert_eq!(
+        positions.len(),
+        1,
+        "marker and rows share the read's position: {rows:?}"
+    );
 }
 
-/// A table without a key is refused until `baseline.keys` declares NOT NULL columns; a
-/// declared key need not be unique (equal keys share a chunk): every row is read once
-/// and the replay is exact.
+/// A table without a key may declare NOT NULL columns in `baseline.keys` to chunk its
+/// baseline by (without them it is one consistent read: `mysql::keyless`); a declared
+/// key need not be unique (equal keys share a chunk): every row is read once and the
+/// replay is exact.
 #[test]
 fn a_table_without_a_key_is_baselined_by_a_declared_non_unique_key() {
     let admin = mysql_or_skip!();
-    let db = TestMysqlDb::new(&admin, "declared_key");
-    db.sql("CREATE TABLE t (id int NOT NULL, grp int NOT NULL, v varchar(20))");
-    db.sql("INSERT INTO t SELECT seq, seq DIV 10, CONCAT('v', seq) FROM seq_1_to_3000; ANALYZE TABLE t");
-    let refused =
-        Job::mysql(&db, &["t"], "", "baseline: { chunk_rows: 500 }").run(&["baseline"], &[]);
-    assert_eq!(refused.code, 5, "{}", refused.stderr);
-    assert_eq!(
-        refused.error_code(),
-        "SLUICE_SOURCE_PREREQUISITE",
-        "{}",
-        refused.stdout
-    );
-    assert!(
-        refused.stdout.contains("baseline.keys"),
-        "{}",
-        refused.stdout
-    );
-
     let other = TestMysqlDb::new(&admin, "declared_key2");
     other.sql("CREATE TABLE t (id int NOT NULL, grp int NOT NULL, v varchar(20))");
     other.sql("INSERT INTO t SELECT seq, seq DIV 10, CONCAT('v', seq) FROM seq_1_to_3000; ANALYZE TABLE t");

@@ -9,6 +9,7 @@ mod drain;
 mod durability;
 mod failover;
 mod faults;
+mod keyless;
 mod ndjson;
 pub mod oracle;
 mod schema_history;

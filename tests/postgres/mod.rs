@@ -9,6 +9,7 @@ mod doctor;
 mod drain;
 mod durability;
 mod faults;
+mod keyless;
 mod killed;
 mod memory_budget;
 mod ndjson;

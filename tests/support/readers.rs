@@ -174,3 +174,65 @@ print(df.count(), df.filter(bad).count())
     let (rows, misplaced) = last.split_once(' ').expect("two numbers");
     Some((rows.parse().unwrap(), misplaced.parse().unwrap()))
 }
+
+/// `sluice sql --table <table>` for `job` in every dialect, run by DuckDB — the DuckDB
+/// text as it is, the Athena (`--source sluice_rows`) and Spark texts transpiled to DuckDB
+/// by sqlglot over a view of the same files, as the oracle runs them — each must give the
+/// same rows; those rows as their cells' texts joined by `|` (NULL as `NULL`), sorted,
+/// duplicates kept (a table without a key replays as a multiset). `None` (skipped loudly)
+/// without the readers' venv.
+pub fn sluice_sql_multiset(job: &super::Job, table: &str) -> Option<Vec<String>> {
+    let python = python()?;
+    let dir = job.dir.path().join("sql");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (dialect, extra) in [
+        ("duckdb", &[][..]),
+        ("athena", &["--source", "sluice_rows"][..]),
+        ("spark", &[][..]),
+    ] {
+        let mut args = vec!["sql", "--dialect", dialect, "--table", table];
+        args.extend_from_slice(extra);
+        let out = job.command(&args, &[]).output().expect("run sluice sql");
+        assert!(
+            out.status.success(),
+            "sluice sql --dialect {dialect}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.join(format!("{dialect}.sql"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        files.push(path);
+    }
+    let script = r#"
+import re, sys, duckdb, sqlglot
+folder, duck, athena, spark = sys.argv[1:5]
+con = duckdb.connect()
+con.execute(f"CREATE VIEW sluice_rows AS SELECT *, filename AS __file_path FROM read_parquet('{folder}/**/*.parquet', union_by_name = true, filename = true, hive_partitioning = false)")
+athena_text = open(athena).read().replace('"$path"', '__file_path')
+spark_text = open(spark).read().split(';\n\n', 1)[1]
+spark_text = re.sub(r'`sluice_rows_[a-z0-9_]+`', 'sluice_rows', spark_text).replace('input_file_name()', '__file_path')
+queries = {
+    'duckdb': open(duck).read(),
+    'athena': sqlglot.transpile(athena_text, read='trino', write='duckdb')[0],
+    'spark': sqlglot.transpile(spark_text, read='spark', write='duckdb')[0],
+}
+results = {}
+for name, query in queries.items():
+    rows = con.execute(query.strip().rstrip(';')).fetchall()
+    results[name] = sorted('|'.join('NULL' if v is None else str(v) for v in r) for r in rows)
+assert results['athena'] == results['duckdb'], ('athena', len(results['athena']), len(results['duckdb']))
+assert results['spark'] == results['duckdb'], ('spark', len(results['spark']), len(results['duckdb']))
+print('\n'.join(results['duckdb']))
+"#;
+    let folder = job.out().join(table);
+    let args: Vec<&Path> = std::iter::once(folder.as_path())
+        .chain(files.iter().map(|p| p.as_path()))
+        .collect();
+    let text = run(&python, script, &args);
+    Some(
+        text.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    )
+}

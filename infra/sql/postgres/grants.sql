@@ -18,6 +18,14 @@ GRANT USAGE ON SCHEMA public TO sluice;
 -- 3. SELECT on every captured table (catalog lookups and baselines read them).
 GRANT SELECT ON public.orders TO sluice;
 
+-- 3b. Only for a captured table WITHOUT a primary key (REPLICA IDENTITY FULL) that is
+--     baselined: its baseline pins an exact snapshot with LOCK TABLE ... IN SHARE MODE
+--     (held for milliseconds; sluice never writes), which PostgreSQL allows only with
+--     UPDATE, DELETE or TRUNCATE on the table (PostgreSQL >= 17: MAINTAIN). Without it
+--     that baseline fails with SLUICE_SOURCE_PREREQUISITE naming this grant — tested by
+--     tests/postgres/keyless.rs `keyless_pg_baseline_names_the_grant_its_lock_needs`.
+-- GRANT UPDATE ON public.logs TO sluice;
+
 -- 4. The publication, created by the tables' owner, listing the captured tables and
 --    publishing insert, update, delete and truncate (the default). With it in place,
 --    sluice never needs ownership of the tables. Set `source.postgres.publication` to

@@ -82,9 +82,6 @@ impl CapturedTable {
     }
 }
 
-/// What counts as a key to chunk a baseline by, for refusals.
-pub const KEY_NAMES: &str = "primary key or NOT NULL unique index";
-
 /// `` `name` `` with backticks doubled.
 pub fn quote_ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))

@@ -3,7 +3,13 @@
 //! change stream writes ([`super::values::convert_selected`]).
 //!
 //! Tables without a key are chunked by the NOT NULL columns `baseline.keys` declares for
-//! them ([`crate::source::snapshot::baseline_key`]).
+//! them ([`crate::source::snapshot::baseline_key`]). A table with neither is one read in
+//! `START TRANSACTION WITH CONSISTENT SNAPSHOT`, pinned by [`MySnapshot`]'s
+//! `snapshot_point`: MariaDB reports the binlog position that snapshot is consistent with
+//! (`binlog_snapshot_file` / `binlog_snapshot_position`, taken under the binlog's commit
+//! lock), so the rows hold exactly the transactions whose commit event ends at or before
+//! it (a change's `__pos` is the end of its commit event). MySQL does not report it; a
+//! keyless table there is refused for a baseline.
 //!
 //! Guarantees: the session runs with `time_zone = '+00:00'` and utf8mb4 results, so
 //! TIMESTAMPs are instants and every character set with a decoding arrives as UTF-8 (a
@@ -31,6 +37,7 @@ use super::values::convert_selected;
 use crate::change::{Column, ColumnType, TableSchema};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
+use crate::position::Position;
 use crate::source::snapshot::{
     ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, split_integer_range,
 };
@@ -39,6 +46,8 @@ use crate::source::snapshot::{
 pub struct MySnapshot {
     conn: Conn,
     tables: Vec<CapturedTable>,
+    /// The keyless table whose pinned read is open on `conn`.
+    pinned: Option<String>,
 }
 
 impl MySnapshot {
@@ -62,16 +71,43 @@ impl MySnapshot {
                 &table.shape.columns,
             )?;
         }
-        Ok(MySnapshot { conn, tables })
+        Ok(MySnapshot {
+            conn,
+            tables,
+            pinned: None,
+        })
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        crate::source::snapshot::keyed_table(
-            &self.tables,
-            name,
-            |t| &t.config_name,
-            |t| !t.key.is_empty(),
-            schema::KEY_NAMES,
+        crate::source::snapshot::captured_table(&self.tables, name, |t| &t.config_name)
+    }
+
+    /// Starts the consistent-snapshot transaction and returns the binlog coordinates it
+    /// is consistent with, or `None` where the server does not report them (MySQL).
+    async fn pin(&mut self) -> Result<Option<(String, u32)>> {
+        let what = "starting a consistent-snapshot read";
+        self.conn
+            .query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            .await
+            .map_err(|e| query_error(what, e))?;
+        let status: Vec<(String, String)> = self
+            .conn
+            .query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
+            .await
+            .map_err(|e| query_error(what, e))?;
+        let get = |name: &str| {
+            status
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        Ok(
+            match (get("binlog_snapshot_file"), get("binlog_snapshot_position")) {
+                (Some(file), Some(offset)) if !file.is_empty() => {
+                    offset.parse().ok().map(|offset| (file, offset))
+                }
+                _ => None,
+            },
         )
     }
 }
@@ -229,6 +265,9 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> Result<(Strin
     } else {
         format!(" WHERE {}", conditions.join(" AND "))
     };
+    if keys.is_empty() {
+        return Ok((format!("SELECT {columns} FROM {}", table.quoted()), vec![]));
+    }
     Ok((
         format!(
             "SELECT {columns} FROM {}{filter} ORDER BY {}",
@@ -437,7 +476,7 @@ impl SnapshotSource for MySnapshot {
         let rows = self.estimate_rows(&table).await?;
         let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
         let keys = table.key_columns();
-        if chunks == 1 {
+        if chunks == 1 || keys.is_empty() {
             return Ok(chunks_from_splits(vec![]));
         }
         if !keys.iter().all(|k| splittable(k)) {
@@ -450,6 +489,37 @@ impl SnapshotSource for MySnapshot {
         self.plan_walk(&table, &keys, chunk_rows).await
     }
 
+    async fn snapshot_point(&mut self, name: &str, anchor: &Position) -> Result<Option<Position>> {
+        if !self.table(name)?.key.is_empty() {
+            return Ok(None);
+        }
+        let Some((file, offset)) = self.pin().await? else {
+            let _ = self.conn.query_drop("ROLLBACK").await;
+            return Err(Error::new(
+                Code::SourcePrerequisite,
+                format!("{name} has no key, and the server does not report the binlog position of a consistent snapshot (binlog_snapshot_file, a MariaDB status variable)"),
+            )
+            .hint(format!("a baseline of a table without a key must know exactly which changes it holds: add a primary key (or a NOT NULL unique index) to {name}, or capture it from MariaDB")));
+        };
+        let generation = match anchor {
+            Position::MySql(p) => p.generation(),
+            _ => 0,
+        };
+        let point = crate::position::BinlogPosition::new(&file, offset)
+            .map_err(|e| {
+                Error::new(
+                    Code::SourceProtocol,
+                    format!("binlog_snapshot_file {file:?} is not a binlog file name"),
+                )
+                .source(e)
+            })?
+            .with_generation(generation);
+        let point = Position::MySql(point);
+        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
+        self.pinned = Some(name.to_owned());
+        Ok(Some(point))
+    }
+
     async fn read_chunk(
         &mut self,
         name: &str,
@@ -457,6 +527,10 @@ impl SnapshotSource for MySnapshot {
         rows: &mut RowSink<'_>,
     ) -> Result<u64> {
         let table = self.table(name)?.clone();
+        let pinned = table.key.is_empty();
+        if pinned {
+            crate::source::snapshot::check_pinned(name, self.pinned.as_deref(), bounds)?;
+        }
         let (statement, params) = chunk_query(&table, bounds)?;
         let what = format!("reading a baseline chunk of {name}");
         let mut result = self
@@ -492,6 +566,14 @@ impl SnapshotSource for MySnapshot {
             }
             rows(values)?;
             count += 1;
+        }
+        drop(result);
+        if pinned {
+            self.pinned = None;
+            self.conn
+                .query_drop("COMMIT")
+                .await
+                .map_err(|e| query_error("ending the consistent-snapshot read", e))?;
         }
         Ok(count)
     }

@@ -261,9 +261,6 @@ async fn generated_columns(
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
-/// What counts as a key to chunk a baseline by, for refusals.
-pub const KEY_NAMES: &str = "primary key";
-
 /// The replica-identity rule, as a pure decision (also used by `doctor`).
 pub fn check_identity(config_name: &str, replident: &str, key: &[String]) -> Result<()> {
     match replident {

@@ -2,7 +2,16 @@
 //! binary)`, decoded by the same binary decoders as the change stream.
 //!
 //! Tables without a primary key are chunked by the NOT NULL columns `baseline.keys`
-//! declares for them ([`crate::source::snapshot::baseline_key`]).
+//! declares for them ([`crate::source::snapshot::baseline_key`]). A table with neither
+//! (`REPLICA IDENTITY FULL`) is one consistent read, pinned by [`PgSnapshot::snapshot_point`]:
+//! a second session takes `LOCK TABLE … IN SHARE MODE` (which waits for the table's
+//! writers to end and keeps new ones out), exports its snapshot and reads
+//! `pg_current_wal_insert_lsn()` *under* the lock; the reading session imports that
+//! snapshot, and the lock session ends at once (writers wait milliseconds, not for the
+//! read). So every transaction that wrote the table committed either before the lock —
+//! visible, its commit record wholly before that LSN — or after it — invisible, its commit
+//! record at or after it: the snapshot is exactly "every change of the table at or before
+//! the LSN less one" (a change's `__pos` is its commit record's LSN).
 //!
 //! Guarantees: the session runs with `TimeZone = UTC`, `DateStyle = ISO` and standard
 //! strings, so key bounds written as text round-trip exactly; every chunk is one short
@@ -23,6 +32,7 @@ use super::types::{Decode, decode_cell};
 use crate::change::{ColumnType, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::position::Position;
 use crate::source::snapshot::{
     ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, split_integer_range,
 };
@@ -31,7 +41,19 @@ use crate::source::snapshot::{
 pub struct PgSnapshot {
     client: Client,
     tables: Vec<CapturedTable>,
+    /// Connects the session that pins a keyless table's snapshot.
+    connect: (
+        String,
+        crate::config::TlsConfig,
+        crate::config::TimeoutsConfig,
+    ),
+    /// The keyless table whose pinned read is open on `client`.
+    pinned: Option<String>,
 }
+
+/// How long the pinning session waits for the table's writers before giving up (the run
+/// fails transiently and the chunk is read again later).
+const PIN_LOCK_TIMEOUT: &str = "30s";
 
 impl PgSnapshot {
     /// Connects and resolves the configured tables.
@@ -55,17 +77,77 @@ impl PgSnapshot {
                 &table.shape.columns,
             )?;
         }
-        Ok(PgSnapshot { client, tables })
+        Ok(PgSnapshot {
+            client,
+            tables,
+            connect: (
+                config.source_url()?,
+                config.source.tls.clone(),
+                config.source.timeouts,
+            ),
+            pinned: None,
+        })
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        crate::source::snapshot::keyed_table(
-            &self.tables,
-            name,
-            |t| &t.config_name,
-            |t| !t.key.is_empty(),
-            catalog::KEY_NAMES,
-        )
+        crate::source::snapshot::captured_table(&self.tables, name, |t| &t.config_name)
+    }
+
+    /// Opens a `REPEATABLE READ` transaction on `client` with the snapshot of the table
+    /// `quoted` at the moment no transaction writing it is in flight, and returns the WAL
+    /// insert position of that moment (see the module doc).
+    async fn pin(&mut self, name: &str, quoted: &str) -> Result<crate::position::PgLsn> {
+        let (url, tls, timeouts) = &self.connect;
+        let holder = connect::connect_with(url, tls, timeouts).await?;
+        let locking = |e| query_error(&format!("locking {name} to pin its baseline snapshot"), e);
+        holder
+            .batch_execute(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL lock_timeout = '{PIN_LOCK_TIMEOUT}'; \
+                 LOCK TABLE {quoted} IN SHARE MODE"
+            ))
+            .await
+            .map_err(|e| {
+                let denied = e.as_db_error().is_some_and(|db| db.code().code() == "42501");
+                let error = locking(e);
+                if denied {
+                    error.hint(format!(
+                        "LOCK TABLE … IN SHARE MODE, which pins the baseline of a table without a key, needs UPDATE, DELETE or \
+                         TRUNCATE on it (PostgreSQL 17: MAINTAIN): GRANT UPDATE ON {quoted} TO <source user> — sluice holds the \
+                         lock for milliseconds and never writes — or give {name} a primary key"
+                    ))
+                } else {
+                    error.hint(format!(
+                        "a transaction writing {name} stayed open for {PIN_LOCK_TIMEOUT}; the baseline of a table without a key \
+                         waits for its writers to end before reading (for milliseconds once they have) — run it again"
+                    ))
+                }
+            })?;
+        let row = holder
+            .query_one(
+                "SELECT pg_export_snapshot(), pg_current_wal_insert_lsn()::text",
+                &[],
+            )
+            .await
+            .map_err(locking)?;
+        let snapshot: String = row.get(0);
+        let lsn: String = row.get(1);
+        self.client
+            .batch_execute(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT '{}'",
+                snapshot.replace('\'', "''")
+            ))
+            .await
+            .map_err(|e| query_error("importing the pinned baseline snapshot", e))?;
+        holder
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| query_error("releasing the baseline lock", e))?;
+        lsn.parse().map_err(|_| {
+            Error::new(
+                crate::error::Code::SourceProtocol,
+                format!("pg_current_wal_insert_lsn() answered {lsn:?}"),
+            )
+        })
     }
 }
 
@@ -125,6 +207,9 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
     } else {
         format!(" WHERE {}", conditions.join(" AND "))
     };
+    if table.key.is_empty() {
+        return format!("SELECT {columns} FROM {}", table.quoted());
+    }
     format!(
         "SELECT {columns} FROM {}{filter} ORDER BY {keys}",
         table.quoted()
@@ -166,7 +251,7 @@ impl SnapshotSource for PgSnapshot {
             row.get::<_, i64>(0) as u64
         };
         let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
-        if chunks == 1 {
+        if chunks == 1 || table.key.is_empty() {
             return Ok(chunks_from_splits(vec![]));
         }
         let keys = key_list(&table);
@@ -235,6 +320,18 @@ impl SnapshotSource for PgSnapshot {
         Ok(chunks_from_splits(splits))
     }
 
+    async fn snapshot_point(&mut self, name: &str, anchor: &Position) -> Result<Option<Position>> {
+        let table = self.table(name)?.clone();
+        if !table.key.is_empty() {
+            return Ok(None);
+        }
+        let lsn = self.pin(name, &table.quoted()).await?;
+        self.pinned = Some(name.to_owned());
+        let point = Position::Postgres(lsn).just_before();
+        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
+        Ok(Some(point))
+    }
+
     async fn read_chunk(
         &mut self,
         name: &str,
@@ -242,6 +339,10 @@ impl SnapshotSource for PgSnapshot {
         rows: &mut RowSink<'_>,
     ) -> Result<u64> {
         let table = self.table(name)?.clone();
+        let pinned = table.key.is_empty();
+        if pinned {
+            crate::source::snapshot::check_pinned(name, self.pinned.as_deref(), bounds)?;
+        }
         let query = format!(
             "COPY ({}) TO STDOUT (FORMAT binary)",
             chunk_query(&table, bounds)
@@ -280,6 +381,13 @@ impl SnapshotSource for PgSnapshot {
             }
         }
         parser.finish()?;
+        if pinned {
+            self.pinned = None;
+            self.client
+                .batch_execute("COMMIT")
+                .await
+                .map_err(|e| query_error("ending the pinned baseline read", e))?;
+        }
         Ok(count)
     }
 }
