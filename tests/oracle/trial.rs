@@ -479,11 +479,17 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // read as a rename: a re-baseline too many, never one too few).
     rebaselined |= rows.iter().any(|r| r.op == "rebaseline");
     let expected = (!rebaselined).then_some(expected_changes);
+    // The folder also holds a crashed run's part its checkpoint never covered; the next
+    // run writes those changes again — after a followed failover at the promoted
+    // server's positions, so the folder's distinct positions count them twice there.
+    // The folder's replay is still exact (the later copy wins); the count is checked
+    // on the parts the run manifests list.
+    let expected_in_folder = expected.filter(|_| report.failovers == 0);
     let findings = check::check_table(
         &rows,
         &spec.key,
         &source_rows,
-        expected,
+        expected_in_folder,
         &dropped,
         !source.logs_every_value(),
     );
@@ -508,6 +514,26 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         .filter(|r| r.run == "snapshot" || listed.contains_key(&r.file))
         .cloned()
         .collect();
+    // Every change against the workload's own log (op, images, transaction, commit time),
+    // in the parts a reader following the run manifests takes: a crashed run's part the
+    // checkpoint never covered is written again by the next run — after a failover at
+    // other positions — so only the listed copy is data.
+    if let Some(log) = &log {
+        let by_event = events::check_events(
+            &followed,
+            &spec.key,
+            log,
+            rebaselined,
+            source.logs_every_value(),
+        );
+        report.events_compared = by_event.rows_compared;
+        report.mismatches.extend(
+            by_event
+                .mismatches
+                .into_iter()
+                .map(|m| format!("per event: {m}")),
+        );
+    }
     let by_manifests = check::check_table(
         &followed,
         &spec.key,
@@ -522,23 +548,6 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             .into_iter()
             .map(|m| format!("following the run manifests: {m}")),
     );
-    // Every change against the workload's own log (op, images, transaction, commit time).
-    if let Some(log) = &log {
-        let by_event = events::check_events(
-            &rows,
-            &spec.key,
-            log,
-            rebaselined,
-            source.logs_every_value(),
-        );
-        report.events_compared = by_event.rows_compared;
-        report.mismatches.extend(
-            by_event
-                .mismatches
-                .into_iter()
-                .map(|m| format!("per event: {m}")),
-        );
-    }
     report.changes = expected_changes;
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;
