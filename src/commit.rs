@@ -99,6 +99,11 @@ impl<'a> Committer<'a> {
         &self.run_id
     }
 
+    /// The source identity the run's checkpoints are written with.
+    pub fn source_identity(&self) -> &str {
+        &self.source_identity
+    }
+
     /// The stored checkpoint position, if any.
     pub fn checkpoint(&self) -> Option<Position> {
         self.checkpoint.clone()

@@ -2,7 +2,7 @@
 # infra/local/services.sh {up|down|status|env}
 # up:   starts PostgreSQL, the TLS PostgreSQL (postgres-tls.sh), MariaDB, the TLS MariaDB
 #       (mariadb-tls.sh), MariaDB's GTID replica (mariadb-replica.sh, after MariaDB), moto,
-#       the reader venv (readers.sh: pyarrow, duckdb) and the Spark venv (spark.sh: pyspark
+#       the reader venv (readers.sh: pyarrow, duckdb, pyiceberg) and the Spark venv (spark.sh: pyspark
 #       and a JRE) (each
 #       idempotent); names every one that
 #       failed and exits non-zero if any did.

@@ -198,6 +198,8 @@ pub async fn run(
         from: info.start.to_string(),
     };
     let manifests = &manifests;
+    let iceberg = crate::iceberg::ChangeLog::of(config, backends.destination.as_ref())?;
+    let iceberg = iceberg.as_ref();
     let mut framer = Framer::new();
     let mut framed = Vec::new();
     let mut last_commit: Option<Position> = None;
@@ -283,6 +285,7 @@ pub async fn run(
                     flush(
                         committer,
                         manifests,
+                        iceberg,
                         &mut router,
                         position.clone(),
                         stream.as_mut(),
@@ -305,7 +308,15 @@ pub async fn run(
             }
             SourceEvent::Barrier => {
                 if let Some(position) = last_commit.clone() {
-                    flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
+                    flush(
+                        committer,
+                        manifests,
+                        iceberg,
+                        &mut router,
+                        position,
+                        stream.as_mut(),
+                    )
+                    .await?;
                 }
                 if options.stop_asked() {
                     status = RunStatus::Partial;
@@ -355,7 +366,15 @@ pub async fn run(
             Some(commit) if commit > end => commit,
             _ => end,
         };
-        flush(committer, manifests, &mut router, end, stream.as_mut()).await?;
+        flush(
+            committer,
+            manifests,
+            iceberg,
+            &mut router,
+            end,
+            stream.as_mut(),
+        )
+        .await?;
     }
     let lag_seconds = match (newest_commit_ts, status) {
         (Some(ts), _) => Some(((chrono::Utc::now().timestamp_micros() - ts).max(0)) as f64 / 1e6),
@@ -469,10 +488,12 @@ async fn rebaseline(
 }
 
 /// Closes every open part, makes them durable, lists them as pending in the run
-/// manifests, then checkpoints and acks `position`.
+/// manifests, commits each table's pending parts to its Iceberg table (with
+/// `table_format: iceberg`), then checkpoints and acks `position`.
 async fn flush(
     committer: &mut Committer<'_>,
     manifests: &RunManifests<'_>,
+    iceberg: Option<&crate::iceberg::ChangeLog<'_>>,
     router: &mut Router,
     position: Position,
     stream: &mut dyn ChangeStream,
@@ -483,6 +504,19 @@ async fn flush(
     manifests
         .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;
+    if let Some(log) = iceberg {
+        let stored = committer.checkpoint();
+        let ids = (committer.run_id(), committer.source_identity());
+        for (table, output) in &router.tables {
+            let pending = output.committed..;
+            let (parts, schemas) = (
+                &output.parts[pending.clone()],
+                &output.part_schemas[pending],
+            );
+            log.changes(table, parts, schemas, ids, stored.as_ref(), &position)
+                .await?;
+        }
+    }
     committer.checkpoint_and_ack(position, stream).await?;
     router.mark_committed();
     Ok(())
@@ -498,8 +532,9 @@ async fn publish_part(
     tracing::info!(key = %part.key, rows = part.rows, bytes = part.bytes, "part written");
     let table = part.schema.name.clone();
     let entry = part.manifest_entry();
+    let schema = part.schema.clone();
     committer.make_durable(part).await?;
-    router.record_durable(&table, entry);
+    router.record_durable(&table, entry, schema);
     Ok(())
 }
 

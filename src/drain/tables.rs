@@ -18,6 +18,9 @@ pub struct TableOutput {
     pub writer: PartWriter,
     /// Parts of this run that are durable, in order.
     pub parts: Vec<ManifestPart>,
+    /// The schema each of `parts` was written with (same order): an Iceberg commit
+    /// registers every column any of them holds.
+    pub part_schemas: Vec<Arc<TableSchema>>,
     /// How many of `parts` a checkpoint of this run covers (the rest are pending).
     pub committed: usize,
     /// What the run manifest on the destination lists: (`parts`, `parts` + `pending`).
@@ -59,6 +62,7 @@ impl Router {
                     .with_identity(format!("run:{run_id}"))
                     .with_layout(layout),
                     parts: Vec::new(),
+                    part_schemas: Vec::new(),
                     committed: 0,
                     in_manifest: (0, 0),
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
@@ -149,11 +153,12 @@ impl Router {
     }
 
     /// Records a durable part in its table's run totals.
-    pub fn record_durable(&mut self, table: &str, part: ManifestPart) {
+    pub fn record_durable(&mut self, table: &str, part: ManifestPart, schema: Arc<TableSchema>) {
         if let Some(output) = self.tables.get_mut(table) {
             output.rows += part.rows;
             output.bytes += part.bytes;
             output.parts.push(part);
+            output.part_schemas.push(schema);
         }
     }
 }

@@ -1,0 +1,259 @@
+//! `table_format: iceberg` against real services: a PostgreSQL job on a local destination
+//! with the SQL catalog on SQLite; **pyiceberg** (the readers' venv) loads each table
+//! through the same catalog and must read every change exactly once, with the declared
+//! types — also after a crash between the Iceberg commit and the checkpoint.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{Job, TestDb, TestMysqlDb, readers};
+
+/// The `table_format` / `iceberg` YAML of a job whose catalog is `catalog.db` in `dir`.
+fn iceberg_yaml(dir: &Path, extra: &str) -> String {
+    format!(
+        "table_format: iceberg\niceberg:\n  catalog: {{ type: sql, uri: \"sqlite:///{}\" }}\n  namespace: cdc\n{extra}",
+        dir.join("catalog.db").display()
+    )
+}
+
+const READ: &str = r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+catalog = SqlCatalog("default", uri=sys.argv[1])
+table = catalog.load_table(("cdc", sys.argv[2]))
+data = table.scan().to_arrow()
+pos = data["__pos"].to_pylist()
+seq = data["__seq"].to_pylist()
+ops = data["__op"].to_pylist()
+print(json.dumps({
+    "rows": data.num_rows,
+    "distinct": len(set(zip(pos, seq))),
+    "ops": sorted(ops),
+    "types": {f.name: str(f.field_type) for f in table.schema().fields},
+    "arrow": {f.name: str(f.type) for f in data.schema},
+    "snapshots": [s.summary.operation.value for s in table.snapshots()],
+    "sort": [f.source_id for f in table.sort_order().fields],
+    "ids": {f.name: f.field_id for f in table.schema().fields},
+}))
+"#;
+
+/// What pyiceberg reads from table `name` of the job's catalog; `None` (skipped loudly)
+/// without the readers' venv.
+fn pyiceberg(catalog: &Path, name: &str) -> Option<Value> {
+    let python = readers::python()?;
+    let uri = format!("sqlite:///{}", catalog.join("catalog.db").display());
+    let out = readers::run(&python, READ, &[Path::new(&uri), Path::new(name)]);
+    Some(serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")))
+}
+
+#[test]
+fn iceberg_pg_drains_are_read_by_pyiceberg_exactly_once_with_their_types() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_read");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, big bigint, amount numeric(12,2), note text, \
+         at timestamptz, day date, ok boolean, score float8, tags text[])",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql(
+        "INSERT INTO t SELECT i, i * 1000000000000, i + 0.25, 'n' || i, \
+         timestamptz '2026-12-03 10:00:00+00' + i * interval '1 minute', date '2026-12-03', \
+         i % 2 = 0, i / 3.0, ARRAY['a', 'b' || i] FROM generate_series(1, 50) i",
+    );
+    assert_eq!(job.drain()["rows"], 50);
+    let Some(first) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(first["rows"], 50, "{first}");
+    assert_eq!(first["distinct"], 50, "{first}");
+    db.sql("UPDATE t SET note = 'changed' WHERE id <= 10");
+    db.sql("DELETE FROM t WHERE id > 45");
+    db.sql("INSERT INTO t (id, note) VALUES (100, 'late')");
+    assert_eq!(job.drain()["rows"], 16);
+    let read = pyiceberg(dir.path(), "t").unwrap();
+    assert_eq!(read["rows"], 66, "{read}");
+    assert_eq!(read["distinct"], 66, "every change exactly once: {read}");
+    let parquet = job.rows("t");
+    assert_eq!(parquet.len(), 66, "the parts hold the same changes");
+    let ops = read["ops"].as_array().unwrap();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    assert_eq!(
+        (count("insert"), count("update"), count("delete")),
+        (51, 10, 5)
+    );
+    let types = &read["types"];
+    for (column, ty) in [
+        ("__op", "string"),
+        ("__pos", "string"),
+        ("__seq", "long"),
+        ("__ts", "timestamptz"),
+        ("__unlogged", "list<string>"),
+        ("id", "int"),
+        ("big", "long"),
+        ("amount", "decimal(12, 2)"),
+        ("note", "string"),
+        ("at", "timestamptz"),
+        ("day", "date"),
+        ("ok", "boolean"),
+        ("score", "double"),
+        ("tags", "list<string>"),
+    ] {
+        assert_eq!(types[column], ty, "{column}: {types}");
+    }
+    assert_eq!(read["arrow"]["amount"], "decimal128(12, 2)", "{read}");
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append"]),
+        "{read}"
+    );
+    let ids = &read["ids"];
+    assert_eq!(
+        read["sort"],
+        serde_json::json!([ids["__pos"], ids["__seq"]])
+    );
+    // An idle drain commits nothing.
+    assert_eq!(job.drain()["rows"], 0);
+    let idle = pyiceberg(dir.path(), "t").unwrap();
+    assert_eq!(idle["snapshots"].as_array().unwrap().len(), 2, "{idle}");
+}
+
+/// A crash after the Iceberg commit and before the checkpoint: the committed snapshot
+/// is visible until the next run, which reads the same changes again and drops it — no
+/// change is read twice, none is lost.
+#[test]
+fn iceberg_crash_between_commit_and_checkpoint_duplicates_nothing() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_crash");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = iceberg_yaml(dir.path(), "lease: { ttl_seconds: 2 }\n");
+    let job = Job::postgres(&db, &["t", "u"], &yaml);
+    let _ = job.drain();
+    db.sql("INSERT INTO t SELECT i, 'a' || i FROM generate_series(1, 20) i");
+    db.sql("INSERT INTO u SELECT i, 'a' || i FROM generate_series(1, 5) i");
+    assert_eq!(job.drain()["rows"], 25);
+    db.sql("INSERT INTO t SELECT i, 'b' || i FROM generate_series(21, 30) i");
+    db.sql("INSERT INTO u VALUES (6, 'b')");
+    // Crashes after the first table's commit (`t`), before `u`'s and before the checkpoint.
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed")]);
+    assert_ne!(run.code, 0, "the fault crashes the run: {}", run.stderr);
+    let Some(crashed) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(crashed["rows"], 30, "the snapshot is committed: {crashed}");
+    assert_eq!(
+        job.rows("t").len(),
+        30,
+        "the crashed run's parts stay in the folder"
+    );
+
+    db.sql("INSERT INTO t VALUES (31, 'c')");
+    let summary = job.drain_when_free();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    let t = pyiceberg(dir.path(), "t").unwrap();
+    assert_eq!(t["rows"], 31, "{t}");
+    assert_eq!(t["distinct"], 31, "{t}");
+    assert_eq!(
+        job.rows("t").len(),
+        41,
+        "the folder holds the crashed run's parts too"
+    );
+    assert_eq!(
+        t["snapshots"],
+        serde_json::json!(["append", "append", "overwrite"]),
+        "the crashed run's snapshot is dropped by the next: {t}"
+    );
+    let u = pyiceberg(dir.path(), "u").unwrap();
+    assert_eq!(
+        (u["rows"].clone(), u["distinct"].clone()),
+        (6.into(), 6.into()),
+        "{u}"
+    );
+
+    // The same with an error instead of a crash (the lease is released at once).
+    db.sql("INSERT INTO t VALUES (32, 'd')");
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed:error")]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_FAULT_INJECTED");
+    assert_eq!(job.drain_when_free()["status"], "drained");
+    let t = pyiceberg(dir.path(), "t").unwrap();
+    assert_eq!(
+        (t["rows"].clone(), t["distinct"].clone()),
+        (32.into(), 32.into()),
+        "{t}"
+    );
+}
+
+/// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
+#[test]
+fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "ice_maria");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, small tinyint, amount decimal(10,3), note varchar(20), at datetime(6))");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::mysql(&db, &["t"], "", &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql(
+        "INSERT INTO t VALUES (1, 1, 1.5, 'a', '2026-12-03 10:00:00.25'), (2, -2, 2.25, 'b', NULL)",
+    );
+    assert_eq!(job.drain()["rows"], 2);
+    db.sql("UPDATE t SET note = 'c' WHERE id = 1; DELETE FROM t WHERE id = 2");
+    assert_eq!(job.drain()["rows"], 2);
+    let Some(read) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct"].clone()),
+        (4.into(), 4.into()),
+        "{read}"
+    );
+    let types = &read["types"];
+    for (column, ty) in [
+        ("id", "int"),
+        ("small", "int"),
+        ("amount", "decimal(10, 3)"),
+        ("note", "string"),
+        ("at", "timestamp"),
+    ] {
+        assert_eq!(types[column], ty, "{column}: {types}");
+    }
+}
+
+/// A column Iceberg has no type for (MariaDB's `bigint unsigned`) fails the run before
+/// its checkpoint, naming the column: the next run meets the same change again.
+#[test]
+fn iceberg_refuses_a_column_without_an_iceberg_type_and_moves_nothing() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "ice_type");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, huge bigint unsigned)");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::mysql(&db, &["t"], "", &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO t VALUES (1, 18446744073709551615)");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_ICEBERG_TYPE", "{}", run.stdout);
+    assert!(run.stdout.contains("column huge"), "{}", run.stdout);
+    let again = job.run(&["drain"], &[]);
+    assert_eq!(
+        again.error_code(),
+        "SLUICE_ICEBERG_TYPE",
+        "{}",
+        again.stdout
+    );
+    assert!(!dir.path().join("catalog.db").exists() || pyiceberg_has_no_table(dir.path()));
+}
+
+/// True when the catalog holds no table `t` (the refused run registered nothing).
+fn pyiceberg_has_no_table(catalog: &Path) -> bool {
+    let Some(python) = readers::python() else {
+        return true;
+    };
+    let uri = format!("sqlite:///{}", catalog.join("catalog.db").display());
+    let script = "import sys\nfrom pyiceberg.catalog.sql import SqlCatalog\nprint(SqlCatalog('default', uri=sys.argv[1]).table_exists(('cdc', 't')))";
+    readers::run(&python, script, &[Path::new(&uri)]) == "False"
+}
