@@ -12,7 +12,8 @@
 //!   a fast append of those parts; a crash between the commit and the checkpoint never
 //!   duplicates rows: the next commit of the stream drops the snapshot whose checkpoint
 //!   was never written ([`commit`]);
-//! * a baseline's parts become one snapshot per plan, made once ([`ChangeLog::baseline`]);
+//! * a baseline's parts become one snapshot per plan, made once, before the baseline is
+//!   marked done ([`ChangeLog::baseline`]);
 //! * the metadata files (JSON, Avro) are written through the job's destination under
 //!   `<table>/_iceberg/metadata/` (an `_` name: folder readers skip it), the data files
 //!   are the parts where they lie: the table's location is the table folder.
@@ -264,7 +265,8 @@ impl<'a> ChangeLog<'a> {
         hit(FaultPoint::IcebergCommitted).await
     }
 
-    /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan.
+    /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan (a
+    /// second commit of the plan finds it and does nothing).
     pub async fn baseline(
         &self,
         table: &str,
@@ -288,6 +290,7 @@ impl<'a> ChangeLog<'a> {
         )
         .await?;
         tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
+        hit(FaultPoint::IcebergCommitted).await?;
         Ok(outcome)
     }
 }

@@ -26,7 +26,9 @@ data = table.scan().to_arrow()
 pos = data["__pos"].to_pylist()
 seq = data["__seq"].to_pylist()
 ops = data["__op"].to_pylist()
+ids = data["id"].to_pylist()
 print(json.dumps({
+    "distinct_with_id": len(set(zip(ops, pos, seq, ids))),
     "rows": data.num_rows,
     "distinct": len(set(zip(pos, seq))),
     "ops": sorted(ops),
@@ -185,6 +187,51 @@ fn iceberg_crash_between_commit_and_checkpoint_duplicates_nothing() {
         (t["rows"].clone(), t["distinct"].clone()),
         (32.into(), 32.into()),
         "{t}"
+    );
+}
+
+/// A baseline's parts become the table's first snapshot, once: a baseline that failed
+/// after its Iceberg commit and runs again finds its plan in the table.
+#[test]
+fn iceberg_baseline_is_one_snapshot_made_once() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_base");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 30) i");
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = iceberg_yaml(
+        dir.path(),
+        "initial: snapshot\nbaseline: { chunk_rows: 10 }\n",
+    );
+    let job = Job::postgres(&db, &["t"], &yaml);
+    let run = job.run(
+        &["baseline"],
+        &[("SLUICE_FAULT", "iceberg_committed:error")],
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_FAULT_INJECTED", "{}", run.stdout);
+    let run = job.run(&["baseline"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    db.sql("UPDATE t SET v = 'new' WHERE id <= 3");
+    assert_eq!(job.drain_when_free()["rows"], 3);
+    let Some(read) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct_with_id"].clone()),
+        (33.into(), 33.into()),
+        "every snapshot row and change once: {read}"
+    );
+    let ops = read["ops"].as_array().unwrap();
+    assert_eq!(
+        ops.iter().filter(|o| *o == "snapshot").count(),
+        30,
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append"]),
+        "{read}"
     );
 }
 
