@@ -37,6 +37,7 @@ print(json.dumps({
     "snapshots": [s.summary.operation.value for s in table.snapshots()],
     "sort": [f.source_id for f in table.sort_order().fields],
     "ids": {f.name: f.field_id for f in table.schema().fields},
+    "notes": sorted(data["note"].to_pylist(), key=lambda v: (v is not None, v)) if "note" in data.column_names else None,
 }))
 "#;
 
@@ -233,6 +234,38 @@ fn iceberg_baseline_is_one_snapshot_made_once() {
         serde_json::json!(["append", "append"]),
         "{read}"
     );
+}
+
+/// The table's schema follows the source: an added column gets a new field id (older
+/// rows read it as null), a widened column is promoted in place keeping its id.
+#[test]
+fn iceberg_schema_follows_added_and_widened_columns() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_evolve");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, n int)");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO t VALUES (1, 10)");
+    assert_eq!(job.drain()["rows"], 1);
+    let Some(before) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    db.sql("ALTER TABLE t ALTER COLUMN n TYPE bigint");
+    db.sql("ALTER TABLE t ADD COLUMN note text");
+    db.sql("INSERT INTO t VALUES (2, 5000000000, 'two')");
+    let summary = job.drain();
+    assert_eq!(summary["rows"], 1, "{summary}");
+    let after = pyiceberg(dir.path(), "t").unwrap();
+    assert_eq!(after["rows"], 2, "{after}");
+    assert_eq!(after["types"]["n"], "long", "{after}");
+    assert_eq!(
+        after["ids"]["n"], before["ids"]["n"],
+        "a promoted column keeps its id"
+    );
+    assert_eq!(after["types"]["note"], "string", "{after}");
+    assert!(after["ids"]["note"].as_i64() > before["ids"]["id"].as_i64());
+    assert_eq!(after["notes"], serde_json::json!([null, "two"]), "{after}");
 }
 
 /// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
