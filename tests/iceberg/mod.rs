@@ -268,6 +268,48 @@ fn iceberg_schema_follows_added_and_widened_columns() {
     assert_eq!(after["notes"], serde_json::json!([null, "two"]), "{after}");
 }
 
+/// An S3 destination (moto): the same code writes the metadata next to the parts in the
+/// bucket, with `s3://` locations; pyiceberg reads the table from S3 through the catalog.
+#[test]
+fn iceberg_on_an_s3_destination_is_read_by_pyiceberg() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "ice_s3");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let dir = tempfile::tempdir().unwrap();
+    let target = crate::support::aws::AwsTarget::new(&moto);
+    let job = target.job(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 12) i");
+    assert_eq!(job.drain()["rows"], 12);
+    db.sql("DELETE FROM t WHERE id = 1");
+    assert_eq!(job.drain()["rows"], 1);
+    let Some(python) = readers::python() else {
+        return;
+    };
+    let uri = format!("sqlite:///{}", dir.path().join("catalog.db").display());
+    let script = r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+catalog = SqlCatalog("default", uri=sys.argv[1], **{"s3.endpoint": sys.argv[2],
+    "s3.access-key-id": "testing", "s3.secret-access-key": "testing", "s3.region": "us-east-1"})
+table = catalog.load_table(("cdc", "t"))
+data = table.scan().to_arrow()
+print(json.dumps({"rows": data.num_rows, "location": table.location(),
+    "metadata": table.metadata_location, "ops": sorted(data["__op"].to_pylist())}))
+"#;
+    let out = readers::run(&python, script, &[Path::new(&uri), Path::new(&moto)]);
+    let read: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(read["rows"], 13, "{read}");
+    let location = format!("s3://{}/{}t", target.bucket, target.prefix);
+    assert_eq!(read["location"], location.as_str(), "{read}");
+    let metadata = read["metadata"].as_str().unwrap();
+    assert!(
+        metadata.starts_with(&format!("{location}/_iceberg/metadata/00002-")),
+        "{read}"
+    );
+}
+
 /// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
 #[test]
 fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
