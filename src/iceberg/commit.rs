@@ -353,13 +353,110 @@ fn summary_of(
         .iter()
         .map(|f| f.path.rsplit('/').next().unwrap_or_default())
         .collect();
-    s.insert(PARTS_KEY.into(), names.join(","));
+    let parts = match names.as_slice() {
+        [first, .., last] if names.len() > MAX_NAMED_PARTS => {
+            format!("{first}..{last} ({} parts)", names.len())
+        }
+        _ => names.join(","),
+    };
+    s.insert(PARTS_KEY.into(), parts);
     s
 }
+
+/// A snapshot summary names at most this many parts one by one (a large baseline's are
+/// summed up as `<first>..<last> (<n> parts)`: every commit rewrites the metadata).
+const MAX_NAMED_PARTS: usize = 50;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::iceberg::metadata::Snapshot;
+
+    fn table_with(snapshots: &[(i64, &str, &str)]) -> TableMetadata {
+        let mut m = TableMetadata::new("file:///out/t", Vec::new(), 0, 0);
+        let mut parent = None;
+        for (id, job, checkpoint) in snapshots {
+            let summary = [
+                (JOB_KEY.to_owned(), (*job).to_owned()),
+                (IDENTITY_KEY.to_owned(), "pg:sys/1".to_owned()),
+                (CHECKPOINT_KEY.to_owned(), (*checkpoint).to_owned()),
+            ];
+            m.add_snapshot(Snapshot {
+                snapshot_id: *id,
+                parent_snapshot_id: parent,
+                sequence_number: 0,
+                timestamp_ms: 0,
+                manifest_list: String::new(),
+                summary: summary.into(),
+                schema_id: None,
+                extra: Default::default(),
+            });
+            parent = Some(*id);
+        }
+        m
+    }
+
+    fn check(m: &TableMetadata, stored: &str, checkpoint: &str) -> Result<BTreeSet<i64>> {
+        let stored = Position::parse_tagged(stored).unwrap();
+        let checkpoint = Position::parse_tagged(checkpoint).unwrap();
+        let origin = Origin::Changes {
+            job: "j",
+            run_id: "r",
+            source_identity: "pg:sys/1",
+            stored: Some(&stored),
+            checkpoint: &checkpoint,
+        };
+        let at = TableRef::for_tests("t");
+        not_checkpointed(m, &origin, &at)
+    }
+
+    #[test]
+    fn snapshots_past_the_stored_checkpoint_are_dropped_others_kept() {
+        let m = table_with(&[
+            (1, "j", "pg:0/10"),
+            (2, "other", "pg:0/40"),
+            (3, "j", "pg:0/30"),
+        ]);
+        // Stored at 0/20: snapshot 3 (waiting for 0/30) never got its checkpoint; the
+        // other job's snapshot is not this stream's.
+        assert_eq!(
+            check(&m, "pg:0/20", "pg:0/35").unwrap(),
+            BTreeSet::from([3])
+        );
+        assert_eq!(check(&m, "pg:0/30", "pg:0/35").unwrap(), BTreeSet::new());
+    }
+
+    #[test]
+    fn a_snapshot_past_the_commits_own_checkpoint_fences_it() {
+        let m = table_with(&[(1, "j", "pg:0/10"), (2, "j", "pg:0/50")]);
+        let e = check(&m, "pg:0/10", "pg:0/30").unwrap_err();
+        assert_eq!(e.code(), Code::StateFenced);
+        assert!(e.message().contains("snapshot 2"), "{e}");
+    }
+
+    #[test]
+    fn a_large_commit_sums_its_part_names_up() {
+        let files: Vec<DataFile> = (1..=60)
+            .map(|n| DataFile {
+                path: format!("file:///out/t/snapshot/p/part-{n:06}.parquet"),
+                rows: 1,
+                bytes: 10,
+            })
+            .collect();
+        let origin = Origin::Baseline {
+            job: "j",
+            plan_id: "p",
+        };
+        let s = summary_of(&origin, &files, &[]);
+        assert_eq!(
+            s[PARTS_KEY],
+            "part-000001.parquet..part-000060.parquet (60 parts)"
+        );
+        assert_eq!(s["added-records"], "60");
+        let s = summary_of(&origin, &files[..2], &[]);
+        assert_eq!(s[PARTS_KEY], "part-000001.parquet,part-000002.parquet");
+    }
 
     #[test]
     fn metadata_file_numbers_count_up() {

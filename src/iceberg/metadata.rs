@@ -229,10 +229,20 @@ impl TableMetadata {
         self.snapshots.push(snapshot);
     }
 
-    /// Records `previous` (the file this metadata replaces) in `metadata-log`.
+    /// Records `previous` (the file this metadata replaces) in `metadata-log`, keeping the
+    /// newest `write.metadata.previous-versions-max` entries (Iceberg's default: 100).
     pub fn log_previous(&mut self, previous: &str, previous_updated_ms: i64) {
         self.metadata_log
             .push(json!({"timestamp-ms": previous_updated_ms, "metadata-file": previous}));
+        let keep = self
+            .properties
+            .get("write.metadata.previous-versions-max")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100usize)
+            .max(1);
+        if self.metadata_log.len() > keep {
+            self.metadata_log.drain(..self.metadata_log.len() - keep);
+        }
     }
 
     /// The metadata as its JSON file.
@@ -314,6 +324,16 @@ mod tests {
             (2, 1, 2)
         );
         assert!(m.properties[NAME_MAPPING_PROPERTY].contains("\"x\""));
+    }
+
+    #[test]
+    fn the_metadata_log_keeps_the_newest_hundred() {
+        let mut m = TableMetadata::new("file:///t", vec![field(1, "id", "int")], 1, 0);
+        for i in 0..150 {
+            m.log_previous(&format!("m{i}"), i);
+        }
+        assert_eq!(m.metadata_log.len(), 100);
+        assert_eq!(m.metadata_log[0]["metadata-file"], "m50");
     }
 
     #[test]
