@@ -345,6 +345,65 @@ fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
     }
 }
 
+/// A crash at every fault point of the drain (the n-th hit, with runs that checkpoint
+/// several times): after the next run, pyiceberg reads every change exactly once.
+#[test]
+fn iceberg_crash_at_every_fault_point_leaves_every_change_once() {
+    let admin = pg_or_skip!();
+    for (i, point) in [
+        "part_durable@2",
+        "before_checkpoint@3",
+        "iceberg_committed@2",
+        "iceberg_committed@3",
+        "checkpoint_written@3",
+        "source_acked@3",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let db = TestDb::new(&admin, &format!("ice_fault{i}"));
+        db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+        db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = iceberg_yaml(
+            dir.path(),
+            "lease: { ttl_seconds: 2 }\noutput: { rollover_rows: 5 }\n",
+        );
+        let job = Job::postgres(&db, &["t", "u"], &yaml);
+        let _ = job.drain();
+        // Six transactions of four rows per table: a part reaches rollover every other
+        // transaction, so the run checkpoints (and commits) several times.
+        let write = |from: i32| {
+            for tx in 0..6 {
+                let a = from + tx * 4;
+                db.sql(&format!(
+                    "BEGIN; INSERT INTO t SELECT i, 'v' || i FROM generate_series({a}, {b}) i; \
+                     INSERT INTO u SELECT i, 'v' || i FROM generate_series({a}, {b}) i; COMMIT;",
+                    b = a + 3
+                ));
+            }
+        };
+        write(1);
+        assert_eq!(job.drain()["rows"], 48);
+        write(25);
+        let run = job.run(&["drain"], &[("SLUICE_FAULT", point)]);
+        assert_ne!(run.code, 0, "{point}: the fault fires: {}", run.stderr);
+        write(49);
+        let summary = job.drain_when_free();
+        assert_eq!(summary["status"], "drained", "{point}: {summary}");
+        for table in ["t", "u"] {
+            let Some(read) = pyiceberg(dir.path(), table) else {
+                return;
+            };
+            assert_eq!(
+                (read["rows"].clone(), read["distinct"].clone()),
+                (72.into(), 72.into()),
+                "{point}, table {table}: every change once: {read}"
+            );
+        }
+    }
+}
+
 /// A column Iceberg has no type for (MariaDB's `bigint unsigned`) fails the run before
 /// its checkpoint, naming the column: the next run meets the same change again.
 #[test]
