@@ -237,6 +237,43 @@ impl<'a> ChangeLog<'a> {
         Ok((files, arrow))
     }
 
+    /// What `sluice doctor` reports for `table`: `Ok(None)` when the table does not exist
+    /// yet (the first commit creates it), else its Iceberg name and snapshot count; an
+    /// error (with the code a commit would fail with) when a commit could not append to
+    /// it. Reads only.
+    pub async fn inspect(&self, table: &str) -> Result<Option<(String, usize)>> {
+        let at = self.table(table);
+        if !self.catalog.directory_exists() {
+            return Err(Error::new(
+                Code::IcebergCatalog,
+                format!(
+                    "the directory of the Iceberg catalog file {} does not exist",
+                    self.catalog.path().display()
+                ),
+            )
+            .hint("create the directory, or point `iceberg.catalog.uri` at an existing one"));
+        }
+        let Some(location) = self.catalog.peek(at.namespace, &at.name)? else {
+            return Ok(None);
+        };
+        let key = at.key_of(&location)?;
+        let body = self.destination.get(&key).await?.ok_or_else(|| {
+            Error::new(
+                Code::IcebergMetadata,
+                format!(
+                    "the catalog points {}.{} at {location}, which does not exist",
+                    at.namespace, at.name
+                ),
+            )
+            .hint("restore the file, or point the catalog row at `previous_metadata_location`")
+        })?;
+        let metadata = metadata::TableMetadata::parse(&body, &location)?;
+        Ok(Some((
+            format!("{}.{}", at.namespace, at.name),
+            metadata.snapshots.len(),
+        )))
+    }
+
     /// Commits a drain's `parts` of `table` (written with `schemas`) as one snapshot that
     /// waits for the checkpoint at `checkpoint` (`stored` is the checkpoint stored now).
     pub async fn changes(

@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::error::{Code, Error, Result};
 
@@ -73,6 +73,48 @@ impl SqlCatalog {
         conn.execute_batch(CREATE_TABLES)
             .map_err(|e| self.fail("cannot create the catalog tables", e))?;
         Ok(conn)
+    }
+
+    /// The current metadata location of `namespace.table` read without creating or
+    /// changing anything (`sluice doctor`): `None` also when the catalog file or its
+    /// tables do not exist yet; a file that is there but not readable is an error.
+    pub fn peek(&self, namespace: &str, table: &str) -> Result<Option<String>> {
+        if !self.path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| self.fail("cannot open", e))?;
+        if conn
+            .prepare("SELECT metadata_location FROM iceberg_tables LIMIT 0")
+            .is_err()
+        {
+            // No catalog tables yet is fine; a file that is no database is not.
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(|e| self.fail("is not a SQLite database", e))?;
+            return Ok(None);
+        }
+        conn.query_row(
+            "SELECT metadata_location FROM iceberg_tables
+             WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3",
+            params![self.name, namespace, table],
+            |row| row.get::<_, Option<String>>(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.fail("cannot read the table row", e))
+    }
+
+    /// The directory the catalog file is (or will be) in exists.
+    pub fn directory_exists(&self) -> bool {
+        let parent = self.path.parent().filter(|p| !p.as_os_str().is_empty());
+        parent.is_none_or(std::path::Path::is_dir)
+    }
+
+    /// The catalog file, for messages.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
     }
 
     /// Creates `namespace` (its `exists` property) when missing.
@@ -170,6 +212,25 @@ mod tests {
         assert_eq!(catalog.load("ns", "t").unwrap().as_deref(), Some("m1"));
         let other = SqlCatalog::new(dir.path().join("cat.db"), "other");
         assert_eq!(other.load("ns", "t").unwrap(), None);
+        assert_eq!(catalog.peek("ns", "t").unwrap().as_deref(), Some("m1"));
+    }
+
+    #[test]
+    fn peeking_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = SqlCatalog::new(dir.path().join("cat.db"), "default");
+        assert_eq!(catalog.peek("ns", "t").unwrap(), None);
+        assert!(!dir.path().join("cat.db").exists());
+        assert!(catalog.directory_exists());
+        std::fs::write(
+            dir.path().join("cat.db"),
+            b"not sqlite at all, certainly not",
+        )
+        .unwrap();
+        assert_eq!(
+            catalog.peek("ns", "t").unwrap_err().code(),
+            Code::IcebergCatalog
+        );
     }
 
     #[test]

@@ -310,6 +310,63 @@ print(json.dumps({"rows": data.num_rows, "location": table.location(),
     );
 }
 
+/// `sluice doctor`'s `iceberg` row: a table not there yet is fine (the first commit
+/// creates it), a committed one is named with its snapshots, a catalog whose directory is
+/// missing fails with the code a run would fail with.
+#[test]
+fn iceberg_doctor_reports_the_catalog_and_each_table() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_doctor");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY)");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let row = |job: &Job| {
+        let run = job.run(&["doctor", "--json"], &[]);
+        let doc = run.summary();
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "iceberg")
+            .cloned()
+            .unwrap_or_else(|| panic!("no iceberg check in {doc}"))
+    };
+    let before = row(&job);
+    assert_eq!(before["status"], "ok", "{before}");
+    assert!(
+        before["detail"]
+            .as_str()
+            .unwrap()
+            .contains("t (created by its first commit)"),
+        "{before}"
+    );
+    assert!(
+        !dir.path().join("catalog.db").exists(),
+        "doctor creates nothing"
+    );
+    let _ = job.drain();
+    db.sql("INSERT INTO t VALUES (1)");
+    assert_eq!(job.drain()["rows"], 1);
+    let after = row(&job);
+    assert_eq!(after["status"], "ok", "{after}");
+    assert!(
+        after["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cdc.t (1 snapshots)"),
+        "{after}"
+    );
+
+    let gone = Job::postgres(
+        &db,
+        &["t"],
+        &iceberg_yaml(&dir.path().join("no/such/dir"), ""),
+    );
+    let failed = row(&gone);
+    assert_eq!(failed["status"], "fail", "{failed}");
+    assert_eq!(failed["code"], "SLUICE_ICEBERG_CATALOG", "{failed}");
+}
+
 /// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
 #[test]
 fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
