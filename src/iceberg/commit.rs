@@ -179,6 +179,22 @@ async fn attempt(
         .as_ref()
         .map(manifest::schema_header)
         .unwrap_or_default();
+    let pos_id = metadata
+        .current_fields()
+        .iter()
+        .find(|f| f.name == crate::sink::arrow_schema::POS)
+        .map(|f| f.id);
+    let files: Vec<DataFile> = files
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            if let (Some(id), Some((lo, hi))) = (pos_id, &f.pos_range) {
+                f.bounds = vec![(id, lo.as_bytes().to_vec(), hi.as_bytes().to_vec())];
+            }
+            f
+        })
+        .collect();
+    let files = files.as_slice();
     let manifest_body =
         manifest::write_manifest(snapshot_id, &header, metadata.current_schema_id, files)?;
     let uuid = super::metadata::uuid_v4();
@@ -442,6 +458,8 @@ mod tests {
                 path: format!("file:///out/t/snapshot/p/part-{n:06}.parquet"),
                 rows: 1,
                 bytes: 10,
+                pos_range: None,
+                bounds: Vec::new(),
             })
             .collect();
         let origin = Origin::Baseline {

@@ -220,6 +220,8 @@ impl<'a> ChangeLog<'a> {
                 path: at.uri(&p.key),
                 rows: p.rows,
                 bytes: p.bytes,
+                pos_range: None,
+                bounds: Vec::new(),
             })
             .collect();
         let mut arrow = Vec::new();
@@ -289,7 +291,12 @@ impl<'a> ChangeLog<'a> {
             return Ok(());
         }
         let (run_id, source_identity) = ids;
-        let (files, arrow) = self.files_and_schemas(table, parts, schemas)?;
+        let (mut files, arrow) = self.files_and_schemas(table, parts, schemas)?;
+        for (file, part) in files.iter_mut().zip(parts) {
+            if !part.first_pos.is_empty() && part.first_pos <= part.last_pos {
+                file.pos_range = Some((part.first_pos.clone(), part.last_pos.clone()));
+            }
+        }
         let at = self.table(table);
         let origin = Origin::Changes {
             job: &self.config.job,

@@ -117,6 +117,35 @@ fn iceberg_pg_drains_are_read_by_pyiceberg_exactly_once_with_their_types() {
         read["sort"],
         serde_json::json!([ids["__pos"], ids["__seq"]])
     );
+    // The parts' `__pos` bounds are in the manifests: a filter on `__pos` prunes the first
+    // drain's part and still finds exactly the rows it asks for.
+    let python = readers::python().unwrap();
+    let uri = format!("sqlite:///{}", dir.path().join("catalog.db").display());
+    let pruned = readers::run(
+        &python,
+        r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import GreaterThan
+table = SqlCatalog("default", uri=sys.argv[1]).load_table(("cdc", "t"))
+everything = table.scan().to_arrow()
+first_max = sorted(everything["__pos"].to_pylist())[49]
+scan = table.scan(row_filter=GreaterThan("__pos", first_max))
+expected = sum(1 for p in everything["__pos"].to_pylist() if p > first_max)
+print(json.dumps({"files": len(list(table.scan().plan_files())),
+    "planned": len(list(scan.plan_files())), "rows": scan.to_arrow().num_rows,
+    "expected": expected}))
+"#,
+        &[Path::new(&uri)],
+    );
+    let pruned: Value = serde_json::from_str(&pruned).unwrap();
+    assert_eq!(pruned["files"], 2, "{pruned}");
+    assert_eq!(
+        pruned["planned"], 1,
+        "the first part is pruned by its bounds: {pruned}"
+    );
+    assert_eq!(pruned["rows"], pruned["expected"], "{pruned}");
+    assert_eq!(pruned["rows"], 16, "{pruned}");
     // An idle drain commits nothing.
     assert_eq!(job.drain()["rows"], 0);
     let idle = pyiceberg(dir.path(), "t").unwrap();
