@@ -396,6 +396,46 @@ fn iceberg_doctor_reports_the_catalog_and_each_table() {
     assert_eq!(failed["code"], "SLUICE_ICEBERG_CATALOG", "{failed}");
 }
 
+/// A per-table re-baseline (a column added with a default, which no part holds): the
+/// new baseline — its epoch marker first — is one more snapshot of the same Iceberg
+/// table, and the added column appears with a new field id.
+#[test]
+fn iceberg_rebaseline_appends_its_epoch_and_snapshot() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_rebase");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'seed' || i FROM generate_series(1, 5) i");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        &iceberg_yaml(dir.path(), "initial: snapshot\n"),
+    );
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("UPDATE t SET v = 'one' WHERE id = 1");
+    assert_eq!(job.drain()["rows"], 1);
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    let summary = job.drain();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    let Some(read) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    let ops = read["ops"].as_array().unwrap();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    assert_eq!(
+        (count("snapshot"), count("update"), count("rebaseline")),
+        (10, 1, 1),
+        "{read}"
+    );
+    assert_eq!(read["rows"], 12, "{read}");
+    assert_eq!(read["types"]["d"], "int", "{read}");
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append", "append"]),
+        "{read}"
+    );
+}
+
 /// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
 #[test]
 fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
