@@ -196,6 +196,15 @@ impl<'a> Committer<'a> {
         Ok(())
     }
 
+    /// Renews the lease now: `SLUICE_STATE_FENCED` when a newer run took it over. Called
+    /// right before a step outside the state store that must not be taken by a fenced run
+    /// (an Iceberg commit, which may drop snapshots past the checkpoint this run knows).
+    pub async fn confirm_lease(&mut self) -> Result<()> {
+        self.lease = self.state.renew_lease(&self.lease, self.ttl).await?;
+        self.lease_renewed = Instant::now();
+        Ok(())
+    }
+
     /// Renews the lease when a third of its lifetime has passed since the last renewal.
     pub async fn keep_lease(&mut self) -> Result<()> {
         if self.lease_renewed.elapsed() >= self.ttl / 3 {

@@ -504,7 +504,11 @@ async fn flush(
     manifests
         .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;
-    if let Some(log) = iceberg {
+    let pending = router.tables.values().any(|t| t.committed < t.parts.len());
+    if let Some(log) = iceberg.filter(|_| pending) {
+        // The commit drops snapshots past the checkpoint this run knows: only the lease
+        // holder knows it is the stored one.
+        committer.confirm_lease().await?;
         let stored = committer.checkpoint();
         let ids = (committer.run_id(), committer.source_identity());
         for (table, output) in &router.tables {

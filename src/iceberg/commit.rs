@@ -16,9 +16,11 @@
 //!   written again by this run): the new snapshot's manifest list leaves their manifests
 //!   out (operation `overwrite`, `sluice.dropped-snapshots` naming them). So a crash
 //!   between commit and checkpoint never duplicates a row;
-//! * a commit that finds a snapshot of the same stream committed past its own checkpoint
-//!   (a newer run took the lease over and committed further) refuses with
-//!   `SLUICE_STATE_FENCED` instead of appending rows the newer run already holds;
+//! * which snapshots lie past the stored checkpoint is decided from the checkpoint the
+//!   committing run holds under its lease: the drain renews the lease right before it
+//!   commits (`SLUICE_STATE_FENCED` when a newer run took it over), so a run that lost
+//!   its lease never drops a newer run's snapshots (the window left is a pause longer
+//!   than the lease's TTL between that renewal and the catalog swap);
 //! * a baseline commit (`sluice.plan-id`) is made once per plan: a second commit of the
 //!   same plan finds it in the table and does nothing; baseline snapshots are never
 //!   dropped.
@@ -146,7 +148,7 @@ async fn attempt(
         metadata.set_schema(fields, last_id);
     }
     let dropped = match origin {
-        Origin::Changes { .. } => not_checkpointed(&metadata, origin, at)?,
+        Origin::Changes { .. } => not_checkpointed(&metadata, origin)?,
         Origin::Baseline { .. } => BTreeSet::new(),
     };
 
@@ -276,18 +278,13 @@ fn file_number(location: &str) -> u64 {
 }
 
 /// The snapshots of this stream in the current ancestry whose checkpoint was never
-/// written (past the stored one). Refuses when one of them is past this commit's own
-/// checkpoint: a newer run committed further.
-fn not_checkpointed(
-    metadata: &TableMetadata,
-    origin: &Origin<'_>,
-    at: &TableRef<'_>,
-) -> Result<BTreeSet<i64>> {
+/// written: past the stored one (the caller holds the lease, so `stored` is the stored
+/// checkpoint), also when past this commit's own (a crashed run that read further).
+fn not_checkpointed(metadata: &TableMetadata, origin: &Origin<'_>) -> Result<BTreeSet<i64>> {
     let Origin::Changes {
         job,
         source_identity,
         stored,
-        checkpoint,
         ..
     } = origin
     else {
@@ -306,16 +303,6 @@ fn not_checkpointed(
             continue;
         };
         let past = |p: &Position| theirs.partial_cmp(p).is_some_and(|o| o.is_gt());
-        if past(checkpoint) {
-            return Err(Error::new(
-                Code::StateFenced,
-                format!(
-                    "Iceberg table {}.{} holds snapshot {} of this job committed up to {theirs}, past this run's {checkpoint}: a newer run took the lease over",
-                    at.namespace, at.name, s.snapshot_id
-                ),
-            )
-            .hint("nothing to do: this run stops without its checkpoint and the newer run's data stands"));
-        }
         if stored.is_none_or(past) {
             dropped.insert(s.snapshot_id);
         }
@@ -423,8 +410,7 @@ mod tests {
             stored: Some(&stored),
             checkpoint: &checkpoint,
         };
-        let at = TableRef::for_tests("t");
-        not_checkpointed(m, &origin, &at)
+        not_checkpointed(m, &origin)
     }
 
     #[test]
@@ -444,11 +430,14 @@ mod tests {
     }
 
     #[test]
-    fn a_snapshot_past_the_commits_own_checkpoint_fences_it() {
+    fn a_crashed_run_that_read_further_is_dropped_too() {
+        // The crashed run committed up to 0/50; this run (from 0/10) checkpoints at 0/30
+        // first: the snapshot is still not data.
         let m = table_with(&[(1, "j", "pg:0/10"), (2, "j", "pg:0/50")]);
-        let e = check(&m, "pg:0/10", "pg:0/30").unwrap_err();
-        assert_eq!(e.code(), Code::StateFenced);
-        assert!(e.message().contains("snapshot 2"), "{e}");
+        assert_eq!(
+            check(&m, "pg:0/10", "pg:0/30").unwrap(),
+            BTreeSet::from([2])
+        );
     }
 
     #[test]

@@ -121,17 +121,6 @@ pub struct TableRef<'a> {
 }
 
 impl TableRef<'_> {
-    #[cfg(test)]
-    pub(crate) fn for_tests(table: &str) -> TableRef<'_> {
-        TableRef {
-            table,
-            namespace: "ns",
-            name: table.to_owned(),
-            location: format!("file:///out/{table}"),
-            root: "file:///out/".to_owned(),
-        }
-    }
-
     /// The URI of destination key `key`.
     pub fn uri(&self, key: &str) -> String {
         format!("{}{key}", self.root)

@@ -530,6 +530,50 @@ fn iceberg_crash_at_every_fault_point_leaves_every_change_once() {
     }
 }
 
+/// A run that lost its lease before its Iceberg commit (paused past the lease's TTL
+/// while a newer run drained the same changes) stops with `SLUICE_STATE_FENCED` before it
+/// commits: the newer run's snapshot stands alone.
+#[test]
+fn iceberg_a_fenced_run_commits_nothing() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_zombie");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        &iceberg_yaml(dir.path(), "lease: { ttl_seconds: 2 }\n"),
+    );
+    let _ = job.drain();
+    db.sql("INSERT INTO t SELECT g, 'z' || g FROM generate_series(1, 20) g");
+    let mut zombie = job
+        .command(&["drain"], &[("SLUICE_FAULT", "part_durable:pause=6000")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for_line(zombie.stderr.take().unwrap(), "fault injected: pausing");
+    let taker = job.drain_when_free();
+    assert_eq!(taker["rows"], 20, "{taker}");
+    let zombie = crate::support::Run::from(zombie.wait_with_output().unwrap());
+    assert_eq!(zombie.code, 3, "{}", zombie.stdout);
+    assert_eq!(
+        zombie.error_code(),
+        "SLUICE_STATE_FENCED",
+        "{}",
+        zombie.stdout
+    );
+    let Some(read) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct"].clone()),
+        (20.into(), 20.into()),
+        "{read}"
+    );
+    assert_eq!(read["snapshots"], serde_json::json!(["append"]), "{read}");
+}
+
 /// A column Iceberg has no type for (MariaDB's `bigint unsigned`) fails the run before
 /// its checkpoint, naming the column: the next run meets the same change again.
 #[test]
