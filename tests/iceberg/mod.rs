@@ -41,6 +41,21 @@ print(json.dumps({
 }))
 "#;
 
+/// DuckDB (its packaged `iceberg` extension, `infra/local/duckdb-iceberg.sh`) reads the
+/// table from the metadata file `argv[1]`.
+const DUCKDB_READ: &str = r#"
+import glob, json, os, sys, duckdb, duckdb_ext
+base = os.path.join(list(duckdb_ext.__path__)[0], "extensions", "v" + duckdb.__version__)
+con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+for name in ("avro", "iceberg"):
+    con.sql("LOAD '%s'" % glob.glob(os.path.join(base, "*", name + ".duckdb_extension"))[0])
+scan = "iceberg_scan('%s')" % sys.argv[1]
+rows, distinct = con.sql(f"SELECT count(*), count(DISTINCT (__pos, __seq)) FROM {scan}").fetchone()
+ops = dict(con.sql(f"SELECT __op, count(*) FROM {scan} GROUP BY 1").fetchall())
+types = {r[0]: r[1] for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+print(json.dumps({"rows": rows, "distinct": distinct, "ops": ops, "types": types}))
+"#;
+
 /// What pyiceberg reads from table `name` of the job's catalog; `None` (skipped loudly)
 /// without the readers' venv.
 fn pyiceberg(catalog: &Path, name: &str) -> Option<Value> {
@@ -468,6 +483,67 @@ fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
         ("at", "timestamp"),
     ] {
         assert_eq!(types[column], ty, "{column}: {types}");
+    }
+}
+
+/// DuckDB's `iceberg` extension reads the table from its current metadata file: every
+/// change once, the declared types.
+#[test]
+fn iceberg_duckdb_reads_the_table_with_its_types() {
+    let admin = pg_or_skip!();
+    let Some(duckdb) = crate::support::service_url("SLUICE_TEST_DUCKDB_ICEBERG_PYTHON") else {
+        return;
+    };
+    let db = TestDb::new(&admin, "ice_duck");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, big bigint, amount numeric(12,2), at timestamptz, \
+         day date, ok boolean, score float8, tags text[])",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql(
+        "INSERT INTO t SELECT i, i * 1000000000000, i + 0.25, now(), date '2026-12-03', \
+         i % 2 = 0, i / 3.0, ARRAY['a'] FROM generate_series(1, 20) i",
+    );
+    assert_eq!(job.drain()["rows"], 20);
+    db.sql("UPDATE t SET ok = NULL WHERE id <= 5; DELETE FROM t WHERE id > 18");
+    assert_eq!(job.drain()["rows"], 7);
+    let Some(python) = readers::python() else {
+        return;
+    };
+    let uri = format!("sqlite:///{}", dir.path().join("catalog.db").display());
+    let metadata = readers::run(
+        &python,
+        "import sys\nfrom pyiceberg.catalog.sql import SqlCatalog\nprint(SqlCatalog('default', uri=sys.argv[1]).load_table(('cdc', 't')).metadata_location)",
+        &[Path::new(&uri)],
+    );
+    let duck: Value =
+        serde_json::from_str(&readers::run(&duckdb, DUCKDB_READ, &[Path::new(&metadata)])).unwrap();
+    assert_eq!(
+        (duck["rows"].clone(), duck["distinct"].clone()),
+        (27.into(), 27.into()),
+        "{duck}"
+    );
+    assert_eq!(
+        duck["ops"],
+        serde_json::json!({"delete": 2, "insert": 20, "update": 5}),
+        "{duck}"
+    );
+    for (column, ty) in [
+        ("__seq", "BIGINT"),
+        ("__ts", "TIMESTAMP WITH TIME ZONE"),
+        ("__unlogged", "VARCHAR[]"),
+        ("id", "INTEGER"),
+        ("big", "BIGINT"),
+        ("amount", "DECIMAL(12,2)"),
+        ("at", "TIMESTAMP WITH TIME ZONE"),
+        ("day", "DATE"),
+        ("ok", "BOOLEAN"),
+        ("score", "DOUBLE"),
+        ("tags", "VARCHAR[]"),
+    ] {
+        assert_eq!(duck["types"][column], ty, "{column}: {duck}");
     }
 }
 
