@@ -140,6 +140,16 @@ impl TableRef<'_> {
     }
 }
 
+/// An existing Iceberg table as `sluice doctor` sees it.
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    /// `<namespace>.<name>`.
+    pub name: String,
+    pub snapshots: usize,
+    pub fields: Vec<schema::Field>,
+    pub last_column_id: i32,
+}
+
 /// The Iceberg side of a job: its catalog, and where its tables lie.
 pub struct ChangeLog<'a> {
     config: &'a Config,
@@ -232,7 +242,7 @@ impl<'a> ChangeLog<'a> {
     /// yet (the first commit creates it), else its Iceberg name and snapshot count; an
     /// error (with the code a commit would fail with) when a commit could not append to
     /// it. Reads only.
-    pub async fn inspect(&self, table: &str) -> Result<Option<(String, usize)>> {
+    pub async fn inspect(&self, table: &str) -> Result<Option<Inspected>> {
         let at = self.table(table);
         if !self.catalog.directory_exists() {
             return Err(Error::new(
@@ -259,10 +269,26 @@ impl<'a> ChangeLog<'a> {
             .hint("restore the file, or point the catalog row at `previous_metadata_location`")
         })?;
         let metadata = metadata::TableMetadata::parse(&body, &location)?;
-        Ok(Some((
-            format!("{}.{}", at.namespace, at.name),
-            metadata.snapshots.len(),
-        )))
+        Ok(Some(Inspected {
+            name: format!("{}.{}", at.namespace, at.name),
+            snapshots: metadata.snapshots.len(),
+            fields: metadata.current_fields().to_vec(),
+            last_column_id: metadata.last_column_id,
+        }))
+    }
+
+    /// Whether parts of `table` with the source's current `schema` could be committed to
+    /// its Iceberg table as `inspect` found it (none: a new table): the error a commit
+    /// would fail with (`SLUICE_ICEBERG_TYPE`, `SLUICE_ICEBERG_SCHEMA`) otherwise.
+    pub fn check_schema(
+        &self,
+        table: &str,
+        schema: &TableSchema,
+        existing: Option<&Inspected>,
+    ) -> Result<()> {
+        let arrow = crate::sink::change_schema(schema)?;
+        let (fields, last) = existing.map_or((&[][..], 0), |e| (&e.fields[..], e.last_column_id));
+        schema::evolve(table, fields, last, &arrow).map(|_| ())
     }
 
     /// Commits a drain's `parts` of `table` (written with `schemas`) as one snapshot that

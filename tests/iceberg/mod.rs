@@ -393,13 +393,17 @@ fn iceberg_doctor_reports_the_catalog_and_each_table() {
     assert_eq!(job.drain()["rows"], 1);
     let after = row(&job);
     assert_eq!(after["status"], "ok", "{after}");
+    let detail = after["detail"].as_str().unwrap();
+    assert!(detail.contains("cdc.t (1 snapshots)"), "{after}");
     assert!(
-        after["detail"]
-            .as_str()
-            .unwrap()
-            .contains("cdc.t (1 snapshots)"),
+        detail.contains("the source's columns fit each table"),
         "{after}"
     );
+    // A retyping Iceberg cannot promote is found before the run meets it.
+    db.sql("ALTER TABLE t ALTER COLUMN id TYPE text");
+    let retyped = row(&job);
+    assert_eq!(retyped["status"], "fail", "{retyped}");
+    assert_eq!(retyped["code"], "SLUICE_ICEBERG_SCHEMA", "{retyped}");
 
     let gone = Job::postgres(
         &db,
@@ -659,6 +663,17 @@ fn iceberg_refuses_a_column_without_an_iceberg_type_and_moves_nothing() {
     db.sql("CREATE TABLE t (id int PRIMARY KEY, huge bigint unsigned)");
     let dir = tempfile::tempdir().unwrap();
     let job = Job::mysql(&db, &["t"], "", &iceberg_yaml(dir.path(), ""));
+    // Doctor finds it before any run, with the code the run fails with.
+    let doctor = job.run(&["doctor", "--json"], &[]).summary();
+    let row = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "iceberg")
+        .cloned()
+        .unwrap_or_else(|| panic!("no iceberg row: {doctor}"));
+    assert_eq!(row["status"], "fail", "{row}");
+    assert_eq!(row["code"], "SLUICE_ICEBERG_TYPE", "{row}");
     let _ = job.drain();
     db.sql("INSERT INTO t VALUES (1, 18446744073709551615)");
     let run = job.run(&["drain"], &[]);
