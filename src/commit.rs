@@ -99,6 +99,11 @@ impl<'a> Committer<'a> {
         &self.run_id
     }
 
+    /// The source identity the run's checkpoints are written with.
+    pub fn source_identity(&self) -> &str {
+        &self.source_identity
+    }
+
     /// The stored checkpoint position, if any.
     pub fn checkpoint(&self) -> Option<Position> {
         self.checkpoint.clone()
@@ -188,6 +193,15 @@ impl<'a> Committer<'a> {
         self.lease = lease;
         self.lease_renewed = Instant::now();
         self.checkpoint = Some(position);
+        Ok(())
+    }
+
+    /// Renews the lease now: `SLUICE_STATE_FENCED` when a newer run took it over. Called
+    /// right before a step outside the state store that must not be taken by a fenced run
+    /// (an Iceberg commit, which may drop snapshots past the checkpoint this run knows).
+    pub async fn confirm_lease(&mut self) -> Result<()> {
+        self.lease = self.state.renew_lease(&self.lease, self.ttl).await?;
+        self.lease_renewed = Instant::now();
         Ok(())
     }
 

@@ -106,6 +106,11 @@ codes! {
     CatalogUnavailable => "SLUICE_CATALOG_UNAVAILABLE", Transient;
     CatalogDenied => "SLUICE_CATALOG_DENIED", Refusal;
     CatalogRejected => "SLUICE_CATALOG_REJECTED", Refusal;
+    IcebergType => "SLUICE_ICEBERG_TYPE", Refusal;
+    IcebergSchema => "SLUICE_ICEBERG_SCHEMA", Refusal;
+    IcebergCatalog => "SLUICE_ICEBERG_CATALOG", Transient;
+    IcebergConflict => "SLUICE_ICEBERG_CONFLICT", Transient;
+    IcebergMetadata => "SLUICE_ICEBERG_METADATA", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
@@ -313,6 +318,13 @@ mod tests {
             (Code::CatalogUnavailable, T),
             (Code::CatalogDenied, R),
             (Code::CatalogRejected, R),
+            (Code::IcebergType, R),
+            (Code::IcebergSchema, R),
+            // The catalog file locked or unreachable, or another writer won every retry:
+            // the run failed before its checkpoint, the next run commits again.
+            (Code::IcebergCatalog, T),
+            (Code::IcebergConflict, T),
+            (Code::IcebergMetadata, R),
             (Code::RecoveryRefused, R),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),

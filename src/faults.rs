@@ -1,6 +1,6 @@
 //! Named fault points on the durable path (part → checkpoint → ack, baseline chunks,
-//! destination uploads), for crash tests. The points sit in `crate::commit` and in the
-//! destinations; nothing else arms or passes them.
+//! destination uploads), for crash tests. The points sit in `crate::commit`, in the
+//! destinations and after an Iceberg commit (`crate::iceberg`); nothing else arms or passes them.
 //!
 //! `SLUICE_FAULT=<point>[@<n>][:<action>]` arms one point: at its `n`-th hit (default 1)
 //! the process either aborts on the spot (`crash`, the default: no destructor, no lease
@@ -31,6 +31,8 @@ pub enum FaultPoint {
     ChunkDone,
     /// Inside a destination's upload: bytes written, the part not yet published.
     MidUpload,
+    /// A table's parts are committed to its Iceberg table; the checkpoint has not moved.
+    IcebergCommitted,
 }
 
 impl FaultPoint {
@@ -42,6 +44,7 @@ impl FaultPoint {
             FaultPoint::BeforeCheckpoint => "before_checkpoint",
             FaultPoint::ChunkDone => "chunk_done",
             FaultPoint::MidUpload => "mid_upload",
+            FaultPoint::IcebergCommitted => "iceberg_committed",
         }
     }
 }

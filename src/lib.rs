@@ -28,6 +28,7 @@ pub mod drain;
 pub mod error;
 pub mod faults;
 pub mod framer;
+pub mod iceberg;
 pub mod init;
 pub mod job;
 pub mod lambda;

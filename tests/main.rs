@@ -25,6 +25,7 @@ mod aws;
 mod cli;
 mod conformance;
 mod docs_links;
+mod iceberg;
 mod mssql;
 mod mysql;
 mod postgres;

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # infra/local/readers.sh {start|stop|status|python}
 # Guarantees after `start`: $SLUICE_STACK_DIR/venv-readers holds pyarrow and duckdb
-# (independent Parquet readers the tests check our output with) and sqlglot (the SQL
-# parser `sluice sql`'s Athena and Spark text is checked with), created if missing; an
+# (independent Parquet readers the tests check our output with), sqlglot (the SQL
+# parser `sluice sql`'s Athena and Spark text is checked with) and pyiceberg with its
+# SQL catalog (the reader of `table_format: iceberg` tables), created if missing; an
 # older venv without one of them gets it installed.
 # `python` prints that venv's interpreter. Nothing runs in the background; `stop` is a no-op.
 set -euo pipefail
 # shellcheck source=infra/local/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-: "${SLUICE_READERS_PIP_SPEC:=pyarrow>=14 duckdb>=1.0 sqlglot>=25}"
+: "${SLUICE_READERS_PIP_SPEC:=pyarrow>=14 duckdb>=1.0 sqlglot>=25 pyiceberg[sql-sqlite,pyarrow]>=0.12}"
 VENV=$SLUICE_STACK_DIR/venv-readers
 
-ready() { "$VENV/bin/python" -c 'import pyarrow.dataset, duckdb, sqlglot' 2>/dev/null; }
+ready() { "$VENV/bin/python" -c 'import pyarrow.dataset, duckdb, sqlglot, sqlalchemy, pyiceberg.catalog.sql' 2>/dev/null; }
 
 start() {
   ready && return 0
@@ -24,7 +25,7 @@ start() {
   echo "readers: pip install $SLUICE_READERS_PIP_SPEC" >&2
   # shellcheck disable=SC2086
   "$VENV/bin/pip" install -q $SLUICE_READERS_PIP_SPEC >&2
-  ready || { echo "readers: pyarrow/duckdb/sqlglot did not import from $VENV" >&2; return 1; }
+  ready || { echo "readers: pyarrow/duckdb/sqlglot/pyiceberg did not import from $VENV" >&2; return 1; }
 }
 
 case "${1:-}" in

@@ -2,7 +2,8 @@
 # infra/local/services.sh {up|down|status|env}
 # up:   starts PostgreSQL, the TLS PostgreSQL (postgres-tls.sh), MariaDB, the TLS MariaDB
 #       (mariadb-tls.sh), MariaDB's GTID replica (mariadb-replica.sh, after MariaDB), moto,
-#       the reader venv (readers.sh: pyarrow, duckdb) and the Spark venv (spark.sh: pyspark
+#       the reader venv (readers.sh: pyarrow, duckdb, pyiceberg), DuckDB with its iceberg
+#       extension (duckdb-iceberg.sh) and the Spark venv (spark.sh: pyspark
 #       and a JRE) (each
 #       idempotent); names every one that
 #       failed and exits non-zero if any did.
@@ -11,13 +12,14 @@
 #       SLUICE_TEST_PG_TLS_URL, SLUICE_TEST_TLS_CA_FILE, SLUICE_TEST_TLS_WRONG_CA_FILE,
 #       SLUICE_TEST_MYSQL_TLS_URL, SLUICE_TEST_MYSQL_TLS_CA_FILE, SLUICE_TEST_MYSQL_TLS_WRONG_CA_FILE,
 #       SLUICE_TEST_MYSQL_REPLICA_URL,
-#       SLUICE_TEST_AWS_ENDPOINT, SLUICE_TEST_READERS_PYTHON, SLUICE_TEST_SPARK_PYTHON and
+#       SLUICE_TEST_AWS_ENDPOINT, SLUICE_TEST_READERS_PYTHON, SLUICE_TEST_DUCKDB_ICEBERG_PYTHON,
+#       SLUICE_TEST_SPARK_PYTHON and
 #       dummy AWS credentials/region.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=infra/local/env.sh
 . "$here/env.sh"
-services=(postgres postgres-tls mariadb mariadb-tls mariadb-replica moto readers spark)
+services=(postgres postgres-tls mariadb mariadb-tls mariadb-replica moto readers duckdb-iceberg spark)
 
 each() { # each ACTION: run ACTION for every service, collect failures
   local s failed=()
@@ -31,7 +33,7 @@ each() { # each ACTION: run ACTION for every service, collect failures
 }
 
 case "${1:-}" in
-  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, mariadb-replica :${SLUICE_MARIADB_REPLICA_PORT:-33071}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
+  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, mariadb-replica :${SLUICE_MARIADB_REPLICA_PORT:-33071}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), duckdb-iceberg $("$here/duckdb-iceberg.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
   down) each stop ;;
   status) each status ;;
   env)
@@ -47,6 +49,7 @@ case "${1:-}" in
       SLUICE_TEST_MYSQL_REPLICA_URL "$("$here/mariadb-replica.sh" url)" \
       SLUICE_TEST_AWS_ENDPOINT "$("$here/moto.sh" url)" \
       SLUICE_TEST_READERS_PYTHON "$("$here/readers.sh" python)" \
+      SLUICE_TEST_DUCKDB_ICEBERG_PYTHON "$("$here/duckdb-iceberg.sh" python)" \
       SLUICE_TEST_SPARK_PYTHON "$("$here/spark.sh" python)" \
       AWS_ACCESS_KEY_ID testing \
       AWS_SECRET_ACCESS_KEY testing \

@@ -566,8 +566,9 @@ fn output_of(record: &ChunkRecord) -> ChunkOutput {
     }
 }
 
-/// Step ③: once every chunk is done, writes each table's snapshot manifest and
-/// `_SUCCESS` and marks its baseline done.
+/// Step ③: once every chunk is done, commits each table's snapshot parts to its Iceberg
+/// table (with `table_format: iceberg`), writes its snapshot manifest and `_SUCCESS` and
+/// marks its baseline done.
 pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput> {
     let state = backends.state.as_ref();
     let mut tables = BTreeMap::new();
@@ -655,8 +656,15 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 from: record.anchor.clone(),
                 to: record.anchor.clone(),
             };
-            let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now());
             let dest = backends.destination.as_ref();
+            // Before the baseline is marked done: a failed commit leaves it running, and
+            // the next finish commits again (once per plan: crate::iceberg).
+            if let Some(log) = crate::iceberg::ChangeLog::of(config, dest)? {
+                let schemas = [schema.clone()];
+                log.baseline(table, &plan_id(&record), &parts, &schemas)
+                    .await?;
+            }
+            let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now());
             dest.put_marker(
                 &format!("{table}/snapshot/{MANIFEST_FILE}"),
                 &manifest.to_json_bytes()?,

@@ -14,6 +14,7 @@
 //! the faces call. This module imports only core types.
 
 mod catalog;
+mod iceberg;
 mod run;
 mod source;
 mod storage;
@@ -27,6 +28,7 @@ use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 
 pub use catalog::CatalogConfig;
+pub use iceberg::{IcebergCatalogConfig, IcebergConfig, TableFormat};
 pub use run::{
     BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
 };
@@ -67,6 +69,13 @@ pub struct Config {
     /// Where each table's parts are registered as a catalog table (Glue); none by default.
     #[serde(default)]
     pub catalog: Option<CatalogConfig>,
+    /// `iceberg`: each run's parts are also committed to an Iceberg table per captured
+    /// table (through the `iceberg` block's catalog); `parquet` (default): parts only.
+    #[serde(default)]
+    pub table_format: TableFormat,
+    /// The Iceberg catalog and namespace, with `table_format: iceberg`.
+    #[serde(default)]
+    pub iceberg: Option<IcebergConfig>,
 }
 
 impl Config {
@@ -102,7 +111,7 @@ impl Config {
     }
 
     /// Makes every relative path key (`destination.path`, `state.path`,
-    /// `output.spill_dir`, `source.tls.ca_file`) relative to `base` instead. Pure path
+    /// `output.spill_dir`, `source.tls.ca_file`, the SQLite file of `iceberg.catalog.uri`) relative to `base` instead. Pure path
     /// arithmetic: nothing is read or created.
     pub fn resolve_paths(&mut self, base: &Path) {
         let resolve = |path: &mut PathBuf| {
@@ -121,6 +130,15 @@ impl Config {
         }
         if let Some(path) = &mut self.source.tls.ca_file {
             resolve(path);
+        }
+        if let Some(iceberg) = &mut self.iceberg {
+            let IcebergCatalogConfig::Sql { uri, .. } = &mut iceberg.catalog;
+            if let Some(rest) = uri.strip_prefix("sqlite:///")
+                && !rest.is_empty()
+                && !rest.starts_with('/')
+            {
+                *uri = format!("sqlite:///{}", base.join(rest).display());
+            }
         }
     }
 

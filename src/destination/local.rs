@@ -136,6 +136,12 @@ impl Destination for LocalDestination {
         format!("file://{}", self.root.display())
     }
 
+    fn root_uri(&self) -> Option<String> {
+        let root = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+        let root = root.to_string_lossy();
+        Some(format!("file://{}/", root.trim_end_matches('/')))
+    }
+
     async fn put_part(&self, key: &str, local: &Path) -> Result<()> {
         let dest = self.path_of(key)?;
         let dir = dest.parent().unwrap_or(&self.root).to_path_buf();

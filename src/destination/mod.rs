@@ -57,6 +57,13 @@ pub trait Destination: Send + Sync {
         Ok(None)
     }
 
+    /// The URI every key is under, ending in `/` (`file:///abs/out/`,
+    /// `s3://bucket/prefix/`): `<root_uri><key>` names an object for readers outside sluice
+    /// (an Iceberg table's file paths). `None` for a backend that keeps no objects (stdout).
+    fn root_uri(&self) -> Option<String> {
+        None
+    }
+
     /// Removes a small document (only `doctor`'s probe uses it); absent is fine.
     async fn delete(&self, key: &str) -> Result<()> {
         Err(crate::error::Error::new(

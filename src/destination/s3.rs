@@ -461,6 +461,10 @@ impl Destination for S3Destination {
         format!("s3://{}/{}", self.bucket, self.prefix)
     }
 
+    fn root_uri(&self) -> Option<String> {
+        Some(format!("s3://{}/{}", self.bucket, self.prefix))
+    }
+
     async fn put_part(&self, key: &str, local: &Path) -> Result<()> {
         let object_key = self.object_key(key)?;
         let size = std::fs::metadata(local)

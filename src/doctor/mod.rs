@@ -12,6 +12,7 @@
 pub mod catalog;
 pub mod destination;
 pub mod encryption;
+pub mod iceberg;
 pub mod layout;
 pub mod memory;
 pub mod mysql;
@@ -250,6 +251,7 @@ pub async fn run(config: &Config) -> Report {
     destination::checks(config, &mut report).await;
     report.push(memory::check(config, mysql));
     catalog::checks(config, &mut report).await;
+    iceberg::checks(config, &mut report).await;
     report
 }
 

@@ -200,6 +200,8 @@ pub async fn run(
         from: info.start.to_string(),
     };
     let manifests = &manifests;
+    let iceberg = crate::iceberg::ChangeLog::of(config, backends.destination.as_ref())?;
+    let iceberg = iceberg.as_ref();
     let mut framer = Framer::new();
     let mut framed = Vec::new();
     let mut last_commit: Option<Position> = None;
@@ -285,6 +287,7 @@ pub async fn run(
                     flush(
                         committer,
                         manifests,
+                        iceberg,
                         &mut router,
                         position.clone(),
                         stream.as_mut(),
@@ -307,7 +310,15 @@ pub async fn run(
             }
             SourceEvent::Barrier => {
                 if let Some(position) = last_commit.clone() {
-                    flush(committer, manifests, &mut router, position, stream.as_mut()).await?;
+                    flush(
+                        committer,
+                        manifests,
+                        iceberg,
+                        &mut router,
+                        position,
+                        stream.as_mut(),
+                    )
+                    .await?;
                 }
                 if options.stop_asked() {
                     status = RunStatus::Partial;
@@ -357,7 +368,15 @@ pub async fn run(
             Some(commit) if commit > end => commit,
             _ => end,
         };
-        flush(committer, manifests, &mut router, end, stream.as_mut()).await?;
+        flush(
+            committer,
+            manifests,
+            iceberg,
+            &mut router,
+            end,
+            stream.as_mut(),
+        )
+        .await?;
     }
     let lag_seconds = match (newest_commit_ts, status) {
         (Some(ts), _) => Some(((chrono::Utc::now().timestamp_micros() - ts).max(0)) as f64 / 1e6),
@@ -471,10 +490,12 @@ async fn rebaseline(
 }
 
 /// Closes every open part, makes them durable, lists them as pending in the run
-/// manifests, then checkpoints and acks `position`.
+/// manifests, commits each table's pending parts to its Iceberg table (with
+/// `table_format: iceberg`), then checkpoints and acks `position`.
 async fn flush(
     committer: &mut Committer<'_>,
     manifests: &RunManifests<'_>,
+    iceberg: Option<&crate::iceberg::ChangeLog<'_>>,
     router: &mut Router,
     position: Position,
     stream: &mut dyn ChangeStream,
@@ -485,6 +506,23 @@ async fn flush(
     manifests
         .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;
+    let pending = router.tables.values().any(|t| t.committed < t.parts.len());
+    if let Some(log) = iceberg.filter(|_| pending) {
+        // The commit drops snapshots past the checkpoint this run knows: only the lease
+        // holder knows it is the stored one.
+        committer.confirm_lease().await?;
+        let stored = committer.checkpoint();
+        let ids = (committer.run_id(), committer.source_identity());
+        for (table, output) in &router.tables {
+            let pending = output.committed..;
+            let (parts, schemas) = (
+                &output.parts[pending.clone()],
+                &output.part_schemas[pending],
+            );
+            log.changes(table, parts, schemas, ids, stored.as_ref(), &position)
+                .await?;
+        }
+    }
     committer.checkpoint_and_ack(position, stream).await?;
     router.mark_committed();
     Ok(())
@@ -501,7 +539,7 @@ async fn publish_part(
     let schema = part.schema.clone();
     let entry = part.manifest_entry();
     committer.make_durable(part).await?;
-    router.record_durable(&schema, entry);
+    router.record_durable(schema, entry);
     Ok(())
 }
 

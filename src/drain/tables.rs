@@ -20,6 +20,9 @@ pub struct TableOutput {
     pub writer: PartWriter,
     /// Parts of this run that are durable, in order.
     pub parts: Vec<ManifestPart>,
+    /// The schema each of `parts` was written with (same order): an Iceberg commit
+    /// registers every column any of them holds.
+    pub part_schemas: Vec<Arc<TableSchema>>,
     /// How many of `parts` a checkpoint of this run covers (the rest are pending).
     pub committed: usize,
     /// What the run manifest on the destination lists: (`parts`, `parts` + `pending`).
@@ -66,6 +69,7 @@ impl Router {
                     .with_identity(format!("run:{run_id}"))
                     .with_layout(layout),
                     parts: Vec::new(),
+                    part_schemas: Vec::new(),
                     committed: 0,
                     in_manifest: (0, 0),
                     schema: schemas.iter().find(|s| &s.name == name).cloned(),
@@ -168,9 +172,9 @@ impl Router {
 
     /// Records a durable part of `schema` in its table's run totals, with the version of
     /// its shape in the table's schema history (a new one when the shape changed).
-    pub fn record_durable(&mut self, schema: &TableSchema, mut part: ManifestPart) {
+    pub fn record_durable(&mut self, schema: Arc<TableSchema>, mut part: ManifestPart) {
         if let Some(output) = self.tables.get_mut(&schema.name) {
-            let columns = ManifestColumn::of(schema);
+            let columns = ManifestColumn::of(&schema);
             let (version, new) = output
                 .history
                 .observe(&columns, &part.first_pos, &self.run_id);
@@ -179,6 +183,7 @@ impl Router {
             output.rows += part.rows;
             output.bytes += part.bytes;
             output.parts.push(part);
+            output.part_schemas.push(schema);
         }
     }
 }

@@ -31,6 +31,7 @@ pub fn check(config: &Config) -> Result<()> {
     crate::state::check_config(config)?;
     crate::baseline::check_config(config)?;
     crate::catalog::check_config(config)?;
+    crate::iceberg::check_config(config)?;
     Ok(())
 }
 

@@ -1,0 +1,52 @@
+//! The `table_format` key and the `iceberg` block: whether each run's parts are also
+//! committed to an Iceberg table per captured table, and through which catalog. Data only:
+//! the Iceberg room (`crate::iceberg`) checks the block and does the committing.
+
+use serde::{Deserialize, Serialize};
+
+/// What the job's output is, beyond the Parquet parts themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableFormat {
+    /// Parquet parts with sluice's manifests only (the default).
+    #[default]
+    Parquet,
+    /// The same parts, each run's also appended to an Iceberg change-log table.
+    Iceberg,
+}
+
+/// Where the Iceberg tables are registered (`iceberg:` beside `table_format: iceberg`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IcebergConfig {
+    pub catalog: IcebergCatalogConfig,
+    /// The namespace the tables go into (created by the first commit when missing).
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// Prepended to every table's Iceberg name (`raw_` → `raw_public_orders`).
+    #[serde(default)]
+    pub table_prefix: String,
+}
+
+fn default_namespace() -> String {
+    "sluice".to_owned()
+}
+
+/// The Iceberg catalog.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum IcebergCatalogConfig {
+    /// pyiceberg's `SqlCatalog` (Iceberg's JDBC catalog tables) in a SQLite file.
+    Sql {
+        /// `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` (SQLAlchemy's form,
+        /// so the same text opens the catalog in pyiceberg).
+        uri: String,
+        /// The catalog's name (the `catalog_name` column; pyiceberg's first argument).
+        #[serde(default = "default_catalog_name")]
+        name: String,
+    },
+}
+
+fn default_catalog_name() -> String {
+    "default".to_owned()
+}

@@ -1,0 +1,366 @@
+//! `table_format: iceberg`: each run's parts, already durable as typed Parquet, are also
+//! committed to one Iceberg table per captured table, through the `iceberg` block's
+//! catalog (the SQL catalog on SQLite, pyiceberg's `SqlCatalog`).
+//!
+//! Guarantees:
+//!
+//! * the drain commits a table's parts **after** they are durable and listed in the run
+//!   manifests and **before** the checkpoint that covers them moves ([`ChangeLog`]); an
+//!   Iceberg failure fails the run with its code before that checkpoint, so the next run
+//!   reads the same changes and commits them again — nothing is lost;
+//! * one snapshot per table and checkpoint that wrote parts of it (usually one per run),
+//!   a fast append of those parts; a crash between the commit and the checkpoint never
+//!   duplicates rows: the next commit of the stream drops the snapshot whose checkpoint
+//!   was never written ([`commit`]);
+//! * a baseline's parts become one snapshot per plan, made once, before the baseline is
+//!   marked done ([`ChangeLog::baseline`]);
+//! * the metadata files (JSON, Avro) are written through the job's destination under
+//!   `<table>/_iceberg/metadata/` (an `_` name: folder readers skip it), the data files
+//!   are the parts where they lie: the table's location is the table folder.
+//!
+//! Submodules: [`schema`] (Arrow → Iceberg types, field ids), [`metadata`] (the table
+//! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files), [`sql`]
+//! (the catalog), [`commit`] (one commit).
+
+pub mod avro;
+pub mod commit;
+pub mod manifest;
+pub mod metadata;
+pub mod schema;
+pub mod sql;
+
+use std::sync::Arc;
+
+use crate::change::TableSchema;
+use crate::config::{Config, IcebergCatalogConfig, TableFormat};
+use crate::destination::Destination;
+use crate::error::{Code, Error, Result};
+use crate::faults::{FaultPoint, hit};
+use crate::position::Position;
+use crate::sink::ManifestPart;
+use commit::{Origin, Outcome};
+use manifest::DataFile;
+use sql::SqlCatalog;
+
+/// Where a table's metadata files go, below its folder.
+pub const METADATA_DIR: &str = "_iceberg/metadata";
+
+/// Checks `table_format` and the `iceberg` block: the block is there exactly with
+/// `table_format: iceberg`, the catalog URI is a `sqlite:///` path, the names are usable,
+/// and the destination keeps objects (not stdout).
+pub fn check_config(config: &Config) -> Result<()> {
+    let invalid = |msg: String, hint: &str| Err(Error::new(Code::ConfigInvalid, msg).hint(hint));
+    let Some(iceberg) = &config.iceberg else {
+        if config.table_format == TableFormat::Iceberg {
+            return invalid(
+                "table_format is iceberg but there is no iceberg block".into(),
+                "add `iceberg: { catalog: { type: sql, uri: \"sqlite:///catalog.db\" }, namespace: cdc }`",
+            );
+        }
+        return Ok(());
+    };
+    if config.table_format != TableFormat::Iceberg {
+        return invalid(
+            "an iceberg block is set but table_format is not iceberg".into(),
+            "set `table_format: iceberg` to commit the parts to Iceberg tables, or remove the iceberg block",
+        );
+    }
+    let IcebergCatalogConfig::Sql { uri, name } = &iceberg.catalog;
+    if sql::sqlite_path(uri).is_none() {
+        return invalid(
+            format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
+            "write `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` (SQLAlchemy's form, as pyiceberg takes it)",
+        );
+    }
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if !plain(name) || !plain(&iceberg.namespace) {
+        return invalid(
+            format!(
+                "iceberg.catalog.name {name:?} or iceberg.namespace {:?} is empty or has characters other than letters, digits, `_` and `-`",
+                iceberg.namespace
+            ),
+            "use plain names, e.g. `namespace: cdc` (a `.` would make a nested namespace)",
+        );
+    }
+    if !iceberg.table_prefix.is_empty() && !plain(&iceberg.table_prefix) {
+        return invalid(
+            format!(
+                "iceberg.table_prefix {:?} has characters other than letters, digits, `_` and `-`",
+                iceberg.table_prefix
+            ),
+            "use e.g. `table_prefix: raw_`",
+        );
+    }
+    if matches!(
+        config.destination,
+        crate::config::DestinationConfig::Stdout {}
+    ) {
+        return invalid(
+            "table_format is iceberg but the destination is stdout, which keeps no files".into(),
+            "write to a local directory or S3 (`destination: { type: local, path: … }`)",
+        );
+    }
+    Ok(())
+}
+
+/// One table as the catalog and the destination see it.
+pub struct TableRef<'a> {
+    /// The table as `source.tables` names it (its folder).
+    pub table: &'a str,
+    pub namespace: &'a str,
+    /// The Iceberg table name.
+    pub name: String,
+    /// The table folder's URI, without a trailing `/`.
+    pub location: String,
+    /// The destination's root URI, ending in `/`.
+    root: String,
+}
+
+impl TableRef<'_> {
+    /// The URI of destination key `key`.
+    pub fn uri(&self, key: &str) -> String {
+        format!("{}{key}", self.root)
+    }
+
+    /// The destination key of `uri`; refused when the file lies outside the destination.
+    pub fn key_of(&self, uri: &str) -> Result<String> {
+        uri.strip_prefix(&self.root)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                Error::new(
+                    Code::IcebergMetadata,
+                    format!("Iceberg table {}.{} names {uri}, which is outside the destination {}", self.namespace, self.name, self.root),
+                )
+                .hint("the table was created or moved by another tool: commit to a new table (another `iceberg.table_prefix`), or move the table back under the destination")
+            })
+    }
+}
+
+/// An existing Iceberg table as `sluice doctor` sees it.
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    /// `<namespace>.<name>`.
+    pub name: String,
+    pub snapshots: usize,
+    pub fields: Vec<schema::Field>,
+    pub last_column_id: i32,
+}
+
+/// The Iceberg side of a job: its catalog, and where its tables lie.
+pub struct ChangeLog<'a> {
+    config: &'a Config,
+    destination: &'a dyn Destination,
+    catalog: SqlCatalog,
+    root: String,
+}
+
+impl<'a> ChangeLog<'a> {
+    /// The change log of `config`'s job, `None` unless `table_format` is `iceberg`.
+    pub fn of(config: &'a Config, destination: &'a dyn Destination) -> Result<Option<Self>> {
+        let Some(iceberg) = config
+            .iceberg
+            .as_ref()
+            .filter(|_| config.table_format == TableFormat::Iceberg)
+        else {
+            return Ok(None);
+        };
+        let IcebergCatalogConfig::Sql { uri, name } = &iceberg.catalog;
+        let path = sql::sqlite_path(uri).ok_or_else(|| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
+            )
+            .hint("write `sqlite:////absolute/path.db`")
+        })?;
+        let root = destination.root_uri().ok_or_else(|| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!(
+                    "{} keeps no files for an Iceberg table",
+                    destination.describe()
+                ),
+            )
+            .hint("write to a local directory or S3")
+        })?;
+        Ok(Some(ChangeLog {
+            config,
+            destination,
+            catalog: SqlCatalog::new(path, name),
+            root,
+        }))
+    }
+
+    fn table<'t>(&'t self, table: &'t str) -> TableRef<'t> {
+        let iceberg = self.config.iceberg.as_ref();
+        let prefix = iceberg.map_or("", |i| i.table_prefix.as_str());
+        TableRef {
+            table,
+            namespace: iceberg.map_or("sluice", |i| i.namespace.as_str()),
+            name: crate::catalog::table::table_name(prefix, table),
+            location: format!("{}{table}", self.root),
+            root: self.root.clone(),
+        }
+    }
+
+    fn files_and_schemas(
+        &self,
+        table: &str,
+        parts: &[ManifestPart],
+        schemas: &[Arc<TableSchema>],
+    ) -> Result<(Vec<DataFile>, Vec<arrow_schema::Schema>)> {
+        let at = self.table(table);
+        let files = parts
+            .iter()
+            .map(|p| DataFile {
+                path: at.uri(&p.key),
+                rows: p.rows,
+                bytes: p.bytes,
+                pos_range: None,
+                bounds: Vec::new(),
+            })
+            .collect();
+        let mut arrow = Vec::new();
+        let mut seen: Vec<&Arc<TableSchema>> = Vec::new();
+        for s in schemas {
+            if seen
+                .iter()
+                .any(|t| Arc::ptr_eq(t, s) || t.as_ref() == s.as_ref())
+            {
+                continue;
+            }
+            seen.push(s);
+            arrow.push(crate::sink::change_schema(s)?.as_ref().clone());
+        }
+        Ok((files, arrow))
+    }
+
+    /// What `sluice doctor` reports for `table`: `Ok(None)` when the table does not exist
+    /// yet (the first commit creates it), else its Iceberg name and snapshot count; an
+    /// error (with the code a commit would fail with) when a commit could not append to
+    /// it. Reads only.
+    pub async fn inspect(&self, table: &str) -> Result<Option<Inspected>> {
+        let at = self.table(table);
+        if !self.catalog.directory_exists() {
+            return Err(Error::new(
+                Code::IcebergCatalog,
+                format!(
+                    "the directory of the Iceberg catalog file {} does not exist",
+                    self.catalog.path().display()
+                ),
+            )
+            .hint("create the directory, or point `iceberg.catalog.uri` at an existing one"));
+        }
+        let Some(location) = self.catalog.peek(at.namespace, &at.name)? else {
+            return Ok(None);
+        };
+        let key = at.key_of(&location)?;
+        let body = self.destination.get(&key).await?.ok_or_else(|| {
+            Error::new(
+                Code::IcebergMetadata,
+                format!(
+                    "the catalog points {}.{} at {location}, which does not exist",
+                    at.namespace, at.name
+                ),
+            )
+            .hint("restore the file, or point the catalog row at `previous_metadata_location`")
+        })?;
+        let metadata = metadata::TableMetadata::parse(&body, &location)?;
+        Ok(Some(Inspected {
+            name: format!("{}.{}", at.namespace, at.name),
+            snapshots: metadata.snapshots.len(),
+            fields: metadata.current_fields().to_vec(),
+            last_column_id: metadata.last_column_id,
+        }))
+    }
+
+    /// Whether parts of `table` with the source's current `schema` could be committed to
+    /// its Iceberg table as `inspect` found it (none: a new table): the error a commit
+    /// would fail with (`SLUICE_ICEBERG_TYPE`, `SLUICE_ICEBERG_SCHEMA`) otherwise.
+    pub fn check_schema(
+        &self,
+        table: &str,
+        schema: &TableSchema,
+        existing: Option<&Inspected>,
+    ) -> Result<()> {
+        let arrow = crate::sink::change_schema(schema)?;
+        let (fields, last) = existing.map_or((&[][..], 0), |e| (&e.fields[..], e.last_column_id));
+        schema::evolve(table, fields, last, &arrow).map(|_| ())
+    }
+
+    /// Commits a drain's `parts` of `table` (written with `schemas`) as one snapshot that
+    /// waits for the checkpoint at `checkpoint` (`stored` is the checkpoint stored now).
+    pub async fn changes(
+        &self,
+        table: &str,
+        parts: &[ManifestPart],
+        schemas: &[Arc<TableSchema>],
+        ids: (&str, &str),
+        stored: Option<&Position>,
+        checkpoint: &Position,
+    ) -> Result<()> {
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let (run_id, source_identity) = ids;
+        let (mut files, arrow) = self.files_and_schemas(table, parts, schemas)?;
+        for (file, part) in files.iter_mut().zip(parts) {
+            if !part.first_pos.is_empty() && part.first_pos <= part.last_pos {
+                file.pos_range = Some((part.first_pos.clone(), part.last_pos.clone()));
+            }
+        }
+        let at = self.table(table);
+        let origin = Origin::Changes {
+            job: &self.config.job,
+            run_id,
+            source_identity,
+            stored,
+            checkpoint,
+        };
+        let outcome = commit::append(
+            self.destination,
+            &self.catalog,
+            &at,
+            &arrow,
+            &files,
+            &origin,
+        )
+        .await?;
+        if let Outcome::Committed { snapshot_id } = outcome {
+            tracing::info!(table = %table, iceberg = %format!("{}.{}", at.namespace, at.name), snapshot_id, parts = parts.len(), "committed to the Iceberg table");
+        }
+        hit(FaultPoint::IcebergCommitted).await
+    }
+
+    /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan (a
+    /// second commit of the plan finds it and does nothing).
+    pub async fn baseline(
+        &self,
+        table: &str,
+        plan_id: &str,
+        parts: &[ManifestPart],
+        schemas: &[Arc<TableSchema>],
+    ) -> Result<Outcome> {
+        let (files, arrow) = self.files_and_schemas(table, parts, schemas)?;
+        let at = self.table(table);
+        let origin = Origin::Baseline {
+            job: &self.config.job,
+            plan_id,
+        };
+        let outcome = commit::append(
+            self.destination,
+            &self.catalog,
+            &at,
+            &arrow,
+            &files,
+            &origin,
+        )
+        .await?;
+        tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
+        hit(FaultPoint::IcebergCommitted).await?;
+        Ok(outcome)
+    }
+}
