@@ -51,7 +51,7 @@ use crate::config::Layout;
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
 use crate::sink::batch::RowBatchBuilder;
-use crate::sink::checksum::{FNV_OFFSET_BASIS, checksum_text};
+use crate::sink::checksum::{EMPTY_SUM, checksum_text};
 use crate::sink::manifest::{ManifestPart, schema_json};
 use crate::sink::partition::{self, Bucket};
 
@@ -143,8 +143,8 @@ pub struct FinishedPart {
     pub rows: u64,
     /// File size.
     pub bytes: u64,
-    /// `fnv1a64:<16 hex>`: the cell checksum of every row of the part, in order
-    /// (recomputable from the file with [`crate::sink::checksum::hash_batch_from`]).
+    /// `mix64:<16 hex>`: the cell checksum of every row of the part, in order
+    /// (recomputable from the file with [`crate::sink::checksum::verify_batches`]).
     pub checksum: String,
     /// `__pos` of the first and the last row.
     pub first_pos: String,
@@ -386,7 +386,7 @@ impl PartWriter {
             encoder: Encoder::start(writer, spill.path.clone(), dir.clone()),
             spill,
             rows: 0,
-            checksum: FNV_OFFSET_BASIS,
+            checksum: EMPTY_SUM,
             first_pos: None,
             last_pos: None,
         })
