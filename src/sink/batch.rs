@@ -31,7 +31,7 @@ use arrow_schema::{FieldRef, SchemaRef};
 use crate::change::{ChangeEvent, ColumnType, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::{self as mapping, SEQ, UTC};
-use crate::sink::checksum::{CellHasher, FNV_OFFSET_BASIS, checksum_text, hash_batch_from};
+use crate::sink::checksum::{CellHasher, EMPTY_SUM, checksum_text, hash_batch_from};
 
 /// A finished, verified batch.
 #[derive(Debug, Clone)]
@@ -98,7 +98,7 @@ impl RowBatchBuilder {
             unlogged: ListBuilder::new(StringBuilder::new()).with_field(unlogged_item),
             columns,
             hasher: CellHasher::new(),
-            verified: FNV_OFFSET_BASIS,
+            verified: EMPTY_SUM,
             rows: 0,
             approx_bytes: 0,
             first_pos: None,
@@ -231,7 +231,7 @@ impl RowBatchBuilder {
         let h = &mut self.hasher;
         h.text(ev.op.as_str());
         h.text(&ev.pos);
-        h.int(i128::from(seq));
+        h.int(seq);
         h.timestamp(ev.commit_ts);
         let mask = &self.unlogged_mask;
         let names = self

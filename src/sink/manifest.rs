@@ -57,7 +57,8 @@ pub struct ManifestPart {
     pub key: String,
     pub rows: u64,
     pub bytes: u64,
-    /// `fnv1a64:<16 hex>`.
+    /// `mix64:<16 hex>` (`fnv1a64:<16 hex>` from earlier versions; both verified by
+    /// [`crate::sink::checksum::verify_batches`]).
     pub checksum: String,
     pub first_pos: String,
     pub last_pos: String,

@@ -6,7 +6,7 @@
 //! * every source type maps to one real Arrow/Parquet type ([`arrow_schema`]); a value
 //!   that does not fit its column fails with `SLUICE_VALUE_UNREPRESENTABLE` naming table,
 //!   column and position — never a NULL, never a panic ([`batch`]);
-//! * before a batch reaches the Parquet writer, an FNV-1a checksum of the cells as they
+//! * before a batch reaches the Parquet writer, a checksum (`mix64`) of the cells as they
 //!   were appended is compared with one read back out of the built Arrow columns
 //!   ([`checksum`]); the part carries the running sum, which anyone can recompute from
 //!   the file;
@@ -32,7 +32,9 @@ pub mod spill_sweep;
 
 pub use self::arrow_schema::{arrow_field, arrow_type, change_schema};
 pub use self::batch::{CheckedBatch, RowBatchBuilder};
-pub use self::checksum::{CellHasher, checksum_text, hash_batch, hash_batch_from};
+pub use self::checksum::{
+    Algorithm, CellHasher, checksum_text, hash_batch, hash_batch_from, verify_batches,
+};
 pub use self::manifest::{
     LEGACY_MANIFEST_FILE, MANIFEST_FILE, Manifest, ManifestColumn, ManifestPart, ManifestRun,
     ManifestStatus, PendingParts,

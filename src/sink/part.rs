@@ -51,7 +51,7 @@ use crate::config::Layout;
 use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
 use crate::sink::batch::RowBatchBuilder;
-use crate::sink::checksum::{FNV_OFFSET_BASIS, checksum_text};
+use crate::sink::checksum::{EMPTY_SUM, checksum_text};
 use crate::sink::manifest::{ManifestPart, schema_json};
 use crate::sink::partition::{self, Bucket};
 
@@ -64,6 +64,13 @@ pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
 /// run id (`run:<run_id>`), a snapshot part's plan (`plan:<plan id>`). A retried baseline
 /// chunk adopts an existing part only when this matches (the committer's `commit_chunk`).
 pub const IDENTITY_METADATA_KEY: &str = "sluice.identity";
+
+/// A column chunk's dictionary falls back to plain encoding once its dictionary page
+/// holds this many bytes (the Parquet writer's default is 1 MiB). Measured (bench/results/
+/// profile.md): a column of mostly distinct values (keys, timestamps, free text) is less
+/// than half the size plain + zstd than dictionary-encoded, and costs less CPU; a column of
+/// few distinct values (status, country) keeps its dictionary, half its plain size.
+pub const DICTIONARY_PAGE_BYTES: usize = 16 * 1024;
 
 /// The `created_by` of every part.
 pub fn created_by() -> String {
@@ -143,8 +150,8 @@ pub struct FinishedPart {
     pub rows: u64,
     /// File size.
     pub bytes: u64,
-    /// `fnv1a64:<16 hex>`: the cell checksum of every row of the part, in order
-    /// (recomputable from the file with [`crate::sink::checksum::hash_batch_from`]).
+    /// `mix64:<16 hex>`: the cell checksum of every row of the part, in order
+    /// (recomputable from the file with [`crate::sink::checksum::verify_batches`]).
     pub checksum: String,
     /// `__pos` of the first and the last row.
     pub first_pos: String,
@@ -364,6 +371,7 @@ impl PartWriter {
             .set_compression(self.compression)
             .set_max_row_group_row_count(Some(self.settings.row_group_rows))
             .set_statistics_enabled(EnabledStatistics::Page)
+            .set_dictionary_page_size_limit(DICTIONARY_PAGE_BYTES)
             .set_created_by(created_by())
             .set_key_value_metadata(Some(
                 std::iter::once(KeyValue::new(
@@ -387,7 +395,7 @@ impl PartWriter {
             encoder: Encoder::start(writer, spill.path.clone(), dir.clone()),
             spill,
             rows: 0,
-            checksum: FNV_OFFSET_BASIS,
+            checksum: EMPTY_SUM,
             first_pos: None,
             last_pos: None,
         })

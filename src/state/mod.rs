@@ -132,7 +132,8 @@ pub struct ChunkRecord {
     pub part_key: String,
     #[serde(default)]
     pub bytes: u64,
-    /// The part's cell checksum (`fnv1a64:…`), empty when unknown.
+    /// The part's cell checksum (`mix64:…`, `fnv1a64:…` from earlier versions), empty
+    /// when unknown.
     #[serde(default)]
     pub checksum: String,
     pub updated_at_ms: i64,

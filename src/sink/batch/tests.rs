@@ -400,7 +400,7 @@ proptest! {
             // An independent feed of the same row, as the part should hold it.
             cells.text("insert");
             cells.text("00000001/000000A0");
-            cells.int(i as i128);
+            cells.int(i as i64);
             cells.timestamp(Some(1_700_000_000_000_000));
             cells.text_list(unlog.then(|| vec!["s"].into_iter()));
             cells.value(&ColumnType::Int64, &n);
