@@ -113,20 +113,7 @@ async fn attempt(
     let now = chrono::Utc::now().timestamp_millis();
     let current = catalog.load(at.namespace, &at.name)?;
     let mut metadata = match &current {
-        Some(location) => {
-            let key = at.key_of(location)?;
-            let body = destination.get(&key).await?.ok_or_else(|| {
-                Error::new(
-                    Code::IcebergMetadata,
-                    format!(
-                        "the catalog points {}.{} at {location}, which does not exist",
-                        at.namespace, at.name
-                    ),
-                )
-                .hint("restore the file, or point the catalog row at `previous_metadata_location`")
-            })?;
-            TableMetadata::parse(&body, location)?
-        }
+        Some(location) => read_metadata(destination, at, location).await?,
         None => TableMetadata::new(&at.location, Vec::new(), 0, now),
     };
     if let Origin::Baseline { plan_id, .. } = origin
@@ -369,6 +356,27 @@ fn summary_of(
 /// A snapshot summary names at most this many parts one by one (a large baseline's are
 /// summed up as `<first>..<last> (<n> parts)`: every commit rewrites the metadata).
 const MAX_NAMED_PARTS: usize = 50;
+
+/// The table metadata the catalog points `at` at (`location`); a pointer to a missing
+/// file is `SLUICE_ICEBERG_METADATA`.
+pub async fn read_metadata(
+    destination: &dyn Destination,
+    at: &TableRef<'_>,
+    location: &str,
+) -> Result<TableMetadata> {
+    let key = at.key_of(location)?;
+    let body = destination.get(&key).await?.ok_or_else(|| {
+        Error::new(
+            Code::IcebergMetadata,
+            format!(
+                "the catalog points {}.{} at {location}, which does not exist",
+                at.namespace, at.name
+            ),
+        )
+        .hint("restore the file, or point the catalog row at `previous_metadata_location`")
+    })?;
+    TableMetadata::parse(&body, location)
+}
 
 #[cfg(test)]
 mod tests {

@@ -257,18 +257,7 @@ impl<'a> ChangeLog<'a> {
         let Some(location) = self.catalog.peek(at.namespace, &at.name)? else {
             return Ok(None);
         };
-        let key = at.key_of(&location)?;
-        let body = self.destination.get(&key).await?.ok_or_else(|| {
-            Error::new(
-                Code::IcebergMetadata,
-                format!(
-                    "the catalog points {}.{} at {location}, which does not exist",
-                    at.namespace, at.name
-                ),
-            )
-            .hint("restore the file, or point the catalog row at `previous_metadata_location`")
-        })?;
-        let metadata = metadata::TableMetadata::parse(&body, &location)?;
+        let metadata = commit::read_metadata(self.destination, &at, &location).await?;
         Ok(Some(Inspected {
             name: format!("{}.{}", at.namespace, at.name),
             snapshots: metadata.snapshots.len(),

@@ -95,6 +95,11 @@ impl SqlCatalog {
             .map_err(|e| self.fail("is not a SQLite database", e))?;
             return Ok(None);
         }
+        self.location(&conn, namespace, table)
+    }
+
+    /// The `metadata_location` of `namespace.table`'s row, `None` without one.
+    fn location(&self, conn: &Connection, namespace: &str, table: &str) -> Result<Option<String>> {
         conn.query_row(
             "SELECT metadata_location FROM iceberg_tables
              WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3",
@@ -132,16 +137,7 @@ impl SqlCatalog {
     /// The current metadata location of `namespace.table`; `None` when the table is not
     /// in the catalog.
     pub fn load(&self, namespace: &str, table: &str) -> Result<Option<String>> {
-        self.open()?
-            .query_row(
-                "SELECT metadata_location FROM iceberg_tables
-                 WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3",
-                params![self.name, namespace, table],
-                |row| row.get::<_, Option<String>>(0),
-            )
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.fail("cannot read the table row", e))
+        self.location(&self.open()?, namespace, table)
     }
 
     /// Registers `namespace.table` at `location`; `false` when another writer registered
