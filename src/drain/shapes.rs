@@ -14,7 +14,8 @@
 //! Between runs: each run stores the column names it last saw per table in
 //! `<table>/_stream_shape.json` ([`Shapes::save`]); the next run compares the table's first
 //! shape with them, so a rename or a column added with a default between two runs is
-//! caught too. The file may lag the checkpoint (a run that died before saving it) or lead
+//! caught too; a table no run has stored names for since its (re-)baseline starts from the
+//! baseline manifest's columns. The file may lag the checkpoint (a run that died before saving it) or lead
 //! it (a run stopped inside a transaction): then a difference is reported that a replay
 //! did not need — a re-baseline too many, never one too few. A re-baselined table's file
 //! is reset (`{"columns": null}`): its new snapshot has the catalog's shape.
@@ -61,27 +62,33 @@ impl Shapes {
         }
     }
 
-    /// Reads what the previous run stored for `tables` (an unreadable document counts as
-    /// none: the catalog at open is compared instead).
+    /// Reads what the previous run stored for `tables`. A table without a stored list (no
+    /// run has seen a change of it since its baseline, or a re-baseline reset it) starts
+    /// from the column names of its current baseline's manifest: the stream continues that
+    /// snapshot, so a rename or a column added with a default after it is still caught. An
+    /// unreadable document counts as none.
     pub async fn load_stored(
         mut self,
         destination: &dyn Destination,
         tables: &[String],
     ) -> Result<Self> {
         for table in tables {
-            let Some(body) = destination.get(&shape_key(table)).await? else {
-                continue;
+            let stored = match destination.get(&shape_key(table)).await? {
+                None => None,
+                Some(body) => match serde_json::from_slice::<Stored>(&body) {
+                    Ok(Stored { columns }) => columns,
+                    Err(e) => {
+                        tracing::warn!(table = %table, error = %e, "ignoring an unreadable {}", shape_key(table));
+                        None
+                    }
+                },
             };
-            match serde_json::from_slice::<Stored>(&body) {
-                Ok(Stored {
-                    columns: Some(columns),
-                }) => {
-                    self.stored.insert(table.clone(), columns);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(table = %table, error = %e, "ignoring an unreadable {}", shape_key(table))
-                }
+            let stored = match stored {
+                Some(columns) => Some(columns),
+                None => snapshot_columns(destination, table).await?,
+            };
+            if let Some(columns) = stored {
+                self.stored.insert(table.clone(), columns);
             }
         }
         Ok(self)
@@ -187,6 +194,25 @@ impl Shapes {
             }
         }
         Ok(reasons)
+    }
+}
+
+/// The column names of `table`'s current baseline (`<table>/snapshot/_manifest.json`),
+/// if it has one; an unreadable manifest counts as none.
+async fn snapshot_columns(
+    destination: &dyn Destination,
+    table: &str,
+) -> Result<Option<Vec<String>>> {
+    let key = format!("{table}/snapshot/{}", crate::sink::MANIFEST_FILE);
+    let Some(body) = destination.get(&key).await? else {
+        return Ok(None);
+    };
+    match serde_json::from_slice::<crate::sink::Manifest>(&body) {
+        Ok(manifest) => Ok(Some(manifest.schema.into_iter().map(|c| c.name).collect())),
+        Err(e) => {
+            tracing::warn!(table = %table, error = %e, "ignoring an unreadable {key}");
+            Ok(None)
+        }
     }
 }
 

@@ -810,3 +810,34 @@ fn rb_ddl_inside_a_transaction_with_data_continues_or_rebaselines_that_table_alo
         );
     }
 }
+
+/// Found by the oracle: the first run after a baseline compares the stream with the
+/// baseline's own columns (no run has stored any yet) — a rename right after the initial
+/// snapshot, then a column added with a default right after the re-baseline that rename
+/// caused (seen at a change, and seen at no change at all), each re-baseline `t` again.
+#[test]
+fn rb_a_rename_or_default_right_after_a_baseline_rebaselines_again() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_after_rb", "'s' || i");
+    db.sql("ALTER TABLE t RENAME COLUMN v TO w; INSERT INTO t VALUES (10, 'ten')");
+    let summary = job.drain();
+    assert!(summary["rebaselined"].get("t").is_some(), "{summary}");
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO t VALUES (20, 'twenty', 8)");
+    let summary = job.drain();
+    assert!(summary["rebaselined"].get("t").is_some(), "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["w", "d"]),
+        source(&db, "t", &["w", "d"])
+    );
+    db.sql("ALTER TABLE t ADD COLUMN e text DEFAULT 'x'");
+    db.sql("INSERT INTO u VALUES (30, 'thirty')");
+    let summary = job.drain();
+    assert!(summary["rebaselined"].get("t").is_some(), "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["w", "d", "e"]),
+        source(&db, "t", &["w", "d", "e"])
+    );
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+}
