@@ -1,17 +1,22 @@
 //! The local stack's MariaDB replica (infra/local/mariadb-replica.sh,
 //! `SLUICE_TEST_MYSQL_REPLICA_URL`), held by one test or oracle trial at a time through a
 //! cross-process lock, made a fresh clone of the shared MariaDB when taken and again when
-//! released (a holder may have promoted it).
+//! released (a holder may have promoted it). Its holder also holds the primary's binlog
+//! lock shared from before the clone until after the reset at release: a test that
+//! rewrites the primary's binlog (RESET MASTER, PURGE) would otherwise break the
+//! replication the holder's failover relies on, unnoticed — `MASTER_GTID_WAIT` on a
+//! position the renumbered primary reports returns at once.
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
-use super::mysql_cli;
+use super::{BinlogLock, mysql_cli};
 
 /// The replica, held exclusively; reset when taken and when dropped.
 pub struct MariaReplica {
     pub admin_url: String,
     _lock: std::fs::File,
+    _binlog: BinlogLock,
 }
 
 impl MariaReplica {
@@ -40,6 +45,7 @@ impl MariaReplica {
         let replica = MariaReplica {
             admin_url: url,
             _lock: file,
+            _binlog: BinlogLock::shared(),
         };
         replica.reset();
         Some(replica)
