@@ -358,11 +358,7 @@ async fn write_marker(
     }
     let plan = plan_id(record);
     let marker = super::epoch::marker_of(Position::parse_tagged(&record.anchor)?)?;
-    let settings = PartSettings {
-        row_group_rows: config.output.row_group_rows,
-        zstd_level: config.output.zstd_level,
-        ..PartSettings::new(config.spill_dir())
-    };
+    let settings = PartSettings::of(config);
     let mut writer = PartWriter::new(
         table,
         format!("{}part-", plan_folder(table, &plan)),
@@ -495,9 +491,7 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     let settings = PartSettings {
         rollover_rows: u64::MAX,
         rollover_bytes: u64::MAX,
-        row_group_rows: config.output.row_group_rows,
-        zstd_level: config.output.zstd_level,
-        ..PartSettings::new(config.spill_dir())
+        ..PartSettings::of(config)
     };
     let mut writer = PartWriter::new(
         &task.table,

@@ -141,7 +141,6 @@ pub async fn run(
     }
     tracing::info!(from = %info.start, bound = %info.bound, "stream open");
 
-    let defaults = PartSettings::new(config.spill_dir());
     let tables = config.source.tables.len();
     // A MySQL / MariaDB stream holds a transaction in memory while the writers batch: the
     // writers get what is left of the budget.
@@ -149,14 +148,12 @@ pub async fn run(
         config,
         matches!(info.start, crate::position::Position::MySql(_)),
     );
-    let row_group_bytes = defaults.row_group_bytes;
+    let row_group_bytes = PartSettings::new(config.spill_dir()).row_group_bytes;
     let settings = PartSettings {
         rollover_rows: config.output.rollover_rows,
         rollover_bytes: config.output.rollover_bytes,
-        row_group_rows: config.output.row_group_rows,
         row_group_bytes: budget.table_cap(tables, row_group_bytes),
-        zstd_level: config.output.zstd_level,
-        ..defaults
+        ..PartSettings::of(config)
     };
     tracing::info!(
         budget_bytes = budget.bytes,

@@ -3,7 +3,8 @@
 //!
 //! Guarantees: every [`ColumnType`] maps to exactly one Arrow [`DataType`] (JSON as Utf8
 //! with the canonical `arrow.json` extension, which the Parquet writer turns into the JSON
-//! logical type; UUID as its canonical text; timestamps in microseconds, `"UTC"` for
+//! logical type — an Iceberg table's parts leave it out of their stored Arrow schema,
+//! [`without_extensions`]; UUID as its canonical text; timestamps in microseconds, `"UTC"` for
 //! instants; decimals as `Decimal128` up to precision 38 and `Decimal256` up to 76). A type
 //! that has no faithful Arrow form (precision 0 or above 76, a scale outside `0..=precision`)
 //! is refused with `SLUICE_SOURCE_UNSUPPORTED_TYPE` instead of being approximated.
@@ -15,7 +16,7 @@
 
 use std::sync::Arc;
 
-use arrow_schema::extension::Json;
+use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY, Json};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
 
 use crate::change::{ColumnType, TableSchema};
@@ -88,6 +89,27 @@ pub fn arrow_type(ty: &ColumnType) -> Result<DataType> {
         ColumnType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
         ColumnType::List(item) => DataType::List(list_item_field(item)?),
     })
+}
+
+/// `schema` without the extension type keys, as an Iceberg table's parts store it for Arrow
+/// readers (the file's `ARROW:schema`): pyiceberg refuses a column whose stored type is an
+/// extension it does not know. A JSON column still says JSON through its Parquet logical
+/// type.
+pub fn without_extensions(schema: &Schema) -> Schema {
+    fn plain(field: &Field) -> Field {
+        let mut metadata = field.metadata().clone();
+        metadata.remove(EXTENSION_TYPE_NAME_KEY);
+        metadata.remove(EXTENSION_TYPE_METADATA_KEY);
+        let data_type = match field.data_type() {
+            DataType::List(item) => DataType::List(Arc::new(plain(item))),
+            other => other.clone(),
+        };
+        Field::new(field.name(), data_type, field.is_nullable()).with_metadata(metadata)
+    }
+    Schema::new_with_metadata(
+        schema.fields().iter().map(|f| plain(f)).collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    )
 }
 
 /// A nullable Arrow field of a column type, carrying the JSON extension where it applies

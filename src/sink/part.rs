@@ -41,6 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
@@ -90,6 +91,11 @@ pub struct PartSettings {
     pub zstd_level: i32,
     /// Local directory for parts being built (`/tmp` on Lambda).
     pub spill_dir: PathBuf,
+    /// Whether the Arrow schema stored in each part keeps the columns' extension types
+    /// (`arrow.json`). Off for Iceberg tables, whose schema has no JSON type and whose
+    /// Python reader (pyiceberg) refuses an extension type; the Parquet JSON logical type
+    /// stays either way.
+    pub arrow_extensions: bool,
 }
 
 impl PartSettings {
@@ -106,6 +112,18 @@ impl PartSettings {
             row_group_bytes: 16 * 1024 * 1024,
             zstd_level: 3,
             spill_dir: spill_dir.into(),
+            arrow_extensions: true,
+        }
+    }
+
+    /// The defaults with the job's `output` row-group and zstd settings and its table
+    /// format.
+    pub fn of(config: &crate::config::Config) -> Self {
+        PartSettings {
+            row_group_rows: config.output.row_group_rows,
+            zstd_level: config.output.zstd_level,
+            arrow_extensions: config.table_format != crate::config::TableFormat::Iceberg,
+            ..PartSettings::new(config.spill_dir())
         }
     }
 
@@ -360,7 +378,7 @@ impl PartWriter {
         })?;
         let builder = RowBatchBuilder::new(schema.clone())?;
         let (spill, file) = SpillFile::create(dir, &self.table)?;
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(self.compression)
             .set_max_row_group_row_count(Some(self.settings.row_group_rows))
             .set_statistics_enabled(EnabledStatistics::Page)
@@ -376,8 +394,17 @@ impl PartWriter {
                 .collect(),
             ))
             .build();
-        let writer =
-            ArrowWriter::try_new(file, builder.schema().clone(), Some(props)).map_err(|e| {
+        let stored = if self.settings.arrow_extensions {
+            builder.schema().as_ref().clone()
+        } else {
+            crate::sink::arrow_schema::without_extensions(builder.schema())
+        };
+        parquet::arrow::add_encoded_arrow_schema_to_metadata(&stored, &mut props);
+        let options = ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true);
+        let writer = ArrowWriter::try_new_with_options(file, builder.schema().clone(), options)
+            .map_err(|e| {
                 parquet_error(e, format!("starting part {}", spill.path.display()), dir)
             })?;
         Ok(OpenPart {

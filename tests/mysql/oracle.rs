@@ -213,6 +213,11 @@ impl Engine for Maria {
         &self.spec
     }
 
+    /// Decimals wider than 38 digits are Decimal256 parts, which Iceberg has no type for.
+    fn iceberg_refuses(&self, column: &oracle::workload::Column) -> bool {
+        matches!(column.kind, Kind::Decimal { precision, .. } if precision > 38)
+    }
+
     fn fault_points(&self) -> &'static [&'static str] {
         &[
             "part_durable",
@@ -228,7 +233,9 @@ impl Engine for Maria {
         id: &str,
         rng: &mut Rng,
         facts: &mut Vec<String>,
+        spec: &TableSpec,
     ) -> Result<Box<dyn Source>, String> {
+        let types = self.spec.types_of(&self.types, spec);
         // Taken before the database exists, so the replica's clone and binlog have it.
         let replica = match std::env::var("SLUICE_TEST_MYSQL_REPLICA_URL") {
             Ok(url) if !url.is_empty() && rng.chance(33) => MariaReplica::try_take(url),
@@ -238,11 +245,10 @@ impl Engine for Maria {
             facts.push("holds the replica: fails over once".into());
         }
         let db = TestMysqlDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
-        let cols: Vec<String> = self
-            .spec
+        let cols: Vec<String> = spec
             .columns
             .iter()
-            .zip(&self.types)
+            .zip(&types)
             .map(|(c, t)| format!("{} {t}", ident(&c.name)))
             .collect();
         db.sql(&format!(
@@ -255,7 +261,7 @@ impl Engine for Maria {
             .unwrap();
         let conn = runtime.block_on(session(&db.url, &db.name))?;
         Ok(Box::new(MariaSource {
-            spec: self.spec.clone(),
+            spec: spec.clone(),
             runtime,
             conn: Some(conn),
             url: db.url.clone(),

@@ -135,17 +135,28 @@ pub fn check_table(
         written.insert(at);
     }
 
-    // The baseline: one row per key, all at the anchor (`__seq` 0), which sorts before
-    // every change of the stream (overlap is replayed on top, never under).
-    let mut snapshot_keys = std::collections::HashSet::new();
+    // Each baseline (one plan folder, `snapshot/<plan>/`; a reader that keeps older
+    // baselines — an Iceberg table — has several): one row per key, all at its anchor
+    // (`__seq` 0), which sorts before every change of the stream after it (overlap is
+    // replayed on top, never under).
+    let plan_of = |r: &PartRow| {
+        r.file
+            .rsplit_once('/')
+            .map_or("", |(plan, _)| plan)
+            .to_owned()
+    };
+    let mut plans: HashMap<String, (&PartRow, std::collections::HashSet<Cell>)> = HashMap::new();
     for row in &snapshot {
-        if row.op != "snapshot" || row.seq != 0 || row.pos != snapshot[0].pos {
+        let (first, keys) = plans
+            .entry(plan_of(row))
+            .or_insert_with(|| (*row, Default::default()));
+        if row.op != "snapshot" || row.seq != 0 || row.pos != first.pos {
             f.fail(format!(
                 "{}: snapshot row ({}, {}, {}) is not at the anchor ({}, 0, snapshot)",
-                row.file, row.op, row.pos, row.seq, snapshot[0].pos
+                row.file, row.op, row.pos, row.seq, first.pos
             ));
         }
-        if !snapshot_keys.insert(key_of(row)) {
+        if !keys.insert(key_of(row)) {
             f.fail(format!(
                 "{}: key {:?} appears twice in the baseline",
                 row.file,
@@ -159,7 +170,8 @@ pub fn check_table(
     let first_after = distinct
         .iter()
         .find(|(at, _)| marked.as_ref().is_none_or(|m| *at > m));
-    if let (Some(anchor), Some(((first, _), row))) = (snapshot.first(), first_after)
+    let newest_anchor = snapshot.iter().max_by(|a, b| a.pos.cmp(&b.pos));
+    if let (Some(anchor), Some(((first, _), row))) = (newest_anchor, first_after)
         && *first <= anchor.pos
     {
         f.fail(format!(

@@ -21,7 +21,10 @@
 //! starting new trials after that long (default 30; `0` = no limit);
 //! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
 //! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
-//! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it).
+//! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it);
+//! `SLUICE_ORACLE_ICEBERG=1` makes every trial an Iceberg one (`=0` none; default a
+//! quarter): `table_format: iceberg` on a SQL catalog, the table then also read through
+//! pyiceberg and checked like the folder ([`iceberg`]).
 
 #![allow(dead_code)]
 
@@ -29,6 +32,7 @@ pub mod canon;
 pub mod check;
 pub mod drain;
 pub mod events;
+pub mod iceberg;
 pub mod parts;
 pub mod rng;
 pub mod sql;
@@ -63,6 +67,8 @@ pub struct Totals {
     pub spill_leftovers: u64,
     /// Failovers the trials' drains followed.
     pub failovers: u64,
+    /// Trials that also committed to an Iceberg table, checked through pyiceberg.
+    pub iceberg: u64,
     /// Trials that started from a baseline, and the baseline rows compared in them.
     pub baselines: u64,
     pub snapshot_rows: u64,
@@ -86,6 +92,7 @@ impl Totals {
         self.carried_by_key_change += r.carried_by_key_change;
         self.spill_leftovers += r.spill_leftovers;
         self.failovers += r.failovers;
+        self.iceberg += u64::from(r.iceberg);
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
         self.truncates += r.truncates;
@@ -185,7 +192,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} iceberg={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -204,6 +211,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.ddls,
         t.rebaselines,
         t.failovers,
+        t.iceberg,
         started.elapsed().as_secs()
     );
     assert!(t.trials > 0, "the oracle ran no trial");

@@ -66,6 +66,34 @@ pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
     Ok(rows)
 }
 
+/// Every row of the files `files` (relative to `<out>/<table>/`) in the order given: a
+/// reader's own list of a table's parts (an Iceberg snapshot's data files, older
+/// baselines' included).
+pub fn read_files(out: &Path, table: &str, files: &[String]) -> Result<Vec<PartRow>, String> {
+    let dir = out.join(table);
+    let mut rows = Vec::new();
+    for file in files {
+        let run = match file
+            .strip_prefix("cdc-")
+            .and_then(|rest| rest.rsplit_once('-'))
+        {
+            Some((run, _)) => run.to_owned(),
+            None => "snapshot".to_owned(),
+        };
+        let path = dir.join(file);
+        let reader = std::fs::File::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string()))
+            .and_then(|b| b.build().map_err(|e| e.to_string()))
+            .map_err(|e| format!("{file}: {e}"))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| format!("{file}: {e}"))?;
+            rows.extend(batch_rows(&batch, file, &run)?);
+        }
+    }
+    Ok(rows)
+}
+
 /// The change parts (file names relative to the table folder) that the run manifests
 /// `<out>/<table>/_manifests/*.json` list as data (`parts`, never `pending`), each with how
 /// many manifests list it.

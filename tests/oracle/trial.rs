@@ -117,14 +117,21 @@ pub trait Engine: Sync {
     fn spec(&self) -> &TableSpec;
     /// The fault points of this engine's drain (`SLUICE_FAULT` names).
     fn fault_points(&self) -> &'static [&'static str];
-    /// Creates the source (database, table) for trial `id`; table knobs (e.g. the replica
-    /// identity) are chosen from `rng` and reported in `facts`.
+    /// Creates the source (database, table of `spec`'s columns — [`Engine::spec`]'s or a
+    /// subset) for trial `id`; table knobs (e.g. the replica identity) are chosen from
+    /// `rng` and reported in `facts`.
     fn open(
         &self,
         id: &str,
         rng: &mut Rng,
         facts: &mut Vec<String>,
+        spec: &TableSpec,
     ) -> Result<Box<dyn Source>, String>;
+    /// True for a column whose type has no Iceberg type in this engine's parts
+    /// (`SLUICE_ICEBERG_TYPE`): an Iceberg trial's table leaves it out.
+    fn iceberg_refuses(&self, _column: &super::workload::Column) -> bool {
+        false
+    }
     /// Largest bulk insert of one transaction.
     fn max_bulk(&self) -> i64 {
         2000
@@ -159,6 +166,8 @@ pub struct Report {
     pub spill_leftovers: u64,
     /// Failovers to a promoted replica the drains followed.
     pub failovers: u64,
+    /// The trial also committed to an Iceberg table (checked through pyiceberg).
+    pub iceberg: bool,
     /// Baseline trials: the snapshot rows the final replay started from.
     pub snapshot_rows: Option<u64>,
     /// Distinct `truncate` rows the parts hold.
@@ -200,7 +209,27 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let mut rng = Rng::new(seed);
     let id = format!("{:016x}", seed);
     let job = format!("oracle_{}_{}", engine.name(), &id[..12]);
-    let mut source = engine.open(&id, &mut rng, &mut report.facts)?;
+    // A quarter of the trials (where pyiceberg can read them; `SLUICE_ORACLE_ICEBERG=1`
+    // all, `=0` none) also commit to an Iceberg
+    // change-log table; decided by a stream of its own, so the other choices of a seed
+    // stay what they were.
+    let iceberg = crate::support::readers::python().is_some()
+        && match std::env::var("SLUICE_ORACLE_ICEBERG").as_deref() {
+            Ok("1") => true,
+            Ok("0") => false,
+            _ => Rng::new(!seed).chance(25),
+        };
+    let spec = if iceberg {
+        report.iceberg = true;
+        report
+            .facts
+            .push("table_format: iceberg (SQL catalog)".into());
+        engine.spec().only(|c| !engine.iceberg_refuses(c))
+    } else {
+        engine.spec().clone()
+    };
+    let spec = &spec;
+    let mut source = engine.open(&id, &mut rng, &mut report.facts, spec)?;
     let source_yaml = source.source_yaml(&job, &mut rng);
     let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
     let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
@@ -219,8 +248,17 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
          state: {{ type: local, path: {state} }}\n\
          output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
-         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n{baseline}",
+         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}",
         baseline = baseline.as_deref().unwrap_or(""),
+        iceberg = if iceberg {
+            format!(
+                "table_format: iceberg\niceberg: {{ catalog: {{ type: sql, uri: \"sqlite:///{}\" }}, namespace: {ns} }}\n",
+                dir.join("catalog.db").display(),
+                ns = super::iceberg::NAMESPACE
+            )
+        } else {
+            String::new()
+        },
         out = dir.join("out").display(),
         state = dir.join("state").display(),
         spill = spill.display(),
@@ -239,7 +277,6 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         (n, drain::start(&config, &env.borrow(), crash, &logs, n))
     };
 
-    let spec = engine.spec();
     let mut workload = Workload::new(spec, engine.max_bulk());
     workload.truncates = engine.truncates();
     workload.truncates_alone = engine.truncates_alone();
@@ -548,6 +585,70 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             .into_iter()
             .map(|m| format!("following the run manifests: {m}")),
     );
+    // Through Iceberg: the current snapshot's files are data the run manifests list (or
+    // baseline parts), every listed change part is in it, pyiceberg's scan returns their
+    // rows, and those rows replay to the source and match the workload's log.
+    if iceberg && let Some(python) = crate::support::readers::python() {
+        let out = dir.join("out");
+        let seen = super::iceberg::seen(&python, &dir.join("catalog.db"), &out, &source.table())?;
+        let files: std::collections::BTreeSet<&str> =
+            seen.files.iter().map(String::as_str).collect();
+        for file in &files {
+            if !listed.contains_key(*file) && !file.starts_with("snapshot/") {
+                report.mismatches.push(format!(
+                    "Iceberg commits {file}, which no run manifest lists"
+                ));
+            }
+        }
+        for file in listed.keys() {
+            if !files.contains(file.as_str()) {
+                report
+                    .mismatches
+                    .push(format!("Iceberg lacks {file}, which a run manifest lists"));
+            }
+        }
+        // In the folder reader's order (baseline parts, then change parts by run and
+        // number: the order they were written), not the scan plan's.
+        let mut in_order = seen.files.clone();
+        in_order.sort_by_key(|f| (!f.starts_with("snapshot/"), f.clone()));
+        let through = super::parts::read_files(&out, &source.table(), &in_order)?;
+        if through.len() as u64 != seen.rows {
+            report.mismatches.push(format!(
+                "pyiceberg scans {} rows; the files it plans hold {}",
+                seen.rows,
+                through.len()
+            ));
+        }
+        let by_iceberg = check::check_table(
+            &through,
+            &spec.key,
+            &source_rows,
+            expected,
+            &dropped,
+            !source.logs_every_value(),
+        );
+        report.mismatches.extend(
+            by_iceberg
+                .mismatches
+                .into_iter()
+                .map(|m| format!("through Iceberg: {m}")),
+        );
+        if let Some(log) = &log {
+            let by_event = events::check_events(
+                &through,
+                &spec.key,
+                log,
+                rebaselined,
+                source.logs_every_value(),
+            );
+            report.mismatches.extend(
+                by_event
+                    .mismatches
+                    .into_iter()
+                    .map(|m| format!("through Iceberg, per event: {m}")),
+            );
+        }
+    }
     report.changes = expected_changes;
     report.rows_compared = findings.rows_compared;
     report.carried_by_key_change = findings.carried_by_key_change;

@@ -107,6 +107,27 @@ impl TableSpec {
         };
         (spec, types)
     }
+
+    /// The table with only the columns `keep` accepts (the key stays).
+    pub fn only(&self, keep: impl Fn(&Column) -> bool) -> TableSpec {
+        TableSpec {
+            name: self.name.clone(),
+            key: self.key.clone(),
+            columns: self.columns.iter().filter(|c| keep(c)).cloned().collect(),
+        }
+    }
+
+    /// The source types of `subset`'s columns, from this table's `types` (column order).
+    pub fn types_of(&self, types: &[&'static str], subset: &TableSpec) -> Vec<&'static str> {
+        subset
+            .columns
+            .iter()
+            .map(|c| {
+                let i = self.columns.iter().position(|f| f.name == c.name);
+                types[i.unwrap_or_else(|| panic!("column {} is not in {}", c.name, self.name))]
+            })
+            .collect()
+    }
 }
 
 /// A generated value.

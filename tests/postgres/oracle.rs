@@ -294,7 +294,9 @@ impl Engine for Pg {
         id: &str,
         rng: &mut Rng,
         facts: &mut Vec<String>,
+        spec: &TableSpec,
     ) -> Result<Box<dyn Source>, String> {
+        let types = self.spec.types_of(&self.types, spec);
         let db = TestDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
         // FULL: every image is complete (unchanged TOAST filled from the old row). DEFAULT:
         // unchanged TOAST values are unlogged and carried by the replay rule.
@@ -304,11 +306,10 @@ impl Engine for Pg {
             if full { "FULL" } else { "DEFAULT" }
         ));
         db.sql(TYPES);
-        let cols: Vec<String> = self
-            .spec
+        let cols: Vec<String> = spec
             .columns
             .iter()
-            .zip(&self.types)
+            .zip(&types)
             .map(|(c, t)| format!("{} {t}", ident(&c.name)))
             .collect();
         db.sql(&format!(
@@ -341,8 +342,8 @@ impl Engine for Pg {
         })?;
         Ok(Box::new(PgSource {
             full,
-            spec: self.spec.clone(),
-            types: self.types.clone(),
+            spec: spec.clone(),
+            types,
             runtime,
             client,
             db,

@@ -44,6 +44,7 @@ fn settings(dir: &Path) -> PartSettings {
         row_group_bytes: 1 << 30,
         zstd_level: 3,
         spill_dir: dir.to_owned(),
+        arrow_extensions: true,
     }
 }
 
@@ -1085,4 +1086,46 @@ fn dated_layout_cuts_parts_at_the_partition_boundary() {
             }
         }
     }
+}
+
+#[test]
+fn without_arrow_extensions_a_json_column_is_plain_text_to_arrow_and_json_to_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = table(vec![
+        key("id", ColumnType::Int64),
+        col("j", ColumnType::Json),
+    ]);
+    let mut stored = Vec::new();
+    for arrow_extensions in [true, false] {
+        let mut w = writer(
+            dir.path(),
+            PartSettings {
+                arrow_extensions,
+                ..settings(dir.path())
+            },
+        );
+        let image = vec![Value::Int(1), Value::Text("{\"a\": 1}".into())];
+        assert!(w.append(&ev(&schema, 1, image)).unwrap().is_none());
+        let part = w.finish().unwrap().unwrap();
+        let back = read(&part.local_path, 8);
+        let j = back.builder_schema.field_with_name("j").unwrap().clone();
+        assert_eq!(j.data_type(), &DataType::Utf8);
+        assert_eq!(
+            j.metadata().get(SOURCE_TYPE_KEY).map(String::as_str),
+            Some("src_j"),
+            "the source type stays in the stored schema"
+        );
+        let descr = back.metadata.file_metadata().schema_descr();
+        let leaf = (0..descr.num_columns())
+            .map(|i| descr.column(i))
+            .find(|c| c.name() == "j")
+            .unwrap();
+        assert_eq!(
+            leaf.logical_type_ref(),
+            Some(&parquet::basic::LogicalType::Json),
+            "the Parquet column says JSON either way"
+        );
+        stored.push(j.extension_type_name().map(str::to_owned));
+    }
+    assert_eq!(stored, [Some("arrow.json".to_owned()), None]);
 }
