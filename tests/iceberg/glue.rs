@@ -13,6 +13,7 @@ use aws_sdk_glue::types::Table;
 use serde_json::Value;
 
 use crate::support::aws::{AwsTarget, runtime, sdk, unique_name};
+use crate::support::proxy::Proxy;
 use crate::support::{Job, TestDb, readers};
 
 /// A Glue database name unique to this test run.
@@ -301,6 +302,86 @@ fn iceberg_glue_two_writers_of_the_same_metadata_one_moves_it() {
     let parameters = table.parameters().unwrap();
     assert_eq!(parameters["metadata_location"], "s3://b/cdc/t/m2");
     assert_eq!(parameters["previous_metadata_location"], "s3://b/cdc/t/m1");
+}
+
+/// What Glue answers an `UpdateTable` from a stale `VersionId` (awsJson1.1).
+const CONCURRENT_MODIFICATION: &str = r#"{"__type":"ConcurrentModificationException","Message":"Update table failed due to concurrent modifications."}"#;
+
+/// Glue refuses an `UpdateTable` whose `VersionId` is no longer current with
+/// `ConcurrentModificationException` — the race inside one swap, between its `GetTable`
+/// and its `UpdateTable`. moto does not enforce `VersionId`, so a proxy answers one
+/// `UpdateTable` so in Glue's place: the swap learns it lost and moves nothing, and a
+/// drain's commit reads the table again and commits once.
+#[test]
+fn iceberg_glue_a_stale_version_is_a_lost_race_and_the_commit_redoes_itself() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let proxy = Proxy::start(moto.trim_start_matches("http://"));
+    let database = glue_database();
+    let metadata = sluice::iceberg::metadata::TableMetadata::new("s3://b/cdc/x", Vec::new(), 0, 0);
+    runtime().block_on(async {
+        let glue =
+            sluice::iceberg::glue::GlueCatalog::new(Some(&proxy.url()), Some("us-east-1"), None);
+        glue.ensure_namespace(&database).await.unwrap();
+        assert!(
+            glue.create(&database, "x", "s3://b/cdc/x/m0", &metadata)
+                .await
+                .unwrap()
+        );
+        proxy.answer_to("AWSGlue.UpdateTable", 400, CONCURRENT_MODIFICATION);
+        assert!(
+            !glue
+                .swap(
+                    &database,
+                    "x",
+                    "s3://b/cdc/x/m0",
+                    "s3://b/cdc/x/m1",
+                    &metadata
+                )
+                .await
+                .unwrap(),
+            "a stale VersionId is a lost race"
+        );
+        assert_eq!(proxy.answered(), 1);
+        assert_eq!(
+            glue.load(&database, "x").await.unwrap().as_deref(),
+            Some("s3://b/cdc/x/m0")
+        );
+    });
+
+    let db = TestDb::new(&admin, "ice_glue_cme");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let target = AwsTarget::new(&moto);
+    let job = target.job(&db, &["t"], &glue_yaml(&proxy.url(), &database, ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 5) i");
+    assert_eq!(job.drain()["rows"], 5);
+    db.sql("UPDATE t SET v = 'w' WHERE id = 1");
+    proxy.answer_to("AWSGlue.UpdateTable", 400, CONCURRENT_MODIFICATION);
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["rows"], 1, "{}", run.stdout);
+    assert_eq!(proxy.answered(), 2, "the drain's first swap was refused");
+    assert!(
+        run.stderr
+            .contains("another writer committed to the Iceberg table first"),
+        "{}",
+        run.stderr
+    );
+    let Some(read) = pyiceberg(&moto, &database, "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct"].clone()),
+        (6.into(), 6.into()),
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append"]),
+        "{read}"
+    );
+    assert_eq!(read["replayed"], source(&db), "{read}");
 }
 
 /// A Glue table of the name that is not an Iceberg table is never written: the run and
