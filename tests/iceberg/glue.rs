@@ -384,6 +384,70 @@ fn iceberg_glue_a_stale_version_is_a_lost_race_and_the_commit_redoes_itself() {
     assert_eq!(read["replayed"], source(&db), "{read}");
 }
 
+/// Glue refusing an IAM action (a proxy answers `AccessDeniedException` in moto's place,
+/// which has no IAM): doctor and the run fail with `SLUICE_ICEBERG_CATALOG_DENIED`
+/// naming the action; the run fails before its checkpoint, so the next run commits the
+/// change once.
+#[test]
+fn iceberg_glue_a_denied_action_is_named_and_loses_nothing() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let proxy = Proxy::start(moto.trim_start_matches("http://"));
+    let denied = |action: &str| {
+        format!(
+            r#"{{"__type":"AccessDeniedException","Message":"User: arn:aws:sts::123456789012:assumed-role/sluice/j is not authorized to perform: glue:{action}"}}"#
+        )
+    };
+    let db = TestDb::new(&admin, "ice_glue_deny");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let target = AwsTarget::new(&moto);
+    let database = glue_database();
+    let job = target.job(&db, &["t"], &glue_yaml(&proxy.url(), &database, ""));
+    proxy.answer_to("AWSGlue.GetDatabase", 400, &denied("GetDatabase"));
+    let row = doctor_row(&job);
+    assert_eq!(row["status"], "fail", "{row}");
+    assert_eq!(row["code"], "SLUICE_ICEBERG_CATALOG_DENIED", "{row}");
+    assert!(row.to_string().contains("allow glue:GetDatabase"), "{row}");
+
+    let _ = job.drain();
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    proxy.answer_to("AWSGlue.CreateTable", 400, &denied("CreateTable"));
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_ICEBERG_CATALOG_DENIED",
+        "{}",
+        run.stdout
+    );
+    let error = &run.summary()["error"];
+    assert!(
+        error["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("allow glue:CreateTable"),
+        "{error}"
+    );
+    assert!(
+        glue_table(&moto, &database, "t").is_none(),
+        "nothing was created"
+    );
+    let summary = job.drain_when_free();
+    assert_eq!(
+        summary["rows"], 2,
+        "the refused run's changes come again: {summary}"
+    );
+    let Some(read) = pyiceberg(&moto, &database, "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct"].clone()),
+        (2.into(), 2.into()),
+        "{read}"
+    );
+    assert_eq!(read["replayed"], source(&db), "{read}");
+}
+
 /// A Glue table of the name that is not an Iceberg table is never written: the run and
 /// doctor refuse it with `SLUICE_ICEBERG_CATALOG_REJECTED`; an unreachable Glue endpoint
 /// fails the run (transient, before its checkpoint) with `SLUICE_ICEBERG_CATALOG`, and the
