@@ -243,6 +243,47 @@ fn iceberg_glue_drains_are_read_by_pyicebergs_glue_catalog_exactly_once() {
     assert_eq!(retyped["code"], "SLUICE_ICEBERG_SCHEMA", "{retyped}");
 }
 
+/// A baseline through the Glue catalog: its parts are the table's first snapshot, made
+/// once by the baseline's finish; the changes after it are the next.
+#[test]
+fn iceberg_glue_a_baseline_is_the_first_snapshot() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "ice_glue_base");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'seed' || i FROM generate_series(1, 10) i");
+    let target = AwsTarget::new(&moto);
+    let database = glue_database();
+    let job = target.job(
+        &db,
+        &["t"],
+        &glue_yaml(
+            &moto,
+            &database,
+            "initial: snapshot\nbaseline: { chunk_rows: 4 }\n",
+        ),
+    );
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("UPDATE t SET v = 'one' WHERE id = 1; DELETE FROM t WHERE id = 10");
+    assert_eq!(job.drain()["rows"], 2);
+    let Some(read) = pyiceberg(&moto, &database, "t") else {
+        return;
+    };
+    let ops = read["ops"].as_array().unwrap();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    assert_eq!(
+        (count("snapshot"), count("update"), count("delete")),
+        (10, 1, 1),
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append"]),
+        "{read}"
+    );
+    assert_eq!(read["replayed"], source(&db), "replay == source: {read}");
+}
+
 /// Two writers that read the same metadata: only one moves the pointer; the other learns
 /// it lost (as `SqlCatalog::swap`), and a table is created once.
 #[test]
