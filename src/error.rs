@@ -109,6 +109,8 @@ codes! {
     IcebergType => "SLUICE_ICEBERG_TYPE", Refusal;
     IcebergSchema => "SLUICE_ICEBERG_SCHEMA", Refusal;
     IcebergCatalog => "SLUICE_ICEBERG_CATALOG", Transient;
+    IcebergCatalogDenied => "SLUICE_ICEBERG_CATALOG_DENIED", Refusal;
+    IcebergCatalogRejected => "SLUICE_ICEBERG_CATALOG_REJECTED", Refusal;
     IcebergConflict => "SLUICE_ICEBERG_CONFLICT", Transient;
     IcebergMetadata => "SLUICE_ICEBERG_METADATA", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
@@ -323,6 +325,10 @@ mod tests {
             // The catalog file locked or unreachable, or another writer won every retry:
             // the run failed before its checkpoint, the next run commits again.
             (Code::IcebergCatalog, T),
+            // Glue refused the credentials or an IAM action, or the request as invalid
+            // (the name holds a table that is not Iceberg): the same next time.
+            (Code::IcebergCatalogDenied, R),
+            (Code::IcebergCatalogRejected, R),
             (Code::IcebergConflict, T),
             (Code::IcebergMetadata, R),
             (Code::RecoveryRefused, R),

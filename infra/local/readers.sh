@@ -3,17 +3,17 @@
 # Guarantees after `start`: $SLUICE_STACK_DIR/venv-readers holds pyarrow and duckdb
 # (independent Parquet readers the tests check our output with), sqlglot (the SQL
 # parser `sluice sql`'s Athena and Spark text is checked with) and pyiceberg with its
-# SQL catalog (the reader of `table_format: iceberg` tables), created if missing; an
-# older venv without one of them gets it installed.
+# SQL and Glue catalogs (boto3) (the reader of `table_format: iceberg` tables), created
+# if missing; an older venv without one of them gets it installed.
 # `python` prints that venv's interpreter. Nothing runs in the background; `stop` is a no-op.
 set -euo pipefail
 # shellcheck source=infra/local/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-: "${SLUICE_READERS_PIP_SPEC:=pyarrow>=14 duckdb>=1.0 sqlglot>=25 pyiceberg[sql-sqlite,pyarrow]>=0.12}"
+: "${SLUICE_READERS_PIP_SPEC:=pyarrow>=14 duckdb>=1.0 sqlglot>=25 pyiceberg[sql-sqlite,pyarrow,glue]>=0.12}"
 VENV=$SLUICE_STACK_DIR/venv-readers
 
-ready() { "$VENV/bin/python" -c 'import pyarrow.dataset, duckdb, sqlglot, sqlalchemy, pyiceberg.catalog.sql' 2>/dev/null; }
+ready() { "$VENV/bin/python" -c 'import pyarrow.dataset, duckdb, sqlglot, sqlalchemy, pyiceberg.catalog.sql, boto3, pyiceberg.catalog.glue' 2>/dev/null; }
 
 start() {
   ready && return 0

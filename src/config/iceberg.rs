@@ -45,6 +45,16 @@ pub enum IcebergCatalogConfig {
         #[serde(default = "default_catalog_name")]
         name: String,
     },
+    /// The AWS Glue Data Catalog, as Iceberg's and pyiceberg's `GlueCatalog` keep Iceberg
+    /// tables in it (the namespace is the Glue database).
+    Glue {
+        /// The catalog's AWS account id; default: the caller's account.
+        catalog_id: Option<String>,
+        /// Glue's region; default: the standard chain's (`AWS_REGION`).
+        region: Option<String>,
+        /// A custom endpoint (moto); default: `AWS_ENDPOINT_URL`, else AWS's.
+        endpoint_url: Option<String>,
+    },
 }
 
 fn default_catalog_name() -> String {

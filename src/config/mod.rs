@@ -131,14 +131,13 @@ impl Config {
         if let Some(path) = &mut self.source.tls.ca_file {
             resolve(path);
         }
-        if let Some(iceberg) = &mut self.iceberg {
-            let IcebergCatalogConfig::Sql { uri, .. } = &mut iceberg.catalog;
-            if let Some(rest) = uri.strip_prefix("sqlite:///")
-                && !rest.is_empty()
-                && !rest.starts_with('/')
-            {
-                *uri = format!("sqlite:///{}", base.join(rest).display());
-            }
+        if let Some(iceberg) = &mut self.iceberg
+            && let IcebergCatalogConfig::Sql { uri, .. } = &mut iceberg.catalog
+            && let Some(rest) = uri.strip_prefix("sqlite:///")
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+        {
+            *uri = format!("sqlite:///{}", base.join(rest).display());
         }
     }
 

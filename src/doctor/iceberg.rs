@@ -1,4 +1,6 @@
-//! The `iceberg` row: with `table_format: iceberg`, the SQL catalog's directory exists,
+//! The `iceberg` row: with `table_format: iceberg`, the SQL catalog's directory exists
+//! (the Glue catalog answers for the namespace's database — missing is fine, the first
+//! commit creates it),
 //! each captured table is either not there yet (the first commit creates it) or one
 //! sluice can append to (its metadata readable through the destination, format version 2,
 //! unpartitioned), and the source's current columns fit it (every type has an Iceberg
@@ -22,6 +24,13 @@ pub async fn checks(config: &Config, report: &mut Report) {
     let log = match crate::iceberg::ChangeLog::of(config, destination.as_ref()) {
         Ok(Some(log)) => log,
         Ok(None) => return,
+        Err(e) => {
+            report.push(Check::from_error("iceberg", &e));
+            return;
+        }
+    };
+    let note = match log.check_catalog().await {
+        Ok(note) => note,
         Err(e) => {
             report.push(Check::from_error("iceberg", &e));
             return;
@@ -59,8 +68,13 @@ pub async fn checks(config: &Config, report: &mut Report) {
     } else {
         "; the source's columns were not compared (the source could not be read)"
     };
+    let note = if note.is_empty() {
+        note
+    } else {
+        format!(" ({note})")
+    };
     report.push(Check::ok(
         "iceberg",
-        format!("each run commits to: {}{compared}", found.join(", ")),
+        format!("each run commits to: {}{compared}{note}", found.join(", ")),
     ));
 }

@@ -5,7 +5,7 @@
 //!
 //! * the snapshot's files are written (manifest, manifest list, metadata file — new
 //!   names, never overwritten) before the catalog pointer moves, and the pointer moves
-//!   only from the metadata this commit read ([`SqlCatalog::swap`]); when another writer
+//!   only from the metadata this commit read ([`Catalog::swap`]); when another writer
 //!   moved it first the commit reads the table again and redoes itself, up to
 //!   [`ATTEMPTS`] times, then fails with `SLUICE_ICEBERG_CONFLICT`;
 //! * **a change-log snapshot is data only once its checkpoint is**: each carries the
@@ -29,9 +29,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_schema::Schema as ArrowSchema;
 
+use super::catalog::Catalog;
 use super::manifest::{self, DataFile, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
-use super::sql::SqlCatalog;
 use super::{METADATA_DIR, TableRef};
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
@@ -78,13 +78,13 @@ pub enum Outcome {
 /// table `at` names, creating the table on its first commit.
 pub async fn append(
     destination: &dyn Destination,
-    catalog: &SqlCatalog,
+    catalog: &Catalog,
     at: &TableRef<'_>,
     schemas: &[ArrowSchema],
     files: &[DataFile],
     origin: &Origin<'_>,
 ) -> Result<Outcome> {
-    catalog.ensure_namespace(at.namespace)?;
+    catalog.ensure_namespace(at.namespace).await?;
     for _ in 0..ATTEMPTS {
         if let Some(outcome) = attempt(destination, catalog, at, schemas, files, origin).await? {
             return Ok(outcome);
@@ -104,14 +104,14 @@ pub async fn append(
 /// One try: `None` when the catalog pointer moved under it.
 async fn attempt(
     destination: &dyn Destination,
-    catalog: &SqlCatalog,
+    catalog: &Catalog,
     at: &TableRef<'_>,
     schemas: &[ArrowSchema],
     files: &[DataFile],
     origin: &Origin<'_>,
 ) -> Result<Option<Outcome>> {
     let now = chrono::Utc::now().timestamp_millis();
-    let current = catalog.load(at.namespace, &at.name)?;
+    let current = catalog.load(at.namespace, &at.name).await?;
     let mut metadata = match &current {
         Some(location) => read_metadata(destination, at, location).await?,
         None => TableMetadata::new(&at.location, Vec::new(), 0, now),
@@ -248,8 +248,16 @@ async fn attempt(
         .await?;
     let new_location = at.uri(&metadata_key);
     let moved = match &current {
-        None => catalog.create(at.namespace, &at.name, &new_location)?,
-        Some(old) => catalog.swap(at.namespace, &at.name, old, &new_location)?,
+        None => {
+            catalog
+                .create(at.namespace, &at.name, &new_location, &metadata)
+                .await?
+        }
+        Some(old) => {
+            catalog
+                .swap(at.namespace, &at.name, old, &new_location, &metadata)
+                .await?
+        }
     };
     Ok(moved.then_some(Outcome::Committed { snapshot_id }))
 }

@@ -1,6 +1,7 @@
 //! `table_format: iceberg`: each run's parts, already durable as typed Parquet, are also
 //! committed to one Iceberg table per captured table, through the `iceberg` block's
-//! catalog (the SQL catalog on SQLite, pyiceberg's `SqlCatalog`).
+//! catalog (the SQL catalog on SQLite, pyiceberg's `SqlCatalog`; or the AWS Glue Data
+//! Catalog, pyiceberg's `GlueCatalog`).
 //!
 //! Guarantees:
 //!
@@ -19,11 +20,14 @@
 //!   are the parts where they lie: the table's location is the table folder.
 //!
 //! Submodules: [`schema`] (Arrow → Iceberg types, field ids), [`metadata`] (the table
-//! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files), [`sql`]
-//! (the catalog), [`commit`] (one commit).
+//! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files),
+//! [`catalog`] (the calls a commit makes of its catalog), [`sql`] and [`glue`] (the two
+//! catalogs), [`commit`] (one commit).
 
 pub mod avro;
+pub mod catalog;
 pub mod commit;
+pub mod glue;
 pub mod manifest;
 pub mod metadata;
 pub mod schema;
@@ -32,13 +36,15 @@ pub mod sql;
 use std::sync::Arc;
 
 use crate::change::TableSchema;
-use crate::config::{Config, IcebergCatalogConfig, TableFormat};
+use crate::config::{Config, IcebergCatalogConfig, IcebergConfig, TableFormat};
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::position::Position;
 use crate::sink::ManifestPart;
+use catalog::Catalog;
 use commit::{Origin, Outcome};
+use glue::GlueCatalog;
 use manifest::DataFile;
 use sql::SqlCatalog;
 
@@ -65,26 +71,32 @@ pub fn check_config(config: &Config) -> Result<()> {
             "set `table_format: iceberg` to commit the parts to Iceberg tables, or remove the iceberg block",
         );
     }
-    let IcebergCatalogConfig::Sql { uri, name } = &iceberg.catalog;
-    if sql::sqlite_path(uri).is_none() {
-        return invalid(
-            format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
-            "write `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` (SQLAlchemy's form, as pyiceberg takes it)",
-        );
-    }
     let plain = |s: &str| {
         !s.is_empty()
             && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
-    if !plain(name) || !plain(&iceberg.namespace) {
-        return invalid(
-            format!(
-                "iceberg.catalog.name {name:?} or iceberg.namespace {:?} is empty or has characters other than letters, digits, `_` and `-`",
-                iceberg.namespace
-            ),
-            "use plain names, e.g. `namespace: cdc` (a `.` would make a nested namespace)",
-        );
+    match &iceberg.catalog {
+        IcebergCatalogConfig::Sql { uri, name } => {
+            if sql::sqlite_path(uri).is_none() {
+                return invalid(
+                    format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
+                    "write `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` (SQLAlchemy's form, as pyiceberg takes it)",
+                );
+            }
+            if !plain(name) || !plain(&iceberg.namespace) {
+                return invalid(
+                    format!(
+                        "iceberg.catalog.name {name:?} or iceberg.namespace {:?} is empty or has characters other than letters, digits, `_` and `-`",
+                        iceberg.namespace
+                    ),
+                    "use plain names, e.g. `namespace: cdc` (a `.` would make a nested namespace)",
+                );
+            }
+        }
+        IcebergCatalogConfig::Glue { catalog_id, .. } => {
+            check_glue(config, iceberg, catalog_id.as_deref())?
+        }
     }
     if !iceberg.table_prefix.is_empty() && !plain(&iceberg.table_prefix) {
         return invalid(
@@ -102,6 +114,67 @@ pub fn check_config(config: &Config) -> Result<()> {
         return invalid(
             "table_format is iceberg but the destination is stdout, which keeps no files".into(),
             "write to a local directory or S3 (`destination: { type: local, path: … }`)",
+        );
+    }
+    Ok(())
+}
+
+/// The Glue catalog's own checks: Athena-usable names, an account id of 12 digits, an S3
+/// destination (Glue readers read S3), and no name shared with the tables `catalog:`
+/// registers the parts as (that registration would rewrite the Iceberg table).
+fn check_glue(config: &Config, iceberg: &IcebergConfig, catalog_id: Option<&str>) -> Result<()> {
+    let invalid = |msg: String, hint: &str| Err(Error::new(Code::ConfigInvalid, msg).hint(hint));
+    let glue_name = |s: &str| {
+        s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    let namespace = &iceberg.namespace;
+    if namespace.is_empty() || namespace.len() > 255 || !glue_name(namespace) {
+        return invalid(
+            format!("iceberg.namespace {namespace:?} is not a Glue database name Athena can use"),
+            "use 1-255 lower-case letters, digits and `_`, e.g. `namespace: cdc_iceberg`",
+        );
+    }
+    if !glue_name(&iceberg.table_prefix) {
+        return invalid(
+            format!(
+                "iceberg.table_prefix {:?} has characters Glue table names Athena reads cannot hold",
+                iceberg.table_prefix
+            ),
+            "use lower-case letters, digits and `_`, e.g. `table_prefix: log_`",
+        );
+    }
+    if let Some(id) = catalog_id
+        && (id.len() != 12 || !id.chars().all(|c| c.is_ascii_digit()))
+    {
+        return invalid(
+            format!("iceberg.catalog.catalog_id {id:?} is not an AWS account id"),
+            "write the 12 digits of the account whose Glue Data Catalog holds the tables, or leave catalog_id out for the caller's own",
+        );
+    }
+    if !matches!(
+        config.destination,
+        crate::config::DestinationConfig::S3 { .. }
+    ) {
+        return invalid(
+            "iceberg.catalog is glue but the destination is not S3: a Glue table must point at S3"
+                .into(),
+            "write to an S3 destination (`destination: { type: s3, bucket: … }`), or use `catalog: { type: sql, … }` locally",
+        );
+    }
+    if let Some(crate::config::CatalogConfig::Glue {
+        database,
+        table_prefix,
+        ..
+    }) = &config.catalog
+        && database == namespace
+        && *table_prefix == iceberg.table_prefix
+    {
+        return invalid(
+            format!(
+                "catalog.database and iceberg.namespace are both {namespace:?} with the same table prefix: the parts' Glue tables and the Iceberg tables would share names"
+            ),
+            "give one of them another table prefix (e.g. `iceberg: { table_prefix: log_ }`) or another database",
         );
     }
     Ok(())
@@ -154,7 +227,7 @@ pub struct Inspected {
 pub struct ChangeLog<'a> {
     config: &'a Config,
     destination: &'a dyn Destination,
-    catalog: SqlCatalog,
+    catalog: Catalog,
     root: String,
 }
 
@@ -168,14 +241,27 @@ impl<'a> ChangeLog<'a> {
         else {
             return Ok(None);
         };
-        let IcebergCatalogConfig::Sql { uri, name } = &iceberg.catalog;
-        let path = sql::sqlite_path(uri).ok_or_else(|| {
-            Error::new(
-                Code::ConfigInvalid,
-                format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
-            )
-            .hint("write `sqlite:////absolute/path.db`")
-        })?;
+        let catalog = match &iceberg.catalog {
+            IcebergCatalogConfig::Sql { uri, name } => {
+                let path = sql::sqlite_path(uri).ok_or_else(|| {
+                    Error::new(
+                        Code::ConfigInvalid,
+                        format!("iceberg.catalog.uri {uri:?} is not a SQLite URI"),
+                    )
+                    .hint("write `sqlite:////absolute/path.db`")
+                })?;
+                Catalog::Sql(SqlCatalog::new(path, name))
+            }
+            IcebergCatalogConfig::Glue {
+                catalog_id,
+                region,
+                endpoint_url,
+            } => Catalog::Glue(GlueCatalog::new(
+                endpoint_url.as_deref(),
+                region.as_deref(),
+                catalog_id.as_deref(),
+            )),
+        };
         let root = destination.root_uri().ok_or_else(|| {
             Error::new(
                 Code::ConfigInvalid,
@@ -189,7 +275,7 @@ impl<'a> ChangeLog<'a> {
         Ok(Some(ChangeLog {
             config,
             destination,
-            catalog: SqlCatalog::new(path, name),
+            catalog,
             root,
         }))
     }
@@ -238,23 +324,26 @@ impl<'a> ChangeLog<'a> {
         Ok((files, arrow))
     }
 
+    /// What `sluice doctor` reports of the catalog itself (read only): an error with the
+    /// code a commit would fail with when it cannot be used; a note (empty for the SQL
+    /// catalog) otherwise.
+    pub async fn check_catalog(&self) -> Result<String> {
+        let namespace = self
+            .config
+            .iceberg
+            .as_ref()
+            .map_or("sluice", |i| i.namespace.as_str());
+        self.catalog.check(namespace).await
+    }
+
     /// What `sluice doctor` reports for `table`: `Ok(None)` when the table does not exist
     /// yet (the first commit creates it), else its Iceberg name and snapshot count; an
     /// error (with the code a commit would fail with) when a commit could not append to
     /// it. Reads only.
     pub async fn inspect(&self, table: &str) -> Result<Option<Inspected>> {
         let at = self.table(table);
-        if !self.catalog.directory_exists() {
-            return Err(Error::new(
-                Code::IcebergCatalog,
-                format!(
-                    "the directory of the Iceberg catalog file {} does not exist",
-                    self.catalog.path().display()
-                ),
-            )
-            .hint("create the directory, or point `iceberg.catalog.uri` at an existing one"));
-        }
-        let Some(location) = self.catalog.peek(at.namespace, &at.name)? else {
+        self.catalog.check(at.namespace).await?;
+        let Some(location) = self.catalog.peek(at.namespace, &at.name).await? else {
             return Ok(None);
         };
         let metadata = commit::read_metadata(self.destination, &at, &location).await?;
@@ -351,5 +440,67 @@ impl<'a> ChangeLog<'a> {
         tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
         hit(FaultPoint::IcebergCommitted).await?;
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(destination: &str, extra: &str) -> Result<Config> {
+        let text = format!(
+            "job: j\nsource: {{ url_env: U, tables: [t], postgres: {{ slot: s, publication: p }} }}\n\
+             destination: {destination}\nstate: {{ type: local, path: st }}\ntable_format: iceberg\n{extra}\n"
+        );
+        let config = Config::parse(&text, "test")?;
+        check_config(&config)?;
+        Ok(config)
+    }
+
+    const S3: &str = "{ type: s3, bucket: b, region: us-east-1 }";
+
+    #[test]
+    fn the_glue_catalog_is_checked_by_its_room() {
+        let glue = "iceberg: { catalog: { type: glue, catalog_id: '123456789012', region: eu-west-1 }, namespace: cdc_log }";
+        assert!(parsed(S3, glue).is_ok());
+        for (destination, extra, says) in [
+            (
+                "{ type: local, path: out }",
+                "iceberg: { catalog: { type: glue }, namespace: cdc }",
+                "not S3",
+            ),
+            (
+                S3,
+                "iceberg: { catalog: { type: glue }, namespace: Cdc-Log }",
+                "iceberg.namespace",
+            ),
+            (
+                S3,
+                "iceberg: { catalog: { type: glue }, namespace: cdc, table_prefix: Raw- }",
+                "iceberg.table_prefix",
+            ),
+            (
+                S3,
+                "iceberg: { catalog: { type: glue, catalog_id: acme }, namespace: cdc }",
+                "catalog_id",
+            ),
+            (
+                S3,
+                "iceberg: { catalog: { type: glue }, namespace: lake }\ncatalog: { type: glue, database: lake }",
+                "share names",
+            ),
+        ] {
+            let e = parsed(destination, extra).unwrap_err();
+            assert_eq!(e.code(), Code::ConfigInvalid, "{extra}");
+            assert!(e.to_string().contains(says), "{extra}: {e}");
+        }
+        // The parts' tables and the Iceberg tables in one database, told apart by prefix.
+        assert!(
+            parsed(
+                S3,
+                "iceberg: { catalog: { type: glue }, namespace: lake, table_prefix: log_ }\ncatalog: { type: glue, database: lake }"
+            )
+            .is_ok()
+        );
     }
 }

@@ -561,6 +561,72 @@ fn a_catalog_stream_renders_its_catalog_block_and_may_register_only_its_database
     );
 }
 
+/// `iceberg` renders `table_format: iceberg` and a Glue `iceberg` block the binary
+/// accepts, and only then may both functions (drains and a baseline's finish commit)
+/// reach Glue — the namespace's database and its tables, in the catalog's account.
+#[test]
+fn an_iceberg_stream_renders_its_glue_catalog_and_may_commit_only_to_its_namespace() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    inputs["iceberg"] = serde_json::json!({
+        "catalog": "glue", "namespace": "cdc_log", "table_prefix": "log_",
+        "catalog_id": "210987654321"
+    });
+    let document = render(&bin, &inputs);
+    assert_eq!(document["table_format"], "iceberg");
+    assert_eq!(
+        document["iceberg"],
+        serde_json::json!({
+            "catalog": { "type": "glue", "catalog_id": "210987654321" },
+            "namespace": "cdc_log", "table_prefix": "log_"
+        })
+    );
+    assert_eq!(validate(&document)["config"], document);
+    inputs["iceberg"] = serde_json::json!({ "catalog": "glue" });
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["iceberg"],
+        serde_json::json!({ "catalog": { "type": "glue" } })
+    );
+    assert_eq!(validate(&document)["config"], document);
+    inputs["iceberg"] = Value::Null;
+    let document = render(&bin, &inputs);
+    assert!(document.get("iceberg").is_none() && document.get("table_format").is_none());
+
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let glue = policy
+        .split("dynamic \"statement\"")
+        .find(|s| s.contains("\"CommitOwnIcebergTables\""))
+        .expect("a CommitOwnIcebergTables statement");
+    assert!(
+        glue.contains(
+            "for_each = var.iceberg == null ? [] : [coalesce(var.iceberg.namespace, \"sluice\")]"
+        ),
+        "both functions of an iceberg stream, its namespace (the binary's default): {glue}"
+    );
+    let account = "${local.iceberg_catalog_account}";
+    assert!(
+        glue.contains(&format!("{account}:catalog\","))
+            && glue.contains(&format!("{account}:database/${{statement.value}}\","))
+            && glue.contains(&format!("{account}:table/${{statement.value}}/*\",")),
+        "only its own database and its tables: {glue}"
+    );
+    let granted = aws_actions(glue);
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src/iceberg"), &mut code);
+    assert_eq!(
+        granted,
+        aws_actions(&code),
+        "exactly the Glue actions the Iceberg catalog names"
+    );
+    assert!(policy.contains(
+        "iceberg_catalog_account = coalesce(try(var.iceberg.catalog_id, null), local.account_id)"
+    ));
+}
+
 #[test]
 fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
     let folder = sluice::baseline::delivery::CHUNKS_FOLDER;

@@ -12,6 +12,12 @@
 //! which carries it out, but its response is swallowed and the connection closed — the
 //! client sees a connection broken after sending, as when an answer is lost on the way
 //! back, and its SDK sends the request again.
+//!
+//! An *answered request* ([`Proxy::answer_to`]) is armed once too: the next request that
+//! contains a given text is read whole and never forwarded; the proxy answers it with the
+//! given HTTP response and closes the connection — the client sees the service refuse
+//! that one request (e.g. Glue's `ConcurrentModificationException`, which moto never
+//! raises).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -28,6 +34,10 @@ struct Shared {
     lose_response_to: Mutex<Option<Vec<u8>>>,
     /// Responses swallowed so far.
     lost: AtomicUsize,
+    /// Armed answered request: the text a request must contain, and the response.
+    answer_to: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
+    /// Requests answered so far.
+    answered: AtomicUsize,
 }
 
 /// Which way a pipe copies; the connection's flag marks its next response as lost.
@@ -55,6 +65,8 @@ impl Proxy {
             open: Mutex::new(Vec::new()),
             lose_response_to: Mutex::new(None),
             lost: AtomicUsize::new(0),
+            answer_to: Mutex::new(None),
+            answered: AtomicUsize::new(0),
         });
         let upstream = upstream.to_owned();
         let accept_shared = shared.clone();
@@ -127,6 +139,24 @@ impl Proxy {
         self.shared.lost.load(Ordering::SeqCst)
     }
 
+    /// Arms one answered request: the next request containing `needle` is not forwarded
+    /// but answered with `status` and the JSON `body` (an AWS JSON-protocol error when the
+    /// body holds `__type`), and its connection closed.
+    pub fn answer_to(&self, needle: &str, status: u16, body: &str) {
+        let response = format!(
+            "HTTP/1.1 {status} Refused\r\nContent-Type: application/x-amz-json-1.1\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        *self.shared.answer_to.lock().unwrap() =
+            Some((needle.as_bytes().to_vec(), response.into_bytes()));
+    }
+
+    /// How many requests were answered by the proxy so far.
+    pub fn answered(&self) -> usize {
+        self.shared.answered.load(Ordering::SeqCst)
+    }
+
     /// Lets connections and traffic through again.
     pub fn restore(&self) {
         self.shared.severed.store(false, Ordering::SeqCst);
@@ -159,6 +189,16 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, way: Way) {
                     {
                         thread::sleep(std::time::Duration::from_millis(20));
                     }
+                    if let Way::Up(_) = &way
+                        && let Some(response) = answer(&shared, &buf[..n])
+                    {
+                        // Read the rest of the request, so the client is not cut off
+                        // while it still sends, then answer in the service's place.
+                        read_whole_request(&mut from, &buf[..n]);
+                        let _ = from.write_all(&response);
+                        shared.answered.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
                     match &way {
                         Way::Up(doomed) => {
                             let mut armed = shared.lose_response_to.lock().unwrap();
@@ -186,4 +226,42 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, way: Way) {
         let _ = to.shutdown(Shutdown::Both);
         let _ = from.shutdown(Shutdown::Both);
     });
+}
+
+/// The armed answer when `chunk` (the start of a request) contains its text; disarms it.
+fn answer(shared: &Shared, chunk: &[u8]) -> Option<Vec<u8>> {
+    let mut armed = shared.answer_to.lock().unwrap();
+    let hit = armed
+        .as_ref()
+        .is_some_and(|(needle, _)| chunk.windows(needle.len()).any(|w| w == needle.as_slice()));
+    if hit {
+        armed.take().map(|(_, response)| response)
+    } else {
+        None
+    }
+}
+
+/// Reads from `from` until the request begun by `first` is whole (its headers and
+/// `Content-Length` bytes of body), or the client stops sending.
+fn read_whole_request(from: &mut TcpStream, first: &[u8]) {
+    let mut seen = first.to_vec();
+    let _ = from.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            let headers = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+            let length = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + length {
+                return;
+            }
+        }
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
 }

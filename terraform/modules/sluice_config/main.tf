@@ -34,6 +34,7 @@ locals {
     [for k in keys(var.mysql == null ? {} : var.mysql) : "mysql.${k}" if !contains(local.mysql_keys, k)],
     [for k in keys(var.output) : "output.${k}" if !contains(concat(local.output_keys, ["layout"]), k)],
     [for k in keys(var.catalog == null ? {} : var.catalog) : "catalog.${k}" if !contains(["database", "table_prefix"], k)],
+    [for k in keys(var.iceberg == null ? {} : var.iceberg) : "iceberg.${k}" if !contains(["catalog", "namespace", "table_prefix", "catalog_id"], k)],
     [for k in keys(var.baseline) : "baseline.${k}" if !contains(local.baseline_key, k)],
     var.engine == "postgres" && local.postgres == null ? ["postgres (required when engine = postgres)"] : [],
     var.engine == "mysql" && var.postgres != null ? ["postgres (set for engine = mysql)"] : [],
@@ -50,6 +51,22 @@ locals {
       lookup(var.catalog, "table_prefix", null) == null ? {} : { table_prefix = var.catalog.table_prefix },
     )
   }
+
+  # `table_format: iceberg` and `iceberg: { catalog: { type: glue, catalog_id }, namespace,
+  # table_prefix }` only when Iceberg tables are asked for.
+  iceberg_block = var.iceberg == null ? {} : {
+    iceberg = merge(
+      {
+        catalog = merge(
+          { type = var.iceberg.catalog },
+          lookup(var.iceberg, "catalog_id", null) == null ? {} : { catalog_id = var.iceberg.catalog_id },
+        )
+      },
+      lookup(var.iceberg, "namespace", null) == null ? {} : { namespace = var.iceberg.namespace },
+      lookup(var.iceberg, "table_prefix", null) == null ? {} : { table_prefix = var.iceberg.table_prefix },
+    )
+  }
+  table_format_block = var.iceberg == null ? {} : { table_format = "iceberg" }
 
   document = merge({
     job = var.job
@@ -84,5 +101,5 @@ locals {
       { for k in local.baseline_key : k => lookup(var.baseline, k, null) if lookup(var.baseline, k, null) != null },
       var.baseline_state_machine_arn == null ? {} : { state_machine_arn = var.baseline_state_machine_arn },
     )
-  }, local.catalog_block)
+  }, local.catalog_block, local.table_format_block, local.iceberg_block)
 }

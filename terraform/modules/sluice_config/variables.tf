@@ -115,3 +115,9 @@ variable "catalog" {
   type        = any
   default     = null
 }
+
+variable "iceberg" {
+  description = "Iceberg change-log tables in the Glue Data Catalog: { catalog = \"glue\", namespace, table_prefix, catalog_id (each optional but catalog) } renders table_format = iceberg and the iceberg block; null commits nothing."
+  type        = any
+  default     = null
+}

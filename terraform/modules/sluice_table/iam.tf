@@ -11,6 +11,9 @@
 # * EC2: the ENI actions Lambda needs, only when the function runs in a VPC;
 # * Glue: with a catalog, the drain function reads its database (and creates it when
 #   missing) and reads, creates and updates the tables in it — nothing else in the catalog.
+# * Glue, Iceberg: with `iceberg`, both functions (a drain's and a baseline finish's
+#   commits) read the namespace's database (and create it when missing) and read, create
+#   and update the tables in it, in the catalog of `catalog_id` (default: this account).
 # The baseline machine's role: invoke its worker; read the chunk lists under
 # `<prefix>/_baseline/` (and decrypt them through S3) for the Distributed Map's
 # ItemReader; start, describe and stop its own executions (the Distributed Map's child
@@ -38,6 +41,9 @@ locals {
   # src/baseline/delivery.rs CHUNKS_FOLDER: where baseline.plan writes a chunk list too
   # large to pass between states.
   chunk_lists_arn = "${var.stack.bucket_arn}/${local.prefix}/_baseline/*"
+
+  # The account whose Glue Data Catalog holds the Iceberg tables (`iceberg.catalog_id`).
+  iceberg_catalog_account = coalesce(try(var.iceberg.catalog_id, null), local.account_id)
 
   # The claim items of this stream's own resources; a MySQL server id left to the binary
   # (derived from the job) is not known here, so any server id then.
@@ -172,6 +178,25 @@ data "aws_iam_policy_document" "function" {
         "arn:${local.partition}:glue:${local.region}:${local.account_id}:catalog",
         "arn:${local.partition}:glue:${local.region}:${local.account_id}:database/${statement.value}",
         "arn:${local.partition}:glue:${local.region}:${local.account_id}:table/${statement.value}/*",
+      ]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.iceberg == null ? [] : [coalesce(var.iceberg.namespace, "sluice")]
+    content {
+      sid = "CommitOwnIcebergTables"
+      actions = [
+        "glue:GetDatabase",
+        "glue:CreateDatabase",
+        "glue:GetTable",
+        "glue:CreateTable",
+        "glue:UpdateTable",
+      ]
+      resources = [
+        "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:catalog",
+        "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:database/${statement.value}",
+        "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:table/${statement.value}/*",
       ]
     }
   }

@@ -60,6 +60,7 @@ module "config" {
   baseline                   = var.baseline
   baseline_state_machine_arn = local.machine_arn
   catalog                    = var.catalog
+  iceberg                    = var.iceberg
 }
 
 # ---------------------------------------------------------------- logs

@@ -113,6 +113,21 @@ variable "catalog" {
   default = null
 }
 
+variable "iceberg" {
+  description = "Commit each run's parts to an Iceberg change-log table per captured table (table_format = iceberg) kept in the Glue Data Catalog: { catalog = \"glue\", namespace (optional, the Glue database; default sluice), table_prefix (optional), catalog_id (optional, the catalog's account) }. Both functions' roles may then read the namespace's database (and create it when missing) and read, create and update its tables (glue:GetDatabase, CreateDatabase, GetTable, CreateTable, UpdateTable). null commits nothing."
+  type = object({
+    catalog      = string
+    namespace    = optional(string)
+    table_prefix = optional(string)
+    catalog_id   = optional(string)
+  })
+  default = null
+  validation {
+    condition     = var.iceberg == null || try(var.iceberg.catalog == "glue", false)
+    error_message = "The iceberg.catalog must be `glue` (the SQL catalog on SQLite is for local runs)."
+  }
+}
+
 variable "lease_ttl_seconds" {
   description = "Lease lifetime; null means timeout + 60. Must be at least the function timeout."
   type        = number
