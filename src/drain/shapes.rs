@@ -19,6 +19,9 @@
 //! it (a run stopped inside a transaction): then a difference is reported that a replay
 //! did not need — a re-baseline too many, never one too few. A re-baselined table's file
 //! is reset (`{"columns": null}`): its new snapshot has the catalog's shape.
+//! At the end of a drained run each table's catalog shape at the open is compared with the
+//! last shape the stream showed of it ([`Shapes::check_unchanged`]): a column added with a
+//! default after the run's last change of the table re-baselines it in that run.
 //! Not compared across runs: types (a narrowing between runs whose parts never meet in
 //! one part writer is not caught).
 
@@ -174,11 +177,12 @@ impl Shapes {
 }
 
 impl Shapes {
-    /// For each table of `open` (the catalog's shapes at the open) this run saw no change
-    /// of: why its catalog shape cannot continue the names the previous run stored — a
-    /// column added with a default (rows hold it without a logged change) or a rename
-    /// that no change has shown yet. The catalog is after every change of the run, so a
-    /// reason here is early, never late. Each table is judged once.
+    /// For each table of `open` (the catalog's shapes at the open): why its catalog shape
+    /// cannot continue the names the stream showed last — the last change's shape this run
+    /// saw, else the names the previous run stored — a column added with a default (rows
+    /// hold it without a logged change) or a rename that no change has shown yet. The
+    /// catalog is after every change of the run, so a reason here is early, never late.
+    /// Each table is judged once.
     pub async fn check_unchanged(
         &mut self,
         open: &[Arc<TableSchema>],
@@ -186,7 +190,11 @@ impl Shapes {
     ) -> Result<Vec<(String, String)>> {
         let mut reasons = Vec::new();
         for shape in open {
-            let Some(names) = self.stored.remove(&shape.name) else {
+            let seen = match self.last.get(&shape.name) {
+                Some((last, false)) => Some(last.columns.iter().map(|c| c.name.clone()).collect()),
+                _ => None,
+            };
+            let Some(names) = seen.or_else(|| self.stored.remove(&shape.name)) else {
                 continue;
             };
             if let Some(reason) = since_stored(&names, shape, stream).await? {

@@ -841,3 +841,25 @@ fn rb_a_rename_or_default_right_after_a_baseline_rebaselines_again() {
     let summary = job.drain();
     assert!(summary.get("rebaselined").is_none(), "{summary}");
 }
+
+/// Found by the oracle (seed 13760382418993927310): a column added with a default after
+/// the last change a run reads of the table — the catalog at the open is compared with that
+/// change's shape at the end of the run, so the table is re-baselined in the same run, not
+/// left drained without the values the source holds.
+#[test]
+fn rb_a_default_added_after_the_runs_last_change_of_the_table_rebaselines_it() {
+    let admin = pg_or_skip!();
+    let (db, job) = two_tables(&admin, "rb_after_last", "'s' || i");
+    db.sql("INSERT INTO t VALUES (10, 'ten'); UPDATE t SET v = 'one' WHERE id = 1");
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO u VALUES (10, 'ten')");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert!(summary["rebaselined"].get("t").is_some(), "{summary}");
+    assert!(summary["rebaselined"].get("u").is_none(), "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
