@@ -3,6 +3,8 @@
 //! through the same catalog and must read every change exactly once, with the declared
 //! types — also after a crash between the Iceberg commit and the checkpoint.
 
+mod merge;
+
 use std::path::Path;
 
 use serde_json::Value;
