@@ -289,3 +289,46 @@ fn iceberg_merge_athena_text_parses_as_trino_and_keyless_tables_are_refused() {
     );
     assert_eq!(parsed, "Merge");
 }
+
+/// The DuckDB MERGE of a real job's shape against a model of the replay rule over 80
+/// random change logs (`merge_model.py`): also the cases a live workload cannot stage on
+/// demand — a baseline whose rows land behind the watermark, which must turn the same
+/// statement into a rebuild.
+#[test]
+fn iceberg_merge_equals_the_replay_model_over_random_change_logs() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_merge_model");
+    db.sql(
+        "CREATE TABLE orders (id bigint PRIMARY KEY, note text, amount numeric(12,2), at timestamptz)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["orders"], &super::iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO orders VALUES (1, 'a', 1.50, now())");
+    assert_eq!(job.drain()["rows"], 1);
+    let run = job.run(
+        &[
+            "sql",
+            "--merge",
+            "--dialect",
+            "duckdb",
+            "--table",
+            "orders",
+            "--target",
+            "cdc.public_orders_current",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let merge = job.dir.path().join("merge.sql");
+    std::fs::write(&merge, &run.stdout).unwrap();
+    let Some(python) = readers::python() else {
+        return;
+    };
+    let out = readers::run(
+        &python,
+        include_str!("merge_model.py"),
+        &[&merge, Path::new("0"), Path::new("80")],
+    );
+    assert_eq!(out.lines().last(), Some("bad 0"), "{out}");
+}
