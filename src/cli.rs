@@ -114,8 +114,24 @@ enum Command {
         #[arg(long)]
         source: Option<String>,
         /// Print `CREATE OR REPLACE VIEW <name> AS …` instead of the bare query.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "merge")]
         view: Option<String>,
+        /// Print the MERGE that brings the table's current-state table up to date from its
+        /// Iceberg change log (`duckdb`, `athena`; docs/iceberg.md). `--source` then names
+        /// the change log: Athena `db.table`, DuckDB its metadata file.
+        #[arg(long)]
+        merge: bool,
+        /// With --merge: the current-state table (default `<change log>_current`).
+        #[arg(long, requires = "merge")]
+        target: Option<String>,
+        /// With --merge: print the statement that creates the (empty) current-state table
+        /// instead of the MERGE.
+        #[arg(long, requires = "merge")]
+        create: bool,
+        /// With --merge --create for Athena: the new Iceberg table's S3 location (default
+        /// `<table folder>/_current/` of an S3 destination).
+        #[arg(long, requires = "create")]
+        location: Option<String>,
     },
     /// One line per job in a state store: lease, checkpoint, last run, lag, the last
     /// day's runs/rows/bytes and baseline progress (reads the store only).
@@ -326,7 +342,18 @@ async fn run(command: Command) -> i32 {
             table,
             source,
             view,
-        } => sql(config, dialect, &table, source.as_deref(), view.as_deref()).await,
+            merge,
+            target,
+            create,
+            location,
+        } => {
+            let merge = merge.then_some(MergeArgs {
+                target: target.as_deref(),
+                create,
+                location: location.as_deref(),
+            });
+            sql(config, dialect, &table, source.as_deref(), view.as_deref(), merge).await
+        }
         Command::Status {
             config,
             state_dir,
@@ -400,19 +427,37 @@ async fn status(store: &crate::config::StateConfig, json: bool) -> i32 {
     }
 }
 
-/// Prints the replay query as text on stdout; exit 0, or the error's code.
+/// `sluice sql --merge`'s options.
+struct MergeArgs<'a> {
+    target: Option<&'a str>,
+    create: bool,
+    location: Option<&'a str>,
+}
+
+/// Prints the replay query (or with `merge` the current-state table's MERGE) as text on
+/// stdout; exit 0, or the error's code.
 async fn sql(
     config: Option<PathBuf>,
     dialect: crate::replay::Dialect,
     table: &str,
     source: Option<&str>,
     view: Option<&str>,
+    merge: Option<MergeArgs<'_>>,
 ) -> i32 {
     let config = match job::config::load(config.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(None, &e),
     };
-    match crate::replay::render(&config, dialect, table, source, view).await {
+    let rendered = match merge {
+        Some(m) => {
+            crate::replay::render_merge(
+                &config, dialect, table, source, m.target, m.create, m.location,
+            )
+            .await
+        }
+        None => crate::replay::render(&config, dialect, table, source, view).await,
+    };
+    match rendered {
         Ok(text) => {
             stdout_text(&text);
             0

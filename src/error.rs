@@ -116,6 +116,7 @@ codes! {
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
+    ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
@@ -334,6 +335,7 @@ mod tests {
             (Code::RecoveryRefused, R),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
+            (Code::ReplayMergeKeyless, R),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),
             (Code::FaultInjected, T),

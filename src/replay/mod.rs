@@ -9,6 +9,7 @@
 //! a random workload's parts and compares it with the source.
 
 pub mod dialect;
+pub mod merge;
 pub mod query;
 pub mod shape;
 
@@ -64,16 +65,8 @@ pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Ro
     }))
 }
 
-/// Renders the query for `table` (named as in `source.tables`). `source` overrides where
-/// the rows are read from: a folder (path or URI) for DuckDB and Spark, a catalog table
-/// (`db.table`) for Athena.
-pub async fn render(
-    config: &Config,
-    dialect: Dialect,
-    table: &str,
-    source: Option<&str>,
-    view: Option<&str>,
-) -> Result<String> {
+/// The table's columns and key, after checking the table is the job's and has parts.
+async fn shape_of(config: &Config, table: &str) -> Result<Vec<ShapeColumn>> {
     if !config.source.tables.iter().any(|t| t == table) {
         return Err(Error::new(
             Code::ConfigInvalid,
@@ -93,6 +86,114 @@ pub async fn render(
         tracing::warn!(table = %table,
             "{table} has no key and its baseline was chunked by baseline.keys: the multiset replay is exact only if nothing wrote {table} while the baseline read it (without baseline.keys the baseline is one read at an exact point)");
     }
+    Ok(columns)
+}
+
+/// Renders `sluice sql --merge` for `table`: the MERGE that brings its current-state
+/// table up to date from its Iceberg change log ([`merge`]), or with `create` the
+/// statement creating that table. `source` overrides the change log (Athena: `db.table`;
+/// DuckDB: the metadata file `iceberg_scan` reads), `target` the current-state table,
+/// `location` where Athena creates it.
+pub async fn render_merge(
+    config: &Config,
+    dialect: Dialect,
+    table: &str,
+    source: Option<&str>,
+    target: Option<&str>,
+    create: bool,
+    location: Option<&str>,
+) -> Result<String> {
+    let columns = shape_of(config, table).await?;
+    let iceberg = config
+        .iceberg
+        .as_ref()
+        .filter(|_| config.table_format == crate::config::TableFormat::Iceberg);
+    let name =
+        crate::catalog::table::table_name(iceberg.map_or("", |i| i.table_prefix.as_str()), table);
+    let qualified = |name: &str| match (dialect, iceberg) {
+        (Dialect::Athena, Some(i)) => format!("{}.{name}", i.namespace),
+        _ => name.to_owned(),
+    };
+    let log = match source {
+        Some(s) => s.to_owned(),
+        None => match (dialect, iceberg) {
+            (_, None) => {
+                return Err(Error::new(
+                    Code::ConfigInvalid,
+                    format!("the job does not write {table} to an Iceberg change log (table_format is not iceberg)"),
+                )
+                .hint("set `table_format: iceberg` (docs/iceberg.md), or name the change log with --source"));
+            }
+            (Dialect::DuckDb, Some(i)) => metadata_location(i, table, &name)?,
+            _ => qualified(&name),
+        },
+    };
+    let target = target.map_or_else(|| qualified(&format!("{name}_current")), str::to_owned);
+    let location = match (location, &config.destination) {
+        (Some(l), _) => Some(l.to_owned()),
+        (None, DestinationConfig::S3 { bucket, prefix, .. }) => {
+            let prefix = prefix.trim_matches('/');
+            Some(if prefix.is_empty() {
+                format!("s3://{bucket}/{table}/_current/")
+            } else {
+                format!("s3://{bucket}/{prefix}/{table}/_current/")
+            })
+        }
+        (None, _) => None,
+    };
+    let req = merge::MergeRequest {
+        dialect,
+        table: table.to_owned(),
+        columns,
+        log,
+        target,
+    };
+    if create {
+        merge::render_create(&req, location.as_deref())
+    } else {
+        merge::render(&req)
+    }
+}
+
+/// The current metadata file of `table`'s Iceberg table in the job's SQL catalog (what
+/// DuckDB's `iceberg_scan` reads).
+#[allow(irrefutable_let_patterns)]
+fn metadata_location(
+    iceberg: &crate::config::IcebergConfig,
+    table: &str,
+    name: &str,
+) -> Result<String> {
+    let not_yet = || {
+        Error::new(
+            Code::ReplayNoSchema,
+            format!("the Iceberg catalog holds no table {}.{name} for {table} yet", iceberg.namespace),
+        )
+        .hint("run `sluice drain` with `table_format: iceberg` first (its first commit creates the table), or pass the metadata file with --source")
+    };
+    let crate::config::IcebergCatalogConfig::Sql { uri, name: catalog } = &iceberg.catalog else {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            "DuckDB reads the change log from its metadata file, which only the SQL catalog is read for here".to_owned(),
+        )
+        .hint("pass the table's current metadata file with --source (the catalog's metadata_location)"));
+    };
+    let path = crate::iceberg::sql::sqlite_path(uri).ok_or_else(not_yet)?;
+    crate::iceberg::sql::SqlCatalog::new(path, catalog)
+        .peek(&iceberg.namespace, name)?
+        .ok_or_else(not_yet)
+}
+
+/// Renders the query for `table` (named as in `source.tables`). `source` overrides where
+/// the rows are read from: a folder (path or URI) for DuckDB and Spark, a catalog table
+/// (`db.table`) for Athena.
+pub async fn render(
+    config: &Config,
+    dialect: Dialect,
+    table: &str,
+    source: Option<&str>,
+    view: Option<&str>,
+) -> Result<String> {
+    let columns = shape_of(config, table).await?;
     let rows = match source {
         None => default_rows(config, dialect, table)?,
         Some(s) if dialect == Dialect::Athena => Rows::Table(s.to_owned()),

@@ -134,24 +134,12 @@ pub fn render(req: &Request) -> Result<String> {
     }
     let q = |name: &str| d.ident(name);
     let lit = |text: &str| format!("'{text}'");
-    let k = keys
-        .iter()
-        .map(|c| q(&c.name))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let fills: Vec<(usize, &ShapeColumn)> = req
-        .columns
-        .iter()
-        .filter(|c| !c.key && may_be_unlogged(&c.ty))
-        .enumerate()
-        .collect();
     let cols = req
         .columns
         .iter()
         .map(|c| q(&c.name))
         .collect::<Vec<_>>()
         .join(", ");
-    let running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW";
 
     let mut prelude = String::new();
     let from = match (&req.rows, d) {
@@ -218,6 +206,35 @@ pub fn render(req: &Request) -> Result<String> {
         keyless(&mut cte, &cols);
         return Ok(finish(req, &prelude, multiset_select(d, &cols, &s)));
     }
+    let select = keyed(d, &req.columns, &mut cte);
+    let query = format!("{s}\n{select}");
+    Ok(finish(req, &prelude, query))
+}
+
+/// The keyed rule (clauses 1–4 of docs/output.md) over a CTE `__current` of rows with
+/// `__op, __pos, __seq, __unlogged`, the table's columns and `__rel` (the file a row was
+/// read from; copies of one change in different files count once): adds its CTEs through
+/// `cte` and returns the final `SELECT` — one row per key of the current state, the
+/// table's columns in order.
+pub(super) fn keyed(
+    d: Dialect,
+    columns: &[ShapeColumn],
+    cte: &mut dyn FnMut(&str, String),
+) -> String {
+    let q = |name: &str| d.ident(name);
+    let lit = |text: &str| format!("'{text}'");
+    let k = columns
+        .iter()
+        .filter(|c| c.key)
+        .map(|c| q(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fills: Vec<(usize, &ShapeColumn)> = columns
+        .iter()
+        .filter(|c| !c.key && may_be_unlogged(&c.ty))
+        .enumerate()
+        .collect();
+    let running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW";
     // The last marker: it and every row at or before it are gone.
     cte(
         "__marker",
@@ -374,8 +391,7 @@ pub fn render(req: &Request) -> Result<String> {
             "  SELECT * FROM (\n    SELECT f.*, max(__ord) OVER (PARTITION BY {k}) AS __last FROM __filled f\n  ) t WHERE __ord = __last AND __op <> 'delete'"
         ),
     );
-    let select = req
-        .columns
+    let select = columns
         .iter()
         .map(|c| match fills.iter().find(|(_, f)| f.name == c.name) {
             Some((i, _)) => format!(
@@ -386,10 +402,9 @@ pub fn render(req: &Request) -> Result<String> {
         })
         .collect::<Vec<_>>()
         .join(",\n  ");
-    let query = format!(
-        "{s}\nSELECT\n  {select}\nFROM __latest l\nLEFT JOIN __carried c ON l.__s__key_change AND c.__x_pos = l.__s__pos AND c.__x_seq = l.__s__seq"
-    );
-    Ok(finish(req, &prelude, query))
+    format!(
+        "SELECT\n  {select}\nFROM __latest l\nLEFT JOIN __carried c ON l.__s__key_change AND c.__x_pos = l.__s__pos AND c.__x_seq = l.__s__seq"
+    )
 }
 
 /// The statement: the query, or the view over it, after the dialect's prelude.

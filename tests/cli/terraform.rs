@@ -724,14 +724,18 @@ fn aws_limit(kind: &str) -> (usize, &'static str) {
     match kind {
         // Lambda FunctionName (the name form), IAM role names.
         "function" | "worker_function" => (64, "_-"),
-        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" => (64, "_+=,.@-"),
+        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" | "merge_role" => {
+            (64, "_+=,.@-")
+        }
         // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
-        "state_machine" => (80, "_-"),
+        "state_machine" | "merge_machine" => (80, "_-"),
         // EventBridge rule and Scheduler schedule names.
         "schedule" => (64, "._-"),
         "dead_letter_queue" => (80, "_-"),
         // Log group names: 1-512 of [.-_/#A-Za-z0-9].
-        "drain_log_group" | "worker_log_group" | "machine_log_group" => (512, "._-/#"),
+        "drain_log_group" | "worker_log_group" | "machine_log_group" | "merge_log_group" => {
+            (512, "._-/#")
+        }
         "dashboard" => (255, "_-"),
         // Alarm names: 1-255 printable ASCII.
         "alarm" => (255, "_-.:/ "),
@@ -1139,4 +1143,141 @@ fn the_default_schedule_is_eventbridge_scheduler_with_retries_and_an_alarmed_dea
     // Both functions log in the configured format (JSON by default).
     assert_eq!(main.matches("log_format = var.log_format").count(), 2);
     assert!(vars.contains("default     = \"JSON\""));
+}
+
+/// `terraform/modules/sluice_merge_state`'s definition for `inputs`, evaluated offline by
+/// `terraform console`; `None` when the module renders no definition.
+fn merge_definition(bin: &Path, inputs: &Value) -> Option<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let module = Path::new(ROOT).join("terraform/modules/sluice_merge_state");
+    for entry in std::fs::read_dir(&module).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("inputs.tfvars.json"), inputs.to_string()).unwrap();
+    let expr = dir.path().join("expr");
+    std::fs::write(
+        &expr,
+        "local.definition == null ? \"\" : local.definition\n",
+    )
+    .unwrap();
+    let mut console = Command::new(bin.join("terraform"));
+    console
+        .current_dir(dir.path())
+        .args(["console", "-var-file=inputs.tfvars.json"])
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::fs::File::open(&expr).unwrap());
+    let printed = run(&mut console);
+    let json: String = serde_json::from_str(printed.trim())
+        .unwrap_or_else(|e| panic!("console printed {printed:?}: {e}"));
+    (!json.is_empty())
+        .then(|| serde_json::from_str(&json).unwrap_or_else(|e| panic!("rendered {json:?}: {e}")))
+}
+
+#[test]
+fn the_merge_state_runs_after_a_drain_that_wrote_rows_only_when_enabled() {
+    let Some(bin) = tools() else {
+        return;
+    };
+    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:sluice-orders";
+    let off = merge_definition(&bin, &serde_json::json!({ "drain_function_arn": arn }));
+    assert_eq!(off, None, "no MERGE state (no machine) by default");
+    let on = merge_definition(
+        &bin,
+        &serde_json::json!({
+            "drain_function_arn": arn,
+            "merge": {
+                "statements": { "public.orders": "MERGE INTO a …", "public.items": "MERGE INTO b …" },
+                "workgroup": "lake",
+                "output_location": "s3://results/sluice/",
+            }
+        }),
+    )
+    .expect("a definition when merge is set");
+    let states = &on["States"];
+    assert_eq!(on["StartAt"], "Drain");
+    assert_eq!(
+        states["Drain"]["Resource"],
+        "arn:aws:states:::lambda:invoke"
+    );
+    assert_eq!(states["Drain"]["Parameters"]["FunctionName"], arn);
+    assert_eq!(states["Drain"]["Parameters"]["Payload"]["action"], "drain");
+    let choice = &states["WroteRows"]["Choices"][0];
+    assert_eq!(choice["And"][1]["Variable"], "$.drain.summary.rows");
+    assert_eq!(choice["And"][1]["NumericGreaterThan"], 0);
+    assert_eq!(choice["Next"], "Merge0");
+    assert_eq!(states["WroteRows"]["Default"], "Done");
+    // One Athena state per table, in table order, then Done.
+    for (state, statement, next) in [
+        ("Merge0", "MERGE INTO b …", "Merge1"),
+        ("Merge1", "MERGE INTO a …", "Done"),
+    ] {
+        let s = &states[state];
+        assert_eq!(
+            s["Resource"],
+            "arn:aws:states:::athena:startQueryExecution.sync"
+        );
+        assert_eq!(s["Parameters"]["QueryString"], statement);
+        assert_eq!(s["Parameters"]["WorkGroup"], "lake");
+        assert_eq!(
+            s["Parameters"]["ResultConfiguration"]["OutputLocation"],
+            "s3://results/sluice/"
+        );
+        assert_eq!(s["Next"], next);
+    }
+    assert_eq!(states["Done"]["Type"], "Succeed");
+    // sluice_table builds the machine from this definition only when current_state_merge
+    // is set, and its schedule then starts the machine instead of invoking the function.
+    let table = Path::new(ROOT).join("terraform/modules/sluice_table");
+    let merge_tf = std::fs::read_to_string(table.join("merge.tf")).unwrap();
+    assert!(merge_tf.contains("merge_enabled     = var.current_state_merge != null"));
+    assert!(merge_tf.contains("source = \"../sluice_merge_state\""));
+    assert!(merge_tf.contains("definition = module.merge_state.definition"));
+    assert_eq!(
+        merge_tf
+            .matches("count                = local.merge_enabled ? 1 : 0")
+            .count()
+            + merge_tf
+                .matches("count      = local.merge_enabled ? 1 : 0")
+                .count()
+            + merge_tf
+                .matches("count             = local.merge_enabled ? 1 : 0")
+                .count()
+            + merge_tf
+                .matches("count  = local.merge_enabled ? 1 : 0")
+                .count()
+            + merge_tf
+                .matches("count = local.merge_enabled ? 1 : 0")
+                .count(),
+        5,
+        "the machine, its log group, role, policy and policy document exist only when enabled"
+    );
+    let main_tf = std::fs::read_to_string(table.join("main.tf")).unwrap();
+    assert!(main_tf.contains(
+        "arn      = local.merge_enabled ? local.merge_machine_arn : aws_lambda_function.drain.arn"
+    ));
+    // Valid Amazon States Language (the validator the baseline machine's test uses).
+    let validator = Command::new("infra/local/asl-validator.sh")
+        .output()
+        .unwrap();
+    if validator.status.success() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("merge.asl.json");
+        std::fs::write(&file, on.to_string()).unwrap();
+        let checked = Command::new(String::from_utf8_lossy(&validator.stdout).trim())
+            .arg("--json-path")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            checked.status.success(),
+            "{}",
+            String::from_utf8_lossy(&checked.stdout)
+        );
+    } else {
+        assert!(!crate::support::in_ci(), "asl-validator unavailable");
+    }
 }

@@ -5,6 +5,7 @@
 
 mod glue;
 mod json;
+mod merge;
 
 use std::path::Path;
 

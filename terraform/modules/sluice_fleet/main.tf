@@ -39,6 +39,7 @@ module "table" {
   schedule_enabled               = lookup(each.value, "schedule_enabled", null)
   baseline_state_machine         = lookup(each.value, "baseline_state_machine", null)
   baseline_definition_path       = lookup(each.value, "baseline_definition_path", null)
+  current_state_merge            = lookup(each.value, "current_state_merge", null)
   baseline_worker_concurrency    = lookup(each.value, "baseline_worker_concurrency", null)
   alarm_actions                  = lookup(each.value, "alarm_actions", null)
   ok_actions                     = lookup(each.value, "ok_actions", null)

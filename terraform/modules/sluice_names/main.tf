@@ -17,8 +17,10 @@ locals {
     worker_role    = local.machine_name
     machine_role   = "${local.name}-sfn"
     scheduler_role = "${local.name}-schedule"
+    merge_role     = "${local.name}-merge"
     # Step Functions state machine: <= 80, no whitespace or special characters.
     state_machine = local.machine_name
+    merge_machine = "${local.name}-merge"
     # EventBridge rule / Scheduler schedule: <= 64, [.A-Za-z0-9_-].
     schedule = local.name
     # SQS queue (the schedule's dead-letter queue): <= 80, [A-Za-z0-9_-].
@@ -27,6 +29,7 @@ locals {
     drain_log_group   = "/aws/lambda/${local.name}"
     worker_log_group  = "/aws/lambda/${local.machine_name}"
     machine_log_group = "/aws/vendedlogs/states/${local.machine_name}"
+    merge_log_group   = "/aws/vendedlogs/states/${local.name}-merge"
     # CloudWatch dashboard: <= 255, [A-Za-z0-9_-].
     dashboard = local.name
   }

@@ -1,5 +1,5 @@
 output "names" {
-  description = "The stream's resource names: function, worker_function, drain_role, worker_role, machine_role, scheduler_role, state_machine, schedule, dead_letter_queue, drain_log_group, worker_log_group, machine_log_group, dashboard."
+  description = "The stream's resource names: function, worker_function, drain_role, worker_role, machine_role, scheduler_role, merge_role, state_machine, merge_machine, schedule, dead_letter_queue, drain_log_group, worker_log_group, machine_log_group, merge_log_group, dashboard."
   value       = local.names
 }
 

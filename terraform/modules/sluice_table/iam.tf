@@ -402,6 +402,15 @@ data "aws_iam_policy_document" "scheduler" {
     resources = [aws_lambda_function.drain.arn, "${aws_lambda_function.drain.arn}:*"]
   }
 
+  dynamic "statement" {
+    for_each = local.merge_enabled ? [local.merge_machine_arn] : []
+    content {
+      sid       = "StartOwnMergeMachine"
+      actions   = ["states:StartExecution"]
+      resources = [statement.value]
+    }
+  }
+
   statement {
     sid       = "ParkUndeliveredTicks"
     actions   = ["sqs:SendMessage"]

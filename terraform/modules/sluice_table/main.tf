@@ -182,7 +182,8 @@ resource "aws_scheduler_schedule" "drain" {
   }
 
   target {
-    arn      = aws_lambda_function.drain.arn
+    # With current_state_merge the tick starts the drain-then-MERGE machine (merge.tf).
+    arn      = local.merge_enabled ? local.merge_machine_arn : aws_lambda_function.drain.arn
     role_arn = aws_iam_role.scheduler[0].arn
     input    = jsonencode({ action = "drain" })
 

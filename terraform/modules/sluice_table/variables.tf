@@ -346,6 +346,17 @@ variable "baseline_state_machine" {
   nullable    = false
 }
 
+variable "current_state_merge" {
+  description = "Keep a current-state Iceberg table per captured table with an Athena MERGE after every drain that wrote rows (docs/iceberg.md): the schedule then starts a state machine (drain, then one Athena `startQueryExecution.sync` per table). `statements` maps each table to the text `sluice sql --merge --dialect athena --table <t>` prints (render it at deploy time, again after a schema change; create each target once with `--merge --create`); `database` is the Glue database of the change logs and targets; results go to `output_location` (null: the workgroup's). Needs schedule_type = \"scheduler\". null: no MERGE, the schedule invokes the drain function."
+  type = object({
+    statements      = map(string)
+    database        = string
+    workgroup       = optional(string, "primary")
+    output_location = optional(string)
+  })
+  default = null
+}
+
 variable "baseline_definition_path" {
   description = "The state machine definition (a templatefile with `function_arn`); default: infra/stepfunctions/baseline.asl.json of this repository."
   type        = string
