@@ -157,7 +157,6 @@ pub async fn render_merge(
 
 /// The current metadata file of `table`'s Iceberg table in the job's SQL catalog (what
 /// DuckDB's `iceberg_scan` reads).
-#[allow(irrefutable_let_patterns)]
 fn metadata_location(
     iceberg: &crate::config::IcebergConfig,
     table: &str,
