@@ -7,7 +7,7 @@
 # replicates from mariadb.sh's instance (127.0.0.1:$SLUICE_MARIADB_PORT, root) by GTID
 # (MASTER_USE_GTID=slave_pos). The primary must be started first (services.sh does).
 # `reset` makes it a fresh clone: drops its user databases, copies the primary's (a
-# consistent mariadb-dump --single-transaction --gtid --master-data snapshot, which also
+# consistent mariadb-dump --lock-all-tables --gtid --master-data snapshot, which also
 # sets gtid_slave_pos), empties its own binlog (RESET MASTER on the replica, never on the
 # primary) and replicates from the snapshot's GTID position — what the failover tests do
 # before each test (they may have promoted it); a first `start` does it too.
@@ -31,20 +31,20 @@ user_databases() { # the non-system databases of the server `$1` (a query functi
 }
 replica() { sql "$1" | tail -n +2; }
 
-# Clones the primary's user databases (a consistent snapshot with its GTID position,
-# mariadb-dump --gtid --master-data) into an emptied replica, then replicates from there.
-# One copy of the primary's user databases into the emptied replica; fails when a
-# database disappears between listing and dumping it (other tests drop theirs).
+# Clones the primary's user databases into an emptied replica, then replicates from there.
+# The dump holds the primary's global read lock while it lists and reads the databases
+# (--lock-all-tables, not --single-transaction): a table another test creates meanwhile is
+# either in the dump or after its GTID position, never lost between the two (its rows would
+# stop the replication). Writers of other tests wait for the dump, a fraction of a second.
 clone() {
-  local drop="" db dbs
+  local drop="" db
   for db in $(user_databases replica); do drop="$drop DROP DATABASE \`$db\`;"; done
   [ -z "$drop" ] || sql "$drop"
   sql "RESET MASTER; SET GLOBAL gtid_slave_pos = '';"
-  dbs=$(user_databases primary | tr '\n' ' ')
-  if [ -n "${dbs// /}" ]; then
-    # shellcheck disable=SC2086
-    mariadb-dump --no-defaults -h127.0.0.1 -P"$SLUICE_MARIADB_PORT" -uroot --single-transaction \
-      --gtid --master-data=1 --databases $dbs | mariadb --no-defaults --socket="$MYSOCK" -uroot
+  if [ -n "$(user_databases primary)" ]; then
+    mariadb-dump --no-defaults -h127.0.0.1 -P"$SLUICE_MARIADB_PORT" -uroot --lock-all-tables \
+      --gtid --master-data=1 --all-databases --ignore-database=mysql --ignore-database=sys \
+      | mariadb --no-defaults --socket="$MYSOCK" -uroot
   else
     sql "SET GLOBAL gtid_slave_pos = '$(primary "SELECT @@gtid_binlog_pos")';"
   fi

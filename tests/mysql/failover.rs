@@ -48,7 +48,6 @@ fn a_drain_follows_a_promoted_replica_by_gtid_without_a_rebaseline() {
         return;
     };
     let db = TestMysqlDb::new(&admin, "gtid_follow");
-    replica.follow_only(&db.name);
     db.sql(T);
     let mut job = Job::mysql(&db, &["t"], "", "");
     job.drain();
@@ -154,7 +153,6 @@ fn a_lossy_failover_is_refused_naming_the_missing_gtids() {
         return;
     };
     let db = TestMysqlDb::new(&admin, "gtid_lossy");
-    replica.follow_only(&db.name);
     db.sql(T);
     let mut job = Job::mysql(&db, &["t"], "", "");
     job.drain();
@@ -222,7 +220,6 @@ fn a_job_reading_a_replica_from_the_start_replays_exactly() {
         return;
     };
     let db = TestMysqlDb::new(&admin, "gtid_replica");
-    replica.follow_only(&db.name);
     db.sql(T);
     db.sql("INSERT INTO t VALUES (10, 'before'), (11, 'x')");
     replica.catch_up(&admin);

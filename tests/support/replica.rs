@@ -74,16 +74,6 @@ impl MariaReplica {
         ))
     }
 
-    /// Replicates only `database` and the accounts (`mysql`) from now on
-    /// (`replicate_wild_do_table`), restarting a replication another test's database
-    /// stopped: a clone taken while another test creates a table can lack it, and that
-    /// table's rows then stop the SQL thread.
-    pub fn follow_only(&self, database: &str) {
-        self.sql(&format!(
-            "STOP SLAVE; SET GLOBAL replicate_wild_do_table = '{database}.%,mysql.%'; START SLAVE"
-        ));
-    }
-
     pub fn sql(&self, sql: &str) -> String {
         mysql_cli(&self.admin_url, sql)
     }
