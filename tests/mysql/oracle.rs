@@ -245,7 +245,6 @@ impl Engine for Maria {
             facts.push("holds the replica: fails over once".into());
         }
         let db = TestMysqlDb::new(&self.admin, &format!("oracle_{}", &id[..10]));
-        if let Some(replica) = &replica {}
         let cols: Vec<String> = spec
             .columns
             .iter()
