@@ -504,7 +504,10 @@ async fn flush(
         .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;
     let pending = router.tables.values().any(|t| t.committed < t.parts.len());
-    if let Some(log) = iceberg.filter(|_| pending) {
+    // A table re-baselined by this run writes no parts, yet a crashed run may have
+    // committed its changes: its Iceberg table is cleared of them too.
+    let skipped = !router.skipped.is_empty();
+    if let Some(log) = iceberg.filter(|_| pending || skipped) {
         // The commit drops snapshots past the checkpoint this run knows: only the lease
         // holder knows it is the stored one.
         committer.confirm_lease().await?;
@@ -518,6 +521,16 @@ async fn flush(
             );
             log.changes(table, parts, schemas, ids, stored.as_ref(), &position)
                 .await?;
+        }
+        for table in &router.skipped {
+            let writes = router
+                .tables
+                .get(table)
+                .is_some_and(|t| t.committed < t.parts.len());
+            if !writes {
+                log.drop_uncheckpointed(table, ids, stored.as_ref(), &position)
+                    .await?;
+            }
         }
     }
     committer.checkpoint_and_ack(position, stream).await?;

@@ -72,6 +72,8 @@ pub enum Outcome {
     Committed { snapshot_id: i64 },
     /// The table already holds this baseline plan.
     AlreadyThere,
+    /// Nothing to add and nothing to drop: the table is as it was.
+    Unchanged,
 }
 
 /// Appends `files` (the parts, with the Arrow schemas they were written with) to the
@@ -138,6 +140,9 @@ async fn attempt(
         Origin::Changes { .. } => not_checkpointed(&metadata, origin)?,
         Origin::Baseline { .. } => BTreeSet::new(),
     };
+    if files.is_empty() && dropped.is_empty() {
+        return Ok(Some(Outcome::Unchanged));
+    }
 
     let parent = metadata.current_snapshot_id;
     let mut manifests = Vec::new();
@@ -184,32 +189,36 @@ async fn attempt(
         })
         .collect();
     let files = files.as_slice();
-    let manifest_body =
-        manifest::write_manifest(snapshot_id, &header, metadata.current_schema_id, files)?;
     let uuid = super::metadata::uuid_v4();
-    let manifest_key = format!("{}/{METADATA_DIR}/{uuid}-m0.avro", at.table);
-    destination
-        .put_marker(&manifest_key, &manifest_body)
-        .await?;
-    let added_rows: u64 = files.iter().map(|f| f.rows).sum();
-    manifests.insert(
-        0,
-        ManifestFile {
-            path: at.uri(&manifest_key),
-            length: manifest_body.len() as i64,
-            partition_spec_id: 0,
-            content: 0,
-            sequence_number,
-            min_sequence_number: sequence_number,
-            added_snapshot_id: snapshot_id,
-            added_files: files.len() as i64,
-            existing_files: 0,
-            deleted_files: 0,
-            added_rows: added_rows as i64,
-            existing_rows: 0,
-            deleted_rows: 0,
-        },
-    );
+    // A commit that only drops snapshots (a table this run writes no part of) adds no
+    // manifest.
+    if !files.is_empty() {
+        let manifest_body =
+            manifest::write_manifest(snapshot_id, &header, metadata.current_schema_id, files)?;
+        let manifest_key = format!("{}/{METADATA_DIR}/{uuid}-m0.avro", at.table);
+        destination
+            .put_marker(&manifest_key, &manifest_body)
+            .await?;
+        let added_rows: u64 = files.iter().map(|f| f.rows).sum();
+        manifests.insert(
+            0,
+            ManifestFile {
+                path: at.uri(&manifest_key),
+                length: manifest_body.len() as i64,
+                partition_spec_id: 0,
+                content: 0,
+                sequence_number,
+                min_sequence_number: sequence_number,
+                added_snapshot_id: snapshot_id,
+                added_files: files.len() as i64,
+                existing_files: 0,
+                deleted_files: 0,
+                added_rows: added_rows as i64,
+                existing_rows: 0,
+                deleted_rows: 0,
+            },
+        );
+    }
     let list_body = manifest::write_list(snapshot_id, parent, sequence_number, &manifests)?;
     let list_key = format!(
         "{}/{METADATA_DIR}/snap-{snapshot_id}-1-{uuid}.avro",

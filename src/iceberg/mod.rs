@@ -413,6 +413,35 @@ impl<'a> ChangeLog<'a> {
         hit(FaultPoint::IcebergCommitted).await
     }
 
+    /// Drops from `table`'s Iceberg table the snapshots of this stream whose checkpoint was
+    /// never written (past `stored`), for a table this flush commits no part of — one the
+    /// run re-baselines, whose changes a crashed run had committed — before the checkpoint
+    /// moves past them and they could no longer be told apart. Commits nothing when there
+    /// are none.
+    pub async fn drop_uncheckpointed(
+        &self,
+        table: &str,
+        ids: (&str, &str),
+        stored: Option<&Position>,
+        checkpoint: &Position,
+    ) -> Result<()> {
+        let (run_id, source_identity) = ids;
+        let at = self.table(table);
+        let origin = Origin::Changes {
+            job: &self.config.job,
+            run_id,
+            source_identity,
+            stored,
+            checkpoint,
+        };
+        let outcome =
+            commit::append(self.destination, &self.catalog, &at, &[], &[], &origin).await?;
+        if let Outcome::Committed { snapshot_id } = outcome {
+            tracing::info!(table = %table, iceberg = %format!("{}.{}", at.namespace, at.name), snapshot_id, "dropped uncheckpointed snapshots from the Iceberg table");
+        }
+        Ok(())
+    }
+
     /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan (a
     /// second commit of the plan finds it and does nothing).
     pub async fn baseline(

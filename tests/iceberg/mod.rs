@@ -459,6 +459,50 @@ fn iceberg_rebaseline_appends_its_epoch_and_snapshot() {
     );
 }
 
+/// A run writes changes, meets a column added with a default (the table must be
+/// re-baselined), commits the changes to Iceberg and crashes before its checkpoint: the
+/// next run skips the table's changes and re-baselines it instead of writing them again,
+/// and the crashed run's snapshot — changes no checkpointed run holds — is dropped all
+/// the same; the table reads the first run's changes and the new baseline, nothing else.
+#[test]
+fn iceberg_rebaseline_after_a_crashed_commit_drops_the_crashed_snapshot() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_crash_rebase");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let dir = tempfile::tempdir().unwrap();
+    // `initial: none`: no inline baseline runs before the drain, so the wanted table is
+    // skipped by the whole next drain and re-baselined after it.
+    let yaml = iceberg_yaml(dir.path(), "lease: { ttl_seconds: 2 }\n");
+    let job = Job::postgres(&db, &["t"], &yaml);
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t SELECT i, 'a' || i FROM generate_series(1, 20) i");
+    assert_eq!(job.drain()["rows"], 20);
+    db.sql("INSERT INTO t SELECT i, 'b' || i FROM generate_series(21, 30) i");
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO t VALUES (31, 'c', 8)");
+    // The run writes 21..30, asks for the table's re-baseline at the ALTER, commits the
+    // ten to Iceberg and crashes before its checkpoint.
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed")]);
+    assert_ne!(run.code, 0, "the fault crashes the run: {}", run.stderr);
+    let Some(crashed) = pyiceberg(dir.path(), "t") else {
+        return;
+    };
+    assert_eq!(crashed["rows"], 30, "the snapshot is committed: {crashed}");
+
+    // The next run skips the wanted table's changes from its start, then re-baselines it.
+    let summary = job.drain_when_free();
+    assert_eq!(summary["tables"]["t"]["rows"], 0, "{summary}");
+    let read = pyiceberg(dir.path(), "t").unwrap();
+    let ops = read["ops"].as_array().unwrap();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    assert_eq!(
+        (count("insert"), count("snapshot"), count("rebaseline")),
+        (20, 31, 1),
+        "the crashed run's ten inserts are gone, the baseline holds every row: {read}"
+    );
+    assert_eq!(read["distinct_with_id"], read["rows"], "{read}");
+}
+
 /// A MariaDB job: its drains read exactly by pyiceberg, MariaDB's types declared.
 #[test]
 fn iceberg_mariadb_drains_are_read_by_pyiceberg_exactly_once() {
