@@ -107,15 +107,22 @@ pub async fn request_table(config: &Config, backends: &Backends, table: &str) ->
     Ok(())
 }
 
-/// True when every table's baseline is done.
-pub async fn is_done(config: &Config, backends: &Backends) -> Result<bool> {
+/// True when no table's baseline must run before the drain: every table's is done, or
+/// is a re-baseline still only wanted. The drain skips a wanted table's changes and the
+/// re-baseline is anchored after it, at the checkpoint it leaves — anchored before, at an
+/// older checkpoint, the drain could meet the very change that asked for it again (a run
+/// that asked, then died before its checkpoint) and the table would be read twice.
+pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool> {
     for table in &config.source.tables {
-        let done = backends
+        let settled = backends
             .state
             .load_snapshot(&config.job, table)
             .await?
-            .is_some_and(|s| s.status == SnapshotStatus::Done);
-        if !done {
+            .is_some_and(|s| {
+                s.status == SnapshotStatus::Done
+                    || (s.status == SnapshotStatus::Wanted && s.reason.is_some())
+            });
+        if !settled {
             return Ok(false);
         }
     }

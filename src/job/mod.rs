@@ -96,7 +96,9 @@ async fn run_once(
     if config.initial == Initial::Snapshot {
         crate::baseline::added::want_added(config, backends).await?;
     }
-    if config.initial == Initial::Snapshot && !crate::baseline::is_done(config, backends).await? {
+    if config.initial == Initial::Snapshot
+        && !crate::baseline::ready_to_drain(config, backends).await?
+    {
         crate::destination::stdout::refuse_baseline(config, "initial: snapshot")?;
         start_baseline(config, backends).await?;
     }

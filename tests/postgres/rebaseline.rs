@@ -863,3 +863,43 @@ fn rb_a_default_added_after_the_runs_last_change_of_the_table_rebaselines_it() {
     );
     assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
 }
+
+/// A run asks for `t`'s re-baseline (a column added with a default mid-backlog) and dies
+/// before its checkpoint: the next run drains past the same change again and re-baselines
+/// `t` once, after its drain — not once before it (anchored at the old checkpoint) and
+/// again when it meets the change.
+#[test]
+fn rb_a_run_that_asked_for_a_rebaseline_and_died_before_its_checkpoint_reads_the_table_once() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_died");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 5) i");
+    let job = Job::postgres(
+        &db,
+        &["t", "u"],
+        "initial: snapshot\nlease: { ttl_seconds: 2 }",
+    );
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t VALUES (10, 'ten'); INSERT INTO u VALUES (1, 'one')");
+    db.sql("ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7");
+    db.sql("INSERT INTO t VALUES (11, 'eleven', 8); INSERT INTO u VALUES (2, 'two')");
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "before_checkpoint")]);
+    assert_ne!(run.code, 0, "the fault crashes the run: {}", run.stderr);
+    assert_eq!(record(&job, "t")["status"], "wanted");
+
+    let summary = job.drain_when_free();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["tables"]["u"]["rows"], 2, "{summary}");
+    assert_eq!(record(&job, "t")["status"], "done");
+    let markers = every_row(&job.out().join("t"))
+        .into_iter()
+        .filter(|r| r["__op"].as_deref() == Some("rebaseline"))
+        .count();
+    assert_eq!(markers, 1, "t is re-baselined once");
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
