@@ -195,8 +195,9 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, way: Way) {
                         // Read the rest of the request, so the client is not cut off
                         // while it still sends, then answer in the service's place.
                         read_whole_request(&mut from, &buf[..n]);
-                        let _ = from.write_all(&response);
+                        // Counted before the client can read the answer and look.
                         shared.answered.fetch_add(1, Ordering::SeqCst);
+                        let _ = from.write_all(&response);
                         break;
                     }
                     match &way {
