@@ -96,8 +96,8 @@ pub async fn append(
     Err(Error::new(
         Code::IcebergConflict,
         format!(
-            "Iceberg table {}.{}: another writer committed first at each of {ATTEMPTS} attempts",
-            at.namespace, at.name
+            "Iceberg table {}: another writer committed first at each of {ATTEMPTS} attempts",
+            at.qualified()
         ),
     )
     .hint("another process keeps committing to this table: make sluice its only writer (compaction and expiry in between runs), then run again; the run's data stays and the next run commits it"))
@@ -386,8 +386,8 @@ pub async fn read_metadata(
         Error::new(
             Code::IcebergMetadata,
             format!(
-                "the catalog points {}.{} at {location}, which does not exist",
-                at.namespace, at.name
+                "the catalog points {} at {location}, which does not exist",
+                at.qualified()
             ),
         )
         .hint("restore the file, or point the catalog row at `previous_metadata_location`")

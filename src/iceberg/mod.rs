@@ -194,6 +194,11 @@ pub struct TableRef<'a> {
 }
 
 impl TableRef<'_> {
+    /// `namespace.name`, as a catalog names the table.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.namespace, self.name)
+    }
+
     /// The URI of destination key `key`.
     pub fn uri(&self, key: &str) -> String {
         format!("{}{key}", self.root)
@@ -348,7 +353,7 @@ impl<'a> ChangeLog<'a> {
         };
         let metadata = commit::read_metadata(self.destination, &at, &location).await?;
         Ok(Some(Inspected {
-            name: format!("{}.{}", at.namespace, at.name),
+            name: at.qualified(),
             snapshots: metadata.snapshots.len(),
             fields: metadata.current_fields().to_vec(),
             last_column_id: metadata.last_column_id,
@@ -383,32 +388,17 @@ impl<'a> ChangeLog<'a> {
         if parts.is_empty() {
             return Ok(());
         }
-        let (run_id, source_identity) = ids;
         let (mut files, arrow) = self.files_and_schemas(table, parts, schemas)?;
         for (file, part) in files.iter_mut().zip(parts) {
             if !part.first_pos.is_empty() && part.first_pos <= part.last_pos {
                 file.pos_range = Some((part.first_pos.clone(), part.last_pos.clone()));
             }
         }
-        let at = self.table(table);
-        let origin = Origin::Changes {
-            job: &self.config.job,
-            run_id,
-            source_identity,
-            stored,
-            checkpoint,
-        };
-        let outcome = commit::append(
-            self.destination,
-            &self.catalog,
-            &at,
-            &arrow,
-            &files,
-            &origin,
-        )
-        .await?;
+        let outcome = self
+            .append_changes(table, &arrow, &files, ids, stored, checkpoint)
+            .await?;
         if let Outcome::Committed { snapshot_id } = outcome {
-            tracing::info!(table = %table, iceberg = %format!("{}.{}", at.namespace, at.name), snapshot_id, parts = parts.len(), "committed to the Iceberg table");
+            tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, parts = parts.len(), "committed to the Iceberg table");
         }
         hit(FaultPoint::IcebergCommitted).await
     }
@@ -425,8 +415,27 @@ impl<'a> ChangeLog<'a> {
         stored: Option<&Position>,
         checkpoint: &Position,
     ) -> Result<()> {
+        let outcome = self
+            .append_changes(table, &[], &[], ids, stored, checkpoint)
+            .await?;
+        if let Outcome::Committed { snapshot_id } = outcome {
+            tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, "dropped uncheckpointed snapshots from the Iceberg table");
+        }
+        Ok(())
+    }
+
+    /// One commit of this stream's `files` to `table`'s Iceberg table, dropping first the
+    /// snapshots past `stored` that no checkpoint covers.
+    async fn append_changes(
+        &self,
+        table: &str,
+        arrow: &[arrow_schema::Schema],
+        files: &[DataFile],
+        ids: (&str, &str),
+        stored: Option<&Position>,
+        checkpoint: &Position,
+    ) -> Result<Outcome> {
         let (run_id, source_identity) = ids;
-        let at = self.table(table);
         let origin = Origin::Changes {
             job: &self.config.job,
             run_id,
@@ -434,12 +443,8 @@ impl<'a> ChangeLog<'a> {
             stored,
             checkpoint,
         };
-        let outcome =
-            commit::append(self.destination, &self.catalog, &at, &[], &[], &origin).await?;
-        if let Outcome::Committed { snapshot_id } = outcome {
-            tracing::info!(table = %table, iceberg = %format!("{}.{}", at.namespace, at.name), snapshot_id, "dropped uncheckpointed snapshots from the Iceberg table");
-        }
-        Ok(())
+        let at = self.table(table);
+        commit::append(self.destination, &self.catalog, &at, arrow, files, &origin).await
     }
 
     /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan (a
