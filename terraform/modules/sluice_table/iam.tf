@@ -289,8 +289,30 @@ data "aws_iam_policy_document" "assume_states" {
   }
 }
 
+# The logging part of each state machine's role (the baseline machine's and the MERGE's).
+data "aws_iam_policy_document" "deliver_execution_logs" {
+  statement {
+    # CloudWatch Logs delivery for Step Functions supports no resource-level permissions.
+    #checkov:skip=CKV_AWS_111:log delivery actions accept only Resource "*" (AWS documents this for Step Functions logging)
+    #checkov:skip=CKV_AWS_356:log delivery actions accept only Resource "*"
+    sid = "DeliverExecutionLogs"
+    actions = [
+      "logs:CreateLogDelivery",
+      "logs:GetLogDelivery",
+      "logs:UpdateLogDelivery",
+      "logs:DeleteLogDelivery",
+      "logs:ListLogDeliveries",
+      "logs:PutResourcePolicy",
+      "logs:DescribeResourcePolicies",
+      "logs:DescribeLogGroups",
+    ]
+    resources = ["*"]
+  }
+}
+
 data "aws_iam_policy_document" "machine" {
-  count = var.baseline_state_machine ? 1 : 0
+  count                   = var.baseline_state_machine ? 1 : 0
+  source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
 
   statement {
     sid       = "InvokeOwnWorker"
@@ -332,24 +354,6 @@ data "aws_iam_policy_document" "machine" {
       "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}:*",
       "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}/*",
     ]
-  }
-
-  statement {
-    # CloudWatch Logs delivery for Step Functions supports no resource-level permissions.
-    #checkov:skip=CKV_AWS_111:log delivery actions accept only Resource "*" (AWS documents this for Step Functions logging)
-    #checkov:skip=CKV_AWS_356:log delivery actions accept only Resource "*"
-    sid = "DeliverExecutionLogs"
-    actions = [
-      "logs:CreateLogDelivery",
-      "logs:GetLogDelivery",
-      "logs:UpdateLogDelivery",
-      "logs:DeleteLogDelivery",
-      "logs:ListLogDeliveries",
-      "logs:PutResourcePolicy",
-      "logs:DescribeResourcePolicies",
-      "logs:DescribeLogGroups",
-    ]
-    resources = ["*"]
   }
 }
 

@@ -84,7 +84,8 @@ data "aws_iam_policy_document" "assume_merge" {
 }
 
 data "aws_iam_policy_document" "merge" {
-  count = local.merge_enabled ? 1 : 0
+  count                   = local.merge_enabled ? 1 : 0
+  source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
 
   statement {
     sid       = "InvokeOwnDrain"
@@ -142,23 +143,6 @@ data "aws_iam_policy_document" "merge" {
       variable = "kms:ViaService"
       values   = ["s3.${local.region}.amazonaws.com"]
     }
-  }
-
-  statement {
-    #checkov:skip=CKV_AWS_111:log delivery actions accept only Resource "*" (AWS documents this for Step Functions logging)
-    #checkov:skip=CKV_AWS_356:log delivery actions accept only Resource "*"
-    sid = "DeliverExecutionLogs"
-    actions = [
-      "logs:CreateLogDelivery",
-      "logs:GetLogDelivery",
-      "logs:UpdateLogDelivery",
-      "logs:DeleteLogDelivery",
-      "logs:ListLogDeliveries",
-      "logs:PutResourcePolicy",
-      "logs:DescribeResourcePolicies",
-      "logs:DescribeLogGroups",
-    ]
-    resources = ["*"]
   }
 }
 
