@@ -18,6 +18,7 @@ on stdout. The benchmarks are reported, never asserted.
 import argparse
 import datetime
 import http.server
+import io
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -39,6 +41,15 @@ ENGINES = {"postgres": ("SLUICE_TEST_PG_URL", postgres), "mariadb": ("SLUICE_TES
 # The issue's targets (notes, not assertions).
 TARGET_PG_RATIO, TARGET_MARIADB_RATIO = 1.3, 1.0
 TARGET_BIG_TXN_RSS_MB, TARGET_ZIP_MB, TARGET_COLD_MS, TARGET_IDLE_MS = 150, 15, 30, 150
+
+
+def zipped_bytes(binary):
+    """The binary zipped as a Lambda `bootstrap` (deflate, level 9), in bytes: the upload a
+    custom runtime of this build weighs — the host's architecture, unlike `make lambda`'s."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.write(binary, "bootstrap")
+    return buf.getbuffer().nbytes
 
 
 def cold_start(binary):
@@ -146,9 +157,11 @@ def targets(report):
                        f"{'met' if ms <= TARGET_IDLE_MS else 'NOT met'}")
     cold = report["cold_start_ms"]
     out.append(f"* cold start: {cold} ms (target ≤ {TARGET_COLD_MS}) — {'met' if cold <= TARGET_COLD_MS else 'NOT met'}")
-    if report.get("zip_bytes"):
-        mb = report["zip_bytes"] / 1e6
-        out.append(f"* zip: {mb:.1f} MB (target ≤ {TARGET_ZIP_MB}) — {'met' if mb <= TARGET_ZIP_MB else 'NOT met'}")
+    zipped = report.get("zip_bytes") or report.get("binary_zip_bytes")
+    if zipped:
+        mb = zipped / 1e6
+        what = "zip" if report.get("zip_bytes") else "zip (this host's binary)"
+        out.append(f"* {what}: {mb:.1f} MB (target ≤ {TARGET_ZIP_MB}) — {'met' if mb <= TARGET_ZIP_MB else 'NOT met'}")
     return out
 
 
@@ -178,8 +191,10 @@ def markdown(report):
                      f"| {r['bytes'] / 1e6:.1f} | {r['gb_s']} |")
     lines += growth(report)
     lines += many_tables(report)
-    lines += ["", f"Binary: {report['binary_bytes']} bytes; Lambda cold start (process start → first "
-              f"`next`): {report['cold_start_ms']} ms (median of 5)."]
+    zipped = report.get("binary_zip_bytes")
+    lines += ["", f"Binary: {report['binary_bytes']} bytes"
+              + (f" ({zipped} bytes zipped as a Lambda `bootstrap`)" if zipped else "")
+              + f"; Lambda cold start (process start → first `next`): {report['cold_start_ms']} ms (median of 5)."]
     if report.get("zip_bytes"):
         lines.append(f"Lambda zip: {report['zip_bytes']} bytes.")
     for engine in sorted({r["engine"] for r in report["scenarios"]}):
@@ -267,7 +282,8 @@ def main():
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": git_commit(), "binary": binary, "repeat": args.repeat, "note": args.note,
               "workdir": args.workdir or tempfile.gettempdir(), "machine": machine(engines),
-              "binary_bytes": os.path.getsize(binary), "cold_start_ms": cold_start(binary),
+              "binary_bytes": os.path.getsize(binary), "binary_zip_bytes": zipped_bytes(binary),
+              "cold_start_ms": cold_start(binary),
               "zip_bytes": os.path.getsize(args.zip) if args.zip and os.path.exists(args.zip) else None,
               "complete": False, "scenarios": []}
     print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes", flush=True)
