@@ -118,10 +118,7 @@ pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool
             .state
             .load_snapshot(&config.job, table)
             .await?
-            .is_some_and(|s| {
-                s.status == SnapshotStatus::Done
-                    || (s.status == SnapshotStatus::Wanted && s.reason.is_some())
-            });
+            .is_some_and(|s| matches!(s.status, SnapshotStatus::Done | SnapshotStatus::Wanted));
         if !settled {
             return Ok(false);
         }

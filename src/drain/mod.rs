@@ -505,9 +505,10 @@ async fn flush(
         .await?;
     let pending = router.tables.values().any(|t| t.committed < t.parts.len());
     // A table re-baselined by this run writes no parts, yet a crashed run may have
-    // committed its changes: its Iceberg table is cleared of them too.
-    let skipped = !router.skipped.is_empty();
-    if let Some(log) = iceberg.filter(|_| pending || skipped) {
+    // committed its changes: its Iceberg table is cleared of them too, once.
+    let unswept =
+        |log: &crate::iceberg::ChangeLog<'_>| router.skipped.iter().any(|t| !log.committed_to(t));
+    if let Some(log) = iceberg.filter(|log| pending || unswept(log)) {
         // The commit drops snapshots past the checkpoint this run knows: only the lease
         // holder knows it is the stored one.
         committer.confirm_lease().await?;
@@ -523,14 +524,8 @@ async fn flush(
                 .await?;
         }
         for table in &router.skipped {
-            let writes = router
-                .tables
-                .get(table)
-                .is_some_and(|t| t.committed < t.parts.len());
-            if !writes {
-                log.drop_uncheckpointed(table, ids, stored.as_ref(), &position)
-                    .await?;
-            }
+            log.drop_uncheckpointed(table, ids, stored.as_ref(), &position)
+                .await?;
         }
     }
     committer.checkpoint_and_ack(position, stream).await?;

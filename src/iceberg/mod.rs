@@ -234,6 +234,9 @@ pub struct ChangeLog<'a> {
     destination: &'a dyn Destination,
     catalog: Catalog,
     root: String,
+    /// The tables this change log has committed this stream's changes to: each holds no
+    /// snapshot an earlier, crashed run committed past the stored checkpoint any more.
+    committed: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl<'a> ChangeLog<'a> {
@@ -282,6 +285,7 @@ impl<'a> ChangeLog<'a> {
             destination,
             catalog,
             root,
+            committed: Default::default(),
         }))
     }
 
@@ -395,7 +399,7 @@ impl<'a> ChangeLog<'a> {
             }
         }
         let outcome = self
-            .append_changes(table, &arrow, &files, ids, stored, checkpoint)
+            .commit_changes(table, &arrow, &files, ids, stored, checkpoint)
             .await?;
         if let Outcome::Committed { snapshot_id } = outcome {
             tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, parts = parts.len(), "committed to the Iceberg table");
@@ -404,10 +408,10 @@ impl<'a> ChangeLog<'a> {
     }
 
     /// Drops from `table`'s Iceberg table the snapshots of this stream whose checkpoint was
-    /// never written (past `stored`), for a table this flush commits no part of — one the
-    /// run re-baselines, whose changes a crashed run had committed — before the checkpoint
-    /// moves past them and they could no longer be told apart. Commits nothing when there
-    /// are none.
+    /// never written (past `stored`) — for a table the run writes no part of (one it
+    /// re-baselines, whose changes a crashed run had committed) — before the checkpoint
+    /// moves past them and they could no longer be told apart. Once per run: a table this
+    /// change log committed to already is skipped, and commits nothing when there are none.
     pub async fn drop_uncheckpointed(
         &self,
         table: &str,
@@ -415,8 +419,11 @@ impl<'a> ChangeLog<'a> {
         stored: Option<&Position>,
         checkpoint: &Position,
     ) -> Result<()> {
+        if self.committed_to(table) {
+            return Ok(());
+        }
         let outcome = self
-            .append_changes(table, &[], &[], ids, stored, checkpoint)
+            .commit_changes(table, &[], &[], ids, stored, checkpoint)
             .await?;
         if let Outcome::Committed { snapshot_id } = outcome {
             tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, "dropped uncheckpointed snapshots from the Iceberg table");
@@ -424,9 +431,15 @@ impl<'a> ChangeLog<'a> {
         Ok(())
     }
 
+    /// True when this change log committed to `table`'s Iceberg table in this run.
+    pub fn committed_to(&self, table: &str) -> bool {
+        self.committed.lock().unwrap().contains(table)
+    }
+
     /// One commit of this stream's `files` to `table`'s Iceberg table, dropping first the
-    /// snapshots past `stored` that no checkpoint covers.
-    async fn append_changes(
+    /// snapshots past `stored` that no checkpoint covers; the table is then recorded as
+    /// committed to.
+    async fn commit_changes(
         &self,
         table: &str,
         arrow: &[arrow_schema::Schema],
@@ -444,7 +457,10 @@ impl<'a> ChangeLog<'a> {
             checkpoint,
         };
         let at = self.table(table);
-        commit::append(self.destination, &self.catalog, &at, arrow, files, &origin).await
+        let outcome =
+            commit::append(self.destination, &self.catalog, &at, arrow, files, &origin).await?;
+        self.committed.lock().unwrap().insert(table.to_owned());
+        Ok(outcome)
     }
 
     /// Commits a baseline plan's `parts` of `table` as one snapshot, once per plan (a
