@@ -12,6 +12,7 @@
 //! core types and services (`config`, `faults`, `change`, `position`, `framer`,
 //! `summary`, `error`, `redact`, `tls`, `aws`, `arn`).
 
+pub mod allocator;
 pub mod arn;
 pub mod aws;
 pub mod backends;

@@ -66,6 +66,13 @@ pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
 /// chunk adopts an existing part only when this matches (the committer's `commit_chunk`).
 pub const IDENTITY_METADATA_KEY: &str = "sluice.identity";
 
+/// A column chunk's dictionary falls back to plain encoding once its dictionary page
+/// holds this many bytes (the Parquet writer's default is 1 MiB). Measured (bench/results/
+/// profile.md): a column of mostly distinct values (keys, timestamps, free text) is less
+/// than half the size plain + zstd than dictionary-encoded, and costs less CPU; a column of
+/// few distinct values (status, country) keeps its dictionary, half its plain size.
+pub const DICTIONARY_PAGE_BYTES: usize = 16 * 1024;
+
 /// The `created_by` of every part.
 pub fn created_by() -> String {
     format!("sluice {}", env!("CARGO_PKG_VERSION"))
@@ -382,6 +389,7 @@ impl PartWriter {
             .set_compression(self.compression)
             .set_max_row_group_row_count(Some(self.settings.row_group_rows))
             .set_statistics_enabled(EnabledStatistics::Page)
+            .set_dictionary_page_size_limit(DICTIONARY_PAGE_BYTES)
             .set_created_by(created_by())
             .set_key_value_metadata(Some(
                 std::iter::once(KeyValue::new(

@@ -1129,3 +1129,61 @@ fn without_arrow_extensions_a_json_column_is_plain_text_to_arrow_and_json_to_par
     }
     assert_eq!(stored, [Some("arrow.json".to_owned()), None]);
 }
+
+#[test]
+fn distinct_values_fall_back_to_plain_and_few_values_keep_their_dictionary() {
+    // 20,000 distinct keys (a 160 KB dictionary, over DICTIONARY_PAGE_BYTES) and a text
+    // column of three values, in one row group.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(
+        dir.path(),
+        PartSettings {
+            row_group_rows: 65_536,
+            ..settings(dir.path())
+        },
+    );
+    let schema = narrow_table();
+    for n in 0..20_000u64 {
+        let status = ["active", "pending", "closed"][(n % 3) as usize];
+        let image = vec![Value::Int(n as i64), Value::Text(status.into())];
+        assert!(w.append(&ev(&schema, n, image)).unwrap().is_none());
+    }
+    let part = w.finish().unwrap().unwrap();
+    let options = parquet::file::serialized_reader::ReadOptionsBuilder::new()
+        .with_encoding_stats_as_mask(false)
+        .build();
+    let reader = parquet::file::serialized_reader::SerializedFileReader::new_with_options(
+        File::open(&part.local_path).unwrap(),
+        options,
+    )
+    .unwrap();
+    let metadata = parquet::file::reader::FileReader::metadata(&reader);
+    assert_eq!(metadata.num_row_groups(), 1);
+    let group = metadata.row_group(0);
+    let plain_data_pages = |name: &str| {
+        let column = group
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)
+            .unwrap();
+        let stats = column.page_encoding_stats().expect("page encoding stats");
+        stats
+            .iter()
+            .filter(|s| {
+                s.page_type != parquet::basic::PageType::DICTIONARY_PAGE
+                    && s.encoding == parquet::basic::Encoding::PLAIN
+            })
+            .map(|s| s.count)
+            .sum::<i32>()
+    };
+    assert!(
+        plain_data_pages("id") > 0,
+        "the key column kept a 160 KB dictionary"
+    );
+    assert_eq!(
+        plain_data_pages("v"),
+        0,
+        "the three-value column lost its dictionary"
+    );
+    assert_eq!(part.rows, 20_000);
+}
