@@ -49,11 +49,13 @@ lambda: prereqs
 	@ls -l "$${CARGO_TARGET_DIR:-target}/lambda/sluice/bootstrap.zip"
 
 # Benchmarks (reported, never asserted): bench/results/latest.{json,md} and history.md —
-# PostgreSQL and MariaDB, each scenario against the source's own decode floor (bench/run.py).
+# PostgreSQL and MariaDB, each scenario against the source's own floors, with CPU and
+# (callgrind, scenarios up to 200k rows) instructions per row (bench/run.py).
 # BENCH_ARGS passes more options, e.g. BENCH_ARGS='--repeat 5 --note "quiet machine"'.
 TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 BENCH_ARGS ?=
 bench: services
+	@infra/local/prereqs.sh valgrind
 	cargo build --release $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/release/sluice \
 	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,) $(BENCH_ARGS)
@@ -61,9 +63,11 @@ bench: services
 # A small smoke run with the debug build, so the benchmark code keeps working (CI runs it);
 # its results go to a scratch directory, not bench/results.
 bench-quick: services
+	@infra/local/prereqs.sh valgrind
 	cargo build $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/debug/sluice \
-	  --rows 5000 --wide-rows 1000 --idle-rows 1000 --repeat 1 --out $$(mktemp -d) $(BENCH_ARGS)
+	  --rows 5000 --wide-rows 1000 --idle-rows 1000 --instructions-max-rows 1000 --repeat 1 \
+	  --out $$(mktemp -d) $(BENCH_ARGS)
 
 # Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
 # PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a

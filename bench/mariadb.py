@@ -182,7 +182,7 @@ def binlog_files(client, first, last):
     return names[names.index(first):names.index(last) + 1]
 
 
-def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
+def run_scenario(binary, admin_url, scenario, rows, repeat, workdir, count_instructions=False):
     global _first_file
     client = Client(admin_url)
     db = f"bench_{scenario}"
@@ -208,19 +208,25 @@ def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
             seed_start = time.monotonic()
             seed(client, db, scenario, rows)
             seed_s = time.monotonic() - seed_start
-            return _measure(binary, client, db, config, env, job_dir, anchored, scenario, rows, repeat, start, seed_s)
+            return _measure(binary, client, db, config, env, job_dir, anchored, scenario, rows, repeat, start, seed_s,
+                            count_instructions)
     finally:
         client.sql(f"DROP DATABASE IF EXISTS {db}")
 
 
-def _measure(binary, client, db, config, env, job_dir, anchored, scenario, rows, repeat, start, seed_s):
+def _measure(binary, client, db, config, env, job_dir, anchored, scenario, rows, repeat, start, seed_s,
+             count_instructions):
     drains, decode, transfer = [], [], []
     stop = None
     binlog_bytes = None
-    for _ in range(repeat):
+
+    def from_anchor():
         for sub in ("out", "state"):
             shutil.rmtree(os.path.join(job_dir, sub))
             shutil.copytree(os.path.join(anchored, sub), os.path.join(job_dir, sub))
+
+    for _ in range(repeat):
+        from_anchor()
         drains.append(measure.drain(binary, config, env))
         if stop is None:
             stop = parse_position(drains[0]["to"])
@@ -233,9 +239,13 @@ def _measure(binary, client, db, config, env, job_dir, anchored, scenario, rows,
         decode.append(measure.floor(decode_cmd, client.env))
         with tempfile.TemporaryDirectory(dir=job_dir) as raw_dir:
             transfer.append(measure.floor([*common, "--raw", f"--result-file={raw_dir}/", *files], client.env))
+    instructions = None
+    if count_instructions:
+        from_anchor()
+        instructions = measure.instructions(binary, config, env)
     return measure.result("mariadb", scenario, rows, seed_s, drains, {"decode": decode, "transfer": transfer},
                           {"binlog_bytes": binlog_bytes, "binlog_range": f"{start[0]}:{start[1]}..{stop[0]}:{stop[1]}",
-                           "floor_rows_decoded": floor_rows(decode_cmd, client.env, db)})
+                           "floor_rows_decoded": floor_rows(decode_cmd, client.env, db)}, instructions)
 
 
 def floor_rows(cmd, env, db):

@@ -9,6 +9,7 @@ backlog in the same run. A child that exits non-zero raises with its stderr tail
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -41,6 +42,22 @@ def drain(binary, config, env):
             "parts": summary["parts"], "bytes": summary["bytes"], "to": summary["to"]}
 
 
+def instructions(binary, config, env):
+    """Instructions one `sluice drain` executes (every thread), counted by callgrind — the
+    figure that does not move with the machine's load. None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "callgrind.out")
+        timed_child(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                     binary, "drain", "--config", config], env)
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("totals:", "summary:")):
+                    return int(line.split()[1])
+    raise RuntimeError(f"callgrind wrote no instruction total for {binary}")
+
+
 def floor(cmd, env=None, stdout=subprocess.DEVNULL, cwd=None):
     """One floor measurement (the source's own tool): wall and CPU of the client process."""
     wall, cpu, _, _ = timed_child(cmd, env, stdout=stdout, cwd=cwd)
@@ -51,9 +68,9 @@ def _median(runs, key):
     return statistics.median(r[key] for r in runs)
 
 
-def result(engine, scenario, rows, seed_s, drains, floors, extra=None):
+def result(engine, scenario, rows, seed_s, drains, floors, extra=None, instructions=None):
     """One report row. `floors` maps a floor name ("decode", "transfer") to its runs;
-    "decode" is the floor the targets are stated against."""
+    `instructions` is one drain's callgrind count (None when not measured)."""
     wall = _median(drains, "wall_s")
     peak = _median(drains, "peak_rss_mib")
     row = {
@@ -63,6 +80,9 @@ def result(engine, scenario, rows, seed_s, drains, floors, extra=None):
         "peak_rss_mib": round(peak, 1), "parts": drains[0]["parts"], "bytes": drains[0]["bytes"],
         "rows_written": drains[0]["rows"], "gb_s": round(peak / 1024 * wall, 4), "runs": len(drains),
         "drain_runs_s": [round(d["wall_s"], 3) for d in drains],
+        "cpu_us_per_row": round(_median(drains, "cpu_s") / drains[0]["rows"] * 1e6, 2) if drains[0]["rows"] else None,
+        "instructions": instructions,
+        "instructions_per_row": round(instructions / drains[0]["rows"]) if instructions and drains[0]["rows"] else None,
     }
     for name, runs in floors.items():
         f = _median(runs, "wall_s")

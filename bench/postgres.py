@@ -12,7 +12,8 @@ after). The backlog is written after the slot is created, so the slot holds exac
   pg_logical_slot_peek_binary_changes(...)) TO STDOUT` through psql to /dev/null — the
   same decode with every change sent to a client, what any SQL-path reader pays;
 * sluice: `sluice drain` on a copy of the slot (pg_copy_logical_replication_slot), so
-  every repeat reads the full backlog.
+  every repeat reads the full backlog; with `count_instructions`, one more drain on a
+  fresh copy runs under callgrind (instructions, not time).
 """
 
 import os
@@ -90,17 +91,17 @@ def _drop(admin_url, db):
     psql(admin_url, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
-def run_scenario(binary, admin_url, scenario, rows, repeat, workdir):
+def run_scenario(binary, admin_url, scenario, rows, repeat, workdir, count_instructions=False):
     db = f"bench_{scenario}"
     _drop(admin_url, db)
     psql(admin_url, f"CREATE DATABASE {db}")
     try:
-        return _measure(binary, with_db(admin_url, db), db, scenario, rows, repeat, workdir)
+        return _measure(binary, with_db(admin_url, db), db, scenario, rows, repeat, workdir, count_instructions)
     finally:
         _drop(admin_url, db)
 
 
-def _measure(binary, url, db, scenario, rows, repeat, workdir):
+def _measure(binary, url, db, scenario, rows, repeat, workdir, count_instructions):
     psql(url, TABLES[scenario])
     tables = captured(scenario)
     psql(url, f"CREATE PUBLICATION p_{db} FOR TABLE {', '.join(tables)}")
@@ -121,19 +122,28 @@ def _measure(binary, url, db, scenario, rows, repeat, workdir):
         decoded = tuple(int(x) for x in psql(url, floor_sql).split("|"))
         floors.append({"wall_s": time.monotonic() - t0})
         copies.append(measure.floor(["psql", url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", copy_sql]))
-        copy = f"{slot}_r{attempt}"
-        psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
-        job_dir = os.path.join(workdir, f"pg_{scenario}_{attempt}")
-        os.makedirs(job_dir)
-        config = os.path.join(job_dir, "sluice.yaml")
-        with open(config, "w") as f:
-            f.write(f"job: {db}_{attempt}\nsource:\n  url_env: BENCH_URL\n  tables: [{', '.join(tables)}]\n"
-                    f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n"
-                    f"destination: {{ type: local, path: {job_dir}/out }}\n"
-                    f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
-        env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")
-        drains.append(measure.drain(binary, config, env))
+        drains.append(_drain(binary, url, db, slot, tables, scenario, f"r{attempt}", workdir, measure.drain))
+    instructions = (_drain(binary, url, db, slot, tables, scenario, "ir", workdir, measure.instructions)
+                    if count_instructions else None)
+    return measure.result("postgres", scenario, rows, seed_s, drains, {"decode": floors, "transfer": copies},
+                          {"changes_decoded": decoded[0], "decoded_bytes": decoded[1]}, instructions)
+
+
+def _drain(binary, url, db, slot, tables, scenario, run, workdir, how):
+    """One drain (`how`: measure.drain or measure.instructions) of a copy of the slot."""
+    copy = f"{slot}_{run}"
+    psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
+    job_dir = os.path.join(workdir, f"pg_{scenario}_{run}")
+    os.makedirs(job_dir)
+    config = os.path.join(job_dir, "sluice.yaml")
+    with open(config, "w") as f:
+        f.write(f"job: {db}_{run}\nsource:\n  url_env: BENCH_URL\n  tables: [{', '.join(tables)}]\n"
+                f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n"
+                f"destination: {{ type: local, path: {job_dir}/out }}\n"
+                f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
+    env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")
+    try:
+        return how(binary, config, env)
+    finally:
         psql(url, f"SELECT pg_drop_replication_slot('{copy}')")
         shutil.rmtree(job_dir)
-    return measure.result("postgres", scenario, rows, seed_s, drains, {"decode": floors, "transfer": copies},
-                          {"changes_decoded": decoded[0], "decoded_bytes": decoded[1]})
