@@ -48,7 +48,10 @@ def instructions(binary, config, env):
     if not shutil.which("valgrind"):
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        out = os.path.join(scratch, "callgrind.out")
+        # SLUICE_BENCH_CALLGRIND_DIR keeps each profile (callgrind_annotate reads it; a
+        # binary with line tables names the functions: bench/profile.sh says how to build one).
+        keep = os.environ.get("SLUICE_BENCH_CALLGRIND_DIR")
+        out = os.path.join(keep or scratch, f"callgrind.{os.path.basename(os.path.dirname(config))}.{time.time_ns()}")
         timed_child(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                      binary, "drain", "--config", config], env)
         with open(out) as f:
