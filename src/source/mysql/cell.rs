@@ -72,9 +72,27 @@ pub fn decode_cell_as(
         )));
     }
     if col.raw == MyType::MYSQL_TYPE_NEWDECIMAL {
-        packed_decimal_is_well_formed(col.meta[0].into(), col.meta[1].into(), raw)
+        let packed = packed_decimal(col.meta[0].into(), col.meta[1].into(), raw)
             .map_err(CellError::Malformed)?;
+        // The output column is the binlog's own DECIMAL(p,s), p ≤ 38: the digit groups
+        // are the unscaled integer, no text in between.
+        if let (ColumnType::Decimal { precision, scale }, Some(unscaled)) = (ty, packed.unscaled)
+            && *precision == col.meta[0]
+            && i16::from(*scale) == i16::from(col.meta[1])
+        {
+            return Ok((Value::Decimal(unscaled), packed.size));
+        }
     }
+    decode_through_mysql_common(col, ty, raw)
+}
+
+/// Decodes with mysql_common's cell decoder (TIME and TIME2 with ours), then converts to
+/// `ty`.
+fn decode_through_mysql_common(
+    col: &BinlogColumn,
+    ty: &ColumnType,
+    raw: &[u8],
+) -> Result<(Value, usize), CellError> {
     let (cell, used) = match col.raw {
         MyType::MYSQL_TYPE_TIME2 => time2(raw, col.meta[0]).map_err(CellError::Malformed)?,
         MyType::MYSQL_TYPE_TIME => old_time(raw).map_err(CellError::Malformed)?,
@@ -177,12 +195,22 @@ fn old_time(raw: &[u8]) -> Result<(BinlogValue<'static>, usize), String> {
 const DIGITS_PER_GROUP: usize = 9;
 const PARTIAL_GROUP_BYTES: [usize; DIGITS_PER_GROUP + 1] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
 
-/// Checks a packed DECIMAL(precision, scale) cell at the start of `raw` (sign bit flipped;
+/// A well-formed packed DECIMAL cell.
+struct PackedDecimal {
+    /// Bytes the cell occupies.
+    size: usize,
+    /// Its digits as one integer (the value × 10^scale), when it fits an i128 (always for
+    /// a precision up to 38).
+    unscaled: Option<i128>,
+}
+
+/// Reads a packed DECIMAL(precision, scale) cell at the start of `raw` (sign bit flipped;
 /// a negative value has every byte inverted; big-endian digit groups of 9, partial groups
-/// at both ends): each group must hold fewer digits than it has room for. The decoder
-/// multiplies a partial fraction group up without a bound check, so an ill-formed group
-/// would overflow there.
-fn packed_decimal_is_well_formed(precision: usize, scale: usize, raw: &[u8]) -> Result<(), String> {
+/// at both ends — the fraction's last group holds its leading digits, so the groups in
+/// order spell the unscaled integer): each group must hold fewer digits than it has room
+/// for. mysql_common's decoder multiplies a partial fraction group up without a bound
+/// check, so an ill-formed group would overflow there.
+fn packed_decimal(precision: usize, scale: usize, raw: &[u8]) -> Result<PackedDecimal, String> {
     if scale > precision {
         return Err(format!(
             "DECIMAL({precision},{scale}) cannot be represented"
@@ -212,6 +240,7 @@ fn packed_decimal_is_well_formed(precision: usize, scale: usize, raw: &[u8]) -> 
     };
     let negative = bytes.first().is_some_and(|b| b & 0x80 == 0);
     let mut at = 0;
+    let mut unscaled = Some(0i128);
     for digits in layout {
         let len = PARTIAL_GROUP_BYTES[digits];
         let mut group = 0u64;
@@ -220,13 +249,20 @@ fn packed_decimal_is_well_formed(precision: usize, scale: usize, raw: &[u8]) -> 
             group = (group << 8) | u64::from(if negative { !b } else { b });
         }
         at += len;
-        if group >= 10u64.pow(digits as u32) {
+        let room = 10u64.pow(digits as u32);
+        if group >= room {
             return Err(format!(
                 "malformed DECIMAL cell: a {digits}-digit group holds {group}"
             ));
         }
+        unscaled = unscaled
+            .and_then(|u| u.checked_mul(i128::from(room)))
+            .and_then(|u| u.checked_add(i128::from(group)));
     }
-    Ok(())
+    Ok(PackedDecimal {
+        size,
+        unscaled: unscaled.map(|u| if negative { -u } else { u }),
+    })
 }
 
 /// Metadata bytes a TABLE_MAP event carries for a column of `raw` type (as the decoder
@@ -308,6 +344,54 @@ mod tests {
             plugin: None,
             key: false,
         }
+    }
+
+    /// Packs `digits` (precision − scale integer digits, then scale fraction digits) as
+    /// the binlog writes a DECIMAL(precision, scale).
+    fn pack_decimal(precision: usize, scale: usize, negative: bool, digits: &[u8]) -> Vec<u8> {
+        let (int, frac) = digits.split_at(precision - scale);
+        let mut groups: Vec<&[u8]> = Vec::new();
+        let lead = int.len() % DIGITS_PER_GROUP;
+        if lead > 0 {
+            groups.push(&int[..lead]);
+        }
+        groups.extend(int[lead..].chunks(DIGITS_PER_GROUP));
+        groups.extend(frac.chunks(DIGITS_PER_GROUP));
+        let mut out = Vec::new();
+        for group in groups {
+            let value = group.iter().fold(0u64, |acc, d| acc * 10 + u64::from(*d));
+            let len = PARTIAL_GROUP_BYTES[group.len()];
+            out.extend_from_slice(&value.to_be_bytes()[8 - len..]);
+        }
+        out[0] ^= 0x80;
+        if negative {
+            out.iter_mut().for_each(|b| *b = !*b);
+        }
+        out
+    }
+
+    proptest! {
+        /// The digit-group decoding of a DECIMAL(p ≤ 38, s) cell gives what mysql_common's
+        /// decoder and the text conversion give, byte count included.
+        #[test]
+        fn packed_decimals_decode_as_through_mysql_common(
+            precision in 1usize..=40,
+            scale_pick in 0usize..=40,
+            negative in any::<bool>(),
+            digits in proptest::collection::vec(0u8..10, 40),
+            trailing in proptest::collection::vec(any::<u8>(), 0..3),
+        ) {
+            let scale = scale_pick.min(precision).min(30);
+            let mut raw = pack_decimal(precision, scale, negative, &digits[..precision]);
+            let size = raw.len();
+            raw.extend_from_slice(&trailing);
+            let col = column(MyType::MYSQL_TYPE_NEWDECIMAL, vec![precision as u8, scale as u8], false, "binary");
+            let ty = values::decimal_type(precision as u8, scale as i8);
+            let fast = decode_cell_as(&col, &ty, &raw).unwrap();
+            prop_assert_eq!(fast.1, size);
+            prop_assert_eq!(Ok(fast), decode_through_mysql_common(&col, &ty, &raw));
+        }
+
     }
 
     proptest! {

@@ -529,7 +529,7 @@ pub struct MappedTable {
 pub fn map_table(
     captured: &CapturedTable,
     columns: Vec<BinlogColumn>,
-    at: &str,
+    at: &dyn std::fmt::Display,
 ) -> Result<MappedTable> {
     let mut columns = columns;
     for col in &mut columns {
@@ -592,7 +592,7 @@ pub fn map_table(
 pub fn decode_rows(
     mapped: &MappedTable,
     rows: &RowsEventData<'_>,
-    at: &str,
+    at: &dyn std::fmt::Display,
     mut sink: impl FnMut(RowChange) -> Result<()>,
 ) -> Result<()> {
     let op = match rows {
@@ -631,7 +631,7 @@ pub fn decode_rows(
 }
 
 /// The run's error for a row image that could not be decoded.
-fn row_error(mapped: &MappedTable, error: RowError, at: &str) -> Error {
+fn row_error(mapped: &MappedTable, error: RowError, at: &dyn std::fmt::Display) -> Error {
     let name = &mapped.schema.name;
     match error {
         RowError::PartialImage { present, total } => Error::new(
@@ -656,7 +656,7 @@ fn row_error(mapped: &MappedTable, error: RowError, at: &str) -> Error {
     }
 }
 
-fn malformed(table: &str, at: &str, reason: &str) -> Error {
+fn malformed(table: &str, at: &dyn std::fmt::Display, reason: &str) -> Error {
     Error::new(
         Code::SourceProtocol,
         format!("{table} at {at}: cannot decode a row: {reason}"),

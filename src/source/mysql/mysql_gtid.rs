@@ -26,7 +26,7 @@ use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, GtidSet, SourceUuid};
 
 /// The transaction a GTID_LOG_EVENT starts (`at`: where, for the error).
-pub fn gtid_of(event: &GtidEvent, at: &str) -> Result<(SourceUuid, u64)> {
+pub fn gtid_of(event: &GtidEvent, at: &dyn std::fmt::Display) -> Result<(SourceUuid, u64)> {
     if event.tag().is_some() {
         return Err(tagged(at));
     }
@@ -34,7 +34,7 @@ pub fn gtid_of(event: &GtidEvent, at: &str) -> Result<(SourceUuid, u64)> {
 }
 
 /// The set a PREVIOUS_GTIDS_LOG_EVENT says was executed before its file.
-pub fn previous_set(event: &PreviousGtidsEvent<'_>, at: &str) -> Result<GtidSet> {
+pub fn previous_set(event: &PreviousGtidsEvent<'_>, at: &dyn std::fmt::Display) -> Result<GtidSet> {
     let mut set = GtidSet::default();
     for sid in event.sids() {
         if sid.tag().is_some() {
@@ -58,7 +58,7 @@ pub fn previous_set(event: &PreviousGtidsEvent<'_>, at: &str) -> Result<GtidSet>
     Ok(set)
 }
 
-fn tagged(at: &str) -> Error {
+fn tagged(at: &dyn std::fmt::Display) -> Error {
     Error::new(
         Code::SourcePrerequisite,
         format!("a tagged GTID (MySQL 8.4 `uuid:tag:n`) at {at}: sluice records untagged GTIDs only"),
@@ -90,7 +90,7 @@ impl SetTracker {
     }
 
     /// A GTID_LOG_EVENT at `at`.
-    pub fn gtid(&mut self, event: &GtidEvent, at: &str) {
+    pub fn gtid(&mut self, event: &GtidEvent, at: &dyn std::fmt::Display) {
         let Some(set) = self.set.as_mut() else {
             return;
         };
@@ -101,7 +101,7 @@ impl SetTracker {
     }
 
     /// A PREVIOUS_GTIDS_LOG_EVENT at `at`.
-    pub fn previous(&mut self, event: &PreviousGtidsEvent<'_>, at: &str) {
+    pub fn previous(&mut self, event: &PreviousGtidsEvent<'_>, at: &dyn std::fmt::Display) {
         match previous_set(event, at) {
             Ok(previous) => match self.set.as_mut() {
                 Some(set) => Arc::make_mut(set).union_with(&previous),
@@ -366,7 +366,7 @@ mod tests {
         let Some(EventData::GtidEvent(gtid)) = read.read_data().unwrap() else {
             panic!("not a GTID event: {:?}", read.read_data())
         };
-        let (uuid, gno) = gtid_of(&gtid, "bin.000001:1234").unwrap();
+        let (uuid, gno) = gtid_of(&gtid, &"bin.000001:1234").unwrap();
         assert_eq!((uuid.to_string(), gno), (A.to_owned(), 42));
         let mut executed = set(&format!("{A}:1-41"));
         executed.insert(uuid, gno);
@@ -377,19 +377,19 @@ mod tests {
     fn a_stream_tracks_its_set_from_the_events_it_reads() {
         // Unknown at the start: GTIDs alone do not make a set.
         let mut tracker = SetTracker::new(None);
-        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 5)), "b.1:100");
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 5)), &"b.1:100");
         assert!(tracker.current().is_none());
         // The next file's PREVIOUS_GTIDS makes it known; its GTIDs then add up.
         tracker.previous(
             &read_previous(&previous_bytes(&[(A_BYTES, &[(1, 6)])])),
-            "b.2:155",
+            &"b.2:155",
         );
-        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 6)), "b.2:300");
-        tracker.gtid(&read_gtid(&gtid_event_bytes(B_BYTES, 1)), "b.2:500");
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 6)), &"b.2:300");
+        tracker.gtid(&read_gtid(&gtid_event_bytes(B_BYTES, 1)), &"b.2:500");
         let handed_out = tracker.current().unwrap();
         assert_eq!(handed_out.to_string(), format!("{A}:1-6,{B}:1"));
         // Copy on write: a position handed out keeps its set.
-        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 7)), "b.2:700");
+        tracker.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 7)), &"b.2:700");
         assert_eq!(handed_out.to_string(), format!("{A}:1-6,{B}:1"));
         assert_eq!(
             tracker.current().unwrap().to_string(),
@@ -398,7 +398,7 @@ mod tests {
         // A later file's PREVIOUS_GTIDS (behind the stream) never shrinks it.
         tracker.previous(
             &read_previous(&previous_bytes(&[(A_BYTES, &[(1, 3)])])),
-            "b.3:155",
+            &"b.3:155",
         );
         assert_eq!(
             tracker.current().unwrap().to_string(),
@@ -407,17 +407,17 @@ mod tests {
         // A malformed PREVIOUS_GTIDS (an empty interval) makes it unknown again.
         tracker.previous(
             &read_previous(&previous_bytes(&[(A_BYTES, &[(5, 5)])])),
-            "b.4:155",
+            &"b.4:155",
         );
         assert!(tracker.current().is_none());
         // A tagged GTID (MySQL 8.4) is never recorded untagged: the set becomes unknown.
         let mut tagged = SetTracker::new(Some(Arc::new(set(&format!("{A}:1-9")))));
         let tag = mysql_common::packets::Tag::new("batch").unwrap();
-        tagged.gtid(&GtidEvent::new_tagged(A_BYTES, tag, 10), "b.4:300");
+        tagged.gtid(&GtidEvent::new_tagged(A_BYTES, tag, 10), &"b.4:300");
         assert!(tagged.current().is_none());
         // A checkpoint's set continues as it was.
         let mut resumed = SetTracker::new(Some(Arc::new(set(&format!("{A}:1-9")))));
-        resumed.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 10)), "b.5:100");
+        resumed.gtid(&read_gtid(&gtid_event_bytes(A_BYTES, 10)), &"b.5:100");
         assert_eq!(resumed.current().unwrap().to_string(), format!("{A}:1-10"));
     }
 
@@ -441,7 +441,7 @@ mod tests {
         let Some(EventData::PreviousGtidsEvent(previous)) = read.read_data().unwrap() else {
             panic!("not PREVIOUS_GTIDS: {:?}", read.read_data())
         };
-        let got = previous_set(&previous, "bin.000001:1234").unwrap();
+        let got = previous_set(&previous, &"bin.000001:1234").unwrap();
         assert_eq!(got.to_string(), format!("{A}:1-5:7,{B}:1-3"));
         // The request for it carries the same intervals back (round trip through the wire).
         let request = dump_request(9, &got);

@@ -222,10 +222,10 @@ impl MyStream {
         let artificial =
             header.log_pos() == 0 || header.flags().contains(EventFlags::LOG_EVENT_ARTIFICIAL_F);
         let end = (!artificial).then(|| self.file.at(header.log_pos()));
-        let at = end.as_ref().map_or_else(
-            || format!("{} (artificial event)", self.file.file()),
-            |p| p.to_string(),
-        );
+        let at = EventAt {
+            end: end.clone(),
+            file: self.file.at(0),
+        };
         let this_event = (ty, header.event_size(), header.timestamp());
 
         if let Some(expect) = self.expect.clone()
@@ -337,7 +337,7 @@ impl MyStream {
                 EventData::XidEvent(_) => {
                     self.commit(end.clone(), this_event, header.timestamp(), &at)?
                 }
-                EventData::TableMapEvent(tme) => self.table_map(tme.into_owned(), &at)?,
+                EventData::TableMapEvent(tme) => self.table_map(tme, &at)?,
                 EventData::RowsEvent(rows) => {
                     let known = self.known.get(&rows.table_id()).ok_or_else(|| {
                         Error::new(
@@ -436,7 +436,7 @@ impl MyStream {
         }
     }
 
-    fn open_group(&mut self, txn: bool, xa: bool, at: &str) -> Result<()> {
+    fn open_group(&mut self, txn: bool, xa: bool, at: &dyn std::fmt::Display) -> Result<()> {
         if self.group.open && self.buffer.rows() > 0 {
             return Err(Error::new(
                 Code::SourceProtocol,
@@ -468,7 +468,7 @@ impl MyStream {
         &mut self,
         sql: &str,
         schema: &str,
-        at: &str,
+        at: &dyn std::fmt::Display,
         end: Option<BinlogPosition>,
         this_event: (u8, u32, u32),
         ts: u32,
@@ -573,7 +573,7 @@ impl MyStream {
         end: Option<BinlogPosition>,
         this_event: (u8, u32, u32),
         ts: u32,
-        at: &str,
+        at: &dyn std::fmt::Display,
     ) -> Result<()> {
         if changes.is_empty() {
             self.end_statement_group();
@@ -628,7 +628,7 @@ impl MyStream {
         end: Option<BinlogPosition>,
         this_event: (u8, u32, u32),
         ts: u32,
-        at: &str,
+        at: &dyn std::fmt::Display,
     ) -> Result<()> {
         let end = end.ok_or_else(|| {
             Error::new(
@@ -648,13 +648,16 @@ impl MyStream {
         Ok(())
     }
 
-    fn table_map(&mut self, tme: TableMapEvent<'static>, at: &str) -> Result<()> {
+    /// Learns a TABLE_MAP; one equal to the table id's last (every transaction repeats it)
+    /// is not copied again.
+    fn table_map(&mut self, tme: TableMapEvent<'_>, at: &dyn std::fmt::Display) -> Result<()> {
         let id = tme.table_id();
         if let Some(known) = self.known.get(&id)
             && known.tme == tme
         {
             return Ok(());
         }
+        let tme = tme.into_owned();
         let database = tme.database_name().into_owned();
         let table = tme.table_name().into_owned();
         let captured = self
@@ -690,7 +693,23 @@ impl MyStream {
     }
 }
 
-fn unreadable(ty: u8, at: &str) -> Error {
+/// Where an event ends, printed only when a message names it (every event has one, few
+/// messages are written).
+struct EventAt {
+    end: Option<BinlogPosition>,
+    file: BinlogPosition,
+}
+
+impl std::fmt::Display for EventAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.end {
+            Some(end) => end.fmt(f),
+            None => write!(f, "{} (artificial event)", self.file.file()),
+        }
+    }
+}
+
+fn unreadable(ty: u8, at: &dyn std::fmt::Display) -> Error {
     Error::new(
         Code::SourcePrerequisite,
         format!("binlog event type {ty} at {at} cannot be read and may carry row changes"),
@@ -698,7 +717,7 @@ fn unreadable(ty: u8, at: &str) -> Error {
     .hint("MariaDB: SET GLOBAL log_bin_compress = OFF (compressed events 165–171 cannot be decoded); otherwise report the event type. Nothing after the checkpoint was written; once the source writes readable events, re-baseline the tables whose changes are in the unreadable ones")
 }
 
-fn xa_refused(table: &str, at: &str) -> Error {
+fn xa_refused(table: &str, at: &dyn std::fmt::Display) -> Error {
     Error::new(
         Code::SourcePrerequisite,
         format!("an XA transaction at {at} changes {table}; XA transactions are not supported"),
@@ -706,7 +725,11 @@ fn xa_refused(table: &str, at: &str) -> Error {
     .hint("commit changes to captured tables in ordinary transactions")
 }
 
-fn spill_error(e: SpillError, at: &str, limit_of_run: &TransactionLimit) -> Error {
+fn spill_error(
+    e: SpillError,
+    at: &dyn std::fmt::Display,
+    limit_of_run: &TransactionLimit,
+) -> Error {
     match e {
         SpillError::TooLarge { limit } => Error::new(
             Code::SourceTransactionTooLarge,
@@ -739,18 +762,20 @@ impl ChangeStream for MyStream {
                         commit_ts: Some(emit.commit_ts),
                     }));
                 }
-                let at = emit.commit.clone();
                 match self
                     .buffer
                     .pop()
-                    .map_err(|e| spill_error(e, &at.to_string(), &self.limit))?
+                    .map_err(|e| spill_error(e, &emit.commit, &self.limit))?
                 {
                     Some(change) => return Ok(Some(SourceEvent::Change(change))),
                     None => {
                         self.buffer.clear();
-                        self.emitting = None;
+                        let done = self
+                            .emitting
+                            .take()
+                            .expect("a transaction is being emitted");
                         return Ok(Some(SourceEvent::Commit {
-                            resume: Position::MySql(at),
+                            resume: Position::MySql(done.commit),
                         }));
                     }
                 }
