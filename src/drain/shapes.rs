@@ -49,8 +49,8 @@ pub fn shape_key(table: &str) -> String {
 /// The last shape seen per table, and whether it came from the catalog at open; the
 /// column names the previous run saw last, until the table's first shape of this run.
 pub struct Shapes {
-    last: HashMap<String, (Arc<TableSchema>, bool)>,
-    stored: HashMap<String, Vec<String>>,
+    last: HashMap<String, (Arc<TableSchema>, bool), foldhash::fast::RandomState>,
+    stored: HashMap<String, Vec<String>, foldhash::fast::RandomState>,
 }
 
 impl Shapes {
@@ -61,7 +61,7 @@ impl Shapes {
                 .iter()
                 .map(|t| (t.name.clone(), (t.clone(), true)))
                 .collect(),
-            stored: HashMap::new(),
+            stored: HashMap::default(),
         }
     }
 

@@ -74,9 +74,9 @@ pub struct PgStream {
     /// tables).
     pending: std::collections::VecDeque<SourceEvent>,
     finished: bool,
-    relations: HashMap<u32, KnownRelation>,
+    relations: HashMap<u32, KnownRelation, foldhash::fast::RandomState>,
     /// Relations the stream announced that the job does not capture, by oid.
-    foreign: HashMap<u32, String>,
+    foreign: HashMap<u32, String, foldhash::fast::RandomState>,
     /// Oids of the captured tables and of their partitions, as of the open: a foreign
     /// relation among them (a captured table renamed, a partition named by itself) fails
     /// the run; any other foreign relation is a table not in `source.tables` (one removed
@@ -125,8 +125,8 @@ impl PgStream {
             page: None,
             pending: std::collections::VecDeque::new(),
             finished: false,
-            relations: HashMap::new(),
-            foreign: HashMap::new(),
+            relations: HashMap::default(),
+            foreign: HashMap::default(),
             protected: None,
             skipped_logged: Default::default(),
             current_commit: None,
@@ -435,6 +435,13 @@ impl PgStream {
         Ok(())
     }
 
+    /// True when the change's relation has a column captured in its text form.
+    fn has_text_cells(&self, change: &RowChange) -> bool {
+        self.relations
+            .values()
+            .any(|r| Arc::ptr_eq(&r.schema, &change.table) && r.decodes.contains(&Decode::Text))
+    }
+
     /// Replaces the binary cells of text-form columns (left as bytes by `image`) by their
     /// text output, rendered by the server.
     async fn render_text_cells(&mut self, change: &mut RowChange) -> Result<()> {
@@ -580,8 +587,12 @@ impl ChangeStream for PgStream {
                     let data: &[u8] = row.get(0);
                     let message = pgoutput::decode(data)?;
                     if let Some(mut event) = self.translate(message)? {
-                        if let SourceEvent::Change(change) = &mut event {
-                            self.render_text_cells(change).await?;
+                        // Boxed: the rendering future is large and rarely needed, and every
+                        // event would otherwise move it around inside this one.
+                        if let SourceEvent::Change(change) = &mut event
+                            && self.has_text_cells(change)
+                        {
+                            Box::pin(self.render_text_cells(change)).await?;
                         }
                         return Ok(Some(event));
                     }
