@@ -207,6 +207,8 @@ fn classify(name: &str) -> Option<&'static str> {
         "AWS_LAMBDA_RUNTIME_API" | "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" => "Lambda runtime",
         // The AWS SDK's standard endpoint override (local stand-ins); unset in AWS.
         "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" => "aws sdk",
+        // glibc's own heap tunables: the binary sets them unless the operator does.
+        "MALLOC_ARENA_MAX" | "MALLOC_MMAP_THRESHOLD_" => "operator override",
         _ => return None,
     })
 }
