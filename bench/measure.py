@@ -1,10 +1,10 @@
 """Measuring one process and folding repeated measurements into one result row.
 
-Guarantees: every time is wall-clock of a child process measured by this process
-(monotonic clock, start to wait4); CPU and peak RSS are that child's own (wait4 rusage,
-not its children's); a result row carries the median of its runs, and the
-sluice / floor ratios are ratios of those medians, measured side by side on the same
-backlog in the same run. A child that exits non-zero raises with its stderr tail.
+Guarantees: every time is wall-clock of a child process (monotonic clock, fork to
+wait4); CPU and peak RSS are that child's own (wait4 rusage, not its children's), measured
+by a small parent process so the peak is not this Python process's size; a result row
+carries the median of its runs, and the sluice / floor ratios are ratios of those
+medians, measured side by side on the same backlog in the same run. A child that exits non-zero raises with its stderr tail.
 """
 
 import json
@@ -16,20 +16,43 @@ import tempfile
 import time
 
 
+# Runs argv[2:] as its only child and writes that child's wall seconds, CPU seconds and
+# peak RSS (KiB) to argv[1]. A child's ru_maxrss keeps the peak of the memory it had
+# before its exec — a child forked straight from this (large) Python process would report
+# this process's size — so the measured command is forked from a fresh, small interpreter.
+_PARENT = """
+import os, sys, time
+report, argv = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.monotonic() - start
+with open(report, "w") as f:
+    f.write(f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def timed_child(cmd, env=None, stdout=subprocess.PIPE, cwd=None):
-    """Runs cmd; returns (wall_s, cpu_s, peak_rss_kib, stdout text or "")."""
-    with tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=err, cwd=cwd)
+    """Runs cmd; returns (wall_s, cpu_s, peak_rss_kib, stdout text or ""): the child's own
+    wall time (fork to wait4), CPU and peak RSS, measured by a small parent (_PARENT)."""
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(mode="r") as report:
+        proc = subprocess.Popen(["python3", "-S", "-c", _PARENT, report.name, *cmd], env=env,
+                                stdout=stdout, stderr=err, cwd=cwd)
         out = proc.stdout.read().decode() if stdout == subprocess.PIPE else ""
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.wait()
         if proc.returncode != 0:
             err.seek(0)
             tail = err.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{cmd[0]} exited {proc.returncode}: {out[-500:]}\n{tail}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out
+        wall, cpu, rss = report.read().split()
+    return float(wall), float(cpu), int(rss), out
 
 
 def drain(binary, config, env):
