@@ -154,16 +154,16 @@ impl BinlogPosition {
         self.mark.gtid
     }
 
-    /// The base name (`mariadb-bin`).
     /// The base name's bytes: they order as the text does (compared on every event, so
     /// without re-validating the UTF-8).
     fn base_bytes(&self) -> &[u8] {
         &self.base[..self.base_len as usize]
     }
 
+    /// The base name (`mariadb-bin`).
     pub fn base(&self) -> &str {
         // Only ever filled from a `&str` in `new`.
-        std::str::from_utf8(&self.base[..self.base_len as usize]).unwrap_or_default()
+        std::str::from_utf8(self.base_bytes()).unwrap_or_default()
     }
 
     /// The numeric suffix of the file (42 for `mariadb-bin.000042`).
@@ -280,7 +280,7 @@ impl BinlogPosition {
     }
 }
 
-/// Appends `n` in decimal, left-padded with zeros to `width` digits (at most 10).
+/// Appends `n` in decimal, left-padded with zeros to `width` digits (`width` ≤ 10).
 fn push_padded(text: &mut String, mut n: u32, width: usize) {
     let mut digits = [b'0'; 10];
     let mut at = digits.len();
@@ -289,7 +289,7 @@ fn push_padded(text: &mut String, mut n: u32, width: usize) {
         digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
     }
-    let start = digits.len() - width.max(digits.len() - at).min(digits.len());
+    let start = at.min(digits.len() - width);
     // Only ASCII digits were written.
     text.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
 }
