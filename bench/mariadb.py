@@ -193,11 +193,7 @@ def run_scenario(binary, admin_url, scenario, rows, repeat, workdir, count_instr
             client.sql(TABLES[scenario], db)
             job_dir = os.path.join(workdir, f"mariadb_{scenario}")
             os.makedirs(job_dir)
-            config = os.path.join(job_dir, "sluice.yaml")
-            with open(config, "w") as f:
-                f.write(f"job: {db}\nsource:\n  url_env: BENCH_URL\n  tables: [t]\n"
-                        f"destination: {{ type: local, path: {job_dir}/out }}\n"
-                        f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
+            config = measure.job_config(job_dir, db, ["t"])
             env = dict(os.environ, BENCH_URL=client.url_for(db), SLUICE_LOG="warn")
             anchor = measure.drain(binary, config, env)
             start = parse_position(anchor["to"])

@@ -16,34 +16,16 @@ import tempfile
 import time
 
 
-# Runs argv[2:] as its only child and writes that child's wall seconds, CPU seconds and
-# peak RSS (KiB) to argv[1]. A child's ru_maxrss keeps the peak of the memory it had
-# before its exec — a child forked straight from this (large) Python process would report
-# this process's size — so the measured command is forked from a fresh, small interpreter.
-_PARENT = """
-import os, sys, time
-report, argv = sys.argv[1], sys.argv[2:]
-start = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-wall = time.monotonic() - start
-with open(report, "w") as f:
-    f.write(f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
-code = os.waitstatus_to_exitcode(status)
-sys.exit(code if code >= 0 else 128 - code)
-"""
+# The measuring parent: the child's own wall time, CPU and peak RSS (child_usage.py says
+# why it is a separate small process).
+CHILD_USAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_usage.py")
 
 
 def timed_child(cmd, env=None, stdout=subprocess.PIPE, cwd=None):
     """Runs cmd; returns (wall_s, cpu_s, peak_rss_kib, stdout text or ""): the child's own
-    wall time (fork to wait4), CPU and peak RSS, measured by a small parent (_PARENT)."""
+    wall time (fork to wait4), CPU and peak RSS, measured by a small parent (CHILD_USAGE)."""
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(mode="r") as report:
-        proc = subprocess.Popen(["python3", "-S", "-c", _PARENT, report.name, *cmd], env=env,
+        proc = subprocess.Popen(["python3", "-S", CHILD_USAGE, report.name, *cmd], env=env,
                                 stdout=stdout, stderr=err, cwd=cwd)
         out = proc.stdout.read().decode() if stdout == subprocess.PIPE else ""
         proc.wait()
@@ -63,6 +45,17 @@ def drain(binary, config, env):
         raise RuntimeError(f"the bench drain ended {summary['status']}: {summary}")
     return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss / 1024, "rows": summary["rows"],
             "parts": summary["parts"], "bytes": summary["bytes"], "to": summary["to"]}
+
+
+def job_config(job_dir, job, tables, source_extra=""):
+    """Writes `job_dir`/sluice.yaml: a job reading `tables` from the URL in BENCH_URL,
+    with its output, state and spill files in `job_dir`; returns its path."""
+    config = os.path.join(job_dir, "sluice.yaml")
+    with open(config, "w") as f:
+        f.write(f"job: {job}\nsource:\n  url_env: BENCH_URL\n  tables: [{', '.join(tables)}]\n{source_extra}"
+                f"destination: {{ type: local, path: {job_dir}/out }}\n"
+                f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
+    return config
 
 
 def instructions(binary, config, env):

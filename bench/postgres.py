@@ -135,12 +135,9 @@ def _drain(binary, url, db, slot, tables, scenario, run, workdir, how):
     psql(url, f"SELECT pg_copy_logical_replication_slot('{slot}', '{copy}')")
     job_dir = os.path.join(workdir, f"pg_{scenario}_{run}")
     os.makedirs(job_dir)
-    config = os.path.join(job_dir, "sluice.yaml")
-    with open(config, "w") as f:
-        f.write(f"job: {db}_{run}\nsource:\n  url_env: BENCH_URL\n  tables: [{', '.join(tables)}]\n"
-                f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n"
-                f"destination: {{ type: local, path: {job_dir}/out }}\n"
-                f"state: {{ type: local, path: {job_dir}/state }}\noutput: {{ spill_dir: {job_dir} }}\n")
+    config = measure.job_config(
+        job_dir, f"{db}_{run}", tables,
+        f"  postgres: {{ slot: {copy}, publication: p_{db}, create: false, adopt_slot: true }}\n")
     env = dict(os.environ, BENCH_URL=url, SLUICE_LOG="warn")
     try:
         return how(binary, config, env)

@@ -663,21 +663,9 @@ pub struct PeakRss {
     report: tempfile::TempPath,
 }
 
-const PEAK_RSS_PARENT: &str = r#"
-import os, sys
-report, argv = sys.argv[1], sys.argv[2:]
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-with open(report, "w") as f:
-    f.write(str(usage.ru_maxrss))
-code = os.waitstatus_to_exitcode(status)
-sys.exit(code if code >= 0 else 128 - code)
-"#;
+/// The measuring parent the benchmarks use too: it forks and execs the command, and writes
+/// the child's wall seconds, CPU seconds and peak RSS (KiB).
+const CHILD_USAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/child_usage.py");
 
 impl PeakRss {
     /// `cmd` (program, arguments, environment, directory) under the measuring parent.
@@ -685,8 +673,8 @@ impl PeakRss {
         let report = tempfile::NamedTempFile::new().unwrap().into_temp_path();
         let mut command = Command::new("python3");
         command
-            .arg("-c")
-            .arg(PEAK_RSS_PARENT)
+            .arg("-S")
+            .arg(CHILD_USAGE)
             .arg(&report)
             .arg(cmd.get_program())
             .args(cmd.get_args())
@@ -707,11 +695,13 @@ impl PeakRss {
     /// and the measured command's own peak RSS in KiB.
     pub fn wait(self, mut child: std::process::Child) -> (std::process::ExitStatus, i64) {
         let status = child.wait().unwrap();
-        let peak = std::fs::read_to_string(&self.report).unwrap_or_default();
-        let peak = peak
-            .trim()
+        let usage = std::fs::read_to_string(&self.report).unwrap_or_default();
+        let peak = usage
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
             .parse()
-            .unwrap_or_else(|_| panic!("no peak RSS reported ({status}): {peak:?}"));
+            .unwrap_or_else(|_| panic!("no peak RSS reported ({status}): {usage:?}"));
         (status, peak)
     }
 }
