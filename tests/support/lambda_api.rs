@@ -212,10 +212,11 @@ impl Function {
         Function { child, stdout: rx }
     }
 
-    /// The EMF documents printed so far.
+    /// The EMF documents printed so far (waiting for stdout to go quiet for 0.5 s).
     pub fn emf_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout
-            .try_iter()
+        // The function may print an invocation's EMF line just after posting its response:
+        // read until its stdout has been quiet for a moment, not only what arrived so far.
+        std::iter::from_fn(|| self.stdout.recv_timeout(Duration::from_millis(500)).ok())
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
             .filter(|v| v.get("_aws").is_some())
             .collect()
