@@ -483,7 +483,7 @@ async fn baseline(
         crate::baseline::request_table(&config, &backends, table).await?;
     }
     let parallel = parallel.unwrap_or(config.baseline.parallel);
-    let summary = crate::baseline::run_inline(&config, &backends, parallel).await?;
+    let summary = crate::baseline::run_inline_to_end(&config, &backends, parallel).await?;
     Ok(serde_json::to_value(summary).unwrap_or_default())
 }
 

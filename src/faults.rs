@@ -1,6 +1,7 @@
 //! Named fault points on the durable path (part → checkpoint → ack, baseline chunks,
 //! destination uploads), for crash tests. The points sit in `crate::commit`, in the
-//! destinations and after an Iceberg commit (`crate::iceberg`); nothing else arms or passes them.
+//! destinations, after an Iceberg commit (`crate::iceberg`) and before a baseline chunk's
+//! read (`crate::baseline::tasks`); nothing else arms or passes them.
 //!
 //! `SLUICE_FAULT=<point>[@<n>][:<action>]` arms one point: at its `n`-th hit (default 1)
 //! the process either aborts on the spot (`crash`, the default: no destructor, no lease
@@ -27,6 +28,8 @@ pub enum FaultPoint {
     SourceAcked,
     /// Just before the checkpoint write (used to let a lease expire first).
     BeforeCheckpoint,
+    /// A baseline chunk's source is open and the table's shape checked; nothing read yet.
+    ChunkOpened,
     /// A baseline chunk's part is durable and the chunk is recorded done.
     ChunkDone,
     /// Inside a destination's upload: bytes written, the part not yet published.
@@ -42,6 +45,7 @@ impl FaultPoint {
             FaultPoint::CheckpointWritten => "checkpoint_written",
             FaultPoint::SourceAcked => "source_acked",
             FaultPoint::BeforeCheckpoint => "before_checkpoint",
+            FaultPoint::ChunkOpened => "chunk_opened",
             FaultPoint::ChunkDone => "chunk_done",
             FaultPoint::MidUpload => "mid_upload",
             FaultPoint::IcebergCommitted => "iceberg_committed",

@@ -19,6 +19,7 @@
 pub mod added;
 pub mod delivery;
 pub mod epoch;
+pub mod plan;
 pub mod start;
 pub mod tasks;
 
@@ -43,6 +44,10 @@ pub struct BaselineSummary {
     pub rows: u64,
     pub duration_ms: u64,
     pub tables: std::collections::BTreeMap<String, tasks::TableBaseline>,
+    /// Tables whose shape changed while their chunks were read: their baseline was given
+    /// up and is wanted anew (read again at a new anchor by the next round).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restarted: Vec<String>,
 }
 
 /// Checks the `baseline` block: the state machine ARN, declared keys, chunking and the
@@ -126,7 +131,40 @@ pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool
     Ok(true)
 }
 
-/// Runs (or resumes) the whole baseline in this process, `parallel` chunks at a time.
+/// How many rounds `sluice baseline` runs while tables keep changing shape mid-read.
+const INLINE_ROUNDS: usize = 3;
+
+/// Runs (or resumes) the whole baseline in this process until no table is left to read:
+/// a table whose shape changed while it was read ([`tasks::chunk`]) is anchored anew and
+/// read again, at most [`INLINE_ROUNDS`] times in all.
+pub async fn run_inline_to_end(
+    config: &Config,
+    backends: &Backends,
+    parallel: usize,
+) -> Result<BaselineSummary> {
+    let mut round = 1;
+    loop {
+        let summary = run_inline(config, backends, parallel).await?;
+        if summary.restarted.is_empty() {
+            return Ok(summary);
+        }
+        if round == INLINE_ROUNDS {
+            return Err(Error::new(
+                Code::BaselineIncomplete,
+                format!(
+                    "the shape of {} changed while its baseline was read, {INLINE_ROUNDS} times in a row",
+                    summary.restarted.join(", ")
+                ),
+            )
+            .hint("the baseline starts over at a new anchor each time (nothing of the old shape is kept): run `sluice baseline` again once the table's DDL is done"));
+        }
+        tracing::info!(tables = ?summary.restarted, round, "reading the tables whose shape changed again, at a new anchor");
+        round += 1;
+    }
+}
+
+/// Runs (or resumes) the whole baseline in this process, `parallel` chunks at a time,
+/// once: a table whose shape changed while it was read is left wanted (`restarted`).
 pub async fn run_inline(
     config: &Config,
     backends: &Backends,
@@ -140,6 +178,7 @@ pub async fn run_inline(
     let mut rows = 0u64;
     let mut read = 0usize;
     let _bar = crate::progress::FinishOnDrop;
+    let mut restarted = std::collections::BTreeSet::new();
     let mut results = futures_util::stream::iter(chunks.iter())
         .map(|task| async move {
             let before = backends
@@ -153,7 +192,9 @@ pub async fn run_inline(
     while let Some(result) = results.next().await {
         let (fresh, output) = result?;
         done += 1;
-        if fresh {
+        if output.abandoned {
+            restarted.insert(output.table.clone());
+        } else if fresh {
             read += 1;
             rows += output.rows;
         }
@@ -178,8 +219,13 @@ pub async fn run_inline(
     }
     drop(results);
     let finished = tasks::finish(config, backends).await?;
+    restarted.extend(finished.restarted);
     Ok(BaselineSummary {
-        status: "done",
+        status: if restarted.is_empty() {
+            "done"
+        } else {
+            "restarted"
+        },
         job: config.job.clone(),
         anchor: anchor.anchor,
         chunks: total,
@@ -187,6 +233,7 @@ pub async fn run_inline(
         rows: finished.tables.values().map(|t| t.rows).sum(),
         duration_ms: started.elapsed().as_millis() as u64,
         tables: finished.tables,
+        restarted: restarted.into_iter().collect(),
     })
 }
 

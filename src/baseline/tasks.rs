@@ -30,6 +30,8 @@ use crate::state::{
     ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
 };
 
+use super::plan::Plan;
+
 /// Output of `baseline.anchor`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnchorOutput {
@@ -89,6 +91,10 @@ pub struct ChunkOutput {
     pub chunk: u32,
     pub rows: u64,
     pub part_key: String,
+    /// True when the table's shape changed since its plan: nothing was read, and the
+    /// table's baseline starts over at a new anchor ([`chunk`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
 }
 
 /// Per-table result of `baseline.finish`.
@@ -102,6 +108,10 @@ pub struct TableBaseline {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinishOutput {
     pub tables: BTreeMap<String, TableBaseline>,
+    /// Tables whose shape is no longer their plan's: their baseline was given up and is
+    /// wanted anew (the next drain anchors it again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarted: Vec<String>,
 }
 
 /// The id of one anchoring of a table's baseline: the anchoring run's id (so folders
@@ -152,18 +162,17 @@ async fn stored_plan(
     config: &Config,
     backends: &Backends,
     record: &SnapshotRecord,
-) -> Result<Option<Vec<ChunkBounds>>> {
+) -> Result<Option<Plan>> {
     let table = &record.table;
-    let key = plan_key(table, &plan_id(record));
-    if let Some(bytes) = backends.destination.get(&key).await? {
-        return parse_plan(&key, &bytes).map(Some);
+    if let Some(plan) = own_plan(backends, record).await? {
+        return Ok(Some(plan));
     }
     let legacy = legacy_plan_key(table);
     let Some(bytes) = backends.destination.get(&legacy).await? else {
         return Ok(None);
     };
-    let plan = parse_plan(&legacy, &bytes)?;
-    for n in 1..=plan.len() as u32 {
+    let plan = Plan::parse(&legacy, &bytes)?;
+    for n in 1..=plan.chunks.len() as u32 {
         if backends
             .state
             .load_chunk(&config.job, table, n)
@@ -179,12 +188,40 @@ async fn stored_plan(
     Ok(None)
 }
 
-fn parse_plan(key: &str, bytes: &[u8]) -> Result<Vec<ChunkBounds>> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(Code::StateCorrupt, format!("{key} is not a chunk plan"))
-            .hint("delete the baseline (`sluice baseline --reset`) and start it again")
-            .source(e)
-    })
+/// The plan stored in `record`'s own plan folder, if any.
+async fn own_plan(backends: &Backends, record: &SnapshotRecord) -> Result<Option<Plan>> {
+    let key = plan_key(&record.table, &plan_id(record));
+    match backends.destination.get(&key).await? {
+        Some(bytes) => Plan::parse(&key, &bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Gives up `record`'s baseline because the table no longer has the shape its plan was
+/// made under (`change`): the table's re-baseline is wanted anew, so it starts over at a
+/// new anchor with a new plan id, and the rows read so far (of the old shape) are never
+/// in a manifest. Until it is anchored, drains skip the table's changes.
+async fn abandon(
+    config: &Config,
+    backends: &Backends,
+    record: &SnapshotRecord,
+    change: &str,
+) -> Result<()> {
+    let reason = format!("the table's shape changed while its baseline was read: {change}");
+    tracing::warn!(code = Code::SourceTableRebaselined.as_str(), table = %record.table,
+        plan = %plan_id(record), reason = %reason,
+        "the baseline starts over at a new anchor (the chunks read so far have the old shape)");
+    crate::state::rebaseline::request(
+        backends.state.as_ref(),
+        &config.job,
+        &config.source.tables,
+        &record.table,
+        &record.anchor,
+        &reason,
+        crate::state::rebaseline::Asker::Drain,
+    )
+    .await?;
+    Ok(())
 }
 
 /// Step ①: creates (or adopts) the stream's anchor and records it for every table that
@@ -320,17 +357,21 @@ async fn reanchor(
 
 /// The records of the baseline in progress: every table with a record that is not
 /// `wanted` (a table without one is not part of it — it is anchored by a baseline of all
-/// tables). Refuses when no table has one (the anchor step has not run).
+/// tables; a wanted one waits for its anchor). Refuses when no table has a record (the
+/// anchor step has not run).
 async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<SnapshotRecord>> {
     let mut records = Vec::new();
+    let mut wanted = false;
     for table in &config.source.tables {
-        if let Some(record) = backends.state.load_snapshot(&config.job, table).await?
-            && record.status != SnapshotStatus::Wanted
-        {
-            records.push(record);
+        if let Some(record) = backends.state.load_snapshot(&config.job, table).await? {
+            if record.status == SnapshotStatus::Wanted {
+                wanted = true;
+            } else {
+                records.push(record);
+            }
         }
     }
-    if records.is_empty() {
+    if records.is_empty() && !wanted {
         let first = config.source.tables.first().map_or("", String::as_str);
         return Err(not_anchored(first));
     }
@@ -413,23 +454,21 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
             continue;
         }
         let bounds: Vec<ChunkBounds> = match stored_plan(config, backends, &record).await? {
-            Some(plan) => plan,
+            Some(plan) => plan.chunks,
             None => {
                 if source.is_none() {
                     source = Some(snapshot::open(config).await?);
                 }
-                let planned = source
-                    .as_mut()
-                    .expect("opened above")
-                    .plan(table, config.baseline.chunk_rows)
-                    .await?;
-                let body = serde_json::to_vec_pretty(&planned)
-                    .map_err(|e| Error::new(Code::Internal, "encoding a plan").source(e))?;
+                let source = source.as_mut().expect("opened above");
+                let planned = Plan::new(
+                    source.plan(table, config.baseline.chunk_rows).await?,
+                    &*source.schema(table)?,
+                );
                 backends
                     .destination
-                    .put_marker(&plan_key(table, &plan_id(&record)), &body)
+                    .put_marker(&plan_key(table, &plan_id(&record)), &planned.to_json()?)
                     .await?;
-                planned
+                planned.chunks
             }
         };
         state
@@ -462,7 +501,12 @@ fn not_anchored(table: &str) -> Error {
     .hint("run the anchor step first (`sluice baseline` does all steps in order)")
 }
 
-/// Step ②b: reads one chunk into its snapshot part and records it done.
+/// Step ②b: reads one chunk into its snapshot part and records it done — only while the
+/// table has the shape its plan was made under, checked before the read and again after
+/// it (a DDL waits for a running read, so both checks passing means the whole chunk was
+/// read under that shape). A table whose shape changed has its baseline given up
+/// ([`abandon`]): the chunk reports `abandoned` and writes nothing, as does every other
+/// chunk of that plan.
 pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Result<ChunkOutput> {
     let state = backends.state.as_ref();
     if let Some(done) = state
@@ -475,19 +519,33 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         .load_snapshot(&config.job, &task.table)
         .await?
         .ok_or_else(|| not_anchored(&task.table))?;
-    if record.anchor != task.anchor {
+    let planned = own_plan(backends, &record).await?;
+    let bounds_planned = planned
+        .as_ref()
+        .is_none_or(|p| p.chunks.get(task.chunk as usize - 1) == Some(&task.bounds));
+    if record.anchor != task.anchor || !bounds_planned {
         return Err(Error::new(
             Code::BaselineNotAnchored,
             format!(
-                "table {}: chunk {} was planned at anchor {}, but the table's baseline is anchored at {}",
-                task.table, task.chunk, task.anchor, record.anchor
+                "table {}: chunk {} was planned at anchor {}, but the table's baseline is anchored at {} (plan {})",
+                task.table, task.chunk, task.anchor, record.anchor, plan_id(&record)
             ),
         )
         .hint("this task belongs to an earlier baseline (an old Step Functions execution or chunk list): stop it; the current baseline's own execution reads its chunks"));
     }
+    if record.status == SnapshotStatus::Wanted {
+        return Ok(abandoned(task));
+    }
     let plan = plan_id(&record);
+    let changed =
+        |schema: &crate::change::TableSchema| planned.as_ref().and_then(|p| p.changed(schema));
     let mut source = snapshot::open(config).await?;
     let schema = source.schema(&task.table)?;
+    if let Some(change) = changed(&schema) {
+        abandon(config, backends, &record, &change).await?;
+        return Ok(abandoned(task));
+    }
+    crate::faults::hit(crate::faults::FaultPoint::ChunkOpened).await?;
     let settings = PartSettings {
         rollover_rows: u64::MAX,
         rollover_bytes: u64::MAX,
@@ -538,9 +596,20 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
             )),
         }
     };
-    source
+    let read = source
         .read_chunk(&task.table, &task.bounds, &mut sink)
-        .await?;
+        .await;
+    // After the read (and after a failed one, which a DDL may have caused: a column
+    // renamed or dropped under the SELECT), the shape is read again.
+    let after = source.current_schema(&task.table).await;
+    if let Ok(after) = &after
+        && let Some(change) = changed(after)
+    {
+        abandon(config, backends, &record, &change).await?;
+        return Ok(abandoned(task));
+    }
+    read?;
+    after?;
     let id = ChunkId {
         job: &config.job,
         table: &task.table,
@@ -551,12 +620,24 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     Ok(output_of(&stored))
 }
 
+/// The output of a chunk of a baseline given up: nothing read, nothing written.
+fn abandoned(task: &ChunkTask) -> ChunkOutput {
+    ChunkOutput {
+        table: task.table.clone(),
+        chunk: task.chunk,
+        rows: 0,
+        part_key: String::new(),
+        abandoned: true,
+    }
+}
+
 fn output_of(record: &ChunkRecord) -> ChunkOutput {
     ChunkOutput {
         table: record.table.clone(),
         chunk: record.chunk,
         rows: record.rows,
         part_key: record.part_key.clone(),
+        abandoned: false,
     }
 }
 
@@ -566,6 +647,7 @@ fn output_of(record: &ChunkRecord) -> ChunkOutput {
 pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput> {
     let state = backends.state.as_ref();
     let mut tables = BTreeMap::new();
+    let mut restarted = Vec::new();
     for record in current_records(config, backends).await? {
         let name = record.table.clone();
         let table = &name;
@@ -579,7 +661,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         let mut parts = Vec::new();
         let mut missing = Vec::new();
         let mut rows = 0;
-        for n in 1..=plan.len() as u32 {
+        for n in 1..=plan.chunks.len() as u32 {
             match state.load_chunk(&config.job, table, n).await? {
                 Some(chunk) => {
                     rows += chunk.rows;
@@ -599,12 +681,26 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 None => missing.push(n),
             }
         }
+        // Every chunk read: the manifest names the table's shape now, which must be the
+        // plan's — the shape every chunk was read under — or the baseline starts over.
+        let schema = if missing.is_empty() && record.status != SnapshotStatus::Done {
+            let schema = snapshot::open(config).await?.schema(table)?;
+            if let Some(change) = plan.changed(&schema) {
+                abandon(config, backends, &record, &change).await?;
+                restarted.push(table.clone());
+                continue;
+            }
+            Some(schema)
+        } else {
+            None
+        };
         // The epoch marker is written last, once every chunk is: until then a reader of
         // the folder sees the table's earlier rows with the new snapshot's rows read so
         // far on top of them (each at least as new), never a partial table.
-        if missing.is_empty() && record.reason.is_some() && record.status != SnapshotStatus::Done {
-            let schema = snapshot::open(config).await?.schema(table)?;
-            write_marker(config, backends, &record, schema).await?;
+        if let Some(schema) = &schema
+            && record.reason.is_some()
+        {
+            write_marker(config, backends, &record, schema.clone()).await?;
         }
         if record.reason.is_some() {
             let marker = state
@@ -635,13 +731,11 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         if !missing.is_empty() {
             return Err(Error::new(
                 Code::BaselineIncomplete,
-                format!("table {table}: chunks {missing:?} of {} are not done", plan.len()),
+                format!("table {table}: chunks {missing:?} of {} are not done", plan.chunks.len()),
             )
             .hint("run the missing chunks (re-run `sluice baseline`, or redrive the Step Functions execution)"));
         }
-        if record.status != SnapshotStatus::Done {
-            let source = snapshot::open(config).await?;
-            let schema = source.schema(table)?;
+        if let Some(schema) = schema {
             let run = ManifestRun {
                 job: config.job.clone(),
                 table: table.clone(),
@@ -676,17 +770,17 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 ..record
             };
             state.put_snapshot(&config.job, &done).await?;
-            tracing::info!(table = %table, rows, chunks = plan.len(), "baseline done");
+            tracing::info!(table = %table, rows, chunks = plan.chunks.len(), "baseline done");
         }
         tables.insert(
             table.clone(),
             TableBaseline {
-                chunks: plan.len() as u32,
+                chunks: plan.chunks.len() as u32,
                 rows,
             },
         );
     }
-    Ok(FinishOutput { tables })
+    Ok(FinishOutput { tables, restarted })
 }
 
 fn record_pos(anchor: &str) -> Result<String> {

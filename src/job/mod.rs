@@ -195,11 +195,13 @@ async fn rebaseline_pending(
         config,
         &format!("the re-baseline of {}", tables.join(", ")),
     )?;
+    let mut restarted = Vec::new();
     let result = match &config.baseline.state_machine_arn {
         None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
             .await
             .map(|done| {
                 tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
+                restarted = done.restarted;
                 "done"
             }),
         Some(arn) => crate::baseline::start::start_rebaseline(config, backends, arn)
@@ -210,8 +212,9 @@ async fn rebaseline_pending(
             }),
     };
     // The run itself succeeded and checkpointed: a re-baseline that could not run now
-    // (lease held, source or Step Functions unreachable) stays wanted and the next run
-    // tries again; until it is anchored, drains keep skipping the table.
+    // (lease held, source or Step Functions unreachable), or that was given up because
+    // its table changed shape while read, stays wanted and the next run tries again;
+    // until it is anchored, drains keep skipping the table.
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) if e.class() == crate::error::Class::Transient => {
@@ -222,7 +225,12 @@ async fn rebaseline_pending(
     };
     for record in &pending {
         if let Some(entry) = summary.rebaselined.get_mut(&record.table) {
-            entry.baseline = outcome.to_owned();
+            entry.baseline = if restarted.contains(&record.table) {
+                "pending"
+            } else {
+                outcome
+            }
+            .to_owned();
         }
     }
     if !summary.rebaselined.is_empty() {

@@ -40,6 +40,15 @@ pub trait SnapshotSource: Send {
     /// The table's current schema (also the snapshot parts' schema).
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>>;
 
+    /// The table's shape as the source's catalog describes it now, read again. Asked
+    /// after a chunk's read: a chunk whose table had its plan's shape both before (at
+    /// [`open`]) and after its read was read under that shape, since a DDL waits for the
+    /// read's lock. A source whose captured shape cannot change (SQL Server's capture
+    /// instance) keeps the default, [`schema`](Self::schema).
+    async fn current_schema(&mut self, table: &str) -> Result<Arc<TableSchema>> {
+        self.schema(table)
+    }
+
     /// Chunk boundaries of roughly `chunk_rows` rows each, in key order.
     async fn plan(&mut self, table: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>>;
 

@@ -635,19 +635,19 @@ pub fn ops(rows: &[Row], column: &str) -> Vec<(String, Option<String>)> {
 pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, needle: &str) {
     use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
-    let needle = needle.to_owned();
+    let wanted = needle.to_owned();
     std::thread::spawn(move || {
         let mut seen = false;
         for line in std::io::BufReader::new(stream).lines() {
             let Ok(line) = line else { break };
-            if !seen && line.contains(&needle) {
+            if !seen && line.contains(&wanted) {
                 seen = true;
                 let _ = tx.send(());
             }
         }
     });
     rx.recv_timeout(std::time::Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("never saw a line containing {:?}", "needle"));
+        .unwrap_or_else(|_| panic!("never saw a line containing {needle:?}"));
 }
 
 /// Measures a child's own peak RSS. Spawned straight from this test process, a child's

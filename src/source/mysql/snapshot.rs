@@ -48,6 +48,8 @@ pub struct MySnapshot {
     tables: Vec<CapturedTable>,
     /// The keyless table whose pinned read is open on `conn`.
     pinned: Option<String>,
+    /// The URL's database, which unqualified table names are in.
+    default_db: Option<String>,
 }
 
 impl MySnapshot {
@@ -75,6 +77,7 @@ impl MySnapshot {
             conn,
             tables,
             pinned: None,
+            default_db,
         })
     }
 
@@ -469,6 +472,13 @@ impl MySnapshot {
 impl SnapshotSource for MySnapshot {
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>> {
         Ok(self.table(table)?.shape.clone())
+    }
+
+    async fn current_schema(&mut self, name: &str) -> Result<Arc<TableSchema>> {
+        let config_name = self.table(name)?.config_name.clone();
+        let mut tables =
+            schema::resolve(&mut self.conn, &[config_name], self.default_db.as_deref()).await?;
+        Ok(tables.remove(0).shape)
     }
 
     async fn plan(&mut self, name: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>> {

@@ -229,6 +229,12 @@ impl SnapshotSource for PgSnapshot {
         Ok(self.table(table)?.shape.clone())
     }
 
+    async fn current_schema(&mut self, name: &str) -> Result<Arc<TableSchema>> {
+        let config_name = self.table(name)?.config_name.clone();
+        let mut tables = catalog::resolve(&self.client, &[config_name]).await?;
+        Ok(tables.remove(0).shape)
+    }
+
     async fn plan(&mut self, name: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>> {
         let table = self.table(name)?.clone();
         let estimate: i64 = self

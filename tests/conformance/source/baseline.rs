@@ -102,6 +102,158 @@ pub fn crashed_baseline_resumes_with_only_the_remaining_chunks<E: Engine>() {
     assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
 }
 
+/// A column renamed while a baseline is half read (a run crashed after its first chunks):
+/// the chunks read before have the old name, so the baseline is not resumed but read
+/// again at a new anchor — by the next drain (`initial: snapshot`), and by `sluice
+/// baseline` after a crashed `--table` re-baseline — and every part the snapshot's
+/// manifest names has the new name, with its values.
+pub fn a_column_renamed_between_baseline_chunks_restarts_the_baseline<E: Engine>() {
+    let Some(db) = E::for_test("baseline_rename") else {
+        return;
+    };
+    db.create_table(
+        "t",
+        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
+    );
+    db.insert_series("t", 3000, "v");
+    db.sql("ALTER TABLE t ADD COLUMN x int NOT NULL DEFAULT 7");
+    let job = db.job(
+        &["t"],
+        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }\nlease: { ttl_seconds: 2 }",
+    );
+    let dir = job.out().join("t");
+    // The current baseline's rows, and the replayed value of `column` per id.
+    let snapshot_rows = || {
+        let mut rows = read_rows(&support::snapshot_dir(&dir), "part-");
+        rows.retain(|r| r["__op"].as_deref() == Some("snapshot"));
+        rows
+    };
+    let replayed_column = |column: &str| -> Vec<(String, Option<String>)> {
+        support::replay(&support::baseline_and_changes(&dir), &["id"])
+            .values()
+            .map(|r| (r["id"].clone().unwrap(), r.get(column).cloned().flatten()))
+            .collect()
+    };
+
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "chunk_done@2:crash")]);
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    let abandoned = support::snapshot_dir(&dir);
+    assert_eq!(support::part_files(&abandoned, "part-").len(), 2);
+    db.sql("ALTER TABLE t RENAME COLUMN x TO y");
+    db.sql("UPDATE t SET y = 8 WHERE id <= 5");
+    job.drain();
+    job.drain();
+    assert!(dir.join("snapshot/_SUCCESS").exists());
+    assert_ne!(support::snapshot_dir(&dir), abandoned, "a new plan folder");
+    let rows = snapshot_rows();
+    assert_eq!(rows.len(), 3000);
+    assert!(
+        rows.iter()
+            .all(|r| r.contains_key("y") && !r.contains_key("x")),
+        "one shape, the new one: {:?}",
+        rows[0]
+    );
+    assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
+    let y = replayed_column("y");
+    assert_eq!(y.len(), 3000);
+    for (id, value) in &y {
+        let want = if id.parse::<u64>().unwrap() <= 5 {
+            "8"
+        } else {
+            "7"
+        };
+        assert_eq!(value.as_deref(), Some(want), "id {id}");
+    }
+
+    // The same through `sluice baseline`: a re-baseline by hand crashed after one chunk,
+    // a rename, and the next `sluice baseline` reads the table again in the new shape.
+    let crashed = job.run(
+        &["baseline", "--table", "t"],
+        &[("SLUICE_FAULT", "chunk_done@1:crash")],
+    );
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    db.sql("ALTER TABLE t RENAME COLUMN y TO z");
+    let again = job.run(&["baseline"], &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let summary = again.summary();
+    assert_eq!(summary["status"], "done", "{summary}");
+    assert_eq!(summary["chunks_read"], summary["chunks"], "{summary}");
+    db.sql("UPDATE t SET z = 9 WHERE id = 3000");
+    job.drain();
+    let rows = snapshot_rows();
+    assert!(
+        rows.iter()
+            .all(|r| r.contains_key("z") && !r.contains_key("y")),
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
+    let z = replayed_column("z");
+    assert_eq!(z.len(), 3000);
+    for (id, value) in &z {
+        let want = match id.parse::<u64>().unwrap() {
+            ..=5 => "8",
+            3000 => "9",
+            _ => "7",
+        };
+        assert_eq!(value.as_deref(), Some(want), "id {id}");
+    }
+}
+
+/// A column retyped while a chunk is read (after the chunk's shape check, before its
+/// rows): the table's shape is checked again after the read — which failed, or decoded
+/// the new type as the old — so the chunk is not recorded and the baseline starts over
+/// in the new shape; the drain that ran it still drains, and re-baselines the table after
+/// itself.
+pub fn a_column_retyped_during_a_chunk_read_restarts_the_baseline<E: Engine>() {
+    let Some(db) = E::for_test("baseline_retype") else {
+        return;
+    };
+    db.create_table(
+        "t",
+        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
+    );
+    db.insert_series("t", 2000, "v");
+    db.sql("ALTER TABLE t ADD COLUMN x int NOT NULL DEFAULT 7");
+    let job = db.job(
+        &["t"],
+        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }",
+    );
+    let mut drain = job
+        .command(&["drain"], &[("SLUICE_FAULT", "chunk_opened@2:pause=3000")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(drain.stderr.take().unwrap(), "fault injected: pausing");
+    db.sql(&E::retype("t", "x", "bigint"));
+    let output = drain.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let dir = job.out().join("t");
+    assert!(dir.join("snapshot/_SUCCESS").exists());
+    let parts = support::part_files(&support::snapshot_dir(&dir), "part-");
+    assert!(parts.len() >= 4, "{parts:?}");
+    for part in &parts {
+        for batch in support::read_batches(part) {
+            let x = batch.schema().field_with_name("x").unwrap().clone();
+            assert_eq!(x.data_type(), &arrow_schema::DataType::Int64, "{part:?}");
+        }
+    }
+    db.sql("UPDATE t SET x = 8 WHERE id = 1");
+    job.drain();
+    let replayed = support::replay(&support::baseline_and_changes(&dir), &["id"]);
+    assert_eq!(replayed.len(), 2000);
+    for (key, row) in &replayed {
+        let want = if key[0].as_deref() == Some("1") {
+            "8"
+        } else {
+            "7"
+        };
+        assert_eq!(row["x"].as_deref(), Some(want), "{key:?}");
+    }
+    assert_eq!(support::replayed_text(&dir, &["id"]), db.id_v_text("t"));
+}
+
 pub fn drain_with_initial_snapshot_baselines_first_then_streams<E: Engine>() {
     let Some(db) = E::for_test("baseline_initial") else {
         return;

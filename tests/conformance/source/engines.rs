@@ -37,6 +37,10 @@ impl Engine for Postgres {
         ));
     }
 
+    fn retype(table: &str, column: &str, ty: &str) -> String {
+        format!("ALTER TABLE {table} ALTER COLUMN {column} TYPE {ty}")
+    }
+
     fn upsert(table: &str, id: u64, v: &str, again: &str) -> String {
         format!(
             "INSERT INTO {table} VALUES ({id}, '{v}') ON CONFLICT (id) DO UPDATE SET v = '{again}'"
@@ -122,6 +126,10 @@ impl Engine for Mariadb {
         self.sql(&format!(
             "INSERT INTO {table} SELECT seq, CONCAT('{prefix}', seq) FROM seq_1_to_{n}; ANALYZE TABLE {table}"
         ));
+    }
+
+    fn retype(table: &str, column: &str, ty: &str) -> String {
+        format!("ALTER TABLE {table} MODIFY {column} {ty} NOT NULL DEFAULT 7")
     }
 
     fn upsert(table: &str, id: u64, v: &str, again: &str) -> String {

@@ -64,6 +64,8 @@ pub trait Engine: Sized + 'static {
     /// statement, then refreshes the planner's statistics (baselines size their chunks
     /// from them).
     fn insert_series(&self, table: &str, n: u64, prefix: &str);
+    /// The statement changing `table.column`'s type to `ty` (NOT NULL, default 7).
+    fn retype(table: &str, column: &str, ty: &str) -> String;
     /// An insert of `(id, v)` into `table` that sets `v = again` when the key exists.
     fn upsert(table: &str, id: u64, v: &str, again: &str) -> String;
     /// `<table> (id, v)` as `id=v,…` in id-text order (`NULL` for a null `v`), the form
@@ -127,6 +129,8 @@ source_conformance!(
     baseline::baseline_with_concurrent_writes_and_drains_replays_to_the_exact_source_state,
     baseline::crashed_baseline_resumes_with_only_the_remaining_chunks,
     baseline::drain_with_initial_snapshot_baselines_first_then_streams,
+    baseline::a_column_renamed_between_baseline_chunks_restarts_the_baseline,
+    baseline::a_column_retyped_during_a_chunk_read_restarts_the_baseline,
     baseline::unrepresentable_values_fail_the_chunk_naming_the_column,
     layout::a_table_folder_reads_as_data_only_with_pyarrow_and_duckdb,
     oracle::oracle,
