@@ -6,7 +6,8 @@
 //! * **data files only**: a row counts when its file's path below the table folder ends in
 //!   `.parquet` and no folder or file name on the way starts with `_` or `.` (everything
 //!   sluice writes beside parts does); of the baseline folders `snapshot/<plan id>/`, only
-//!   the newest plan's (plan ids sort in anchoring order). Change parts count wherever
+//!   the newest complete plan's (plan ids sort in anchoring order): the newest holding a
+//!   `rebaseline` row, else the oldest — never a plan still being read. Change parts count wherever
 //!   they lie (`cdc-…` in the folder, or under `dt=…/` and `hr=…/` with the dated layout);
 //! * **markers**: a `truncate` or `rebaseline` row drops every row of the table at or
 //!   before its `(__pos, __seq)`, and is itself no row of the table;
@@ -190,7 +191,7 @@ pub fn render(req: &Request) -> Result<String> {
             re = lit(&format!("^.*/{table_re}/(.*)$")),
         ),
     );
-    // Data files only; of the baselines, the newest plan's.
+    // Data files only; of the baselines, the newest complete plan's (`__current`).
     cte(
         "__data",
         format!(
@@ -198,9 +199,13 @@ pub fn render(req: &Request) -> Result<String> {
             d.regex_matches("__rel", "'(^|/)[_.]'")
         ),
     );
+    // The newest plan folder holding a `rebaseline` row is complete (a re-baseline's epoch
+    // marker is written once every chunk is; a keyless table's one chunk holds its own);
+    // without one, the oldest folder is the first baseline, complete before any
+    // re-baseline was anchored. A plan still being read (or given up) is never current.
     cte(
         "__current",
-        "  SELECT * FROM __data\n  WHERE __plan IS NULL OR __plan = (SELECT max(__plan) FROM __data)".into(),
+        "  SELECT * FROM __data\n  WHERE __plan IS NULL OR __plan = coalesce(\n    (SELECT max(__plan) FROM __data WHERE __op = 'rebaseline' AND __plan IS NOT NULL),\n    (SELECT min(__plan) FROM __data))".into(),
     );
     if keys.is_empty() {
         keyless(&mut cte, &cols);

@@ -254,6 +254,65 @@ pub fn a_column_retyped_during_a_chunk_read_restarts_the_baseline<E: Engine>() {
     assert_eq!(support::replayed_text(&dir, &["id"]), db.id_v_text("t"));
 }
 
+/// A re-baseline stopped after its first chunk reads, through `sluice sql`'s query over
+/// the table folder, as the last complete snapshot and the changes since — never as the
+/// new plan's chunks read so far — and, once finished, as the new snapshot.
+pub fn a_rebaseline_in_progress_reads_as_the_last_complete_snapshot<E: Engine>() {
+    let Some(db) = E::for_test("baseline_window") else {
+        return;
+    };
+    db.create_table(
+        "t",
+        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
+    );
+    db.insert_series("t", 2000, "v");
+    let job = db.job(
+        &["t"],
+        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }",
+    );
+    job.drain();
+    db.sql("UPDATE t SET v = 'changed' WHERE id <= 3; DELETE FROM t WHERE id = 1999");
+    job.drain();
+    let sorted = |text: String| {
+        let mut rows: Vec<String> = text.split(',').map(|r| r.replace(':', "=")).collect();
+        rows.sort();
+        rows
+    };
+    let queried =
+        || crate::support::readers::sluice_sql_replayed(&job, "t", "id", "v", ":").map(sorted);
+    let want = sorted(db.id_v_text("t"));
+    assert_eq!(want.len(), 1999);
+    let Some(before) = queried() else {
+        return support::skipped("DuckDB (the readers' python) is not set up");
+    };
+    assert_eq!(before, want);
+
+    let crashed = job.run(
+        &["baseline", "--table", "t"],
+        &[("SLUICE_FAULT", "chunk_done@1:crash")],
+    );
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    let folders = std::fs::read_dir(job.out().join("t/snapshot"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(folders, 2, "the first baseline's and the one in progress");
+    assert_eq!(
+        queried().unwrap(),
+        want,
+        "while the re-baseline is half read"
+    );
+
+    db.sql("UPDATE t SET v = 'after' WHERE id = 1500");
+    job.drain();
+    assert!(job.out().join("t/snapshot/_SUCCESS").exists());
+    assert_eq!(
+        queried().unwrap(),
+        sorted(db.id_v_text("t")),
+        "once it is done"
+    );
+}
+
 pub fn drain_with_initial_snapshot_baselines_first_then_streams<E: Engine>() {
     let Some(db) = E::for_test("baseline_initial") else {
         return;

@@ -131,6 +131,7 @@ source_conformance!(
     baseline::drain_with_initial_snapshot_baselines_first_then_streams,
     baseline::a_column_renamed_between_baseline_chunks_restarts_the_baseline,
     baseline::a_column_retyped_during_a_chunk_read_restarts_the_baseline,
+    baseline::a_rebaseline_in_progress_reads_as_the_last_complete_snapshot,
     baseline::unrepresentable_values_fail_the_chunk_naming_the_column,
     layout::a_table_folder_reads_as_data_only_with_pyarrow_and_duckdb,
     oracle::oracle,
