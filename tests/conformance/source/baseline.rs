@@ -102,6 +102,21 @@ pub fn crashed_baseline_resumes_with_only_the_remaining_chunks<E: Engine>() {
     assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
 }
 
+/// `t (id, v, x int NOT NULL DEFAULT 7)` seeded with `rows` rows, and a job that baselines
+/// it first (`initial: snapshot`) in chunks of 500 read one at a time, `extra` appended.
+fn chunked_table_with_x<E: Engine>(db: &E, rows: u64, extra: &str) -> Job {
+    db.create_table(
+        "t",
+        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
+    );
+    db.insert_series("t", rows, "v");
+    db.sql("ALTER TABLE t ADD COLUMN x int NOT NULL DEFAULT 7");
+    db.job(
+        &["t"],
+        &format!("initial: snapshot\nbaseline: {{ chunk_rows: 500, parallel: 1 }}\n{extra}"),
+    )
+}
+
 /// A column renamed while a baseline is half read (a run crashed after its first chunks):
 /// the chunks read before have the old name, so the baseline is not resumed but read
 /// again at a new anchor — by the next drain (`initial: snapshot`), and by `sluice
@@ -111,16 +126,7 @@ pub fn a_column_renamed_between_baseline_chunks_restarts_the_baseline<E: Engine>
     let Some(db) = E::for_test("baseline_rename") else {
         return;
     };
-    db.create_table(
-        "t",
-        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
-    );
-    db.insert_series("t", 3000, "v");
-    db.sql("ALTER TABLE t ADD COLUMN x int NOT NULL DEFAULT 7");
-    let job = db.job(
-        &["t"],
-        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }\nlease: { ttl_seconds: 2 }",
-    );
+    let job = chunked_table_with_x(&db, 3000, "lease: { ttl_seconds: 2 }");
     let dir = job.out().join("t");
     // The current baseline's rows, and the replayed value of `column` per id.
     let snapshot_rows = || {
@@ -209,16 +215,7 @@ pub fn a_column_retyped_during_a_chunk_read_restarts_the_baseline<E: Engine>() {
     let Some(db) = E::for_test("baseline_retype") else {
         return;
     };
-    db.create_table(
-        "t",
-        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
-    );
-    db.insert_series("t", 2000, "v");
-    db.sql("ALTER TABLE t ADD COLUMN x int NOT NULL DEFAULT 7");
-    let job = db.job(
-        &["t"],
-        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }",
-    );
+    let job = chunked_table_with_x(&db, 2000, "");
     let mut drain = job
         .command(&["drain"], &[("SLUICE_FAULT", "chunk_opened@2:pause=3000")])
         .stdout(std::process::Stdio::piped())
@@ -261,15 +258,7 @@ pub fn a_rebaseline_in_progress_reads_as_the_last_complete_snapshot<E: Engine>()
     let Some(db) = E::for_test("baseline_window") else {
         return;
     };
-    db.create_table(
-        "t",
-        &format!("id {} PRIMARY KEY, v {}", E::KEY_INT, E::TEXT),
-    );
-    db.insert_series("t", 2000, "v");
-    let job = db.job(
-        &["t"],
-        "initial: snapshot\nbaseline: { chunk_rows: 500, parallel: 1 }",
-    );
+    let job = chunked_table_with_x(&db, 2000, "");
     job.drain();
     db.sql("UPDATE t SET v = 'changed' WHERE id <= 3; DELETE FROM t WHERE id = 1999");
     job.drain();
