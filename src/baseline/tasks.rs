@@ -520,15 +520,18 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         .await?
         .ok_or_else(|| not_anchored(&task.table))?;
     let planned = own_plan(backends, &record).await?;
-    let bounds_planned = planned
-        .as_ref()
-        .is_none_or(|p| p.chunks.get(task.chunk as usize - 1) == Some(&task.bounds));
+    let bounds_planned = planned.as_ref().is_none_or(|p| {
+        (task.chunk as usize)
+            .checked_sub(1)
+            .and_then(|i| p.chunks.get(i))
+            == Some(&task.bounds)
+    });
     if record.anchor != task.anchor || !bounds_planned {
         return Err(Error::new(
             Code::BaselineNotAnchored,
             format!(
-                "table {}: chunk {} was planned at anchor {}, but the table's baseline is anchored at {} (plan {})",
-                task.table, task.chunk, task.anchor, record.anchor, plan_id(&record)
+                "table {}: chunk {} (anchor {}) is not a chunk of the table's current baseline (plan {}, anchored at {})",
+                task.table, task.chunk, task.anchor, plan_id(&record), record.anchor
             ),
         )
         .hint("this task belongs to an earlier baseline (an old Step Functions execution or chunk list): stop it; the current baseline's own execution reads its chunks"));

@@ -202,6 +202,16 @@ pub struct PostgresConfig {
     /// flush + checkpoint + slot advance, so the next page decodes only new WAL.
     #[serde(default = "default_page_changes")]
     pub page_changes: u64,
+    /// WAL bytes one page reads at most, from the slot's position (a window in which no
+    /// transaction commits is widened): bounds what the server materializes per page
+    /// when rows are wide.
+    #[serde(default = "default_page_wal_bytes")]
+    pub page_wal_bytes: u64,
+}
+
+impl PostgresConfig {
+    /// Default WAL window of one page.
+    pub const DEFAULT_PAGE_WAL_BYTES: u64 = 128 * 1024 * 1024;
 }
 
 /// SQL Server CDC stream settings.
@@ -213,7 +223,7 @@ pub struct SqlServerConfig {
     pub capture_instance: String,
     /// Change rows per LSN window: one `cdc.fn_cdc_get_all_changes_…` call reads at
     /// most this many rows plus the rest of the window's last transaction.
-    #[serde(default = "default_page_changes")]
+    #[serde(default = "default_window_changes")]
     pub window_changes: u64,
 }
 
@@ -222,5 +232,13 @@ fn yes() -> bool {
 }
 
 fn default_page_changes() -> u64 {
+    2_000_000
+}
+
+fn default_window_changes() -> u64 {
     500_000
+}
+
+fn default_page_wal_bytes() -> u64 {
+    PostgresConfig::DEFAULT_PAGE_WAL_BYTES
 }

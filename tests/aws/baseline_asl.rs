@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::support::{self, Job, TestDb, aws::AwsTarget};
 use serde_json::{Map, Value, json};
-use support::lambda_api::{Function, RuntimeApi};
+use support::lambda_api::{Function, Outcome, RuntimeApi};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
 
@@ -524,4 +524,80 @@ fn a_chunk_list_above_the_inline_limit_goes_through_s3_to_the_distributed_map() 
     let expected = source_rows(&db);
     assert!(expected.contains("5=x") && expected.contains("3001=new"));
     assert_eq!(replayed(&out), expected);
+}
+
+/// The machine's chunk task, when the table changed shape since its plan (a column renamed
+/// after the first chunk was read), reads nothing and answers `abandoned` — so the Map
+/// completes and Finish finishes the other tables — and a task whose bounds are not its
+/// plan's is refused; the next drain re-baselines the table in its new shape.
+#[test]
+fn a_chunk_task_after_a_rename_is_abandoned_and_a_foreign_one_refused() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "asl_shape");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, x int NOT NULL DEFAULT 7)");
+    db.sql("INSERT INTO t (id, v) SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "initial: snapshot\nbaseline: { chunk_rows: 1000, parallel: 3 }",
+    );
+    let api = RuntimeApi::start();
+    let _function = Function::start(&api, &job, &[]);
+    api.call(json!({"action": "baseline.anchor"}));
+    let plan = api.call(json!({"action": "baseline.plan"}));
+    let chunks = plan["chunks"].as_array().unwrap().clone();
+    assert!(chunks.len() >= 3, "{plan}");
+
+    let mut foreign = chunks[1].clone();
+    foreign["bounds"]["upper"] = json!(["5"]);
+    let id = api.invoke(
+        json!({"action": "baseline.chunk", "chunk": foreign}),
+        std::time::Duration::from_secs(120),
+    );
+    let Outcome::Error(refused) = api.wait(&id, std::time::Duration::from_secs(120)) else {
+        panic!("a chunk task with bounds of no plan was read");
+    };
+    assert!(
+        refused.to_string().contains("SLUICE_BASELINE_NOT_ANCHORED"),
+        "{refused}"
+    );
+
+    let read = api.call(json!({"action": "baseline.chunk", "chunk": chunks[0]}));
+    assert!(read["rows"].as_u64().unwrap() > 0, "{read}");
+    assert_eq!(read.get("abandoned"), None, "{read}");
+    db.sql("ALTER TABLE t RENAME COLUMN x TO y");
+    for task in &chunks[1..] {
+        let out = api.call(json!({"action": "baseline.chunk", "chunk": task}));
+        assert_eq!(out["abandoned"], true, "{out}");
+        assert_eq!(out["rows"], 0, "{out}");
+    }
+    let finish = api.call(json!({"action": "baseline.finish"}));
+    assert_eq!(
+        finish["tables"],
+        json!({}),
+        "nothing of the old shape is finished: {finish}"
+    );
+    assert!(!job.out().join("t/snapshot/_SUCCESS").exists());
+
+    db.sql("UPDATE t SET y = 8 WHERE id = 1");
+    api.call(json!({"action": "drain"}));
+    assert!(job.out().join("t/snapshot/_SUCCESS").exists());
+    let state = support::replay(
+        &support::baseline_and_changes(&job.out().join("t")),
+        &["id"],
+    );
+    assert_eq!(state.len(), 3000);
+    for (key, row) in &state {
+        let want = if key[0].as_deref() == Some("1") {
+            "8"
+        } else {
+            "7"
+        };
+        assert_eq!(
+            row.get("y").cloned().flatten().as_deref(),
+            Some(want),
+            "{key:?}"
+        );
+        assert!(!row.contains_key("x"), "{row:?}");
+    }
 }

@@ -377,7 +377,7 @@ fn rendered_values_keep_their_json_types() {
     let example = example(&bin);
     let mut inputs = example["streams"][0]["inputs"].clone();
     inputs["postgres"] = serde_json::json!({
-        "slot": "s", "publication": "p", "create": false, "page_changes": 1000
+        "slot": "s", "publication": "p", "create": false, "page_changes": 1000, "page_wal_bytes": 1048576
     });
     inputs["output"] = serde_json::json!({ "zstd_level": 7, "rollover_rows": null, "memory_budget_bytes": 268435456 });
     inputs["safety_margin_seconds"] = serde_json::json!(12.5);
@@ -391,7 +391,7 @@ fn rendered_values_keep_their_json_types() {
     assert_eq!(validate(&document)["config"], document);
     assert_eq!(
         document["source"]["postgres"],
-        serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000 })
+        serde_json::json!({ "slot": "s", "publication": "p", "create": false, "page_changes": 1000, "page_wal_bytes": 1048576 })
     );
     assert_eq!(
         document["output"],

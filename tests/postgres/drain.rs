@@ -276,3 +276,41 @@ fn a_transaction_longer_than_the_deadline_stops_inside_it_and_keeps_nothing_past
         400_001
     );
 }
+
+/// Pages bounded by a WAL window smaller than most transactions: a transaction far larger
+/// than the window is read whole (the window widens until one commits), small ones page
+/// by page — each page a flush, so several parts — and the output replays to the source
+/// exactly, then the next run finds nothing left.
+#[test]
+fn pages_bounded_by_a_small_wal_window_read_every_transaction_whole() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "walpage");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "");
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    let windowed = yaml.replacen(" }\n", ", page_wal_bytes: 4096 }\n", 1);
+    assert!(windowed.contains("page_wal_bytes: 4096"), "{windowed}");
+    std::fs::write(&job.config, windowed).unwrap();
+    job.drain();
+    let small = |from: i32| {
+        for i in from..from + 40 {
+            db.sql(&format!("INSERT INTO t VALUES ({i}, 'small{i}')"));
+        }
+    };
+    small(3000);
+    db.sql("INSERT INTO t SELECT i, repeat('x', 200) || i FROM generate_series(1, 2000) i");
+    small(4000);
+    db.sql("UPDATE t SET v = 'u' || id WHERE id <= 10; DELETE FROM t WHERE id = 3001");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["rows"], 40 + 2000 + 40 + 10 + 1, "{summary}");
+    assert!(
+        summary["parts"].as_u64().unwrap() >= 3,
+        "one flush per page: {summary}"
+    );
+    assert_eq!(
+        crate::support::replayed_text(&job.out().join("t"), &["id"]),
+        db.id_v_text()
+    );
+    assert_eq!(job.drain()["rows"], 0);
+}

@@ -719,10 +719,13 @@ impl Source for PgSource {
     }
 
     fn source_yaml(&self, _job: &str, rng: &mut Rng) -> String {
-        let page = rng.pick(&[1u64, 2, 5, 13, 50, 500_000]);
+        let page = rng.pick(&[1u64, 2, 5, 13, 50, 2_000_000]);
+        // Windows smaller than most transactions (widened until one commits) as well as
+        // the default.
+        let wal = rng.pick(&[256u64, 4096, 65_536, 134_217_728]);
         format!(
             "source:\n  url_env: SLUICE_ORACLE_SOURCE_URL\n  tables: [{TABLE}]\n  \
-             postgres: {{ slot: s_{db}, publication: p_{db}, page_changes: {page} }}\n",
+             postgres: {{ slot: s_{db}, publication: p_{db}, page_changes: {page}, page_wal_bytes: {wal} }}\n",
             db = self.db.name
         )
     }

@@ -54,6 +54,9 @@ pub fn check_config(config: &Config) -> Result<()> {
     if pg.page_changes == 0 {
         return Err(invalid("source.postgres.page_changes must be at least 1"));
     }
+    if pg.page_wal_bytes == 0 {
+        return Err(invalid("source.postgres.page_wal_bytes must be at least 1"));
+    }
     Ok(())
 }
 
@@ -181,6 +184,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             tables,
             start,
         )
+        .with_page_wal_bytes(pg.page_wal_bytes)
         .with_timeouts(timeouts.read(), timeouts.page())
         .with_protected(protected),
     ))

@@ -2,12 +2,17 @@
 //! by the run's read bound, decoded from pgoutput into source events.
 //!
 //! How a run reads: the bound is `pg_current_wal_flush_lsn()` at open. Each page is one
-//! peek call with `upto_lsn = bound` and `upto_nchanges = page_changes`; the server ends a
-//! call only at a transaction boundary. A peek always starts at the slot's confirmed
-//! position, so a full page ends with [`SourceEvent::Barrier`]: the drain makes
+//! peek call with `upto_nchanges = page_changes` and `upto_lsn` = the slot's position plus
+//! `page_wal_bytes`, at most the bound (the server materializes a page before sending it:
+//! the WAL window bounds what it holds for wide rows, the change count for narrow ones);
+//! the server ends a call only at a transaction boundary. A peek always starts at the
+//! slot's confirmed position, so a page that read a commit and ended short of the bound
+//! (full, or at its WAL window) ends with [`SourceEvent::Barrier`]: the drain makes
 //! everything durable, checkpoints and acks (advances the slot), and the next page then
-//! decodes only WAL it has not seen. A page shorter than `page_changes` means the bound was
-//! reached. Slot advances run on a second connection, so a part that rolls over mid-page
+//! decodes only WAL it has not seen. A window in which no transaction commits (one
+//! transaction longer than the window, or only other tables' writes) is read again
+//! twice as wide, until it reaches the bound. A page that is not full and reaches the
+//! bound ends the run's reading. Slot advances run on a second connection, so a part that rolls over mid-page
 //! is acked while the page is still streaming (the peek function has materialized its
 //! result and released the slot before the first row arrives).
 //!
@@ -65,6 +70,10 @@ pub struct PgStream {
     pub(super) slot: String,
     pub(super) publication: String,
     pub(super) page_changes: u64,
+    /// The WAL window of one page, from the slot's position (`page_wal_bytes`).
+    page_wal_bytes: u64,
+    /// How many times the window was doubled because no transaction committed in it.
+    widened: u32,
     pub(super) bound: PgLsn,
     pub(super) tables: Vec<CapturedTable>,
     /// The slot's confirmed position as far as this run knows.
@@ -97,6 +106,11 @@ pub struct PgStream {
 struct Page {
     rows: Pin<Box<RowStream>>,
     seen: u64,
+    /// The page's `upto_lsn`.
+    upto: PgLsn,
+    /// The last commit's end when the page was opened: a page whose end differs read a
+    /// commit.
+    ended_before: Option<PgLsn>,
 }
 
 impl PgStream {
@@ -119,6 +133,8 @@ impl PgStream {
             slot,
             publication,
             page_changes,
+            page_wal_bytes: u64::MAX,
+            widened: 0,
             bound,
             tables,
             slot_at,
@@ -135,6 +151,24 @@ impl PgStream {
             page_timeout: crate::config::TimeoutsConfig::default().page(),
             renderer: Renderer::default(),
         }
+    }
+
+    /// The same stream reading pages of at most `bytes` of WAL each (from the slot's
+    /// position; a window in which nothing commits is widened).
+    pub(super) fn with_page_wal_bytes(mut self, bytes: u64) -> Self {
+        self.page_wal_bytes = bytes.max(1);
+        self
+    }
+
+    /// The `upto_lsn` of the next page: the slot's position plus the (widened) window, at
+    /// most the bound.
+    fn page_upto(&self) -> PgLsn {
+        let window = self
+            .page_wal_bytes
+            .checked_shl(self.widened)
+            .filter(|w| w >> self.widened == self.page_wal_bytes)
+            .unwrap_or(u64::MAX);
+        PgLsn(self.slot_at.0.saturating_add(window)).min(self.bound)
     }
 
     /// The same stream giving up when a streaming page pauses longer than `read`
@@ -180,10 +214,11 @@ impl PgStream {
         let statement = "SELECT data FROM pg_logical_slot_peek_binary_changes($1, $2::text::pg_lsn, $3::int4, \
              'proto_version', '1', 'publication_names', $4, 'binary', 'true')";
         let limit = i32::try_from(self.page_changes).unwrap_or(i32::MAX);
-        let bound = self.bound.to_string();
+        let upto = self.page_upto();
+        let upto_text = upto.to_string();
         let publication = super::catalog::quote_ident(&self.publication);
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&self.slot, &bound, &limit, &publication];
+            [&self.slot, &upto_text, &limit, &publication];
         let rows = tokio::time::timeout(self.page_timeout, self.data.query_raw(statement, params))
             .await
             .map_err(|_| self.stalled(self.page_timeout, "page_seconds", "when asked for a page"))?
@@ -191,6 +226,8 @@ impl PgStream {
         self.page = Some(Page {
             rows: Box::pin(rows),
             seen: 0,
+            upto,
+            ended_before: self.last_end,
         });
         self.relations.clear();
         self.foreign.clear();
@@ -599,9 +636,17 @@ impl ChangeStream for PgStream {
                 }
                 None => {
                     let full = page.seen >= self.page_changes;
+                    let committed = self.last_end != page.ended_before;
+                    let short_of_bound = page.upto < self.bound;
                     self.page = None;
-                    if full && self.last_end.is_some() {
+                    if (full || short_of_bound) && committed {
+                        self.widened = 0;
                         return Ok(Some(SourceEvent::Barrier));
+                    }
+                    if short_of_bound {
+                        // Nothing committed in the window: the same start, twice as wide.
+                        self.widened += 1;
+                        continue;
                     }
                     self.finished = true;
                 }

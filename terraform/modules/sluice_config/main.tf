@@ -4,7 +4,7 @@
 # Null values are dropped, so an unset input keeps the binary's default.
 
 locals {
-  pg_keys      = ["slot", "publication", "create", "page_changes"]
+  pg_keys      = ["slot", "publication", "create", "page_changes", "page_wal_bytes"]
   mysql_keys   = ["server_id", "transaction_memory_bytes", "max_transaction_bytes"]
   output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level", "memory_budget_bytes"]
   baseline_key = ["chunk_rows", "parallel", "inline_plan_max_bytes", "keys"]
@@ -15,7 +15,7 @@ locals {
   postgres = var.postgres == null ? null : merge(
     { for k in ["slot", "publication"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
     { for k in ["create"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
-    { for k in ["page_changes"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
+    { for k in ["page_changes", "page_wal_bytes"] : k => lookup(var.postgres, k, null) if lookup(var.postgres, k, null) != null },
   )
   # All numbers.
   mysql = var.mysql == null ? {} : {

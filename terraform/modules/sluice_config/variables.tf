@@ -54,7 +54,7 @@ variable "tables" {
 }
 
 variable "postgres" {
-  description = "PostgreSQL stream resources: { slot, publication, create (default true), page_changes }. Required when engine = postgres."
+  description = "PostgreSQL stream resources: { slot, publication, create (default true), page_changes, page_wal_bytes }. Required when engine = postgres."
   type        = any
   default     = null
 }

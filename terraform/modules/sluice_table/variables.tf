@@ -67,12 +67,13 @@ variable "tables" {
 }
 
 variable "postgres" {
-  description = "PostgreSQL stream resources (required when engine = postgres): the slot and publication owned by this stream, whether to create them when missing, changes per page."
+  description = "PostgreSQL stream resources (required when engine = postgres): the slot and publication owned by this stream, whether to create them when missing, changes and WAL bytes per page."
   type = object({
-    slot         = string
-    publication  = string
-    create       = optional(bool)
-    page_changes = optional(number)
+    slot           = string
+    publication    = string
+    create         = optional(bool)
+    page_changes   = optional(number)
+    page_wal_bytes = optional(number)
   })
   default = null
 }
