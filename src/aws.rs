@@ -196,6 +196,17 @@ pub fn describe_failure<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>
     }
 }
 
+/// A failure's sort ([`classify`]) and its text for messages: [`describe_failure`], then
+/// the service's own message when it sent one (`AccessDenied (HTTP 403): User … is not
+/// authorized …`).
+pub fn explain<E>(err: &SdkError<E, HttpResponse>) -> (Failure, String)
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let detail = err.message().map(|m| format!(": {m}")).unwrap_or_default();
+    (classify(err), format!("{}{detail}", describe_failure(err)))
+}
+
 /// The service error code, when the service answered.
 pub fn service_code<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Option<&str> {
     match err {

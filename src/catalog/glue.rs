@@ -271,23 +271,14 @@ fn failure<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
     action: &str,
     iam: &str,
 ) -> Error {
-    let what = aws::describe_failure(err);
-    let detail = err.message().map(|m| format!(": {m}")).unwrap_or_default();
-    match aws::classify(err) {
-        Failure::Unavailable => Error::new(
-            Code::CatalogUnavailable,
-            format!("Glue {action}: {what}{detail}"),
-        )
+    let (failure, what) = aws::explain(err);
+    let message = format!("Glue {action}: {what}");
+    match failure {
+        Failure::Unavailable => Error::new(Code::CatalogUnavailable, message)
         .hint("Glue could not be reached or throttled the request; the parts and the checkpoint are committed, the next run registers the table again (check catalog.endpoint_url / network if it persists)"),
-        Failure::Denied => Error::new(
-            Code::CatalogDenied,
-            format!("Glue {action}: {what}{detail}"),
-        )
+        Failure::Denied => Error::new(Code::CatalogDenied, message)
         .hint(format!("allow {iam} on the catalog, the database and its tables to the job's role (the Terraform module `sluice_table` does when its `catalog` input is set); the parts and the checkpoint are committed, the next run registers the table again")),
-        Failure::Missing | Failure::Other => Error::new(
-            Code::CatalogRejected,
-            format!("Glue {action}: {what}{detail}"),
-        )
+        Failure::Missing | Failure::Other => Error::new(Code::CatalogRejected, message)
         .hint("Glue refused the request as invalid for this catalog: check catalog.database and catalog.table_prefix (lower-case letters, digits and `_`) and catalog.region; the parts and the checkpoint are committed, the next run tries again"),
     }
 }

@@ -424,10 +424,9 @@ fn failure<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
     action: &str,
     iam: &str,
 ) -> Error {
-    let what = aws::describe_failure(err);
-    let detail = err.message().map(|m| format!(": {m}")).unwrap_or_default();
-    let message = format!("Iceberg Glue catalog, {action}: {what}{detail}");
-    match aws::classify(err) {
+    let (failure, what) = aws::explain(err);
+    let message = format!("Iceberg Glue catalog, {action}: {what}");
+    match failure {
         Failure::Unavailable => Error::new(Code::IcebergCatalog, message)
             .hint("Glue could not be reached or throttled the request: check iceberg.catalog.endpoint_url and region and the network path to Glue; the run failed before its checkpoint, the next run commits again"),
         Failure::Denied => Error::new(Code::IcebergCatalogDenied, message)
