@@ -128,17 +128,26 @@ pub fn a_column_renamed_between_baseline_chunks_restarts_the_baseline<E: Engine>
     };
     let job = chunked_table_with_x(&db, 3000, "lease: { ttl_seconds: 2 }");
     let dir = job.out().join("t");
-    // The current baseline's rows, and the replayed value of `column` per id.
-    let snapshot_rows = || {
+    // The current snapshot has `column` and not `old` in every row, and the table replays
+    // to the source, its `column` holding `want(id)`.
+    let assert_reads = |column: &str, old: &str, want: &dyn Fn(u64) -> &'static str| {
         let mut rows = read_rows(&support::snapshot_dir(&dir), "part-");
         rows.retain(|r| r["__op"].as_deref() == Some("snapshot"));
-        rows
-    };
-    let replayed_column = |column: &str| -> Vec<(String, Option<String>)> {
-        support::replay(&support::baseline_and_changes(&dir), &["id"])
-            .values()
-            .map(|r| (r["id"].clone().unwrap(), r.get(column).cloned().flatten()))
-            .collect()
+        assert_eq!(rows.len(), 3000);
+        assert!(
+            rows.iter()
+                .all(|r| r.contains_key(column) && !r.contains_key(old)),
+            "one shape, the new one: {:?}",
+            rows[0]
+        );
+        assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
+        let state = support::replay(&support::baseline_and_changes(&dir), &["id"]);
+        assert_eq!(state.len(), 3000);
+        for row in state.values() {
+            let id: u64 = row["id"].as_deref().unwrap().parse().unwrap();
+            let value = row.get(column).cloned().flatten();
+            assert_eq!(value.as_deref(), Some(want(id)), "id {id}");
+        }
     };
 
     let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "chunk_done@2:crash")]);
@@ -151,25 +160,7 @@ pub fn a_column_renamed_between_baseline_chunks_restarts_the_baseline<E: Engine>
     job.drain();
     assert!(dir.join("snapshot/_SUCCESS").exists());
     assert_ne!(support::snapshot_dir(&dir), abandoned, "a new plan folder");
-    let rows = snapshot_rows();
-    assert_eq!(rows.len(), 3000);
-    assert!(
-        rows.iter()
-            .all(|r| r.contains_key("y") && !r.contains_key("x")),
-        "one shape, the new one: {:?}",
-        rows[0]
-    );
-    assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
-    let y = replayed_column("y");
-    assert_eq!(y.len(), 3000);
-    for (id, value) in &y {
-        let want = if id.parse::<u64>().unwrap() <= 5 {
-            "8"
-        } else {
-            "7"
-        };
-        assert_eq!(value.as_deref(), Some(want), "id {id}");
-    }
+    assert_reads("y", "x", &|id| if id <= 5 { "8" } else { "7" });
 
     // The same through `sluice baseline`: a re-baseline by hand crashed after one chunk,
     // a rename, and the next `sluice baseline` reads the table again in the new shape.
@@ -186,24 +177,11 @@ pub fn a_column_renamed_between_baseline_chunks_restarts_the_baseline<E: Engine>
     assert_eq!(summary["chunks_read"], summary["chunks"], "{summary}");
     db.sql("UPDATE t SET z = 9 WHERE id = 3000");
     job.drain();
-    let rows = snapshot_rows();
-    assert!(
-        rows.iter()
-            .all(|r| r.contains_key("z") && !r.contains_key("y")),
-        "{:?}",
-        rows[0]
-    );
-    assert_eq!(replayed(&job, "t"), db.id_v_text("t"));
-    let z = replayed_column("z");
-    assert_eq!(z.len(), 3000);
-    for (id, value) in &z {
-        let want = match id.parse::<u64>().unwrap() {
-            ..=5 => "8",
-            3000 => "9",
-            _ => "7",
-        };
-        assert_eq!(value.as_deref(), Some(want), "id {id}");
-    }
+    assert_reads("z", "y", &|id| match id {
+        ..=5 => "8",
+        3000 => "9",
+        _ => "7",
+    });
 }
 
 /// A column retyped while a chunk is read (after the chunk's shape check, before its
