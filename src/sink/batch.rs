@@ -387,7 +387,7 @@ const MAX_BYTES_PER_BATCH: usize = i32::MAX as usize;
 fn fits_bytes(held: usize, more: usize) -> Result<(), Reason> {
     if held.saturating_add(more) > MAX_BYTES_PER_BATCH {
         return Err(format!(
-            "{more} more bytes would take this column of the batch past {MAX_BYTES_PER_BATCH} bytes, the most an Arrow string or binary column holds (batches close at 8 MiB, so the value itself is that large)"
+            "{more} more bytes would take this column of the batch past {MAX_BYTES_PER_BATCH} bytes, the most an Arrow string or binary column holds (batches close at 4 MiB, so the value itself is that large)"
         ));
     }
     Ok(())

@@ -114,11 +114,13 @@ impl PartSettings {
             rollover_bytes: 128 * 1024 * 1024,
             row_group_rows: 65_536,
             // Wide rows reach this before `row_group_rows`; with the encoder thread a writer
-            // holds about three batches. Measured (bench wide_rows, 50k rows of 40 columns,
-            // release): peak RSS 78 MiB at 16 MiB, 70 at 12, 48 at 4, the same speed; 8 MiB
-            // keeps a wide-row drain under 64 MiB and narrow tables' row groups at
-            // `row_group_rows` (65,536 six-column rows are about 6 MiB of cells).
-            row_group_bytes: 8 * 1024 * 1024,
+            // holds about three batches, and a 40-column batch's builders and column
+            // encoders hold more than its cells. Measured (bench, 200k rows of 40 columns,
+            // release, peak RSS PostgreSQL / MariaDB): 61.9 / 67.7 MiB at 8 MiB, 59.8 /
+            // 64.8 at 6, 47.2 / 56.4 at 4; at 4 MiB six-column tables' row groups hold
+            // ~43k rows instead of 65,536: parts 2.5–4.5% larger, 0.2–1.3% more
+            // instructions per row (bench/results/profile.md).
+            row_group_bytes: 4 * 1024 * 1024,
             zstd_level: 3,
             spill_dir: spill_dir.into(),
             arrow_extensions: true,
