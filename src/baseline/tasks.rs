@@ -651,6 +651,8 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
     let state = backends.state.as_ref();
     let mut tables = BTreeMap::new();
     let mut restarted = Vec::new();
+    // Opened once, for the first table that needs its shape.
+    let mut source = None;
     for record in current_records(config, backends).await? {
         let name = record.table.clone();
         let table = &name;
@@ -687,7 +689,10 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         // Every chunk read: the manifest names the table's shape now, which must be the
         // plan's — the shape every chunk was read under — or the baseline starts over.
         let schema = if missing.is_empty() && record.status != SnapshotStatus::Done {
-            let schema = snapshot::open(config).await?.schema(table)?;
+            if source.is_none() {
+                source = Some(snapshot::open(config).await?);
+            }
+            let schema = source.as_ref().expect("opened above").schema(table)?;
             if let Some(change) = plan.changed(&schema) {
                 abandon(config, backends, &record, &change).await?;
                 restarted.push(table.clone());

@@ -148,8 +148,9 @@ pub struct MysqlConfig {
 }
 
 impl MysqlConfig {
-    /// Default in-memory part of a transaction, 24 MiB: with the part writers' batches and the process itself, a drain of one
-    /// transaction larger than it peaks under 64 MiB (bench one_big_txn; 64.6 MiB at 32).
+    /// Default in-memory part of a transaction, 24 MiB: with the part writers' batches
+    /// and the process itself, a drain of one transaction larger than it peaks under
+    /// 64 MiB (bench one_big_txn: 55.3 MiB; 64.6 MiB at 32).
     pub const DEFAULT_TRANSACTION_MEMORY: u64 = 24 * 1024 * 1024;
     /// Default hard limit of one transaction.
     pub const DEFAULT_MAX_TRANSACTION: u64 = 4 * 1024 * 1024 * 1024;

@@ -195,31 +195,30 @@ async fn rebaseline_pending(
         config,
         &format!("the re-baseline of {}", tables.join(", ")),
     )?;
-    let mut restarted = Vec::new();
+    // The outcome, and the tables given up because their shape changed while read.
     let result = match &config.baseline.state_machine_arn {
         None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
             .await
             .map(|done| {
                 tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
-                restarted = done.restarted;
-                "done"
+                ("done", done.restarted)
             }),
         Some(arn) => crate::baseline::start::start_rebaseline(config, backends, arn)
             .await
             .map(|started| {
                 tracing::info!(execution = %started.execution_name, anchor = %started.anchor, "re-baseline execution started");
-                "started"
+                ("started", Vec::new())
             }),
     };
     // The run itself succeeded and checkpointed: a re-baseline that could not run now
     // (lease held, source or Step Functions unreachable), or that was given up because
     // its table changed shape while read, stays wanted and the next run tries again;
     // until it is anchored, drains keep skipping the table.
-    let outcome = match result {
-        Ok(outcome) => outcome,
+    let (outcome, restarted) = match result {
+        Ok(done) => done,
         Err(e) if e.class() == crate::error::Class::Transient => {
             tracing::warn!(code = e.code().as_str(), error = %e, "the re-baseline could not run now; the next run retries it");
-            "pending"
+            ("pending", Vec::new())
         }
         Err(e) => return Err(e),
     };

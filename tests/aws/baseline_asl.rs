@@ -384,12 +384,21 @@ fn both_maps_run_the_same_chunk_task() {
     );
 }
 
+/// A database for `test` with `t (id int PRIMARY KEY, v text<more>)` holding 3000 rows
+/// (`v` = 'v' || id), analyzed so a baseline plans several chunks.
+fn three_thousand_rows(admin: &str, test: &str, more: &str) -> TestDb {
+    let db = TestDb::new(admin, test);
+    db.sql(&format!(
+        "CREATE TABLE t (id int PRIMARY KEY, v text{more})"
+    ));
+    db.sql("INSERT INTO t (id, v) SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    db
+}
+
 #[test]
 fn walking_the_definition_runs_the_real_handlers_to_an_exact_baseline() {
     let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "asl");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
-    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let db = three_thousand_rows(&admin, "asl", "");
     let job = Job::postgres(&db, &["t"], "baseline: { chunk_rows: 1000, parallel: 3 }");
     let api = RuntimeApi::start();
     let _function = Function::start(&api, &job, &[]);
@@ -462,9 +471,7 @@ fn rb_an_execution_started_with_a_table_rebaselines_that_table_alone() {
 fn a_chunk_list_above_the_inline_limit_goes_through_s3_to_the_distributed_map() {
     let admin = pg_or_skip!();
     let moto = aws_or_skip!();
-    let db = TestDb::new(&admin, "asl_dist");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
-    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let db = three_thousand_rows(&admin, "asl_dist", "");
     let target = AwsTarget::new(&moto);
     // One chunk task encodes to more than 64 bytes, so every list goes through S3.
     let job = target.job(
@@ -533,9 +540,7 @@ fn a_chunk_list_above_the_inline_limit_goes_through_s3_to_the_distributed_map() 
 #[test]
 fn a_chunk_task_after_a_rename_is_abandoned_and_a_foreign_one_refused() {
     let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "asl_shape");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, x int NOT NULL DEFAULT 7)");
-    db.sql("INSERT INTO t (id, v) SELECT i, 'v' || i FROM generate_series(1, 3000) i; ANALYZE t");
+    let db = three_thousand_rows(&admin, "asl_shape", ", x int NOT NULL DEFAULT 7");
     let job = Job::postgres(
         &db,
         &["t"],

@@ -12,9 +12,9 @@
 //! decodes only WAL it has not seen. A window in which no transaction commits (one
 //! transaction longer than the window, or only other tables' writes) is read again
 //! twice as wide, until it reaches the bound. A page that is not full and reaches the
-//! bound ends the run's reading. Slot advances run on a second connection, so a part that rolls over mid-page
-//! is acked while the page is still streaming (the peek function has materialized its
-//! result and released the slot before the first row arrives).
+//! bound ends the run's reading. Slot advances run on a second connection, so a part that
+//! rolls over mid-page is acked while the page is still streaming (the peek function has
+//! materialized its result and released the slot before the first row arrives).
 //!
 //! Why the flush LSN and not the insert/write LSN: the server decodes only flushed WAL,
 //! and a peek reads every record that starts before the bound (a commit record straddling
@@ -72,8 +72,9 @@ pub struct PgStream {
     pub(super) page_changes: u64,
     /// The WAL window of one page, from the slot's position (`page_wal_bytes`).
     page_wal_bytes: u64,
-    /// How many times the window was doubled because no transaction committed in it.
-    widened: u32,
+    /// The next page's window: `page_wal_bytes`, doubled for each window in a row in
+    /// which no transaction committed.
+    window: u64,
     pub(super) bound: PgLsn,
     pub(super) tables: Vec<CapturedTable>,
     /// The slot's confirmed position as far as this run knows.
@@ -134,7 +135,7 @@ impl PgStream {
             publication,
             page_changes,
             page_wal_bytes: u64::MAX,
-            widened: 0,
+            window: u64::MAX,
             bound,
             tables,
             slot_at,
@@ -157,18 +158,14 @@ impl PgStream {
     /// position; a window in which nothing commits is widened).
     pub(super) fn with_page_wal_bytes(mut self, bytes: u64) -> Self {
         self.page_wal_bytes = bytes.max(1);
+        self.window = self.page_wal_bytes;
         self
     }
 
-    /// The `upto_lsn` of the next page: the slot's position plus the (widened) window, at
-    /// most the bound.
+    /// The `upto_lsn` of the next page: the slot's position plus the window, at most the
+    /// bound.
     fn page_upto(&self) -> PgLsn {
-        let window = self
-            .page_wal_bytes
-            .checked_shl(self.widened)
-            .filter(|w| w >> self.widened == self.page_wal_bytes)
-            .unwrap_or(u64::MAX);
-        PgLsn(self.slot_at.0.saturating_add(window)).min(self.bound)
+        PgLsn(self.slot_at.0.saturating_add(self.window)).min(self.bound)
     }
 
     /// The same stream giving up when a streaming page pauses longer than `read`
@@ -640,12 +637,12 @@ impl ChangeStream for PgStream {
                     let short_of_bound = page.upto < self.bound;
                     self.page = None;
                     if (full || short_of_bound) && committed {
-                        self.widened = 0;
+                        self.window = self.page_wal_bytes;
                         return Ok(Some(SourceEvent::Barrier));
                     }
                     if short_of_bound {
                         // Nothing committed in the window: the same start, twice as wide.
-                        self.widened += 1;
+                        self.window = self.window.saturating_mul(2);
                         continue;
                     }
                     self.finished = true;
