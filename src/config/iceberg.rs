@@ -55,6 +55,16 @@ pub enum IcebergCatalogConfig {
         /// A custom endpoint (moto); default: `AWS_ENDPOINT_URL`, else AWS's.
         endpoint_url: Option<String>,
     },
+    /// An Amazon S3 Tables table bucket: each table is a table of the bucket, its files
+    /// (parts copied in, metadata) in the warehouse location S3 Tables gives it.
+    #[serde(rename = "s3tables")]
+    S3Tables {
+        /// `arn:aws:s3tables:<region>:<account>:bucket/<name>`; the region is the ARN's.
+        table_bucket_arn: String,
+        /// A custom endpoint for S3 Tables and the warehouse's S3 objects (moto); default:
+        /// `AWS_ENDPOINT_URL`, else AWS's.
+        endpoint_url: Option<String>,
+    },
 }
 
 fn default_catalog_name() -> String {

@@ -190,6 +190,15 @@ impl Destination for LocalDestination {
         }
     }
 
+    async fn download(&self, key: &str, local: &Path) -> Result<bool> {
+        let path = self.path_of(key)?;
+        match fs::copy(&path, local) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound && !path.exists() => Ok(false),
+            Err(e) => Err(unavailable(&path, e)),
+        }
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         let path = self.path_of(key)?;
         match fs::remove_file(&path) {

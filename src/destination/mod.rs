@@ -50,6 +50,23 @@ pub trait Destination: Send + Sync {
     /// Keys under `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// Copies the object at `key` into the local file `local` (created or replaced);
+    /// `false` when absent. Backends that hold large objects stream them, so a part is
+    /// never held in memory whole.
+    async fn download(&self, key: &str, local: &Path) -> Result<bool> {
+        let Some(body) = self.get(key).await? else {
+            return Ok(false);
+        };
+        std::fs::write(local, body).map_err(|e| {
+            crate::error::Error::new(
+                crate::error::Code::DestinationUnavailable,
+                format!("writing {}: {e}", local.display()),
+            )
+            .hint("check the space and permissions of the temporary directory (TMPDIR)")
+        })?;
+        Ok(true)
+    }
+
     /// The S3 object `key` is (or would be) stored as; `None` for a backend that is not
     /// S3. Errors only for a key that is not a valid destination key.
     fn s3_object(&self, key: &str) -> Result<Option<S3Object>> {

@@ -100,6 +100,10 @@ pub struct S3Destination {
     prefix: String,
     multipart: MultipartSettings,
     encryption: Encryption,
+    /// A location S3 Tables manages (a table's warehouse): no encryption headers (the
+    /// table bucket's own setting applies) and no conditional put (a part copied there
+    /// again holds the same bytes).
+    managed: bool,
 }
 
 impl S3Destination {
@@ -140,7 +144,25 @@ impl S3Destination {
             prefix: normalize_prefix(prefix)?,
             multipart,
             encryption: Encryption::default(),
+            managed: false,
         })
+    }
+
+    /// The same client writing to a table's warehouse location, which S3 Tables manages
+    /// (`managed`: no encryption headers, no conditional put).
+    pub fn managed(mut self) -> Self {
+        self.managed = true;
+        self
+    }
+
+    /// The `x-amz-server-side-encryption` value and KMS key to send: none for a managed
+    /// location.
+    fn sse(&self) -> (Option<ServerSideEncryption>, Option<String>) {
+        if self.managed {
+            return (None, None);
+        }
+        let (sse, kms_key) = sse_headers(&self.encryption);
+        (Some(sse), kms_key.map(str::to_owned))
     }
 
     /// The same destination requesting `encryption` (default: SSE-S3) on every object.
@@ -209,16 +231,16 @@ impl S3Destination {
         let body = ByteStream::from_path(local)
             .await
             .map_err(|e| local_error(local, e))?;
-        let (sse, kms_key) = sse_headers(&self.encryption);
+        let (sse, kms_key) = self.sse();
         let sent = self
             .client
             .put_object()
             .bucket(&self.bucket)
             .key(object_key)
-            .if_none_match("*")
+            .set_if_none_match((!self.managed).then(|| "*".to_owned()))
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
-            .server_side_encryption(sse)
-            .set_ssekms_key_id(kms_key.map(str::to_owned))
+            .set_server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key)
             .body(body)
             .send()
             .await;
@@ -275,15 +297,15 @@ impl S3Destination {
     }
 
     async fn put_multipart(&self, object_key: &str, local: &Path, size: u64) -> Result<()> {
-        let (sse, kms_key) = sse_headers(&self.encryption);
+        let (sse, kms_key) = self.sse();
         let created = self
             .client
             .create_multipart_upload()
             .bucket(&self.bucket)
             .key(object_key)
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
-            .server_side_encryption(sse)
-            .set_ssekms_key_id(kms_key.map(str::to_owned))
+            .set_server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key)
             .send()
             .await
             .map_err(|e| self.error(e, "s3:PutObject", object_key))?;
@@ -361,7 +383,7 @@ impl S3Destination {
             .bucket(&self.bucket)
             .key(object_key)
             .upload_id(upload_id)
-            .if_none_match("*")
+            .set_if_none_match((!self.managed).then(|| "*".to_owned()))
             .multipart_upload(
                 CompletedMultipartUpload::builder()
                     .set_parts(Some(completed))
@@ -479,14 +501,14 @@ impl Destination for S3Destination {
 
     async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
         let object_key = self.object_key(key)?;
-        let (sse, kms_key) = sse_headers(&self.encryption);
+        let (sse, kms_key) = self.sse();
         self.client
             .put_object()
             .bucket(&self.bucket)
             .key(&object_key)
             .checksum_algorithm(ChecksumAlgorithm::Crc32C)
-            .server_side_encryption(sse)
-            .set_ssekms_key_id(kms_key.map(str::to_owned))
+            .set_server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key)
             .body(ByteStream::from(body.to_vec()))
             .send()
             .await
@@ -517,6 +539,38 @@ impl Destination for S3Destination {
             .source(e)
         })?;
         Ok(Some(bytes.into_bytes().to_vec()))
+    }
+
+    async fn download(&self, key: &str, local: &Path) -> Result<bool> {
+        use std::io::Write;
+        let object_key = self.object_key(key)?;
+        let answer = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&object_key)
+            .send()
+            .await;
+        let mut output = match answer {
+            Ok(output) => output,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(false),
+            Err(e) => return Err(self.error(e, "s3:GetObject", &object_key)),
+        };
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(local).map_err(|e| local_error(local, e))?,
+        );
+        while let Some(chunk) = output.body.try_next().await.map_err(|e| {
+            Error::new(
+                Code::DestinationUnavailable,
+                format!("S3 GetObject {}: reading the body", self.url(&object_key)),
+            )
+            .hint("the connection broke while reading; retry")
+            .source(e)
+        })? {
+            file.write_all(&chunk).map_err(|e| local_error(local, e))?;
+        }
+        file.flush().map_err(|e| local_error(local, e))?;
+        Ok(true)
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>> {

@@ -1,16 +1,19 @@
-//! The Iceberg catalog a commit goes through: the SQL catalog on SQLite ([`SqlCatalog`])
-//! or the AWS Glue Data Catalog ([`GlueCatalog`]), behind the five calls a commit and
-//! `sluice doctor` make.
+//! The Iceberg catalog a commit goes through: the SQL catalog on SQLite ([`SqlCatalog`]),
+//! the AWS Glue Data Catalog ([`GlueCatalog`]) or an S3 Tables table bucket
+//! ([`S3TablesCatalog`]), behind the calls a commit and `sluice doctor` make.
 //!
 //! Guarantees: every catalog keeps the same contract — `ensure_namespace` creates the
 //! namespace when missing; `load` and `peek` answer the current metadata location, `None`
 //! for a table not in the catalog (`peek` creates nothing); `create` registers a table only
 //! when absent and answers `false` when another writer registered it first; `swap` moves
 //! the pointer only from the location the caller read and answers `false` when another
-//! writer moved it first. Nothing else differs between catalogs for the commit.
+//! writer moved it first. Nothing else differs between catalogs for the commit; where
+//! the table's files lie (the destination, or S3 Tables' warehouse location) is the
+//! change log's choice (`super::ChangeLog`).
 
 use super::glue::GlueCatalog;
 use super::metadata::TableMetadata;
+use super::s3tables::S3TablesCatalog;
 use super::sql::SqlCatalog;
 use crate::error::{Code, Error, Result};
 
@@ -18,6 +21,7 @@ use crate::error::{Code, Error, Result};
 pub enum Catalog {
     Sql(SqlCatalog),
     Glue(GlueCatalog),
+    S3Tables(S3TablesCatalog),
 }
 
 impl Catalog {
@@ -26,6 +30,7 @@ impl Catalog {
         match self {
             Catalog::Sql(c) => c.ensure_namespace(namespace),
             Catalog::Glue(c) => c.ensure_namespace(namespace).await,
+            Catalog::S3Tables(c) => c.ensure_namespace(namespace).await,
         }
     }
 
@@ -35,6 +40,7 @@ impl Catalog {
         match self {
             Catalog::Sql(c) => c.load(namespace, table),
             Catalog::Glue(c) => c.load(namespace, table).await,
+            Catalog::S3Tables(c) => c.load(namespace, table).await,
         }
     }
 
@@ -43,6 +49,7 @@ impl Catalog {
         match self {
             Catalog::Sql(c) => c.peek(namespace, table),
             Catalog::Glue(c) => c.load(namespace, table).await,
+            Catalog::S3Tables(c) => c.load(namespace, table).await,
         }
     }
 
@@ -58,6 +65,7 @@ impl Catalog {
         match self {
             Catalog::Sql(c) => c.create(namespace, table, location),
             Catalog::Glue(c) => c.create(namespace, table, location, metadata).await,
+            Catalog::S3Tables(c) => c.create(namespace, table, location).await,
         }
     }
 
@@ -74,6 +82,7 @@ impl Catalog {
         match self {
             Catalog::Sql(c) => c.swap(namespace, table, old, new),
             Catalog::Glue(c) => c.swap(namespace, table, old, new, metadata).await,
+            Catalog::S3Tables(c) => c.swap(namespace, table, old, new).await,
         }
     }
 
@@ -104,6 +113,16 @@ impl Catalog {
                     c.describe()
                 ),
             }),
+            Catalog::S3Tables(c) => {
+                c.check_bucket().await?;
+                Ok(match c.namespace_exists(namespace).await? {
+                    true => format!("{}, namespace {namespace}", c.describe()),
+                    false => format!(
+                        "{}, namespace {namespace} (created by the first commit)",
+                        c.describe()
+                    ),
+                })
+            }
         }
     }
 }

@@ -29,10 +29,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_schema::Schema as ArrowSchema;
 
+use super::TableRef;
 use super::catalog::Catalog;
 use super::manifest::{self, DataFile, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
-use super::{METADATA_DIR, TableRef};
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
@@ -77,9 +77,10 @@ pub enum Outcome {
 }
 
 /// Appends `files` (the parts, with the Arrow schemas they were written with) to the
-/// table `at` names, creating the table on its first commit.
+/// table `at` names, creating the table on its first commit; its metadata files are read
+/// from and written to `store` (the destination, or the table's warehouse location).
 pub async fn append(
-    destination: &dyn Destination,
+    store: &dyn Destination,
     catalog: &Catalog,
     at: &TableRef<'_>,
     schemas: &[ArrowSchema],
@@ -88,7 +89,7 @@ pub async fn append(
 ) -> Result<Outcome> {
     catalog.ensure_namespace(at.namespace).await?;
     for _ in 0..ATTEMPTS {
-        if let Some(outcome) = attempt(destination, catalog, at, schemas, files, origin).await? {
+        if let Some(outcome) = attempt(store, catalog, at, schemas, files, origin).await? {
             return Ok(outcome);
         }
         tracing::info!(table = %at.name, "another writer committed to the Iceberg table first; reading it again");
@@ -105,7 +106,7 @@ pub async fn append(
 
 /// One try: `None` when the catalog pointer moved under it.
 async fn attempt(
-    destination: &dyn Destination,
+    store: &dyn Destination,
     catalog: &Catalog,
     at: &TableRef<'_>,
     schemas: &[ArrowSchema],
@@ -115,14 +116,11 @@ async fn attempt(
     let now = chrono::Utc::now().timestamp_millis();
     let current = catalog.load(at.namespace, &at.name).await?;
     let mut metadata = match &current {
-        Some(location) => read_metadata(destination, at, location).await?,
+        Some(location) => read_metadata(store, at, location).await?,
         None => TableMetadata::new(&at.location, Vec::new(), 0, now),
     };
     if let Origin::Baseline { plan_id, .. } = origin
-        && metadata
-            .ancestry()
-            .iter()
-            .any(|s| s.summary.get(PLAN_KEY).map(String::as_str) == Some(*plan_id))
+        && holds_plan(&metadata, plan_id)
     {
         return Ok(Some(Outcome::AlreadyThere));
     }
@@ -148,7 +146,7 @@ async fn attempt(
     let mut manifests = Vec::new();
     if let Some(snapshot) = parent.and_then(|id| metadata.snapshot(id)) {
         let key = at.key_of(&snapshot.manifest_list)?;
-        let body = destination.get(&key).await?.ok_or_else(|| {
+        let body = store.get(&key).await?.ok_or_else(|| {
             Error::new(
                 Code::IcebergMetadata,
                 format!(
@@ -195,10 +193,8 @@ async fn attempt(
     if !files.is_empty() {
         let manifest_body =
             manifest::write_manifest(snapshot_id, &header, metadata.current_schema_id, files)?;
-        let manifest_key = format!("{}/{METADATA_DIR}/{uuid}-m0.avro", at.table);
-        destination
-            .put_marker(&manifest_key, &manifest_body)
-            .await?;
+        let manifest_key = at.metadata_key(&format!("{uuid}-m0.avro"));
+        store.put_marker(&manifest_key, &manifest_body).await?;
         let added_rows: u64 = files.iter().map(|f| f.rows).sum();
         manifests.insert(
             0,
@@ -220,11 +216,8 @@ async fn attempt(
         );
     }
     let list_body = manifest::write_list(snapshot_id, parent, sequence_number, &manifests)?;
-    let list_key = format!(
-        "{}/{METADATA_DIR}/snap-{snapshot_id}-1-{uuid}.avro",
-        at.table
-    );
-    destination.put_marker(&list_key, &list_body).await?;
+    let list_key = at.metadata_key(&format!("snap-{snapshot_id}-1-{uuid}.avro"));
+    store.put_marker(&list_key, &list_body).await?;
 
     let mut summary = summary_of(origin, files, &manifests);
     if !dropped.is_empty() {
@@ -248,11 +241,8 @@ async fn attempt(
     if let Some(previous) = &current {
         metadata.log_previous(previous, now);
     }
-    let metadata_key = format!(
-        "{}/{METADATA_DIR}/{number:05}-{uuid}.metadata.json",
-        at.table
-    );
-    destination
+    let metadata_key = at.metadata_key(&format!("{number:05}-{uuid}.metadata.json"));
+    store
         .put_marker(&metadata_key, &metadata.to_json()?)
         .await?;
     let new_location = at.uri(&metadata_key);
@@ -269,6 +259,14 @@ async fn attempt(
         }
     };
     Ok(moved.then_some(Outcome::Committed { snapshot_id }))
+}
+
+/// Whether the table's current history holds the baseline snapshot of plan `plan_id`.
+pub fn holds_plan(metadata: &TableMetadata, plan_id: &str) -> bool {
+    metadata
+        .ancestry()
+        .iter()
+        .any(|s| s.summary.get(PLAN_KEY).map(String::as_str) == Some(plan_id))
 }
 
 /// The number a metadata file's name starts with (`00003-<uuid>.metadata.json` → 3);
@@ -374,15 +372,15 @@ fn summary_of(
 /// summed up as `<first>..<last> (<n> parts)`: every commit rewrites the metadata).
 const MAX_NAMED_PARTS: usize = 50;
 
-/// The table metadata the catalog points `at` at (`location`); a pointer to a missing
-/// file is `SLUICE_ICEBERG_METADATA`.
+/// The table metadata the catalog points `at` at (`location`), read from `store`; a
+/// pointer to a missing file is `SLUICE_ICEBERG_METADATA`.
 pub async fn read_metadata(
-    destination: &dyn Destination,
+    store: &dyn Destination,
     at: &TableRef<'_>,
     location: &str,
 ) -> Result<TableMetadata> {
     let key = at.key_of(location)?;
-    let body = destination.get(&key).await?.ok_or_else(|| {
+    let body = store.get(&key).await?.ok_or_else(|| {
         Error::new(
             Code::IcebergMetadata,
             format!(

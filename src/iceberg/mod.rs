@@ -1,7 +1,7 @@
 //! `table_format: iceberg`: each run's parts, already durable as typed Parquet, are also
 //! committed to one Iceberg table per captured table, through the `iceberg` block's
-//! catalog (the SQL catalog on SQLite, pyiceberg's `SqlCatalog`; or the AWS Glue Data
-//! Catalog, pyiceberg's `GlueCatalog`).
+//! catalog (the SQL catalog on SQLite, pyiceberg's `SqlCatalog`; the AWS Glue Data
+//! Catalog, pyiceberg's `GlueCatalog`; or an Amazon S3 Tables table bucket).
 //!
 //! Guarantees:
 //!
@@ -15,14 +15,19 @@
 //!   was never written ([`commit`]);
 //! * a baseline's parts become one snapshot per plan, made once, before the baseline is
 //!   marked done ([`ChangeLog::baseline`]);
-//! * the metadata files (JSON, Avro) are written through the job's destination under
-//!   `<table>/_iceberg/metadata/` (an `_` name: folder readers skip it), the data files
-//!   are the parts where they lie: the table's location is the table folder.
+//! * with the SQL and Glue catalogs the metadata files (JSON, Avro) are written through
+//!   the job's destination under `<table>/_iceberg/metadata/` (an `_` name: folder readers
+//!   skip it), the data files are the parts where they lie: the table's location is the
+//!   table folder;
+//! * with S3 Tables the table's location is the warehouse location S3 Tables gives it:
+//!   each part is copied to `<warehouse>/data/…` (same bytes, same name below the table
+//!   folder) before the commit that references it, the metadata files go to
+//!   `<warehouse>/metadata/`; the parts in the destination stay the run's output.
 //!
 //! Submodules: [`schema`] (Arrow → Iceberg types, field ids), [`metadata`] (the table
 //! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files),
-//! [`catalog`] (the calls a commit makes of its catalog), [`sql`] and [`glue`] (the two
-//! catalogs), [`commit`] (one commit).
+//! [`catalog`] (the calls a commit makes of its catalog), [`sql`], [`glue`] and
+//! [`s3tables`] (the catalogs), [`commit`] (one commit).
 
 pub mod avro;
 pub mod catalog;
@@ -30,6 +35,7 @@ pub mod commit;
 pub mod glue;
 pub mod manifest;
 pub mod metadata;
+pub mod s3tables;
 pub mod schema;
 pub mod sql;
 
@@ -38,6 +44,7 @@ use std::sync::Arc;
 use crate::change::TableSchema;
 use crate::config::{Config, IcebergCatalogConfig, IcebergConfig, TableFormat};
 use crate::destination::Destination;
+use crate::destination::s3::{MultipartSettings, S3Destination};
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::position::Position;
@@ -46,6 +53,7 @@ use catalog::Catalog;
 use commit::{Origin, Outcome};
 use glue::GlueCatalog;
 use manifest::DataFile;
+use s3tables::S3TablesCatalog;
 use sql::SqlCatalog;
 
 /// Where a table's metadata files go, below its folder.
@@ -97,6 +105,10 @@ pub fn check_config(config: &Config) -> Result<()> {
         IcebergCatalogConfig::Glue { catalog_id, .. } => {
             check_glue(config, iceberg, catalog_id.as_deref())?
         }
+        IcebergCatalogConfig::S3Tables {
+            table_bucket_arn,
+            endpoint_url,
+        } => check_s3tables(iceberg, table_bucket_arn, endpoint_url.as_deref())?,
     }
     if !iceberg.table_prefix.is_empty() && !plain(&iceberg.table_prefix) {
         return invalid(
@@ -180,23 +192,82 @@ fn check_glue(config: &Config, iceberg: &IcebergConfig, catalog_id: Option<&str>
     Ok(())
 }
 
-/// One table as the catalog and the destination see it.
+/// The S3 Tables catalog's own checks: a table bucket ARN, and namespace and table names
+/// S3 Tables takes (lower-case letters, digits and `_`, starting and ending with a letter
+/// or digit). Any destination that keeps files will do: the parts are copied into each
+/// table's warehouse location.
+fn check_s3tables(iceberg: &IcebergConfig, arn: &str, endpoint_url: Option<&str>) -> Result<()> {
+    let invalid = |msg: String, hint: &str| Err(Error::new(Code::ConfigInvalid, msg).hint(hint));
+    if s3tables::BucketArn::parse(arn).is_none() {
+        return invalid(
+            format!("iceberg.catalog.table_bucket_arn {arn:?} is not a table bucket ARN"),
+            "write `arn:aws:s3tables:<region>:<account>:bucket/<name>` (`aws s3tables list-table-buckets` shows it)",
+        );
+    }
+    if let Some(url) = endpoint_url {
+        crate::config::check_endpoint("iceberg.catalog.endpoint_url", url)?;
+    }
+    let s3tables_name = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 255
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !s.starts_with('_')
+            && !s.ends_with('_')
+    };
+    let namespace = &iceberg.namespace;
+    if !s3tables_name(namespace) || namespace.starts_with("aws") {
+        return invalid(
+            format!("iceberg.namespace {namespace:?} is not an S3 Tables namespace name"),
+            "use 1-255 lower-case letters, digits and `_`, starting and ending with a letter or digit and not starting with `aws`, e.g. `namespace: cdc`",
+        );
+    }
+    let prefix = &iceberg.table_prefix;
+    if !prefix
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        || prefix.starts_with('_')
+    {
+        return invalid(
+            format!(
+                "iceberg.table_prefix {prefix:?} has characters S3 Tables table names cannot hold"
+            ),
+            "use lower-case letters, digits and `_`, starting with a letter or digit, e.g. `table_prefix: log_`",
+        );
+    }
+    Ok(())
+}
+
+/// One table as the catalog and the store of its Iceberg files (the destination, or the
+/// table's warehouse location) see it.
 pub struct TableRef<'a> {
     /// The table as `source.tables` names it (its folder).
     pub table: &'a str,
     pub namespace: &'a str,
     /// The Iceberg table name.
     pub name: String,
-    /// The table folder's URI, without a trailing `/`.
+    /// The Iceberg table's location URI, without a trailing `/`.
     pub location: String,
-    /// The destination's root URI, ending in `/`.
+    /// The store's root URI, ending in `/`.
     root: String,
+    /// The table's folder as a key of the store: the table folder in the destination,
+    /// empty for a warehouse location (the store is the table).
+    dir: String,
 }
 
 impl TableRef<'_> {
     /// `namespace.name`, as a catalog names the table.
     pub fn qualified(&self) -> String {
         format!("{}.{}", self.namespace, self.name)
+    }
+
+    /// The store key of metadata file `file`: `<table>/_iceberg/metadata/<file>` in the
+    /// destination, `metadata/<file>` in a warehouse location (Iceberg's own layout).
+    pub fn metadata_key(&self, file: &str) -> String {
+        match self.dir.as_str() {
+            "" => format!("metadata/{file}"),
+            dir => format!("{dir}/{METADATA_DIR}/{file}"),
+        }
     }
 
     /// The URI of destination key `key`.
@@ -269,6 +340,13 @@ impl<'a> ChangeLog<'a> {
                 region.as_deref(),
                 catalog_id.as_deref(),
             )),
+            IcebergCatalogConfig::S3Tables {
+                table_bucket_arn,
+                endpoint_url,
+            } => Catalog::S3Tables(S3TablesCatalog::new(
+                table_bucket_arn,
+                endpoint_url.as_deref(),
+            )?),
         };
         let root = destination.root_uri().ok_or_else(|| {
             Error::new(
@@ -298,26 +376,102 @@ impl<'a> ChangeLog<'a> {
             name: crate::catalog::table::table_name(prefix, table),
             location: format!("{}{table}", self.root),
             root: self.root.clone(),
+            dir: table.to_owned(),
         }
     }
 
-    fn files_and_schemas(
-        &self,
-        table: &str,
-        parts: &[ManifestPart],
-        schemas: &[Arc<TableSchema>],
-    ) -> Result<(Vec<DataFile>, Vec<arrow_schema::Schema>)> {
-        let at = self.table(table);
-        let files = parts
-            .iter()
-            .map(|p| DataFile {
-                path: at.uri(&p.key),
-                rows: p.rows,
-                bytes: p.bytes,
+    /// Where `table`'s Iceberg files lie. With S3 Tables the table's warehouse location,
+    /// the table created first (without metadata) when `create` is set; `None` when it
+    /// does not exist and `create` is not (`sluice doctor`). Otherwise the destination.
+    async fn place<'t>(&'t self, table: &'t str, create: bool) -> Result<Option<Place<'t>>> {
+        let mut at = self.table(table);
+        let Catalog::S3Tables(catalog) = &self.catalog else {
+            return Ok(Some(Place {
+                at,
+                warehouse: None,
+            }));
+        };
+        if create {
+            catalog.ensure_namespace(at.namespace).await?;
+        }
+        let Some(uri) = catalog.warehouse(at.namespace, &at.name, create).await? else {
+            return Ok(None);
+        };
+        let (bucket, prefix) = uri
+            .strip_prefix("s3://")
+            .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
+            .filter(|(bucket, _)| !bucket.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    Code::IcebergCatalogRejected,
+                    format!("S3 Tables gave {} the warehouse location {uri:?}, which is not an S3 location", at.qualified()),
+                )
+                .hint("check iceberg.catalog.endpoint_url: it must be S3 Tables (or an emulator of it)")
+            })?;
+        let sdk = crate::aws::shared_config(catalog.endpoint_url(), Some(catalog.region())).await?;
+        let store =
+            S3Destination::new(&sdk, bucket, prefix, MultipartSettings::default())?.managed();
+        at.root = store.root_uri().unwrap_or_default();
+        at.location = uri.trim_end_matches('/').to_owned();
+        at.dir = String::new();
+        Ok(Some(Place {
+            at,
+            warehouse: Some(store),
+        }))
+    }
+
+    /// The data files of `parts` in `place`: the parts where they lie in the destination,
+    /// or — with a warehouse location — copies of them under `data/` there (the same
+    /// bytes, the same path below the table folder), made now. A copy made again after a
+    /// crash or a lost commit race replaces one with the same bytes.
+    async fn data_files(&self, place: &Place<'_>, parts: &[ManifestPart]) -> Result<Vec<DataFile>> {
+        let mut files = Vec::with_capacity(parts.len());
+        for part in parts {
+            let path = match &place.warehouse {
+                None => place.at.uri(&part.key),
+                Some(store) => {
+                    let below = part
+                        .key
+                        .strip_prefix(place.at.table)
+                        .and_then(|k| k.strip_prefix('/'))
+                        .unwrap_or(&part.key);
+                    let key = format!("data/{below}");
+                    self.copy_part(&part.key, store, &key).await?;
+                    place.at.uri(&key)
+                }
+            };
+            files.push(DataFile {
+                path,
+                rows: part.rows,
+                bytes: part.bytes,
                 pos_range: None,
                 bounds: Vec::new(),
-            })
-            .collect();
+            });
+        }
+        Ok(files)
+    }
+
+    /// Copies the destination's part `from` to `to` in `store`, through a local file (a
+    /// part is never held in memory whole).
+    async fn copy_part(&self, from: &str, store: &S3Destination, to: &str) -> Result<()> {
+        let local =
+            std::env::temp_dir().join(format!("sluice-iceberg-{}.parquet", metadata::uuid_v4()));
+        let copied = async {
+            if !self.destination.download(from, &local).await? {
+                return Err(Error::new(
+                    Code::IcebergMetadata,
+                    format!("part {from} is listed in the run manifests but {} does not hold it", self.destination.describe()),
+                )
+                .hint("restore the part (it was moved or deleted after it was written), then run again; nothing was checkpointed"));
+            }
+            store.put_part(to, &local).await
+        }
+        .await;
+        let _ = std::fs::remove_file(&local);
+        copied
+    }
+
+    fn schemas(schemas: &[Arc<TableSchema>]) -> Result<Vec<arrow_schema::Schema>> {
         let mut arrow = Vec::new();
         let mut seen: Vec<&Arc<TableSchema>> = Vec::new();
         for s in schemas {
@@ -330,7 +484,7 @@ impl<'a> ChangeLog<'a> {
             seen.push(s);
             arrow.push(crate::sink::change_schema(s)?.as_ref().clone());
         }
-        Ok((files, arrow))
+        Ok(arrow)
     }
 
     /// What `sluice doctor` reports of the catalog itself (read only): an error with the
@@ -355,7 +509,11 @@ impl<'a> ChangeLog<'a> {
         let Some(location) = self.catalog.peek(at.namespace, &at.name).await? else {
             return Ok(None);
         };
-        let metadata = commit::read_metadata(self.destination, &at, &location).await?;
+        let Some(place) = self.place(table, false).await? else {
+            return Ok(None);
+        };
+        let at = &place.at;
+        let metadata = commit::read_metadata(place.store(self.destination), at, &location).await?;
         Ok(Some(Inspected {
             name: at.qualified(),
             snapshots: metadata.snapshots.len(),
@@ -392,14 +550,19 @@ impl<'a> ChangeLog<'a> {
         if parts.is_empty() {
             return Ok(());
         }
-        let (mut files, arrow) = self.files_and_schemas(table, parts, schemas)?;
+        let place = self
+            .place(table, true)
+            .await?
+            .ok_or_else(|| not_created(table))?;
+        let arrow = Self::schemas(schemas)?;
+        let mut files = self.data_files(&place, parts).await?;
         for (file, part) in files.iter_mut().zip(parts) {
             if !part.first_pos.is_empty() && part.first_pos <= part.last_pos {
                 file.pos_range = Some((part.first_pos.clone(), part.last_pos.clone()));
             }
         }
         let outcome = self
-            .commit_changes(table, &arrow, &files, ids, stored, checkpoint)
+            .commit_changes(&place, &arrow, &files, ids, stored, checkpoint)
             .await?;
         if let Outcome::Committed { snapshot_id } = outcome {
             tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, parts = parts.len(), "committed to the Iceberg table");
@@ -422,8 +585,12 @@ impl<'a> ChangeLog<'a> {
         if self.committed_to(table) {
             return Ok(());
         }
+        // A table S3 Tables does not hold yet has no snapshot to drop.
+        let Some(place) = self.place(table, false).await? else {
+            return Ok(());
+        };
         let outcome = self
-            .commit_changes(table, &[], &[], ids, stored, checkpoint)
+            .commit_changes(&place, &[], &[], ids, stored, checkpoint)
             .await?;
         if let Outcome::Committed { snapshot_id } = outcome {
             tracing::info!(table = %table, iceberg = %self.table(table).qualified(), snapshot_id, "dropped uncheckpointed snapshots from the Iceberg table");
@@ -441,7 +608,7 @@ impl<'a> ChangeLog<'a> {
     /// committed to.
     async fn commit_changes(
         &self,
-        table: &str,
+        place: &Place<'_>,
         arrow: &[arrow_schema::Schema],
         files: &[DataFile],
         ids: (&str, &str),
@@ -456,10 +623,13 @@ impl<'a> ChangeLog<'a> {
             stored,
             checkpoint,
         };
-        let at = self.table(table);
+        let store = place.store(self.destination);
         let outcome =
-            commit::append(self.destination, &self.catalog, &at, arrow, files, &origin).await?;
-        self.committed.lock().unwrap().insert(table.to_owned());
+            commit::append(store, &self.catalog, &place.at, arrow, files, &origin).await?;
+        self.committed
+            .lock()
+            .unwrap()
+            .insert(place.at.table.to_owned());
         Ok(outcome)
     }
 
@@ -472,25 +642,63 @@ impl<'a> ChangeLog<'a> {
         parts: &[ManifestPart],
         schemas: &[Arc<TableSchema>],
     ) -> Result<Outcome> {
-        let (files, arrow) = self.files_and_schemas(table, parts, schemas)?;
-        let at = self.table(table);
+        let place = self
+            .place(table, true)
+            .await?
+            .ok_or_else(|| not_created(table))?;
+        let arrow = Self::schemas(schemas)?;
         let origin = Origin::Baseline {
             job: &self.config.job,
             plan_id,
         };
-        let outcome = commit::append(
-            self.destination,
-            &self.catalog,
-            &at,
-            &arrow,
-            &files,
-            &origin,
-        )
-        .await?;
+        let store = place.store(self.destination);
+        let existing = self
+            .catalog
+            .load(place.at.namespace, &place.at.name)
+            .await?;
+        // A plan already in the table is not copied again.
+        if let Some(location) = &existing
+            && commit::holds_plan(
+                &commit::read_metadata(store, &place.at, location).await?,
+                plan_id,
+            )
+        {
+            tracing::info!(table = %table, plan = %plan_id, "baseline already in the Iceberg table");
+            return Ok(Outcome::AlreadyThere);
+        }
+        let files = self.data_files(&place, parts).await?;
+        let outcome =
+            commit::append(store, &self.catalog, &place.at, &arrow, &files, &origin).await?;
         tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
         hit(FaultPoint::IcebergCommitted).await?;
         Ok(outcome)
     }
+}
+
+/// Where one table's Iceberg files lie: the destination (`warehouse` is `None`) or the
+/// warehouse location S3 Tables gave the table.
+struct Place<'t> {
+    at: TableRef<'t>,
+    warehouse: Option<S3Destination>,
+}
+
+impl Place<'_> {
+    /// The store the table's metadata files are read from and written to.
+    fn store<'s>(&'s self, destination: &'s dyn Destination) -> &'s dyn Destination {
+        match &self.warehouse {
+            Some(store) => store,
+            None => destination,
+        }
+    }
+}
+
+/// S3 Tables answered that a table it was asked to create does not exist.
+fn not_created(table: &str) -> Error {
+    Error::new(
+        Code::IcebergCatalog,
+        format!("the Iceberg table of {table} was not created"),
+    )
+    .hint("run again; if it persists, check that the catalog is S3 Tables (iceberg.catalog.endpoint_url)")
 }
 
 #[cfg(test)]
@@ -508,6 +716,62 @@ mod tests {
     }
 
     const S3: &str = "{ type: s3, bucket: b, region: us-east-1 }";
+
+    #[test]
+    fn the_s3tables_catalog_is_checked_by_its_room() {
+        let arn = "arn:aws:s3tables:eu-west-1:123456789012:bucket/lake";
+        let yaml = |catalog: &str, rest: &str| format!("iceberg: {{ catalog: {catalog}, {rest} }}");
+        let ok = yaml(
+            &format!("{{ type: s3tables, table_bucket_arn: '{arn}' }}"),
+            "namespace: cdc",
+        );
+        // Any destination that keeps files: the parts are copied into the warehouse.
+        assert!(parsed(S3, &ok).is_ok());
+        assert!(parsed("{ type: local, path: out }", &ok).is_ok());
+        for (extra, says) in [
+            (
+                yaml(
+                    "{ type: s3tables, table_bucket_arn: lake }",
+                    "namespace: cdc",
+                ),
+                "table_bucket_arn",
+            ),
+            (
+                yaml(
+                    &format!("{{ type: s3tables, table_bucket_arn: '{arn}' }}"),
+                    "namespace: Cdc-Log",
+                ),
+                "iceberg.namespace",
+            ),
+            (
+                yaml(
+                    &format!("{{ type: s3tables, table_bucket_arn: '{arn}' }}"),
+                    "namespace: aws_cdc",
+                ),
+                "iceberg.namespace",
+            ),
+            (
+                yaml(
+                    &format!("{{ type: s3tables, table_bucket_arn: '{arn}' }}"),
+                    "namespace: cdc, table_prefix: Raw-",
+                ),
+                "iceberg.table_prefix",
+            ),
+            (
+                yaml(
+                    &format!(
+                        "{{ type: s3tables, table_bucket_arn: '{arn}', endpoint_url: 'ftp://x' }}"
+                    ),
+                    "namespace: cdc",
+                ),
+                "endpoint_url",
+            ),
+        ] {
+            let e = parsed(S3, &extra).unwrap_err();
+            assert_eq!(e.code(), Code::ConfigInvalid, "{extra}");
+            assert!(e.to_string().contains(says), "{extra}: {e}");
+        }
+    }
 
     #[test]
     fn the_glue_catalog_is_checked_by_its_room() {

@@ -6,6 +6,7 @@
 mod glue;
 mod json;
 mod merge;
+mod s3tables;
 
 use std::path::Path;
 
