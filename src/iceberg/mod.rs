@@ -44,7 +44,6 @@ use std::sync::Arc;
 use crate::change::TableSchema;
 use crate::config::{Config, IcebergCatalogConfig, IcebergConfig, TableFormat};
 use crate::destination::Destination;
-use crate::destination::s3::{MultipartSettings, S3Destination};
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::position::Position;
@@ -53,7 +52,7 @@ use catalog::Catalog;
 use commit::{Origin, Outcome};
 use glue::GlueCatalog;
 use manifest::DataFile;
-use s3tables::S3TablesCatalog;
+use s3tables::{S3TablesCatalog, Warehouse};
 use sql::SqlCatalog;
 
 /// Where a table's metadata files go, below its folder.
@@ -397,20 +396,7 @@ impl<'a> ChangeLog<'a> {
         let Some(uri) = catalog.warehouse(at.namespace, &at.name, create).await? else {
             return Ok(None);
         };
-        let (bucket, prefix) = uri
-            .strip_prefix("s3://")
-            .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
-            .filter(|(bucket, _)| !bucket.is_empty())
-            .ok_or_else(|| {
-                Error::new(
-                    Code::IcebergCatalogRejected,
-                    format!("S3 Tables gave {} the warehouse location {uri:?}, which is not an S3 location", at.qualified()),
-                )
-                .hint("check iceberg.catalog.endpoint_url: it must be S3 Tables (or an emulator of it)")
-            })?;
-        let sdk = crate::aws::shared_config(catalog.endpoint_url(), Some(catalog.region())).await?;
-        let store =
-            S3Destination::new(&sdk, bucket, prefix, MultipartSettings::default())?.managed();
+        let store = Warehouse::open(catalog, &at.qualified(), &uri).await?;
         at.root = store.root_uri().unwrap_or_default();
         at.location = uri.trim_end_matches('/').to_owned();
         at.dir = String::new();
@@ -453,7 +439,7 @@ impl<'a> ChangeLog<'a> {
 
     /// Copies the destination's part `from` to `to` in `store`, through a local file (a
     /// part is never held in memory whole).
-    async fn copy_part(&self, from: &str, store: &S3Destination, to: &str) -> Result<()> {
+    async fn copy_part(&self, from: &str, store: &Warehouse, to: &str) -> Result<()> {
         let local =
             std::env::temp_dir().join(format!("sluice-iceberg-{}.parquet", metadata::uuid_v4()));
         let copied = async {
@@ -679,7 +665,7 @@ impl<'a> ChangeLog<'a> {
 /// warehouse location S3 Tables gave the table.
 struct Place<'t> {
     at: TableRef<'t>,
-    warehouse: Option<S3Destination>,
+    warehouse: Option<Warehouse>,
 }
 
 impl Place<'_> {

@@ -23,6 +23,8 @@ use aws_sdk_s3tables::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3tables::types::OpenTableFormat;
 
 use crate::aws::{self, Failure};
+use crate::destination::Destination;
+use crate::destination::s3::{MultipartSettings, S3Destination};
 use crate::error::{Code, Error, Result};
 
 /// A table bucket's parts, from its ARN
@@ -359,6 +361,105 @@ impl S3TablesCatalog {
             Failure::Missing | Failure::Other => Error::new(Code::IcebergCatalogRejected, message)
                 .hint("S3 Tables refused the request: check that iceberg.catalog.table_bucket_arn names an existing table bucket (`aws s3tables get-table-bucket --table-bucket-arn …`), and iceberg.namespace and iceberg.table_prefix (lower-case letters, digits and `_`); the run failed before its checkpoint, nothing is lost"),
         }
+    }
+}
+
+/// A table's warehouse location as the store of its Iceberg files: the S3 objects
+/// there, through the ordinary S3 calls (which S3 Tables authorizes as
+/// `s3tables:GetTableData` / `s3tables:PutTableData` on the table). A failure is an Iceberg
+/// catalog failure of that table, coded as the catalog's own
+/// (`SLUICE_ICEBERG_CATALOG`, `…_DENIED`, `…_REJECTED`), never a destination failure.
+pub struct Warehouse {
+    s3: S3Destination,
+    table: String,
+}
+
+impl Warehouse {
+    /// The store at `uri` (`s3://<bucket>[/<prefix>]`) of table `table`
+    /// (`namespace.name`), reached like `catalog`.
+    pub async fn open(catalog: &S3TablesCatalog, table: &str, uri: &str) -> Result<Warehouse> {
+        let (bucket, prefix) = uri
+            .strip_prefix("s3://")
+            .map(|rest| rest.split_once('/').unwrap_or((rest, "")))
+            .filter(|(bucket, _)| !bucket.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    Code::IcebergCatalogRejected,
+                    format!("S3 Tables gave {table} the warehouse location {uri:?}, which is not an S3 location"),
+                )
+                .hint("check iceberg.catalog.endpoint_url: it must be S3 Tables (or an emulator of it)")
+            })?;
+        let sdk = aws::shared_config(catalog.endpoint_url(), Some(catalog.region())).await?;
+        let s3 = S3Destination::new(&sdk, bucket, prefix, MultipartSettings::default())?.managed();
+        Ok(Warehouse {
+            s3,
+            table: table.to_owned(),
+        })
+    }
+
+    /// A failure of the warehouse's S3 calls, as the Iceberg catalog failure it is.
+    fn failure(&self, e: Error) -> Error {
+        let code = match e.code() {
+            Code::DestinationUnavailable => Code::IcebergCatalog,
+            Code::DestinationDenied => Code::IcebergCatalogDenied,
+            Code::DestinationRejected | Code::ConfigInvalid => Code::IcebergCatalogRejected,
+            _ => return e,
+        };
+        let hint = match code {
+            Code::IcebergCatalog => "S3 Tables' storage could not be reached for now; the run failed before its checkpoint, the next run commits again".to_owned(),
+            Code::IcebergCatalogDenied => format!("allow s3tables:GetTableData and s3tables:PutTableData on table {} to the job's role (the Terraform module `sluice_table` does when its `iceberg` input has `catalog = \"s3tables\"`), or fix the credentials; nothing was checkpointed", self.table),
+            _ => format!("S3 Tables refused a file of table {}: check the table bucket's encryption and policy; nothing was checkpointed", self.table),
+        };
+        Error::new(
+            code,
+            format!(
+                "Iceberg table {}, its warehouse: {}",
+                self.table,
+                e.message()
+            ),
+        )
+        .hint(hint)
+        .source(e)
+    }
+}
+
+#[async_trait::async_trait]
+impl Destination for Warehouse {
+    fn describe(&self) -> String {
+        self.s3.describe()
+    }
+
+    fn root_uri(&self) -> Option<String> {
+        self.s3.root_uri()
+    }
+
+    async fn put_part(&self, key: &str, local: &std::path::Path) -> Result<()> {
+        self.s3
+            .put_part(key, local)
+            .await
+            .map_err(|e| self.failure(e))
+    }
+
+    async fn put_marker(&self, key: &str, body: &[u8]) -> Result<()> {
+        self.s3
+            .put_marker(key, body)
+            .await
+            .map_err(|e| self.failure(e))
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.s3.get(key).await.map_err(|e| self.failure(e))
+    }
+
+    /// S3 Tables lists no objects of a table; nothing in a commit lists them.
+    async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        Err(Error::new(
+            Code::Internal,
+            format!(
+                "listing {prefix} in the warehouse of {}: S3 Tables lists no table objects",
+                self.table
+            ),
+        ))
     }
 }
 

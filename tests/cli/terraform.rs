@@ -417,7 +417,15 @@ const OPERATOR_ACTIONS: &[&str] = &[
 /// `service:Action` names in `text`, for the services the function's policy covers.
 fn aws_actions(text: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    for service in ["s3", "dynamodb", "secretsmanager", "states", "kms", "glue"] {
+    for service in [
+        "s3",
+        "dynamodb",
+        "secretsmanager",
+        "states",
+        "kms",
+        "glue",
+        "s3tables",
+    ] {
         let needle = format!("{service}:");
         let mut rest = text;
         while let Some(at) = rest.find(&needle) {
@@ -605,9 +613,9 @@ fn an_iceberg_stream_renders_its_glue_catalog_and_may_commit_only_to_its_namespa
         .expect("a CommitOwnIcebergTables statement");
     assert!(
         glue.contains(
-            "for_each = var.iceberg == null ? [] : [coalesce(var.iceberg.namespace, \"sluice\")]"
+            "for_each = try(var.iceberg.catalog, null) == \"glue\" ? [coalesce(var.iceberg.namespace, \"sluice\")] : []"
         ),
-        "both functions of an iceberg stream, its namespace (the binary's default): {glue}"
+        "both functions of a Glue iceberg stream, its namespace (the binary's default): {glue}"
     );
     let account = "${local.iceberg_catalog_account}";
     assert!(
@@ -619,14 +627,76 @@ fn an_iceberg_stream_renders_its_glue_catalog_and_may_commit_only_to_its_namespa
     let granted = aws_actions(glue);
     let mut code = String::new();
     rust_sources(&Path::new(ROOT).join("src/iceberg"), &mut code);
+    let named: BTreeSet<String> = aws_actions(&code)
+        .into_iter()
+        .filter(|a| a.starts_with("glue:"))
+        .collect();
     assert_eq!(
-        granted,
-        aws_actions(&code),
+        granted, named,
         "exactly the Glue actions the Iceberg catalog names"
     );
     assert!(policy.contains(
         "iceberg_catalog_account = coalesce(try(var.iceberg.catalog_id, null), local.account_id)"
     ));
+}
+
+/// `iceberg` on `s3tables` renders the table bucket into the `iceberg` block the binary
+/// accepts, and only then may both functions use S3 Tables — that one bucket and its
+/// tables, exactly the actions the S3 Tables catalog names.
+#[test]
+fn an_s3tables_stream_renders_its_table_bucket_and_may_commit_only_to_it() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    let arn = "arn:aws:s3tables:eu-west-1:123456789012:bucket/lake";
+    inputs["iceberg"] = serde_json::json!({
+        "catalog": "s3tables", "table_bucket_arn": arn, "namespace": "cdc"
+    });
+    let document = render(&bin, &inputs);
+    assert_eq!(document["table_format"], "iceberg");
+    assert_eq!(
+        document["iceberg"],
+        serde_json::json!({
+            "catalog": { "type": "s3tables", "table_bucket_arn": arn },
+            "namespace": "cdc"
+        })
+    );
+    assert_eq!(validate(&document)["config"], document);
+
+    let policy =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    let statement = policy
+        .split("dynamic \"statement\"")
+        .find(|s| s.contains("\"CommitOwnS3Tables\""))
+        .expect("a CommitOwnS3Tables statement");
+    assert!(
+        statement.contains(
+            "for_each = try(var.iceberg.catalog, null) == \"s3tables\" ? [var.iceberg.table_bucket_arn] : []"
+        ),
+        "only with the S3 Tables catalog, its one bucket: {statement}"
+    );
+    assert!(
+        statement.contains("statement.value,")
+            && statement.contains("\"${statement.value}/table/*\","),
+        "the bucket and its tables only: {statement}"
+    );
+    let mut code = String::new();
+    rust_sources(&Path::new(ROOT).join("src/iceberg"), &mut code);
+    let named: BTreeSet<String> = aws_actions(&code)
+        .into_iter()
+        .filter(|a| a.starts_with("s3tables:"))
+        .collect();
+    assert_eq!(
+        aws_actions(statement),
+        named,
+        "exactly the S3 Tables actions the catalog names"
+    );
+    let variables = std::fs::read_to_string(
+        Path::new(ROOT).join("terraform/modules/sluice_table/variables.tf"),
+    )
+    .unwrap();
+    assert!(variables.contains("contains([\"glue\", \"s3tables\"], var.iceberg.catalog)"));
 }
 
 #[test]

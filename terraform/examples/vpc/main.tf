@@ -58,7 +58,7 @@ resource "aws_vpc_security_group_ingress_rule" "endpoints_from_function" {
 # sorted (tests/cli/terraform.rs compares them with that table).
 locals {
   gateway_services   = ["dynamodb", "s3"]
-  interface_services = ["glue", "secretsmanager", "states"]
+  interface_services = ["glue", "s3tables", "secretsmanager", "states"]
 }
 
 resource "aws_vpc_endpoint" "gateway" {

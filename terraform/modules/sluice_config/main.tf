@@ -34,7 +34,7 @@ locals {
     [for k in keys(var.mysql == null ? {} : var.mysql) : "mysql.${k}" if !contains(local.mysql_keys, k)],
     [for k in keys(var.output) : "output.${k}" if !contains(concat(local.output_keys, ["layout"]), k)],
     [for k in keys(var.catalog == null ? {} : var.catalog) : "catalog.${k}" if !contains(["database", "table_prefix"], k)],
-    [for k in keys(var.iceberg == null ? {} : var.iceberg) : "iceberg.${k}" if !contains(["catalog", "namespace", "table_prefix", "catalog_id"], k)],
+    [for k in keys(var.iceberg == null ? {} : var.iceberg) : "iceberg.${k}" if !contains(["catalog", "namespace", "table_prefix", "catalog_id", "table_bucket_arn"], k)],
     [for k in keys(var.baseline) : "baseline.${k}" if !contains(local.baseline_key, k)],
     var.engine == "postgres" && local.postgres == null ? ["postgres (required when engine = postgres)"] : [],
     var.engine == "mysql" && var.postgres != null ? ["postgres (set for engine = mysql)"] : [],
@@ -52,14 +52,16 @@ locals {
     )
   }
 
-  # `table_format: iceberg` and `iceberg: { catalog: { type: glue, catalog_id }, namespace,
-  # table_prefix }` only when Iceberg tables are asked for.
+  # `table_format: iceberg` and `iceberg: { catalog: { type: glue, catalog_id } or { type:
+  # s3tables, table_bucket_arn }, namespace, table_prefix }` only when Iceberg tables are
+  # asked for.
   iceberg_block = var.iceberg == null ? {} : {
     iceberg = merge(
       {
         catalog = merge(
           { type = var.iceberg.catalog },
           lookup(var.iceberg, "catalog_id", null) == null ? {} : { catalog_id = var.iceberg.catalog_id },
+          lookup(var.iceberg, "table_bucket_arn", null) == null ? {} : { table_bucket_arn = var.iceberg.table_bucket_arn },
         )
       },
       lookup(var.iceberg, "namespace", null) == null ? {} : { namespace = var.iceberg.namespace },

@@ -117,7 +117,7 @@ variable "catalog" {
 }
 
 variable "iceberg" {
-  description = "Iceberg change-log tables in the Glue Data Catalog: { catalog = \"glue\", namespace, table_prefix, catalog_id (each optional but catalog) } renders table_format = iceberg and the iceberg block; null commits nothing."
+  description = "Iceberg change-log tables in the Glue Data Catalog or an S3 Tables table bucket: { catalog = \"glue\" or \"s3tables\", namespace, table_prefix, catalog_id (glue), table_bucket_arn (s3tables) } (each optional but catalog, and table_bucket_arn for s3tables) renders table_format = iceberg and the iceberg block; null commits nothing."
   type        = any
   default     = null
 }

@@ -11,9 +11,13 @@
 # * EC2: the ENI actions Lambda needs, only when the function runs in a VPC;
 # * Glue: with a catalog, the drain function reads its database (and creates it when
 #   missing) and reads, creates and updates the tables in it — nothing else in the catalog.
-# * Glue, Iceberg: with `iceberg`, both functions (a drain's and a baseline finish's
-#   commits) read the namespace's database (and create it when missing) and read, create
-#   and update the tables in it, in the catalog of `catalog_id` (default: this account).
+# * Glue, Iceberg: with `iceberg` on `glue`, both functions (a drain's and a baseline
+#   finish's commits) read the namespace's database (and create it when missing) and read,
+#   create and update the tables in it, in the catalog of `catalog_id` (default: this
+#   account);
+# * S3 Tables, Iceberg: with `iceberg` on `s3tables`, both functions use that one table
+#   bucket: its namespaces (read, create), its tables (create, read and move the metadata
+#   pointer) and their files (read, write).
 # The baseline machine's role: invoke its worker; read the chunk lists under
 # `<prefix>/_baseline/` (and decrypt them through S3) for the Distributed Map's
 # ItemReader; start, describe and stop its own executions (the Distributed Map's child
@@ -183,7 +187,7 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
-    for_each = var.iceberg == null ? [] : [coalesce(var.iceberg.namespace, "sluice")]
+    for_each = try(var.iceberg.catalog, null) == "glue" ? [coalesce(var.iceberg.namespace, "sluice")] : []
     content {
       sid = "CommitOwnIcebergTables"
       actions = [
@@ -197,6 +201,27 @@ data "aws_iam_policy_document" "function" {
         "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:catalog",
         "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:database/${statement.value}",
         "arn:${local.partition}:glue:${local.region}:${local.iceberg_catalog_account}:table/${statement.value}/*",
+      ]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = try(var.iceberg.catalog, null) == "s3tables" ? [var.iceberg.table_bucket_arn] : []
+    content {
+      sid = "CommitOwnS3Tables"
+      actions = [
+        "s3tables:GetTableBucket",
+        "s3tables:GetNamespace",
+        "s3tables:CreateNamespace",
+        "s3tables:CreateTable",
+        "s3tables:GetTableMetadataLocation",
+        "s3tables:UpdateTableMetadataLocation",
+        "s3tables:GetTableData",
+        "s3tables:PutTableData",
+      ]
+      resources = [
+        statement.value,
+        "${statement.value}/table/*",
       ]
     }
   }

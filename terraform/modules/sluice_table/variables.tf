@@ -115,17 +115,22 @@ variable "catalog" {
 }
 
 variable "iceberg" {
-  description = "Commit each run's parts to an Iceberg change-log table per captured table (table_format = iceberg) kept in the Glue Data Catalog: { catalog = \"glue\", namespace (optional, the Glue database; default sluice), table_prefix (optional), catalog_id (optional, the catalog's account) }. Both functions' roles may then read the namespace's database (and create it when missing) and read, create and update its tables (glue:GetDatabase, CreateDatabase, GetTable, CreateTable, UpdateTable). null commits nothing."
+  description = "Commit each run's parts to an Iceberg change-log table per captured table (table_format = iceberg): { catalog = \"glue\" or \"s3tables\", namespace (optional; default sluice), table_prefix (optional), catalog_id (glue, optional: the catalog's account), table_bucket_arn (s3tables, required) }. With glue both functions' roles may read the namespace's database (and create it when missing) and read, create and update its tables (glue:GetDatabase, CreateDatabase, GetTable, CreateTable, UpdateTable); with s3tables they may use the table bucket's namespaces and tables (s3tables:GetTableBucket, GetNamespace, CreateNamespace, CreateTable, GetTableMetadataLocation, UpdateTableMetadataLocation, GetTableData, PutTableData) — that bucket only. null commits nothing."
   type = object({
-    catalog      = string
-    namespace    = optional(string)
-    table_prefix = optional(string)
-    catalog_id   = optional(string)
+    catalog          = string
+    namespace        = optional(string)
+    table_prefix     = optional(string)
+    catalog_id       = optional(string)
+    table_bucket_arn = optional(string)
   })
   default = null
   validation {
-    condition     = var.iceberg == null || try(var.iceberg.catalog == "glue", false)
-    error_message = "The iceberg.catalog must be `glue` (the SQL catalog on SQLite is for local runs)."
+    condition     = var.iceberg == null || try(contains(["glue", "s3tables"], var.iceberg.catalog), false)
+    error_message = "The iceberg.catalog must be `glue` or `s3tables` (the SQL catalog on SQLite is for local runs)."
+  }
+  validation {
+    condition     = var.iceberg == null || try((var.iceberg.catalog == "s3tables") == (var.iceberg.table_bucket_arn != null), false)
+    error_message = "iceberg.table_bucket_arn is required with catalog = \"s3tables\" and only then (arn:aws:s3tables:<region>:<account>:bucket/<name>)."
   }
 }
 
