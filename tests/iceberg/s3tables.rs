@@ -404,3 +404,86 @@ fn iceberg_s3tables_a_missing_table_bucket_is_refused_and_loses_nothing() {
     );
     assert_eq!(read["replayed"], source(&db), "{read}");
 }
+
+/// S3 Tables refusing a metadata move with a `ConflictException` (a stale version token:
+/// another writer moved the table between this commit's read and its update) and refusing
+/// it for want of an IAM action — a proxy answers one `UpdateTableMetadataLocation` each
+/// time in moto's place (moto has no IAM, and a token going stale inside one swap cannot
+/// be timed from outside). The lost race: the commit reads the table again and commits
+/// once. The refusal: `SLUICE_ICEBERG_CATALOG_DENIED` naming the action, before the
+/// checkpoint; the next run commits the change once.
+#[test]
+fn iceberg_s3tables_a_stale_token_is_a_lost_race_and_a_denied_move_loses_nothing() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let proxy = crate::support::proxy::Proxy::start(moto.trim_start_matches("http://"));
+    let db = TestDb::new(&admin, "ice_s3t_race");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let target = AwsTarget::new(&moto);
+    let arn = table_bucket(&moto);
+    let job = target.job(&db, &["t"], &s3tables_yaml(&proxy.url(), &arn, ""));
+    let _ = job.drain();
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 5) i");
+    assert_eq!(job.drain()["rows"], 5);
+
+    // The table exists now: the next `PUT /tables/…` is the metadata move.
+    db.sql("UPDATE t SET v = 'w' WHERE id = 1");
+    proxy.answer_to(
+        "PUT /tables/",
+        409,
+        r#"{"__type":"ConflictException","message":"Provided version token does not match the table version token."}"#,
+    );
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["rows"], 1, "{}", run.stdout);
+    assert_eq!(proxy.answered(), 1, "the drain's first move was refused");
+    assert!(
+        run.stderr
+            .contains("another writer committed to the Iceberg table first"),
+        "{}",
+        run.stderr
+    );
+
+    db.sql("INSERT INTO t VALUES (6, 'six')");
+    proxy.answer_to(
+        "PUT /tables/",
+        403,
+        r#"{"__type":"AccessDeniedException","message":"User: arn:aws:sts::123456789012:assumed-role/sluice/j is not authorized to perform: s3tables:UpdateTableMetadataLocation"}"#,
+    );
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(
+        run.error_code(),
+        "SLUICE_ICEBERG_CATALOG_DENIED",
+        "{}",
+        run.stdout
+    );
+    let error = &run.summary()["error"];
+    assert!(
+        error["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("allow s3tables:UpdateTableMetadataLocation"),
+        "{error}"
+    );
+    let summary = job.drain_when_free();
+    assert_eq!(
+        summary["rows"], 1,
+        "the refused run's change comes again: {summary}"
+    );
+
+    let Some(read) = read(&moto, &arn, "t") else {
+        return;
+    };
+    assert_eq!(
+        (read["rows"].clone(), read["distinct"].clone()),
+        (7.into(), 7.into()),
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append", "append"]),
+        "{read}"
+    );
+    assert_eq!(read["replayed"], source(&db), "{read}");
+}
