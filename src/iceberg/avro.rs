@@ -4,9 +4,11 @@
 //!
 //! Guarantees: the schema text is written into the header exactly as given (Iceberg
 //! readers map fields by the `field-id` attributes in it, so they must survive); values
-//! are encoded in Avro's binary encoding, one block, codec `null`; the reader accepts
-//! codec `null` only and refuses anything it cannot decode (`SLUICE_ICEBERG_METADATA`
-//! naming the file) instead of guessing. Written by hand rather than with the
+//! are encoded in Avro's binary encoding, one block, codec `null`; the reader accepts the
+//! codecs other Iceberg writers use — `null`, `deflate` (pyiceberg's and Iceberg Java's
+//! default, `gzip` in their table properties) and `zstandard` — and refuses anything it
+//! cannot decode (`snappy`, a damaged block: `SLUICE_ICEBERG_METADATA` naming the file)
+//! instead of guessing. Written by hand rather than with the
 //! `apache-avro` crate: the two fixed Iceberg schemas need ~300 lines, where the crate
 //! brings two proc-macro stacks and a big-decimal library into the Lambda binary.
 
@@ -385,7 +387,7 @@ pub fn write_container(
 pub fn read_container(data: &[u8], name: &str) -> Result<(Header, Vec<Value>)> {
     let in_file = |e: Error| {
         Error::new(e.code(), format!("{name}: {}", e.message())).hint(
-            "the file is not an Avro file sluice can read (only codec `null`); commit to a new table (another `iceberg.table_prefix`) or repair the table",
+            "the file is not an Avro file sluice can read (codecs `null`, `deflate`, `zstandard`): set the table's `write.avro.compression-codec` to `gzip`, `zstd` or `none` for the writer that rewrote it, or commit to a new table (another `iceberg.table_prefix`)",
         )
     };
     let mut r = Reader { data, at: 0 };
@@ -404,12 +406,14 @@ pub fn read_container(data: &[u8], name: &str) -> Result<(Header, Vec<Value>)> {
         }
     }
     let sync = r.take(16).map_err(in_file)?.to_vec();
-    let codec = metadata
-        .get("avro.codec")
-        .map(Vec::as_slice)
-        .unwrap_or(b"null");
-    if codec != b"null" {
-        let codec = String::from_utf8_lossy(codec).into_owned();
+    let codec = String::from_utf8_lossy(
+        metadata
+            .get("avro.codec")
+            .map(Vec::as_slice)
+            .unwrap_or(b"null"),
+    )
+    .into_owned();
+    if !matches!(codec.as_str(), "null" | "deflate" | "zstandard") {
         return Err(in_file(bad(format!(
             "Avro codec {codec:?} is not supported"
         ))));
@@ -422,15 +426,40 @@ pub fn read_container(data: &[u8], name: &str) -> Result<(Header, Vec<Value>)> {
     let mut records = Vec::new();
     while r.at < data.len() {
         let count = r.long().map_err(in_file)?;
-        let _size = r.long().map_err(in_file)?;
+        let size = r.long().map_err(in_file)?;
+        let stored = r
+            .take(usize::try_from(size).map_err(|_| in_file(bad("a negative block size")))?)
+            .map_err(in_file)?;
+        let block = decompress(&codec, stored).map_err(in_file)?;
+        let mut b = Reader {
+            data: &block,
+            at: 0,
+        };
         for _ in 0..count {
-            records.push(r.value(&schema).map_err(in_file)?);
+            records.push(b.value(&schema).map_err(in_file)?);
         }
         if r.take(16).map_err(in_file)? != sync.as_slice() {
             return Err(in_file(bad("an Avro block's sync marker does not match")));
         }
     }
     Ok((metadata, records))
+}
+
+/// A block's bytes as stored with `codec` (one `read_container` accepts), decoded.
+fn decompress(codec: &str, stored: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Read;
+    match codec {
+        "deflate" => {
+            let mut out = Vec::new();
+            flate2::read::DeflateDecoder::new(stored)
+                .read_to_end(&mut out)
+                .map_err(|e| bad(format!("a deflate block does not decompress: {e}")))?;
+            Ok(out)
+        }
+        "zstandard" => zstd::stream::decode_all(stored)
+            .map_err(|e| bad(format!("a zstandard block does not decompress: {e}"))),
+        _ => Ok(stored.to_vec()),
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +505,75 @@ mod tests {
             put_long(&mut out, v);
         }
         assert_eq!(out, [0, 1, 2, 3, 4, 0x80, 1]);
+    }
+
+    /// `file` (codec `null`, one block) with its block stored by `codec` as `compress`
+    /// encodes it.
+    fn recompressed(file: &[u8], codec: &str, compress: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+        let mut r = Reader { data: file, at: 4 };
+        let mut meta = match r.value(&Schema::Map(Box::new(Schema::Bytes))).unwrap() {
+            Value::Map(m) => m,
+            _ => unreachable!(),
+        };
+        let sync = r.take(16).unwrap().to_vec();
+        let count = r.long().unwrap();
+        let size = r.long().unwrap() as usize;
+        let block = r.take(size).unwrap().to_vec();
+        for (k, v) in meta.iter_mut() {
+            if k == "avro.codec" {
+                *v = Value::Bytes(codec.as_bytes().to_vec());
+            }
+        }
+        let mut out = MAGIC.to_vec();
+        put_long(&mut out, meta.len() as i64);
+        for (k, v) in &meta {
+            let Value::Bytes(b) = v else { unreachable!() };
+            put_bytes(&mut out, k.as_bytes());
+            put_bytes(&mut out, b);
+        }
+        put_long(&mut out, 0);
+        out.extend_from_slice(&sync);
+        put_long(&mut out, count);
+        put_bytes(&mut out, &compress(&block));
+        out.extend_from_slice(&sync);
+        out
+    }
+
+    #[test]
+    fn reads_the_codecs_other_iceberg_writers_use() {
+        use std::io::Write;
+        let records = vec![Value::Record(vec![
+            ("a".into(), Value::Long(42)),
+            ("b".into(), Value::String("compressed".repeat(20))),
+            ("c".into(), Value::Array(vec![])),
+            ("d".into(), Value::Record(vec![])),
+        ])];
+        let file = write_container(SCHEMA, &[], &records).unwrap();
+        let deflated = recompressed(&file, "deflate", |b| {
+            let mut e =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(b).unwrap();
+            e.finish().unwrap()
+        });
+        assert!(deflated.len() < file.len(), "the block is compressed");
+        assert_eq!(read_container(&deflated, "d.avro").unwrap().1, records);
+        let zstd = recompressed(&file, "zstandard", |b| {
+            zstd::stream::encode_all(b, 3).unwrap()
+        });
+        assert_eq!(read_container(&zstd, "z.avro").unwrap().1, records);
+        // A codec it has no decoder for, and a block that is not what its codec says.
+        let snappy = recompressed(&file, "snappy", |b| b.to_vec());
+        let e = read_container(&snappy, "s.avro").unwrap_err();
+        assert_eq!(e.code(), Code::IcebergMetadata);
+        assert!(
+            e.message().contains("\"snappy\" is not supported"),
+            "{}",
+            e.message()
+        );
+        let broken = recompressed(&file, "deflate", |b| b.to_vec());
+        let e = read_container(&broken, "b.avro").unwrap_err();
+        assert_eq!(e.code(), Code::IcebergMetadata);
+        assert!(e.message().contains("b.avro"), "{}", e.message());
     }
 
     #[test]

@@ -138,6 +138,20 @@ async fn attempt(
         Origin::Changes { .. } => not_checkpointed(&metadata, origin)?,
         Origin::Baseline { .. } => BTreeSet::new(),
     };
+    if let Some(foreign) = rewritten_after(&metadata, &dropped) {
+        let ids: Vec<String> = dropped.iter().map(i64::to_string).collect();
+        return Err(Error::new(
+            Code::IcebergMetadata,
+            format!(
+                "Iceberg table {}: snapshot(s) {} of a run that died before its checkpoint must be dropped, but snapshot {} ({}) by another writer came after them and may have rewritten their rows",
+                at.qualified(),
+                ids.join(","),
+                foreign.snapshot_id,
+                foreign.summary.get("operation").map_or("unknown operation", String::as_str),
+            ),
+        )
+        .hint(format!("sluice cannot prove which rows to drop: roll the table back to the parent of snapshot {} (Spark `CALL <catalog>.system.rollback_to_snapshot(…)`, pyiceberg `manage_snapshots().rollback_to_snapshot(…)`) and run again — the next run commits every change since then once; keep compaction from running between a failed run and the next", ids.first().map_or("", String::as_str))));
+    }
     if files.is_empty() && dropped.is_empty() {
         return Ok(Some(Outcome::Unchanged));
     }
@@ -312,6 +326,26 @@ fn not_checkpointed(metadata: &TableMetadata, origin: &Origin<'_>) -> Result<BTr
     Ok(dropped)
 }
 
+/// The newest snapshot of another writer (no `sluice.job` in its summary) that came
+/// after a snapshot in `dropped`: a rewrite (compaction, a delete, an overwrite) that
+/// may have moved the dropped snapshot's rows into files of its own, which dropping the
+/// snapshot's manifests would then not remove. `None` when there is none.
+fn rewritten_after<'m>(
+    metadata: &'m TableMetadata,
+    dropped: &BTreeSet<i64>,
+) -> Option<&'m Snapshot> {
+    let mut foreign = None;
+    for s in metadata.ancestry() {
+        if dropped.contains(&s.snapshot_id) && foreign.is_some() {
+            return foreign;
+        }
+        if foreign.is_none() && !s.summary.contains_key(JOB_KEY) {
+            foreign = Some(s);
+        }
+    }
+    None
+}
+
 fn summary_of(
     origin: &Origin<'_>,
     files: &[DataFile],
@@ -450,6 +484,37 @@ mod tests {
             BTreeSet::from([3])
         );
         assert_eq!(check(&m, "pg:0/30", "pg:0/35").unwrap(), BTreeSet::new());
+    }
+
+    #[test]
+    fn a_snapshot_to_drop_with_a_foreign_rewrite_after_it_is_found() {
+        let mut m = table_with(&[(1, "j", "pg:0/10"), (2, "j", "pg:0/30")]);
+        // A compaction after the crashed run's snapshot 2.
+        m.add_snapshot(Snapshot {
+            snapshot_id: 3,
+            parent_snapshot_id: Some(2),
+            sequence_number: 0,
+            timestamp_ms: 0,
+            manifest_list: String::new(),
+            summary: [("operation".to_owned(), "replace".to_owned())].into(),
+            schema_id: None,
+            extra: Default::default(),
+        });
+        let dropped = check(&m, "pg:0/20", "pg:0/35").unwrap();
+        assert_eq!(dropped, BTreeSet::from([2]));
+        assert_eq!(
+            rewritten_after(&m, &dropped).map(|s| s.snapshot_id),
+            Some(3)
+        );
+        // Nothing to drop, or the rewrite came before the dropped snapshot: nothing found.
+        assert!(rewritten_after(&m, &BTreeSet::new()).is_none());
+        let mut before = table_with(&[(1, "j", "pg:0/10")]);
+        before.add_snapshot(m.snapshot(3).unwrap().clone());
+        before.snapshots.last_mut().unwrap().parent_snapshot_id = Some(1);
+        let mut crashed = m.snapshot(2).unwrap().clone();
+        crashed.parent_snapshot_id = Some(3);
+        before.add_snapshot(crashed);
+        assert!(rewritten_after(&before, &BTreeSet::from([2])).is_none());
     }
 
     #[test]
