@@ -97,10 +97,19 @@ fn refuse_keyless(req: &MergeRequest) -> Result<()> {
     Ok(())
 }
 
+/// Where Athena creates the current-state table.
+#[derive(Debug, Clone, Copy)]
+pub enum NewTable<'a> {
+    /// An Iceberg table of the Glue Data Catalog in this (empty) S3 folder; none is refused.
+    At(Option<&'a str>),
+    /// A table of an S3 Tables table bucket (the change log's), which places it itself.
+    InTableBucket,
+}
+
 /// `CREATE TABLE IF NOT EXISTS` the current-state table, empty, with the change log's
-/// column types (DuckDB; Athena: a CTAS `WITH NO DATA` into a new Iceberg table at
-/// `location`).
-pub fn render_create(req: &MergeRequest, location: Option<&str>) -> Result<String> {
+/// column types (DuckDB; Athena: a CTAS `WITH NO DATA` into a new Iceberg table `place`
+/// says where).
+pub fn render_create(req: &MergeRequest, place: NewTable<'_>) -> Result<String> {
     refuse_keyless(req)?;
     let (log, target) = relations(req)?;
     let d = req.dialect;
@@ -117,8 +126,13 @@ pub fn render_create(req: &MergeRequest, location: Option<&str>) -> Result<Strin
     let select = format!(
         "SELECT {cols}, CAST(NULL AS {text}) AS {WATERMARK_POS}, CAST(NULL AS {bigint}) AS {WATERMARK_ROWS}\nFROM {log}"
     );
-    Ok(match d {
-        Dialect::Athena => {
+    Ok(match (d, place) {
+        (Dialect::Athena, NewTable::InTableBucket) => {
+            format!(
+                "CREATE TABLE {target}\nWITH (format = 'PARQUET')\nAS {select}\nWITH NO DATA;\n"
+            )
+        }
+        (Dialect::Athena, NewTable::At(location)) => {
             let location = location.ok_or_else(|| {
                 Error::new(
                     Code::ConfigInvalid,
@@ -370,23 +384,29 @@ mod tests {
 
     #[test]
     fn create_statements() {
-        let duck = render_create(&request(Dialect::DuckDb), None).unwrap();
+        let duck = render_create(&request(Dialect::DuckDb), NewTable::At(None)).unwrap();
         assert_eq!(
             duck,
             "CREATE TABLE IF NOT EXISTS \"cdc\".\"public_orders_current\" AS\nSELECT \"id\", \"note\", \"amount\", \"at\", CAST(NULL AS VARCHAR) AS __watermark_pos, CAST(NULL AS BIGINT) AS __watermark_rows\nFROM iceberg_scan('/tmp/m.metadata.json')\nLIMIT 0;\n"
         );
         let athena = render_create(
             &request(Dialect::Athena),
-            Some("s3://b/p/public.orders/_current/"),
+            NewTable::At(Some("s3://b/p/public.orders/_current/")),
         )
         .unwrap();
         assert!(athena.starts_with("CREATE TABLE \"cdc\".\"public_orders_current\"\nWITH (table_type = 'ICEBERG', is_external = false, location = 's3://b/p/public.orders/_current/')\nAS SELECT "), "{athena}");
         assert!(athena.ends_with("\nWITH NO DATA;\n"), "{athena}");
         assert_eq!(
-            render_create(&request(Dialect::Athena), None)
+            render_create(&request(Dialect::Athena), NewTable::At(None))
                 .unwrap_err()
                 .code(),
             Code::ConfigInvalid
+        );
+        // A table of the S3 Tables bucket: S3 Tables places it, every table there is Iceberg.
+        let bucket = render_create(&request(Dialect::Athena), NewTable::InTableBucket).unwrap();
+        assert!(
+            bucket.starts_with("CREATE TABLE \"cdc\".\"public_orders_current\"\nWITH (format = 'PARQUET')\nAS SELECT "),
+            "{bucket}"
         );
     }
 
@@ -397,7 +417,9 @@ mod tests {
         let err = render(&req).unwrap_err();
         assert_eq!(err.code(), Code::ReplayMergeKeyless);
         assert_eq!(
-            render_create(&req, Some("s3://b/x/")).unwrap_err().code(),
+            render_create(&req, NewTable::At(Some("s3://b/x/")))
+                .unwrap_err()
+                .code(),
             Code::ReplayMergeKeyless
         );
         let mut req = request(Dialect::Spark);

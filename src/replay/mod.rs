@@ -110,8 +110,19 @@ pub async fn render_merge(
         .filter(|_| config.table_format == crate::config::TableFormat::Iceberg);
     let name =
         crate::catalog::table::table_name(iceberg.map_or("", |i| i.table_prefix.as_str()), table);
-    let qualified = |name: &str| match (dialect, iceberg) {
-        (Dialect::Athena, Some(i)) => format!("{}.{name}", i.namespace),
+    // Athena names a table of an S3 Tables bucket through the bucket's catalog of the
+    // analytics integration, `"s3tablescatalog/<bucket>"."<namespace>"."<table>"`.
+    let table_bucket = iceberg.and_then(|i| match &i.catalog {
+        crate::config::IcebergCatalogConfig::S3Tables {
+            table_bucket_arn, ..
+        } => crate::iceberg::s3tables::BucketArn::parse(table_bucket_arn).map(|b| b.name),
+        _ => None,
+    });
+    let qualified = |name: &str| match (dialect, iceberg, &table_bucket) {
+        (Dialect::Athena, Some(i), Some(bucket)) => {
+            format!("s3tablescatalog/{bucket}.{}.{name}", i.namespace)
+        }
+        (Dialect::Athena, Some(i), None) => format!("{}.{name}", i.namespace),
         _ => name.to_owned(),
     };
     let log = match source {
@@ -124,11 +135,33 @@ pub async fn render_merge(
                 )
                 .hint("set `table_format: iceberg` (docs/iceberg.md), or name the change log with --source"));
             }
-            (Dialect::DuckDb, Some(i)) => metadata_location(i, table, &name)?,
+            (Dialect::DuckDb, Some(i)) => match &i.catalog {
+                crate::config::IcebergCatalogConfig::S3Tables {
+                    table_bucket_arn,
+                    endpoint_url,
+                } => crate::iceberg::s3tables::S3TablesCatalog::new(table_bucket_arn, endpoint_url.as_deref())?
+                    .load(&i.namespace, &name)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::new(
+                            Code::ReplayNoSchema,
+                            format!("the S3 Tables bucket holds no committed table {}.{name} for {table} yet", i.namespace),
+                        )
+                        .hint("run `sluice drain` with `table_format: iceberg` first (its first commit creates the table), or pass the metadata file with --source")
+                    })?,
+                _ => metadata_location(i, table, &name)?,
+            },
             _ => qualified(&name),
         },
     };
     let target = target.map_or_else(|| qualified(&format!("{name}_current")), str::to_owned);
+    if table_bucket.is_some() && location.is_some() {
+        return Err(Error::new(
+            Code::ConfigInvalid,
+            "--location is given but the change log is in an S3 Tables bucket, which places its tables itself",
+        )
+        .hint("leave --location out: the current-state table is created in the same table bucket and namespace"));
+    }
     let location = match (location, &config.destination) {
         (Some(l), _) => Some(l.to_owned()),
         (None, DestinationConfig::S3 { bucket, prefix, .. }) => {
@@ -149,7 +182,11 @@ pub async fn render_merge(
         target,
     };
     if create {
-        merge::render_create(&req, location.as_deref())
+        let place = match table_bucket {
+            Some(_) => merge::NewTable::InTableBucket,
+            None => merge::NewTable::At(location.as_deref()),
+        };
+        merge::render_create(&req, place)
     } else {
         merge::render(&req)
     }

@@ -240,6 +240,54 @@ fn iceberg_s3tables_drains_land_in_the_warehouse_and_read_exactly_once() {
         assert_eq!(copy, part, "{file}");
     }
 
+    // `sluice sql --merge` names the change log as Athena's S3 Tables catalog does, and
+    // DuckDB's from the metadata file S3 Tables points at.
+    let bucket = arn.rsplit('/').next().unwrap();
+    let sql = |args: &[&str]| {
+        let run = job.run(
+            &[&["sql", "--table", "t", "--merge"][..], args].concat(),
+            &[],
+        );
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run.stdout
+    };
+    let merge = sql(&["--dialect", "athena"]);
+    assert!(
+        merge.contains(&format!("\"s3tablescatalog/{bucket}\".\"cdc\".\"t\"")),
+        "{merge}"
+    );
+    let create = sql(&["--dialect", "athena", "--create"]);
+    assert!(
+        create.starts_with(&format!(
+            "CREATE TABLE \"s3tablescatalog/{bucket}\".\"cdc\".\"t_current\"\nWITH (format = 'PARQUET')\n"
+        )),
+        "{create}"
+    );
+    let duckdb = sql(&["--dialect", "duckdb"]);
+    assert!(
+        duckdb.contains(&format!(
+            "iceberg_scan('{}')",
+            read["metadata"].as_str().unwrap()
+        )),
+        "{duckdb}"
+    );
+    let placed = job.run(
+        &[
+            "sql",
+            "--table",
+            "t",
+            "--merge",
+            "--dialect",
+            "athena",
+            "--create",
+            "--location",
+            "s3://x/y/",
+        ],
+        &[],
+    );
+    assert_ne!(placed.code, 0, "S3 Tables places its tables itself");
+    assert!(placed.stderr.contains("--location"), "{}", placed.stderr);
+
     let after = doctor_row(&job);
     assert_eq!(after["status"], "ok", "{after}");
     let detail = after["detail"].as_str().unwrap();
