@@ -12,24 +12,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::aws::{AwsTarget, runtime, sdk, unique_name};
+use crate::support::aws::{AwsTarget, runtime, sdk, table_bucket};
 use crate::support::{Job, TestDb, readers};
-
-/// A fresh table bucket on moto; its ARN.
-fn table_bucket(moto: &str) -> String {
-    let name = unique_name("sluice-s3t");
-    runtime().block_on(async {
-        let client = aws_sdk_s3tables::Client::new(&sdk(moto).await);
-        client
-            .create_table_bucket()
-            .name(&name)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("CreateTableBucket {name}: {e:?}"))
-            .arn()
-            .to_owned()
-    })
-}
 
 /// The `table_format` / `iceberg` YAML of a job committing to table bucket `arn` on moto.
 fn s3tables_yaml(moto: &str, arn: &str, extra: &str) -> String {

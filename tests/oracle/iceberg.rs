@@ -1,11 +1,36 @@
-//! An Iceberg trial's change-log table as pyiceberg reads it through the SQL catalog: the
-//! data files of its current snapshot (relative to the table folder) and the rows a scan
-//! returns. The trial then checks those files' rows by the same rules as the folder's.
+//! An Iceberg trial's change-log table as pyiceberg reads it — through the SQL catalog, or
+//! from the metadata file an S3 Tables bucket (moto) points at (boto3): the data files of
+//! its current snapshot (relative to the table folder; with S3 Tables each is the copy of
+//! the part at that path, below the table's warehouse `data/`) and the rows a scan returns.
+//! The trial then checks those files' rows by the same rules as the folder's.
 
 use std::path::Path;
 
 /// The namespace an Iceberg trial's config names.
 pub const NAMESPACE: &str = "oracle";
+
+/// Where an Iceberg trial's tables are registered.
+#[derive(Debug, Clone)]
+pub enum Catalog {
+    /// The SQL catalog in this SQLite file.
+    Sql(std::path::PathBuf),
+    /// The S3 Tables bucket `arn` at moto's `endpoint`.
+    S3Tables { endpoint: String, arn: String },
+}
+
+impl Catalog {
+    /// The config's `catalog` value.
+    pub fn yaml(&self) -> String {
+        match self {
+            Catalog::Sql(path) => format!("{{ type: sql, uri: \"sqlite:///{}\" }}", path.display()),
+            Catalog::S3Tables { endpoint, arn } => {
+                format!(
+                    "{{ type: s3tables, table_bucket_arn: '{arn}', endpoint_url: '{endpoint}' }}"
+                )
+            }
+        }
+    }
+}
 
 /// What pyiceberg sees of the table.
 #[derive(Debug)]
@@ -34,7 +59,37 @@ files = [task.file.file_path for task in scan.plan_files()]
 print(json.dumps({"files": files, "rows": scan.to_arrow().num_rows}))
 "#;
 
-pub fn seen(python: &str, catalog: &Path, out: &Path, table: &str) -> Result<Seen, String> {
+/// The same from S3 Tables: the table's current metadata file (boto3), its files as
+/// paths below the warehouse's `data/`.
+const SCAN_S3TABLES: &str = r#"
+import json, sys, boto3
+from pyiceberg.table import StaticTable
+endpoint, arn, namespace, name = sys.argv[1:5]
+creds = dict(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
+client = boto3.client("s3tables", endpoint_url=endpoint, **creds)
+try:
+    held = client.get_table_metadata_location(tableBucketARN=arn, namespace=namespace, name=name)
+except client.exceptions.NotFoundException:
+    held = {}
+if not held.get("metadataLocation"):
+    print(json.dumps({"files": [], "rows": 0}))
+    sys.exit(0)
+props = {"s3.endpoint": endpoint, "s3.access-key-id": "testing",
+         "s3.secret-access-key": "testing", "s3.region": "us-east-1"}
+table = StaticTable.from_metadata(held["metadataLocation"], properties=props)
+scan = table.scan()
+data = held["warehouseLocation"].rstrip("/") + "/data/"
+files = []
+for task in scan.plan_files():
+    path = task.file.file_path
+    if not path.startswith(data):
+        print(json.dumps({"outside": path}))
+        sys.exit(0)
+    files.append(path[len(data):])
+print(json.dumps({"files": files, "rows": scan.to_arrow().num_rows, "relative": True}))
+"#;
+
+pub fn seen(python: &str, catalog: &Catalog, out: &Path, table: &str) -> Result<Seen, String> {
     let name: String = table
         .chars()
         .map(|c| {
@@ -45,10 +100,14 @@ pub fn seen(python: &str, catalog: &Path, out: &Path, table: &str) -> Result<See
             }
         })
         .collect();
-    let output = std::process::Command::new(python)
-        .arg("-c")
-        .arg(SCAN)
-        .arg(catalog)
+    let mut command = std::process::Command::new(python);
+    match catalog {
+        Catalog::Sql(path) => command.arg("-c").arg(SCAN).arg(path),
+        Catalog::S3Tables { endpoint, arn } => {
+            command.arg("-c").arg(SCAN_S3TABLES).args([endpoint, arn])
+        }
+    };
+    let output = command
         .args([NAMESPACE, &name])
         .output()
         .map_err(|e| format!("pyiceberg: {e}"))?;
@@ -60,7 +119,15 @@ pub fn seen(python: &str, catalog: &Path, out: &Path, table: &str) -> Result<See
     }
     let json: serde_json::Value =
         serde_json::from_slice(&output.stdout).map_err(|e| format!("pyiceberg's answer: {e}"))?;
-    let folder = format!("file://{}/", out.join(table).display());
+    if let Some(path) = json["outside"].as_str() {
+        return Err(format!(
+            "an Iceberg data file outside the table's warehouse data/: {path}"
+        ));
+    }
+    let folder = match json["relative"].as_bool() {
+        Some(true) => String::new(),
+        _ => format!("file://{}/", out.join(table).display()),
+    };
     let mut files = Vec::new();
     for path in json["files"].as_array().into_iter().flatten() {
         let path = path.as_str().unwrap_or_default();

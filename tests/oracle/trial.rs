@@ -219,11 +219,33 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             Ok("0") => false,
             _ => Rng::new(!seed).chance(25),
         };
-    let spec = if iceberg {
+    // Half of those (where moto runs; `SLUICE_ORACLE_ICEBERG_CATALOG=sql|s3tables` forces
+    // one) commit to an S3 Tables bucket on moto instead of the SQL catalog.
+    let moto = std::env::var("SLUICE_TEST_AWS_ENDPOINT")
+        .ok()
+        .filter(|u| !u.is_empty());
+    let catalog = match (iceberg, moto) {
+        (false, _) => None,
+        (true, Some(endpoint))
+            if match std::env::var("SLUICE_ORACLE_ICEBERG_CATALOG").as_deref() {
+                Ok("s3tables") => true,
+                Ok("sql") => false,
+                _ => Rng::new(!seed ^ 0x5_3ab1e5).chance(50),
+            } =>
+        {
+            let arn = crate::support::aws::table_bucket(&endpoint);
+            Some(super::iceberg::Catalog::S3Tables { endpoint, arn })
+        }
+        (true, _) => Some(super::iceberg::Catalog::Sql(dir.join("catalog.db"))),
+    };
+    let spec = if let Some(catalog) = &catalog {
         report.iceberg = true;
-        report
-            .facts
-            .push("table_format: iceberg (SQL catalog)".into());
+        report.facts.push(match catalog {
+            super::iceberg::Catalog::Sql(_) => "table_format: iceberg (SQL catalog)".into(),
+            super::iceberg::Catalog::S3Tables { .. } => {
+                "table_format: iceberg (S3 Tables on moto)".into()
+            }
+        });
         engine.spec().only(|c| !engine.iceberg_refuses(c))
     } else {
         engine.spec().clone()
@@ -250,14 +272,13 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
          output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
          lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}",
         baseline = baseline.as_deref().unwrap_or(""),
-        iceberg = if iceberg {
-            format!(
-                "table_format: iceberg\niceberg: {{ catalog: {{ type: sql, uri: \"sqlite:///{}\" }}, namespace: {ns} }}\n",
-                dir.join("catalog.db").display(),
+        iceberg = match &catalog {
+            Some(catalog) => format!(
+                "table_format: iceberg\niceberg: {{ catalog: {}, namespace: {ns} }}\n",
+                catalog.yaml(),
                 ns = super::iceberg::NAMESPACE
-            )
-        } else {
-            String::new()
+            ),
+            None => String::new(),
         },
         out = dir.join("out").display(),
         state = dir.join("state").display(),
@@ -588,9 +609,11 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // Through Iceberg: the current snapshot's files are data the run manifests list (or
     // baseline parts), every listed change part is in it, pyiceberg's scan returns their
     // rows, and those rows replay to the source and match the workload's log.
-    if iceberg && let Some(python) = crate::support::readers::python() {
+    if let Some(catalog) = &catalog
+        && let Some(python) = crate::support::readers::python()
+    {
         let out = dir.join("out");
-        let seen = super::iceberg::seen(&python, &dir.join("catalog.db"), &out, &source.table())?;
+        let seen = super::iceberg::seen(&python, catalog, &out, &source.table())?;
         let files: std::collections::BTreeSet<&str> =
             seen.files.iter().map(String::as_str).collect();
         for file in &files {

@@ -51,6 +51,22 @@ pub fn unique_name(prefix: &str) -> String {
     )
 }
 
+/// A fresh S3 Tables table bucket on moto at `endpoint`; its ARN.
+pub fn table_bucket(endpoint: &str) -> String {
+    let name = unique_name("sluice-s3t");
+    runtime().block_on(async {
+        let client = aws_sdk_s3tables::Client::new(&sdk(endpoint).await);
+        client
+            .create_table_bucket()
+            .name(&name)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateTableBucket {name}: {e:?}"))
+            .arn()
+            .to_owned()
+    })
+}
+
 /// The S3 client tests use to create buckets and read objects.
 pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::config::Builder::from(sdk)
