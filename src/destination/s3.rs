@@ -191,6 +191,41 @@ impl S3Destination {
         format!("s3://{}/{object_key}", self.bucket)
     }
 
+    /// `GetObject` of destination key `key`: its object key and the answer, whose body is
+    /// still to be read; `None` when there is no such object.
+    async fn object(
+        &self,
+        key: &str,
+    ) -> Result<Option<(String, aws_sdk_s3::operation::get_object::GetObjectOutput)>> {
+        let object_key = self.object_key(key)?;
+        let answer = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&object_key)
+            .send()
+            .await;
+        match answer {
+            Ok(output) => Ok(Some((object_key, output))),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) => Err(self.error(e, "s3:GetObject", &object_key)),
+        }
+    }
+
+    /// A `GetObject` body that broke off while it was read.
+    fn body_error(
+        &self,
+        object_key: &str,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::new(
+            Code::DestinationUnavailable,
+            format!("S3 GetObject {}: reading the body", self.url(object_key)),
+        )
+        .hint("the connection broke while reading; retry")
+        .source(e)
+    }
+
     /// Maps an SDK failure of `action` on `object_key` to a sluice error.
     fn error<E>(&self, err: SdkError<E, HttpResponse>, action: &str, object_key: &str) -> Error
     where
@@ -517,56 +552,31 @@ impl Destination for S3Destination {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let object_key = self.object_key(key)?;
-        let answer = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&object_key)
-            .send()
-            .await;
-        let output = match answer {
-            Ok(output) => output,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
-            Err(e) => return Err(self.error(e, "s3:GetObject", &object_key)),
+        let Some((object_key, output)) = self.object(key).await? else {
+            return Ok(None);
         };
-        let bytes = output.body.collect().await.map_err(|e| {
-            Error::new(
-                Code::DestinationUnavailable,
-                format!("S3 GetObject {}: reading the body", self.url(&object_key)),
-            )
-            .hint("the connection broke while reading; retry")
-            .source(e)
-        })?;
+        let bytes = output
+            .body
+            .collect()
+            .await
+            .map_err(|e| self.body_error(&object_key, e))?;
         Ok(Some(bytes.into_bytes().to_vec()))
     }
 
     async fn download(&self, key: &str, local: &Path) -> Result<bool> {
         use std::io::Write;
-        let object_key = self.object_key(key)?;
-        let answer = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&object_key)
-            .send()
-            .await;
-        let mut output = match answer {
-            Ok(output) => output,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(false),
-            Err(e) => return Err(self.error(e, "s3:GetObject", &object_key)),
+        let Some((object_key, mut output)) = self.object(key).await? else {
+            return Ok(false);
         };
         let mut file = std::io::BufWriter::new(
             std::fs::File::create(local).map_err(|e| local_error(local, e))?,
         );
-        while let Some(chunk) = output.body.try_next().await.map_err(|e| {
-            Error::new(
-                Code::DestinationUnavailable,
-                format!("S3 GetObject {}: reading the body", self.url(&object_key)),
-            )
-            .hint("the connection broke while reading; retry")
-            .source(e)
-        })? {
+        while let Some(chunk) = output
+            .body
+            .try_next()
+            .await
+            .map_err(|e| self.body_error(&object_key, e))?
+        {
             file.write_all(&chunk).map_err(|e| local_error(local, e))?;
         }
         file.flush().map_err(|e| local_error(local, e))?;

@@ -197,17 +197,11 @@ impl S3TablesCatalog {
                 .namespace(namespace)
                 .send()
                 .await;
-            match sent {
-                Ok(_) => {}
-                Err(e) if code(&e) == Some("ConflictException") => {}
-                Err(e) => {
-                    return Err(self.failure(
-                        &e,
-                        &format!("CreateNamespace {namespace}"),
-                        "s3tables:CreateNamespace",
-                    ));
-                }
-            }
+            self.created(
+                sent,
+                &format!("CreateNamespace {namespace}"),
+                "s3tables:CreateNamespace",
+            )?;
         }
         self.ensured.lock().unwrap().insert(namespace.to_owned());
         Ok(())
@@ -265,18 +259,11 @@ impl S3TablesCatalog {
             .format(OpenTableFormat::Iceberg)
             .send()
             .await;
-        match sent {
-            Ok(_) => {}
-            // Another writer created it first: the same table.
-            Err(e) if code(&e) == Some("ConflictException") => {}
-            Err(e) => {
-                return Err(self.failure(
-                    &e,
-                    &format!("CreateTable {namespace}.{table}"),
-                    "s3tables:CreateTable",
-                ));
-            }
-        }
+        self.created(
+            sent,
+            &format!("CreateTable {namespace}.{table}"),
+            "s3tables:CreateTable",
+        )?;
         match self.held(namespace, table).await? {
             Some(held) => Ok(Some(held.warehouse)),
             None => Err(Error::new(
@@ -342,6 +329,21 @@ impl S3TablesCatalog {
                 &format!("UpdateTableMetadataLocation {namespace}.{table}"),
                 "s3tables:UpdateTableMetadataLocation",
             )),
+        }
+    }
+
+    /// The answer to a create call: made, or already there (another writer made it first,
+    /// the same namespace or table); a failure otherwise.
+    fn created<T, E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
+        &self,
+        sent: std::result::Result<T, SdkError<E, aws_sdk_s3tables::config::http::HttpResponse>>,
+        action: &str,
+        iam: &str,
+    ) -> Result<()> {
+        match sent {
+            Ok(_) => Ok(()),
+            Err(e) if code(&e) == Some("ConflictException") => Ok(()),
+            Err(e) => Err(self.failure(&e, action, iam)),
         }
     }
 

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::source;
 use crate::support::{Job, TestDb, readers};
 
 /// pyiceberg on table `cdc.<argv[2]>` of SQL catalog `argv[1]`: `rewrite <codec>` sets
@@ -79,12 +80,6 @@ fn codec(uri: &Value) -> String {
         })
         .unwrap_or("unknown")
         .to_owned()
-}
-
-fn source(db: &TestDb) -> Value {
-    let text =
-        db.sql("SELECT coalesce(json_agg(json_build_array(id, v) ORDER BY id), '[]') FROM t");
-    serde_json::from_str(text.trim()).unwrap()
 }
 
 #[test]

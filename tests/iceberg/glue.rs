@@ -12,9 +12,10 @@ use std::path::Path;
 use aws_sdk_glue::types::Table;
 use serde_json::Value;
 
+use super::{doctor_row, source};
 use crate::support::aws::{AwsTarget, runtime, sdk, unique_name};
 use crate::support::proxy::Proxy;
-use crate::support::{Job, TestDb, readers};
+use crate::support::{TestDb, readers};
 
 /// A Glue database name unique to this test run.
 fn glue_database() -> String {
@@ -86,24 +87,6 @@ fn pyiceberg(moto: &str, database: &str, table: &str) -> Option<Value> {
     Some(serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")))
 }
 
-/// The source table `t` (`id int, v text`) as `[[id, v], …]` by id.
-fn source(db: &TestDb) -> Value {
-    let text =
-        db.sql("SELECT coalesce(json_agg(json_build_array(id, v) ORDER BY id), '[]') FROM t");
-    serde_json::from_str(text.trim()).unwrap()
-}
-
-fn doctor_row(job: &Job) -> Value {
-    let doc = job.run(&["doctor", "--json"], &[]).summary();
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "iceberg")
-        .cloned()
-        .unwrap_or_else(|| panic!("no iceberg check in {doc}"))
-}
-
 #[test]
 fn iceberg_glue_drains_are_read_by_pyicebergs_glue_catalog_exactly_once() {
     let admin = pg_or_skip!();
@@ -131,55 +114,10 @@ fn iceberg_glue_drains_are_read_by_pyicebergs_glue_catalog_exactly_once() {
         )),
         "{before}"
     );
-    let _ = job.drain();
-    db.sql(
-        "INSERT INTO t SELECT i, 'v' || i, i + 0.25, timestamptz '2026-12-03 10:00:00+00', \
-         ARRAY['a'] FROM generate_series(1, 20) i",
-    );
-    assert_eq!(job.drain()["rows"], 20);
-    db.sql("UPDATE t SET v = 'changed' WHERE id <= 5");
-    db.sql("DELETE FROM t WHERE id > 18");
-    // Crashes after the Iceberg commit, before the checkpoint: the snapshot is in Glue's
-    // current metadata until the next run drops it and commits the same changes again.
-    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed")]);
-    assert_ne!(run.code, 0, "the fault crashes the run: {}", run.stderr);
-    let Some(crashed) = pyiceberg(&moto, &database, "t") else {
+    let Some(read) = super::drains_across_a_crash(&db, &job, &|| pyiceberg(&moto, &database, "t"))
+    else {
         return;
     };
-    assert_eq!(crashed["rows"], 27, "the snapshot is committed: {crashed}");
-    db.sql("INSERT INTO t (id, v) VALUES (100, 'late')");
-    let summary = job.drain_when_free();
-    assert_eq!(summary["status"], "drained", "{summary}");
-    assert_eq!(summary["rows"], 8, "{summary}");
-
-    let read = pyiceberg(&moto, &database, "t").unwrap();
-    assert_eq!(read["rows"], 28, "{read}");
-    assert_eq!(read["distinct"], 28, "every change exactly once: {read}");
-    let ops = read["ops"].as_array().unwrap();
-    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
-    assert_eq!(
-        (count("insert"), count("update"), count("delete")),
-        (21, 5, 2),
-        "{read}"
-    );
-    assert_eq!(
-        read["snapshots"],
-        serde_json::json!(["append", "append", "overwrite"]),
-        "the crashed run's snapshot is dropped by the next: {read}"
-    );
-    assert_eq!(read["replayed"], source(&db), "replay == source: {read}");
-    for (column, ty) in [
-        ("__op", "string"),
-        ("__seq", "long"),
-        ("__ts", "timestamptz"),
-        ("id", "int"),
-        ("v", "string"),
-        ("amount", "decimal(12, 2)"),
-        ("at", "timestamptz"),
-        ("tags", "list<string>"),
-    ] {
-        assert_eq!(read["types"][column], ty, "{column}: {read}");
-    }
     let location = format!("s3://{}/{}t", target.bucket, target.prefix);
     assert_eq!(read["location"], location.as_str(), "{read}");
 

@@ -15,6 +15,86 @@ use serde_json::Value;
 
 use crate::support::{Job, TestDb, TestMysqlDb, readers};
 
+/// The source table `t` (`id int, v text`, …) as `[[id, v], …]` by id: what a replay of
+/// its change log by `id` must equal.
+fn source(db: &TestDb) -> Value {
+    let text =
+        db.sql("SELECT coalesce(json_agg(json_build_array(id, v) ORDER BY id), '[]') FROM t");
+    serde_json::from_str(text.trim()).unwrap()
+}
+
+/// The `iceberg` row of `sluice doctor --json`.
+fn doctor_row(job: &Job) -> Value {
+    let doc = job.run(&["doctor", "--json"], &[]).summary();
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "iceberg")
+        .cloned()
+        .unwrap_or_else(|| panic!("no iceberg check in {doc}"))
+}
+
+/// The change-log scenario the AWS catalogs share, on `db`'s table
+/// `t (id int PRIMARY KEY, v text, amount numeric(12,2), at timestamptz, tags text[])`:
+/// 20 inserts, then 5 updates and 2 deletes in a run that crashes after its Iceberg commit
+/// (the snapshot is current until the next run drops it), then a late insert. `read`
+/// answers what pyiceberg reads of `t` (`rows`, `distinct`, `ops`, `snapshots`, `replayed`,
+/// `types`; `None`: no reader, skipped). Checks every change once, the dropped snapshot,
+/// the replay and the declared types; answers the last read.
+fn drains_across_a_crash(
+    db: &TestDb,
+    job: &Job,
+    read: &dyn Fn() -> Option<Value>,
+) -> Option<Value> {
+    let _ = job.drain();
+    db.sql(
+        "INSERT INTO t SELECT i, 'v' || i, i + 0.25, timestamptz '2026-12-03 10:00:00+00', \
+         ARRAY['a'] FROM generate_series(1, 20) i",
+    );
+    assert_eq!(job.drain()["rows"], 20);
+    db.sql("UPDATE t SET v = 'changed' WHERE id <= 5");
+    db.sql("DELETE FROM t WHERE id > 18");
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed")]);
+    assert_ne!(run.code, 0, "the fault crashes the run: {}", run.stderr);
+    let crashed = read()?;
+    assert_eq!(crashed["rows"], 27, "the snapshot is committed: {crashed}");
+    db.sql("INSERT INTO t (id, v) VALUES (100, 'late')");
+    let summary = job.drain_when_free();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["rows"], 8, "{summary}");
+
+    let read = read().unwrap();
+    assert_eq!(read["rows"], 28, "{read}");
+    assert_eq!(read["distinct"], 28, "every change exactly once: {read}");
+    let ops = read["ops"].as_array().unwrap();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    assert_eq!(
+        (count("insert"), count("update"), count("delete")),
+        (21, 5, 2),
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append", "overwrite"]),
+        "the crashed run's snapshot is dropped by the next: {read}"
+    );
+    assert_eq!(read["replayed"], source(db), "replay == source: {read}");
+    for (column, ty) in [
+        ("__op", "string"),
+        ("__seq", "long"),
+        ("__ts", "timestamptz"),
+        ("id", "int"),
+        ("v", "string"),
+        ("amount", "decimal(12, 2)"),
+        ("at", "timestamptz"),
+        ("tags", "list<string>"),
+    ] {
+        assert_eq!(read["types"][column], ty, "{column}: {read}");
+    }
+    Some(read)
+}
+
 /// The `table_format` / `iceberg` YAML of a job whose catalog is `catalog.db` in `dir`.
 fn iceberg_yaml(dir: &Path, extra: &str) -> String {
     format!(
