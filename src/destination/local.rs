@@ -190,6 +190,21 @@ impl Destination for LocalDestination {
         }
     }
 
+    async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.path_of(key)?;
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unavailable(&path, e)),
+        };
+        let mut out = Vec::new();
+        file.seek(SeekFrom::Start(start))
+            .and_then(|_| file.take(len).read_to_end(&mut out))
+            .map_err(|e| unavailable(&path, e))?;
+        Ok(Some(out))
+    }
+
     async fn download(&self, key: &str, local: &Path) -> Result<bool> {
         let path = self.path_of(key)?;
         match fs::copy(&path, local) {

@@ -50,6 +50,16 @@ pub trait Destination: Send + Sync {
     /// Keys under `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// `len` bytes of the object at `key` from byte `start` (fewer at its end); `None` when
+    /// absent. Backends that hold large objects read only that range.
+    async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        Ok(self.get(key).await?.map(|body| {
+            let from = (start as usize).min(body.len());
+            let to = from.saturating_add(len as usize).min(body.len());
+            body[from..to].to_vec()
+        }))
+    }
+
     /// Copies the object at `key` into the local file `local` (created or replaced);
     /// `false` when absent. Backends that hold large objects stream them, so a part is
     /// never held in memory whole.

@@ -191,11 +191,13 @@ impl S3Destination {
         format!("s3://{}/{object_key}", self.bucket)
     }
 
-    /// `GetObject` of destination key `key`: its object key and the answer, whose body is
-    /// still to be read; `None` when there is no such object.
+    /// `GetObject` of destination key `key` (of `range`, an HTTP `Range` value, when
+    /// given): its object key and the answer, whose body is still to be read; `None` when
+    /// there is no such object.
     async fn object(
         &self,
         key: &str,
+        range: Option<String>,
     ) -> Result<Option<(String, aws_sdk_s3::operation::get_object::GetObjectOutput)>> {
         let object_key = self.object_key(key)?;
         let answer = self
@@ -203,6 +205,7 @@ impl S3Destination {
             .get_object()
             .bucket(&self.bucket)
             .key(&object_key)
+            .set_range(range)
             .send()
             .await;
         match answer {
@@ -552,7 +555,23 @@ impl Destination for S3Destination {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let Some((object_key, output)) = self.object(key).await? else {
+        let Some((object_key, output)) = self.object(key, None).await? else {
+            return Ok(None);
+        };
+        let bytes = output
+            .body
+            .collect()
+            .await
+            .map_err(|e| self.body_error(&object_key, e))?;
+        Ok(Some(bytes.into_bytes().to_vec()))
+    }
+
+    async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        if len == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let range = format!("bytes={start}-{}", start + len - 1);
+        let Some((object_key, output)) = self.object(key, Some(range)).await? else {
             return Ok(None);
         };
         let bytes = output
@@ -565,7 +584,7 @@ impl Destination for S3Destination {
 
     async fn download(&self, key: &str, local: &Path) -> Result<bool> {
         use std::io::Write;
-        let Some((object_key, mut output)) = self.object(key).await? else {
+        let Some((object_key, mut output)) = self.object(key, None).await? else {
             return Ok(false);
         };
         let mut file = std::io::BufWriter::new(

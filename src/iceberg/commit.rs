@@ -185,21 +185,8 @@ async fn attempt(
         .as_ref()
         .map(manifest::schema_header)
         .unwrap_or_default();
-    let pos_id = metadata
-        .current_fields()
-        .iter()
-        .find(|f| f.name == crate::sink::arrow_schema::POS)
-        .map(|f| f.id);
-    let files: Vec<DataFile> = files
-        .iter()
-        .map(|f| {
-            let mut f = f.clone();
-            if let (Some(id), Some((lo, hi))) = (pos_id, &f.pos_range) {
-                f.bounds = vec![(id, lo.as_bytes().to_vec(), hi.as_bytes().to_vec())];
-            }
-            f
-        })
-        .collect();
+    let fields = metadata.current_fields();
+    let files: Vec<DataFile> = files.iter().map(|f| with_ids(f, fields)).collect();
     let files = files.as_slice();
     let uuid = super::metadata::uuid_v4();
     // A commit that only drops snapshots (a table this run writes no part of) adds no
@@ -273,6 +260,40 @@ async fn attempt(
         }
     };
     Ok(moved.then_some(Outcome::Committed { snapshot_id }))
+}
+
+/// `file` with its column metrics and its exact `__pos` range keyed by the field ids of
+/// `fields` (the table's current schema); a column the schema lacks is left out.
+fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
+    let mut f = file.clone();
+    f.bounds.clear();
+    f.counts.clear();
+    for m in &file.metrics {
+        let Some(field) = fields.iter().find(|x| x.name == m.name) else {
+            continue;
+        };
+        f.counts.push((field.id, m.values, m.nulls));
+        if field.name == crate::sink::arrow_schema::POS {
+            continue;
+        }
+        if let Some((lo, hi)) = m
+            .range
+            .as_ref()
+            .and_then(|r| super::stats::encode(r, &field.ty))
+        {
+            f.bounds.push((field.id, lo, hi));
+        }
+    }
+    if let (Some(field), Some((lo, hi))) = (
+        fields
+            .iter()
+            .find(|x| x.name == crate::sink::arrow_schema::POS),
+        &file.pos_range,
+    ) {
+        f.bounds
+            .push((field.id, lo.as_bytes().to_vec(), hi.as_bytes().to_vec()));
+    }
+    f
 }
 
 /// Whether the table's current history holds the baseline snapshot of plan `plan_id`.
@@ -537,6 +558,8 @@ mod tests {
                 bytes: 10,
                 pos_range: None,
                 bounds: Vec::new(),
+                metrics: Vec::new(),
+                counts: Vec::new(),
             })
             .collect();
         let origin = Origin::Baseline {

@@ -4,8 +4,10 @@
 //! Guarantees: both files follow the Iceberg v2 Avro schemas, every field with its
 //! `field-id` (readers resolve fields by id); a manifest lists data files with status
 //! `ADDED` (1), content `DATA`, format `PARQUET`, an empty partition tuple, their record
-//! count and size, and the bounds the caller knows exactly (a change part's `__pos`); the sequence numbers of its entries are left null, so they inherit
-//! the snapshot's (the v2 rule for added files). A manifest list read back
+//! count and size, and the column metrics the caller gives (value and null counts, lower
+//! and upper bounds: [`super::stats`], and a change part's exact `__pos` range); the
+//! sequence numbers of its entries are left null, so they inherit the snapshot's (the v2
+//! rule for added files). A manifest list read back
 //! ([`read_list`]) keeps each manifest's counts and sequence numbers, so a later list can
 //! carry it over unchanged.
 
@@ -14,7 +16,7 @@ use serde_json::Value as Json;
 use super::avro::{self, Value};
 use crate::error::Result;
 
-const MANIFEST_ENTRY_SCHEMA: &str = r#"{"type":"record","name":"manifest_entry","fields":[{"name":"status","type":"int","field-id":0},{"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},{"name":"sequence_number","type":["null","long"],"default":null,"field-id":3},{"name":"file_sequence_number","type":["null","long"],"default":null,"field-id":4},{"name":"data_file","type":{"type":"record","name":"r2","fields":[{"name":"content","type":"int","doc":"Contents of the file: 0=data, 1=position deletes, 2=equality deletes","field-id":134},{"name":"file_path","type":"string","doc":"Location URI with FS scheme","field-id":100},{"name":"file_format","type":"string","doc":"File format name: avro, orc, or parquet","field-id":101},{"name":"partition","type":{"type":"record","name":"r102","fields":[]},"doc":"Partition data tuple, schema based on the partition spec","field-id":102},{"name":"record_count","type":"long","doc":"Number of records in the file","field-id":103},{"name":"file_size_in_bytes","type":"long","doc":"Total file size in bytes","field-id":104},{"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k126_v127","fields":[{"name":"key","type":"int","field-id":126},{"name":"value","type":"bytes","field-id":127}]},"logicalType":"map"}],"doc":"Map of column id to lower bound","default":null,"field-id":125},{"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k129_v130","fields":[{"name":"key","type":"int","field-id":129},{"name":"value","type":"bytes","field-id":130}]},"logicalType":"map"}],"doc":"Map of column id to upper bound","default":null,"field-id":128}]},"field-id":2}]}"#;
+const MANIFEST_ENTRY_SCHEMA: &str = r#"{"type":"record","name":"manifest_entry","fields":[{"name":"status","type":"int","field-id":0},{"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},{"name":"sequence_number","type":["null","long"],"default":null,"field-id":3},{"name":"file_sequence_number","type":["null","long"],"default":null,"field-id":4},{"name":"data_file","type":{"type":"record","name":"r2","fields":[{"name":"content","type":"int","doc":"Contents of the file: 0=data, 1=position deletes, 2=equality deletes","field-id":134},{"name":"file_path","type":"string","doc":"Location URI with FS scheme","field-id":100},{"name":"file_format","type":"string","doc":"File format name: avro, orc, or parquet","field-id":101},{"name":"partition","type":{"type":"record","name":"r102","fields":[]},"doc":"Partition data tuple, schema based on the partition spec","field-id":102},{"name":"record_count","type":"long","doc":"Number of records in the file","field-id":103},{"name":"file_size_in_bytes","type":"long","doc":"Total file size in bytes","field-id":104},{"name":"value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k119_v120","fields":[{"name":"key","type":"int","field-id":119},{"name":"value","type":"long","field-id":120}]},"logicalType":"map"}],"doc":"Map of column id to total count, including null and NaN","default":null,"field-id":109},{"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k121_v122","fields":[{"name":"key","type":"int","field-id":121},{"name":"value","type":"long","field-id":122}]},"logicalType":"map"}],"doc":"Map of column id to null value count","default":null,"field-id":110},{"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k126_v127","fields":[{"name":"key","type":"int","field-id":126},{"name":"value","type":"bytes","field-id":127}]},"logicalType":"map"}],"doc":"Map of column id to lower bound","default":null,"field-id":125},{"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k129_v130","fields":[{"name":"key","type":"int","field-id":129},{"name":"value","type":"bytes","field-id":130}]},"logicalType":"map"}],"doc":"Map of column id to upper bound","default":null,"field-id":128}]},"field-id":2}]}"#;
 
 const MANIFEST_FILE_SCHEMA: &str = r#"{"type":"record","name":"manifest_file","fields":[{"name":"manifest_path","type":"string","doc":"Location URI with FS scheme","field-id":500},{"name":"manifest_length","type":"long","doc":"Total file size in bytes","field-id":501},{"name":"partition_spec_id","type":"int","doc":"Spec ID used to write","field-id":502},{"name":"content","type":"int","doc":"Contents of the manifest: 0=data, 1=deletes","field-id":517},{"name":"sequence_number","type":"long","doc":"Sequence number when the manifest was added","field-id":515},{"name":"min_sequence_number","type":"long","doc":"Lowest sequence number in the manifest","field-id":516},{"name":"added_snapshot_id","type":"long","doc":"Snapshot ID that added the manifest","field-id":503},{"name":"added_files_count","type":"int","doc":"Added entry count","field-id":504},{"name":"existing_files_count","type":"int","doc":"Existing entry count","field-id":505},{"name":"deleted_files_count","type":"int","doc":"Deleted entry count","field-id":506},{"name":"added_rows_count","type":"long","doc":"Added rows count","field-id":512},{"name":"existing_rows_count","type":"long","doc":"Existing rows count","field-id":513},{"name":"deleted_rows_count","type":"long","doc":"Deleted rows count","field-id":514}]}"#;
 
@@ -31,6 +33,31 @@ pub struct DataFile {
     /// `(field id, lower, upper)`: bounds of every value of the column in the file, in
     /// Iceberg's single-value binary form (a string's UTF-8 bytes).
     pub bounds: Vec<(i32, Vec<u8>, Vec<u8>)>,
+    /// What the part's footer says of its columns, by name ([`super::stats`]); turned
+    /// into the entry's counts and bounds by field id when the commit knows the ids.
+    pub metrics: Vec<super::stats::ColumnMetrics>,
+    /// `(field id, values, nulls)`: the counts of a column's values (nulls included) and
+    /// of its nulls, where known.
+    pub counts: Vec<(i32, i64, Option<i64>)>,
+}
+
+/// A counts map (`value_counts` / `null_value_counts`), null when empty.
+fn counts_map(counts: &[(i32, i64, Option<i64>)], nulls: bool) -> Value {
+    let entries: Vec<Value> = counts
+        .iter()
+        .filter_map(|(id, values, null)| {
+            let value = if nulls { (*null)? } else { *values };
+            Some(Value::Record(vec![
+                ("key".into(), Value::Long(i64::from(*id))),
+                ("value".into(), Value::Long(value)),
+            ]))
+        })
+        .collect();
+    if entries.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(entries)
+    }
 }
 
 /// A bounds map (`lower_bounds` / `upper_bounds`), null when empty.
@@ -77,6 +104,8 @@ pub fn write_manifest(
                         ("partition".into(), Value::Record(vec![])),
                         ("record_count".into(), Value::Long(f.rows as i64)),
                         ("file_size_in_bytes".into(), Value::Long(f.bytes as i64)),
+                        ("value_counts".into(), counts_map(&f.counts, false)),
+                        ("null_value_counts".into(), counts_map(&f.counts, true)),
                         ("lower_bounds".into(), bounds_map(&f.bounds, false)),
                         ("upper_bounds".into(), bounds_map(&f.bounds, true)),
                     ]),
@@ -225,6 +254,8 @@ mod tests {
             bytes: 900,
             pos_range: None,
             bounds: vec![(2, b"0/10".to_vec(), b"0/20".to_vec())],
+            metrics: Vec::new(),
+            counts: vec![(1, 5, Some(2)), (2, 5, None)],
         }];
         let body = write_manifest(7, "{}", 0, &files).unwrap();
         let (meta, records) = avro::read_container(&body, "m.avro").unwrap();
@@ -237,6 +268,23 @@ mod tests {
         );
         assert_eq!(file.field("record_count"), Some(&Value::Long(5)));
         assert_eq!(records[0].field("status"), Some(&Value::Long(1)));
+        let counts = |field: &str| match file.field(field) {
+            Some(Value::Array(entries)) => entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.field("key").and_then(Value::as_long),
+                        e.field("value").and_then(Value::as_long),
+                    )
+                })
+                .collect::<Vec<_>>(),
+            other => panic!("{field}: {other:?}"),
+        };
+        assert_eq!(
+            counts("value_counts"),
+            [(Some(1), Some(5)), (Some(2), Some(5))]
+        );
+        assert_eq!(counts("null_value_counts"), [(Some(1), Some(2))]);
         let upper = file.field("upper_bounds").unwrap();
         assert_eq!(
             upper,

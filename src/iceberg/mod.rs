@@ -38,6 +38,7 @@ pub mod metadata;
 pub mod s3tables;
 pub mod schema;
 pub mod sql;
+pub mod stats;
 
 use std::sync::Arc;
 
@@ -432,6 +433,8 @@ impl<'a> ChangeLog<'a> {
                 bytes: part.bytes,
                 pos_range: None,
                 bounds: Vec::new(),
+                metrics: stats::of_part(self.destination, &part.key, part.bytes).await?,
+                counts: Vec::new(),
             });
         }
         Ok(files)

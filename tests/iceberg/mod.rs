@@ -829,3 +829,146 @@ fn pyiceberg_has_no_table(catalog: &Path) -> bool {
     let script = "import sys\nfrom pyiceberg.catalog.sql import SqlCatalog\nprint(SqlCatalog('default', uri=sys.argv[1]).table_exists(('cdc', 't')))";
     readers::run(&python, script, &[Path::new(&uri)]) == "False"
 }
+
+/// Each data file's manifest entry carries its column metrics, as pyiceberg reads them:
+/// value and null counts, and lower and upper bounds in the table's types (strings
+/// truncated to 16 characters and still bounding); a filtered scan plans only the files
+/// whose bounds can match.
+#[test]
+fn iceberg_data_files_carry_their_column_metrics_and_scans_skip_by_them() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "ice_metrics");
+    db.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, big bigint, note text, at timestamptz, day date, \
+         ok boolean, amount numeric(12,2), tags text[])",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
+    let _ = job.drain();
+    db.sql(
+        "INSERT INTO t SELECT i, i * 1000, NULL, timestamptz '2026-12-05 10:00:00+00' + i * interval '1 s', \
+         date '2026-12-01' + i, i % 2 = 0, i + 0.5, ARRAY['x'] FROM generate_series(1, 10) i",
+    );
+    assert_eq!(job.drain()["rows"], 10);
+    db.sql(
+        "INSERT INTO t SELECT i, -i, 'a long note that runs past sixteen characters ' || i, NULL, \
+         date '2027-01-01', true, NULL, NULL FROM generate_series(100, 110) i",
+    );
+    assert_eq!(job.drain()["rows"], 11);
+    let Some(python) = readers::python() else {
+        return;
+    };
+    const METRICS: &str = r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.conversions import from_bytes
+table = SqlCatalog("default", uri=sys.argv[1]).load_table(("cdc", "t"))
+schema = table.schema()
+def named(m, decode):
+    out = {}
+    for fid, v in (m or {}).items():
+        f = schema.find_field(fid)
+        out[f.name] = decode(f, v)
+    return out
+def value(f, b):
+    v = from_bytes(f.field_type, b)
+    return v if isinstance(v, (int, bool)) else str(v)
+files = []
+for task in sorted(table.scan().plan_files(), key=lambda t: t.file.file_path):
+    d = task.file
+    files.append({
+        "rows": d.record_count,
+        "values": named(d.value_counts, lambda f, v: v),
+        "nulls": named(d.null_value_counts, lambda f, v: v),
+        "lower": named(d.lower_bounds, value),
+        "upper": named(d.upper_bounds, value),
+    })
+planned = lambda expr: len(list(table.scan(row_filter=expr).plan_files()))
+print(json.dumps({
+    "files": files,
+    "ids_from_100": planned("id >= 100"),
+    "ids_below_5": planned("id < 5"),
+    "day_2027": planned("day = '2027-01-01'"),
+    "negative_big": planned("big < 0"),
+    "rows_from_100": table.scan(row_filter="id >= 100").to_arrow().num_rows,
+}))
+"#;
+    let uri = format!("sqlite:///{}", dir.path().join("catalog.db").display());
+    let out = readers::run(&python, METRICS, &[Path::new(&uri)]);
+    let read: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let files = read["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{read}");
+    let (first, second) = if files[0]["rows"] == 10 {
+        (&files[0], &files[1])
+    } else {
+        (&files[1], &files[0])
+    };
+    assert_eq!(first["values"]["id"], 10, "{first}");
+    assert_eq!(first["nulls"]["note"], 10, "{first}");
+    assert_eq!(first["nulls"]["id"], 0, "{first}");
+    assert_eq!(
+        (first["lower"]["id"].clone(), first["upper"]["id"].clone()),
+        (1.into(), 10.into()),
+        "{first}"
+    );
+    assert_eq!(
+        (first["lower"]["big"].clone(), first["upper"]["big"].clone()),
+        (1000.into(), 10000.into()),
+        "{first}"
+    );
+    assert_eq!(first["lower"]["ok"], false, "{first}");
+    assert_eq!(first["upper"]["ok"], true, "{first}");
+    // Dates as days and timestamps as microseconds since the epoch, as Iceberg stores them.
+    let days = |d: &str| {
+        (chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap()
+            - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap())
+        .num_days()
+    };
+    assert_eq!(first["lower"]["day"], days("2026-12-02"), "{first}");
+    assert_eq!(first["upper"]["day"], days("2026-12-11"), "{first}");
+    let micros = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .unwrap()
+            .timestamp_micros()
+    };
+    assert_eq!(
+        first["lower"]["at"],
+        micros("2026-12-05T10:00:01Z"),
+        "{first}"
+    );
+    assert_eq!(
+        first["upper"]["at"],
+        micros("2026-12-05T10:00:10Z"),
+        "{first}"
+    );
+    assert!(
+        first["lower"].get("note").is_none(),
+        "a column of nulls has no bounds: {first}"
+    );
+    assert!(
+        first["lower"].get("amount").is_none(),
+        "decimals get counts only: {first}"
+    );
+    assert!(
+        first["values"].get("tags").is_none(),
+        "nested columns get nothing: {first}"
+    );
+    assert_eq!(first["values"]["amount"], 10, "{first}");
+    assert_eq!(
+        (second["lower"]["id"].clone(), second["upper"]["id"].clone()),
+        (100.into(), 110.into()),
+        "{second}"
+    );
+    assert_eq!(second["lower"]["note"], "a long note that", "{second}");
+    assert_eq!(second["upper"]["note"], "a long note thau", "{second}");
+    assert!(
+        second["lower"]["__pos"].is_string(),
+        "the exact __pos range stays: {second}"
+    );
+    // pyiceberg plans only the files whose bounds can match.
+    assert_eq!(read["ids_from_100"], 1, "{read}");
+    assert_eq!(read["ids_below_5"], 1, "{read}");
+    assert_eq!(read["day_2027"], 1, "{read}");
+    assert_eq!(read["negative_big"], 1, "{read}");
+    assert_eq!(read["rows_from_100"], 11, "{read}");
+}
