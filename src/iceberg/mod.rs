@@ -56,6 +56,9 @@ use manifest::DataFile;
 use s3tables::{S3TablesCatalog, Warehouse};
 use sql::SqlCatalog;
 
+/// How many parts a commit reads footers of (and copies into a warehouse) at once.
+const PARTS_AT_ONCE: usize = 8;
+
 /// Where a table's metadata files go, below its folder.
 pub const METADATA_DIR: &str = "_iceberg/metadata";
 
@@ -410,34 +413,43 @@ impl<'a> ChangeLog<'a> {
     /// The data files of `parts` in `place`: the parts where they lie in the destination,
     /// or — with a warehouse location — copies of them under `data/` there (the same
     /// bytes, the same path below the table folder), made now. A copy made again after a
-    /// crash or a lost commit race replaces one with the same bytes.
+    /// crash or a lost commit race replaces one with the same bytes. Each with the column
+    /// metrics of its footer ([`stats`]); in `parts`' order, [`PARTS_AT_ONCE`] at a time.
     async fn data_files(&self, place: &Place<'_>, parts: &[ManifestPart]) -> Result<Vec<DataFile>> {
-        let mut files = Vec::with_capacity(parts.len());
-        for part in parts {
-            let path = match &place.warehouse {
-                None => place.at.uri(&part.key),
-                Some(store) => {
-                    let below = part
-                        .key
-                        .strip_prefix(place.at.table)
-                        .and_then(|k| k.strip_prefix('/'))
-                        .unwrap_or(&part.key);
-                    let key = format!("data/{below}");
-                    self.copy_part(&part.key, store, &key).await?;
-                    place.at.uri(&key)
-                }
-            };
-            files.push(DataFile {
-                path,
-                rows: part.rows,
-                bytes: part.bytes,
-                pos_range: None,
-                bounds: Vec::new(),
-                metrics: stats::of_part(self.destination, &part.key, part.bytes).await?,
-                counts: Vec::new(),
-            });
-        }
-        Ok(files)
+        use futures_util::{StreamExt, TryStreamExt};
+        let file = |part: &ManifestPart| {
+            let part = part.clone();
+            async move {
+                let path = match &place.warehouse {
+                    None => place.at.uri(&part.key),
+                    Some(store) => {
+                        let below = part
+                            .key
+                            .strip_prefix(place.at.table)
+                            .and_then(|k| k.strip_prefix('/'))
+                            .unwrap_or(&part.key);
+                        let key = format!("data/{below}");
+                        self.copy_part(&part.key, store, &key).await?;
+                        place.at.uri(&key)
+                    }
+                };
+                Ok::<_, Error>(DataFile {
+                    path,
+                    rows: part.rows,
+                    bytes: part.bytes,
+                    pos_range: None,
+                    bounds: Vec::new(),
+                    metrics: stats::of_part(self.destination, &part.key, part.bytes).await?,
+                    counts: Vec::new(),
+                })
+            }
+        };
+        // A few parts at a time (a baseline commits many): in their order.
+        futures_util::stream::iter(parts)
+            .map(file)
+            .buffered(PARTS_AT_ONCE)
+            .try_collect()
+            .await
     }
 
     /// Copies the destination's part `from` to `to` in `store`, through a local file (a
