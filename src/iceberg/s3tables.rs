@@ -453,6 +453,13 @@ impl Destination for Warehouse {
         self.s3.get(key).await.map_err(|e| self.failure(e))
     }
 
+    async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        self.s3
+            .get_range(key, start, len)
+            .await
+            .map_err(|e| self.failure(e))
+    }
+
     /// S3 Tables lists no objects of a table; nothing in a commit lists them.
     async fn list(&self, prefix: &str) -> Result<Vec<String>> {
         Err(Error::new(
