@@ -9,7 +9,9 @@
 //!   the heap stays O(cap) whatever the transaction's size;
 //! * a transaction past `max_bytes` fails with [`SpillError::TooLarge`] before it can fill
 //!   the volume; a full volume is [`SpillError::Io`] with `StorageFull`;
-//! * rows come back exactly (a lossless binary codec, property-tested) and in order;
+//! * rows come back exactly (a lossless binary codec, property-tested) and in order; each
+//!   row is one length-prefixed record, encoded into and decoded from a reused buffer
+//!   (one read per row, not one per field);
 //! * the spill file has a name no other process uses and is removed on [`TxnBuffer::clear`]
 //!   and on drop (a crash leaves at most one `sluice-txn-*.spill` per process in the
 //!   directory; the name carries the pid).
@@ -66,6 +68,8 @@ pub struct TxnBuffer {
     file: Option<SpillFile>,
     /// Spilled rows not yet read back.
     file_rows: u64,
+    /// The record being written or read (reused: no allocation per row).
+    scratch: Vec<u8>,
 }
 
 impl TxnBuffer {
@@ -82,6 +86,7 @@ impl TxnBuffer {
             tables: Vec::new(),
             file: None,
             file_rows: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -146,7 +151,18 @@ impl TxnBuffer {
             file.reader = Some(BufReader::with_capacity(256 * 1024, inner));
         }
         let reader = file.reader.as_mut().expect("reader after the writer");
-        let change = decode_change(reader, &self.tables).map_err(io)?;
+        let len = u64::from_le_bytes(read_array(reader).map_err(io)?);
+        let len = usize::try_from(len).map_err(|_| io(corrupt("record length")))?;
+        self.scratch.resize(len, 0);
+        reader.read_exact(&mut self.scratch).map_err(io)?;
+        let mut record = Record {
+            data: &self.scratch,
+            at: 0,
+        };
+        let change = decode_change(&mut record, &self.tables).map_err(io)?;
+        if record.at != len {
+            return Err(io(corrupt("record length")));
+        }
         self.file_rows -= 1;
         Ok(Some(change))
     }
@@ -203,15 +219,20 @@ impl TxnBuffer {
                 self.tables.len() - 1
             }
         };
+        self.scratch.clear();
+        encode_change(&mut self.scratch, table as u32, change);
         let file = self.file.as_mut().expect("write after open");
         let writer = file
             .writer
             .as_mut()
             .expect("rows are pushed before they are read");
-        encode_change(writer, table as u32, change).map_err(|source| SpillError::Io {
-            path: file.path.clone(),
-            source,
-        })?;
+        writer
+            .write_all(&(self.scratch.len() as u64).to_le_bytes())
+            .and_then(|_| writer.write_all(&self.scratch))
+            .map_err(|source| SpillError::Io {
+                path: file.path.clone(),
+                source,
+            })?;
         self.file_rows += 1;
         Ok(())
     }
@@ -239,78 +260,91 @@ fn value_size(value: &Value) -> u64 {
         }
 }
 
-fn encode_change(w: &mut impl Write, table: u32, change: &RowChange) -> io::Result<()> {
-    w.write_all(&table.to_le_bytes())?;
-    w.write_all(&[match change.op {
+fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
+    w.extend_from_slice(&table.to_le_bytes());
+    w.push(match change.op {
         Op::Insert => 0,
         Op::Update => 1,
         Op::Delete => 2,
         Op::Snapshot => 3,
         Op::Truncate => 4,
         Op::Rebaseline => 5,
-    }])?;
+    });
     for image in [&change.before, &change.after] {
         match image {
-            None => w.write_all(&[0])?,
+            None => w.push(0),
             Some(values) => {
-                w.write_all(&[1])?;
-                w.write_all(&(values.len() as u64).to_le_bytes())?;
+                w.push(1);
+                w.extend_from_slice(&(values.len() as u64).to_le_bytes());
                 for value in values {
-                    encode_value(w, value)?;
+                    encode_value(w, value);
                 }
             }
         }
     }
     for list in [&change.before_unlogged, &change.after_unlogged] {
-        w.write_all(&(list.len() as u64).to_le_bytes())?;
+        w.extend_from_slice(&(list.len() as u64).to_le_bytes());
         for i in list {
-            w.write_all(&(*i as u64).to_le_bytes())?;
+            w.extend_from_slice(&(*i as u64).to_le_bytes());
         }
     }
-    Ok(())
 }
 
-fn encode_value(w: &mut impl Write, value: &Value) -> io::Result<()> {
+fn encode_value(w: &mut Vec<u8>, value: &Value) {
+    let mut tagged = |tag: u8, bytes: &[u8]| {
+        w.push(tag);
+        w.extend_from_slice(bytes);
+    };
     match value {
-        Value::Null => w.write_all(&[0]),
-        Value::Boolean(b) => w.write_all(&[1, u8::from(*b)]),
-        Value::Int(v) => w
-            .write_all(&[2])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
-        Value::UInt(v) => w
-            .write_all(&[3])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
-        Value::Float(v) => w
-            .write_all(&[4])
-            .and_then(|_| w.write_all(&v.to_bits().to_le_bytes())),
-        Value::Decimal(v) => w
-            .write_all(&[5])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
-        Value::Decimal256(v) => w.write_all(&[6]).and_then(|_| w.write_all(v)),
+        Value::Null => tagged(0, &[]),
+        Value::Boolean(b) => tagged(1, &[u8::from(*b)]),
+        Value::Int(v) => tagged(2, &v.to_le_bytes()),
+        Value::UInt(v) => tagged(3, &v.to_le_bytes()),
+        Value::Float(v) => tagged(4, &v.to_bits().to_le_bytes()),
+        Value::Decimal(v) => tagged(5, &v.to_le_bytes()),
+        Value::Decimal256(v) => tagged(6, v),
         Value::Text(s) => {
-            w.write_all(&[7])?;
-            w.write_all(&(s.len() as u64).to_le_bytes())?;
-            w.write_all(s.as_bytes())
+            tagged(7, &(s.len() as u64).to_le_bytes());
+            w.extend_from_slice(s.as_bytes());
         }
         Value::Bytes(b) => {
-            w.write_all(&[8])?;
-            w.write_all(&(b.len() as u64).to_le_bytes())?;
-            w.write_all(b)
+            tagged(8, &(b.len() as u64).to_le_bytes());
+            w.extend_from_slice(b);
         }
-        Value::Date(v) => w
-            .write_all(&[9])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
-        Value::Time(v) => w
-            .write_all(&[10])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
-        Value::Timestamp(v) => w
-            .write_all(&[11])
-            .and_then(|_| w.write_all(&v.to_le_bytes())),
+        Value::Date(v) => tagged(9, &v.to_le_bytes()),
+        Value::Time(v) => tagged(10, &v.to_le_bytes()),
+        Value::Timestamp(v) => tagged(11, &v.to_le_bytes()),
         Value::List(items) => {
-            w.write_all(&[12])?;
-            w.write_all(&(items.len() as u64).to_le_bytes())?;
-            items.iter().try_for_each(|v| encode_value(w, v))
+            tagged(12, &(items.len() as u64).to_le_bytes());
+            items.iter().for_each(|v| encode_value(w, v));
         }
+    }
+}
+
+/// One spill record being decoded.
+struct Record<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl Record<'_> {
+    fn take(&mut self, n: usize) -> io::Result<&[u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|end| *end <= self.data.len())
+            .ok_or_else(|| corrupt("a record shorter than its fields"))?;
+        let out = &self.data[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> io::Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    fn len(&mut self) -> io::Result<usize> {
+        usize::try_from(u64::from_le_bytes(self.array()?)).map_err(|_| corrupt("length"))
     }
 }
 
@@ -327,17 +361,13 @@ fn read_array<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
     Ok(buf)
 }
 
-fn read_len(r: &mut impl Read) -> io::Result<usize> {
-    usize::try_from(u64::from_le_bytes(read_array(r)?)).map_err(|_| corrupt("length"))
-}
-
-fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<RowChange> {
-    let table = u32::from_le_bytes(read_array(r)?) as usize;
+fn decode_change(r: &mut Record<'_>, tables: &[Arc<TableSchema>]) -> io::Result<RowChange> {
+    let table = u32::from_le_bytes(r.array()?) as usize;
     let table = tables
         .get(table)
         .ok_or_else(|| corrupt("table index"))?
         .clone();
-    let op = match read_array::<1>(r)?[0] {
+    let op = match r.array::<1>()?[0] {
         0 => Op::Insert,
         1 => Op::Update,
         2 => Op::Delete,
@@ -348,8 +378,8 @@ fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<R
     };
     let mut images = [None, None];
     for image in &mut images {
-        if read_array::<1>(r)?[0] == 1 {
-            let n = read_len(r)?;
+        if r.array::<1>()?[0] == 1 {
+            let n = r.len()?;
             let mut values = Vec::with_capacity(n.min(4096));
             for _ in 0..n {
                 values.push(decode_value(r)?);
@@ -359,9 +389,9 @@ fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<R
     }
     let mut lists = [Vec::new(), Vec::new()];
     for list in &mut lists {
-        let n = read_len(r)?;
+        let n = r.len()?;
         for _ in 0..n {
-            list.push(read_len(r)?);
+            list.push(r.len()?);
         }
     }
     let [before, after] = images;
@@ -376,30 +406,29 @@ fn decode_change(r: &mut impl Read, tables: &[Arc<TableSchema>]) -> io::Result<R
     })
 }
 
-fn decode_value(r: &mut impl Read) -> io::Result<Value> {
-    Ok(match read_array::<1>(r)?[0] {
+fn decode_value(r: &mut Record<'_>) -> io::Result<Value> {
+    Ok(match r.array::<1>()?[0] {
         0 => Value::Null,
-        1 => Value::Boolean(read_array::<1>(r)?[0] != 0),
-        2 => Value::Int(i64::from_le_bytes(read_array(r)?)),
-        3 => Value::UInt(u64::from_le_bytes(read_array(r)?)),
-        4 => Value::Float(f64::from_bits(u64::from_le_bytes(read_array(r)?))),
-        5 => Value::Decimal(i128::from_le_bytes(read_array(r)?)),
-        6 => Value::Decimal256(read_array(r)?),
+        1 => Value::Boolean(r.array::<1>()?[0] != 0),
+        2 => Value::Int(i64::from_le_bytes(r.array()?)),
+        3 => Value::UInt(u64::from_le_bytes(r.array()?)),
+        4 => Value::Float(f64::from_bits(u64::from_le_bytes(r.array()?))),
+        5 => Value::Decimal(i128::from_le_bytes(r.array()?)),
+        6 => Value::Decimal256(r.array()?),
         7 => {
-            let mut buf = vec![0; read_len(r)?];
-            r.read_exact(&mut buf)?;
-            Value::Text(String::from_utf8(buf).map_err(|_| corrupt("text"))?)
+            let n = r.len()?;
+            let text = std::str::from_utf8(r.take(n)?).map_err(|_| corrupt("text"))?;
+            Value::Text(text.to_owned())
         }
         8 => {
-            let mut buf = vec![0; read_len(r)?];
-            r.read_exact(&mut buf)?;
-            Value::Bytes(buf)
+            let n = r.len()?;
+            Value::Bytes(r.take(n)?.to_vec())
         }
-        9 => Value::Date(i32::from_le_bytes(read_array(r)?)),
-        10 => Value::Time(i64::from_le_bytes(read_array(r)?)),
-        11 => Value::Timestamp(i64::from_le_bytes(read_array(r)?)),
+        9 => Value::Date(i32::from_le_bytes(r.array()?)),
+        10 => Value::Time(i64::from_le_bytes(r.array()?)),
+        11 => Value::Timestamp(i64::from_le_bytes(r.array()?)),
         12 => {
-            let n = read_len(r)?;
+            let n = r.len()?;
             let mut items = Vec::with_capacity(n.min(4096));
             for _ in 0..n {
                 items.push(decode_value(r)?);
@@ -523,6 +552,25 @@ mod tests {
         buffer.clear();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         assert!(buffer.pop().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_short_record_is_corrupt_not_a_panic() {
+        let t = table("t");
+        let change = insert(&t, vec![Value::Text("abc".into()), Value::Int(7)]);
+        let mut buf = Vec::new();
+        encode_change(&mut buf, 0, &change);
+        let whole =
+            decode_change(&mut Record { data: &buf, at: 0 }, std::slice::from_ref(&t)).unwrap();
+        assert_eq!(whole.after, change.after);
+        for cut in 0..buf.len() {
+            let mut r = Record {
+                data: &buf[..cut],
+                at: 0,
+            };
+            let e = decode_change(&mut r, std::slice::from_ref(&t)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "cut at {cut}");
+        }
     }
 
     #[test]
