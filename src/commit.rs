@@ -37,6 +37,9 @@ pub struct Start {
     pub version: u64,
     /// The stored checkpoint position, if any.
     pub position: Option<Position>,
+    /// The source identity the stored checkpoint was written with (after a failover, the
+    /// former primary's until this stream's first checkpoint).
+    pub identity: Option<String>,
 }
 
 impl Start {
@@ -47,6 +50,7 @@ impl Start {
             Some(cp) => Start {
                 version: cp.version,
                 position: Some(Position::parse_tagged(&cp.position)?),
+                identity: Some(cp.source_identity.clone()),
             },
         })
     }
@@ -64,6 +68,8 @@ pub struct Committer<'a> {
     version: u64,
     /// The stored checkpoint position, if any.
     checkpoint: Option<Position>,
+    /// The source identity the stored checkpoint was written with, if any.
+    checkpoint_identity: Option<String>,
     /// The position the source has been acked to.
     acked: Option<Position>,
     lease_renewed: Instant,
@@ -90,6 +96,7 @@ impl<'a> Committer<'a> {
             version: start.version,
             acked: start.position.clone(),
             checkpoint: start.position,
+            checkpoint_identity: start.identity,
             lease_renewed: Instant::now(),
         }
     }
@@ -107,6 +114,11 @@ impl<'a> Committer<'a> {
     /// The stored checkpoint position, if any.
     pub fn checkpoint(&self) -> Option<Position> {
         self.checkpoint.clone()
+    }
+
+    /// The source identity the stored checkpoint was written with, if any.
+    pub fn checkpoint_identity(&self) -> Option<&str> {
+        self.checkpoint_identity.as_deref()
     }
 
     /// Step 1: uploads a finished part of the stream; durable on return. The local file
@@ -193,6 +205,7 @@ impl<'a> Committer<'a> {
         self.lease = lease;
         self.lease_renewed = Instant::now();
         self.checkpoint = Some(position);
+        self.checkpoint_identity = Some(self.source_identity.clone());
         Ok(())
     }
 

@@ -513,6 +513,10 @@ async fn flush(
         // holder knows it is the stored one.
         committer.confirm_lease().await?;
         let stored = committer.checkpoint();
+        let stored = crate::iceberg::Stored {
+            position: stored.as_ref(),
+            identity: committer.checkpoint_identity(),
+        };
         let ids = (committer.run_id(), committer.source_identity());
         for (table, output) in &router.tables {
             let pending = output.committed..;
@@ -520,11 +524,11 @@ async fn flush(
                 &output.parts[pending.clone()],
                 &output.part_schemas[pending],
             );
-            log.changes(table, parts, schemas, ids, stored.as_ref(), &position)
+            log.changes(table, parts, schemas, ids, stored, &position)
                 .await?;
         }
         for table in &router.skipped {
-            log.drop_uncheckpointed(table, ids, stored.as_ref(), &position)
+            log.drop_uncheckpointed(table, ids, stored, &position)
                 .await?;
         }
     }

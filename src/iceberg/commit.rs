@@ -59,6 +59,9 @@ pub enum Origin<'a> {
         run_id: &'a str,
         source_identity: &'a str,
         stored: Option<&'a Position>,
+        /// The identity `stored` was written with: a snapshot of that identity is this
+        /// stream's too (a failover changes the identity between a crashed run and the next).
+        stored_identity: Option<&'a str>,
         checkpoint: &'a Position,
     },
     /// A baseline plan's parts.
@@ -322,6 +325,7 @@ fn not_checkpointed(metadata: &TableMetadata, origin: &Origin<'_>) -> Result<BTr
         job,
         source_identity,
         stored,
+        stored_identity,
         ..
     } = origin
     else {
@@ -329,8 +333,10 @@ fn not_checkpointed(metadata: &TableMetadata, origin: &Origin<'_>) -> Result<BTr
     };
     let mut dropped = BTreeSet::new();
     for s in metadata.ancestry() {
+        let identity = s.summary.get(IDENTITY_KEY).map(String::as_str);
         let ours = s.summary.get(JOB_KEY).map(String::as_str) == Some(*job)
-            && s.summary.get(IDENTITY_KEY).map(String::as_str) == Some(*source_identity);
+            && (identity == Some(*source_identity)
+                || (identity.is_some() && identity == *stored_identity));
         let Some(theirs) = s
             .summary
             .get(CHECKPOINT_KEY)
@@ -486,9 +492,38 @@ mod tests {
             run_id: "r",
             source_identity: "pg:sys/1",
             stored: Some(&stored),
+            stored_identity: Some("pg:sys/1"),
             checkpoint: &checkpoint,
         };
         not_checkpointed(m, &origin)
+    }
+
+    #[test]
+    fn after_a_failover_the_former_primarys_crashed_snapshot_is_this_streams() {
+        // The crashed run read the former primary (identity pg:sys/1) past the stored
+        // checkpoint; the next run reads the promoted one (pg:sys/2) from that checkpoint,
+        // still stored under the former identity.
+        let m = table_with(&[(1, "j", "pg:0/10"), (2, "j", "pg:0/30")]);
+        let stored = Position::parse_tagged("pg:0/20").unwrap();
+        let checkpoint = Position::parse_tagged("pg:0/35").unwrap();
+        let after_failover = |stored_identity| Origin::Changes {
+            job: "j",
+            run_id: "r",
+            source_identity: "pg:sys/2",
+            stored: Some(&stored),
+            stored_identity,
+            checkpoint: &checkpoint,
+        };
+        assert_eq!(
+            not_checkpointed(&m, &after_failover(Some("pg:sys/1"))).unwrap(),
+            BTreeSet::from([2])
+        );
+        // Once a checkpoint of the new identity is stored, the former one's snapshots are
+        // history: another source's positions are not compared.
+        assert_eq!(
+            not_checkpointed(&m, &after_failover(Some("pg:sys/2"))).unwrap(),
+            BTreeSet::new()
+        );
     }
 
     #[test]

@@ -292,6 +292,15 @@ impl TableRef<'_> {
     }
 }
 
+/// The checkpoint stored when a commit runs: its position and the source identity it was
+/// written with (after a failover, the former primary's until the stream's first
+/// checkpoint on the new one).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stored<'a> {
+    pub position: Option<&'a Position>,
+    pub identity: Option<&'a str>,
+}
+
 /// An existing Iceberg table as `sluice doctor` sees it.
 #[derive(Debug, Clone)]
 pub struct Inspected {
@@ -545,7 +554,7 @@ impl<'a> ChangeLog<'a> {
         parts: &[ManifestPart],
         schemas: &[Arc<TableSchema>],
         ids: (&str, &str),
-        stored: Option<&Position>,
+        stored: Stored<'_>,
         checkpoint: &Position,
     ) -> Result<()> {
         if parts.is_empty() {
@@ -580,7 +589,7 @@ impl<'a> ChangeLog<'a> {
         &self,
         table: &str,
         ids: (&str, &str),
-        stored: Option<&Position>,
+        stored: Stored<'_>,
         checkpoint: &Position,
     ) -> Result<()> {
         if self.committed_to(table) {
@@ -613,7 +622,7 @@ impl<'a> ChangeLog<'a> {
         arrow: &[arrow_schema::Schema],
         files: &[DataFile],
         ids: (&str, &str),
-        stored: Option<&Position>,
+        stored: Stored<'_>,
         checkpoint: &Position,
     ) -> Result<Outcome> {
         let (run_id, source_identity) = ids;
@@ -621,7 +630,8 @@ impl<'a> ChangeLog<'a> {
             job: &self.config.job,
             run_id,
             source_identity,
-            stored,
+            stored: stored.position,
+            stored_identity: stored.identity,
             checkpoint,
         };
         let store = place.store(self.destination);

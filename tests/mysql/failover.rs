@@ -327,3 +327,80 @@ fn a_checkpoint_written_without_a_gtid_position_gets_one_on_its_next_write() {
         "the server's GTID position now is {gtid}"
     );
 }
+
+/// `table_format: iceberg` across a failover: a run commits its Iceberg snapshot on the
+/// primary and fails before its checkpoint; the primary is then gone and the next run
+/// reads the promoted replica (another source identity) from the stored checkpoint. That
+/// run drops the failed run's snapshot — written under the former identity — and commits
+/// the same changes again from the replica: pyiceberg reads every change once.
+#[test]
+fn iceberg_a_failed_commit_before_a_failover_is_dropped_on_the_promoted_replica() {
+    let admin = mysql_or_skip!();
+    let Some(replica) = replica_or_skip() else {
+        return;
+    };
+    let db = TestMysqlDb::new(&admin, "gtid_iceberg");
+    db.sql(T);
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = format!("sqlite:///{}", dir.path().join("catalog.db").display());
+    let iceberg = format!(
+        "table_format: iceberg\niceberg: {{ catalog: {{ type: sql, uri: \"{catalog}\" }}, namespace: cdc }}\n"
+    );
+    let mut job = Job::mysql(&db, &["t"], "", &iceberg);
+    job.drain();
+    db.sql("INSERT INTO t VALUES (10, 'a'), (11, 'b')");
+    assert_eq!(job.drain()["rows"], 2);
+    db.sql("INSERT INTO t VALUES (12, 'c'); UPDATE t SET v = 'a2' WHERE id = 10");
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed:error")]);
+    assert_eq!(run.error_code(), "SLUICE_FAULT_INJECTED", "{}", run.stdout);
+
+    replica.promote(&admin);
+    let on_replica = replica.url_for(&db.url);
+    mysql_cli(&on_replica, "DELETE FROM t WHERE id = 11");
+    job.url_env.1 = replica.url_for(&db.source_url);
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(summary["rows"], 3, "{summary}");
+    assert!(
+        checkpoint(&job)["source_identity"]
+            .as_str()
+            .unwrap()
+            .contains("server_id=2")
+    );
+
+    let Some(python) = readers::python() else {
+        return;
+    };
+    const READ: &str = r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+table = SqlCatalog("default", uri=sys.argv[1]).load_table(("cdc", "t"))
+rows = table.scan().to_arrow().to_pylist()
+state = {}
+for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
+    if r["__op"] == "delete":
+        state.pop(r["id"], None)
+    else:
+        state[r["id"]] = r["v"]
+print(json.dumps({
+    "rows": len(rows),
+    "ops": sorted(r["__op"] for r in rows),
+    "snapshots": [s.summary.operation.value for s in table.snapshots()],
+    "replayed": ",".join(f"{k}={v}" for k, v in sorted(state.items())),
+}))
+"#;
+    let out = readers::run(&python, READ, &[std::path::Path::new(&catalog)]);
+    let read: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(read["rows"], 5, "each change once: {read}");
+    assert_eq!(
+        read["ops"],
+        serde_json::json!(["delete", "insert", "insert", "insert", "update"]),
+        "{read}"
+    );
+    assert_eq!(
+        read["snapshots"],
+        serde_json::json!(["append", "append", "overwrite"]),
+        "the failed run's snapshot is dropped: {read}"
+    );
+    assert_eq!(read["replayed"], source_text(&on_replica), "{read}");
+}
