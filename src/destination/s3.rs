@@ -215,6 +215,20 @@ impl S3Destination {
         }
     }
 
+    /// The body of destination key `key` (of `range`, when given), read whole; `None`
+    /// when there is no such object.
+    async fn body(&self, key: &str, range: Option<String>) -> Result<Option<Vec<u8>>> {
+        let Some((object_key, output)) = self.object(key, range).await? else {
+            return Ok(None);
+        };
+        let bytes = output
+            .body
+            .collect()
+            .await
+            .map_err(|e| self.body_error(&object_key, e))?;
+        Ok(Some(bytes.into_bytes().to_vec()))
+    }
+
     /// A `GetObject` body that broke off while it was read.
     fn body_error(
         &self,
@@ -555,15 +569,7 @@ impl Destination for S3Destination {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let Some((object_key, output)) = self.object(key, None).await? else {
-            return Ok(None);
-        };
-        let bytes = output
-            .body
-            .collect()
-            .await
-            .map_err(|e| self.body_error(&object_key, e))?;
-        Ok(Some(bytes.into_bytes().to_vec()))
+        self.body(key, None).await
     }
 
     async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
@@ -571,15 +577,7 @@ impl Destination for S3Destination {
             return Ok(Some(Vec::new()));
         }
         let range = format!("bytes={start}-{}", start + len - 1);
-        let Some((object_key, output)) = self.object(key, Some(range)).await? else {
-            return Ok(None);
-        };
-        let bytes = output
-            .body
-            .collect()
-            .await
-            .map_err(|e| self.body_error(&object_key, e))?;
-        Ok(Some(bytes.into_bytes().to_vec()))
+        self.body(key, Some(range)).await
     }
 
     async fn download(&self, key: &str, local: &Path) -> Result<bool> {

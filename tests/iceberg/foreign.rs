@@ -39,23 +39,21 @@ print(json.dumps({
 "#;
 
 /// What pyiceberg reads of `cdc.t`, replayed by `id`.
-const READ: &str = r#"
+const READ: &str = concat!(
+    crate::py_replay_by_id!(),
+    r#"
 import json, sys
 from pyiceberg.catalog.sql import SqlCatalog
 table = SqlCatalog("default", uri=sys.argv[1]).load_table(("cdc", sys.argv[2]))
 rows = table.scan().to_arrow().to_pylist()
-state = {}
-for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
-    if r["__op"] == "delete":
-        state.pop(r["id"], None)
-    else:
-        state[r["id"]] = r["v"]
+state = replay(rows)
 print(json.dumps({
     "rows": len(rows),
     "distinct": len(set((r["__pos"], r["__seq"]) for r in rows)),
     "replayed": sorted([k, v] for k, v in state.items()),
 }))
-"#;
+"#
+);
 
 fn python(script: &str, dir: &Path, args: &[&str]) -> Option<Value> {
     let python = readers::python()?;

@@ -48,7 +48,9 @@ fn glue_table(moto: &str, database: &str, name: &str) -> Option<Table> {
 
 /// What pyiceberg's `GlueCatalog` (on moto's Glue and S3) reads from `database.table`,
 /// replayed by `id` (latest change per key by `(__pos, __seq)`, deletes removed).
-const READ: &str = r#"
+const READ: &str = concat!(
+    crate::py_replay_by_id!(),
+    r#"
 import json, sys
 from pyiceberg.catalog.glue import GlueCatalog
 endpoint, database, name = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -59,12 +61,7 @@ props.update({"s3." + k: v for k, v in creds.items()})
 table = GlueCatalog("glue", **props).load_table((database, name))
 data = table.scan().to_arrow()
 rows = data.to_pylist()
-state = {}
-for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
-    if r["__op"] == "delete":
-        state.pop(r["id"], None)
-    else:
-        state[r["id"]] = r["v"]
+state = replay(rows)
 print(json.dumps({
     "rows": data.num_rows,
     "distinct": len(set((r["__pos"], r["__seq"]) for r in rows)),
@@ -75,7 +72,8 @@ print(json.dumps({
     "location": table.location(),
     "replayed": sorted([k, v] for k, v in state.items()),
 }))
-"#;
+"#
+);
 
 fn pyiceberg(moto: &str, database: &str, table: &str) -> Option<Value> {
     let python = readers::python()?;

@@ -25,7 +25,9 @@ fn s3tables_yaml(moto: &str, arn: &str, extra: &str) -> String {
 
 /// What boto3 and pyiceberg read of table `cdc.<name>` of bucket `arn`: S3 Tables'
 /// answer (metadata and warehouse locations) and the table, replayed by `id`.
-const READ: &str = r#"
+const READ: &str = concat!(
+    crate::py_replay_by_id!(),
+    r#"
 import json, sys, boto3
 from pyiceberg.table import StaticTable
 endpoint, arn, name = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -37,12 +39,7 @@ props = {"s3.endpoint": endpoint, "s3.access-key-id": "testing",
 table = StaticTable.from_metadata(held["metadataLocation"], properties=props)
 data = table.scan().to_arrow()
 rows = data.to_pylist()
-state = {}
-for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
-    if r["__op"] == "delete":
-        state.pop(r["id"], None)
-    else:
-        state[r["id"]] = r["v"]
+state = replay(rows)
 files = [t.file.file_path for t in table.scan().plan_files()]
 print(json.dumps({
     "warehouse": held["warehouseLocation"],
@@ -57,7 +54,8 @@ print(json.dumps({
     "manifest_lists": [s.manifest_list for s in table.snapshots()],
     "replayed": sorted([k, v] for k, v in state.items()),
 }))
-"#;
+"#
+);
 
 fn read(moto: &str, arn: &str, table: &str) -> Option<Value> {
     let python = readers::python()?;

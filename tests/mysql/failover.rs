@@ -371,24 +371,22 @@ fn iceberg_a_failed_commit_before_a_failover_is_dropped_on_the_promoted_replica(
     let Some(python) = readers::python() else {
         return;
     };
-    const READ: &str = r#"
+    const READ: &str = concat!(
+        crate::py_replay_by_id!(),
+        r#"
 import json, sys
 from pyiceberg.catalog.sql import SqlCatalog
 table = SqlCatalog("default", uri=sys.argv[1]).load_table(("cdc", "t"))
 rows = table.scan().to_arrow().to_pylist()
-state = {}
-for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
-    if r["__op"] == "delete":
-        state.pop(r["id"], None)
-    else:
-        state[r["id"]] = r["v"]
+state = replay(rows)
 print(json.dumps({
     "rows": len(rows),
     "ops": sorted(r["__op"] for r in rows),
     "snapshots": [s.summary.operation.value for s in table.snapshots()],
     "replayed": ",".join(f"{k}={v}" for k, v in sorted(state.items())),
 }))
-"#;
+"#
+    );
     let out = readers::run(&python, READ, &[std::path::Path::new(&catalog)]);
     let read: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(read["rows"], 5, "each change once: {read}");

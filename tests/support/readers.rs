@@ -236,3 +236,22 @@ print('\n'.join(results['duckdb']))
             .collect(),
     )
 }
+
+/// Python source defining `replay(rows)`: the replay rule by `id` over a change log's rows
+/// (dicts with `__pos`, `__seq`, `__op`, `id`, `v`) — each key's latest change by
+/// `(__pos, __seq)`, deleted keys removed — as `{id: v}`. Prepend it with `concat!`.
+#[macro_export]
+macro_rules! py_replay_by_id {
+    () => {
+        r#"
+def replay(rows):
+    state = {}
+    for r in sorted(rows, key=lambda r: (r["__pos"], r["__seq"])):
+        if r["__op"] == "delete":
+            state.pop(r["id"], None)
+        else:
+            state[r["id"]] = r["v"]
+    return state
+"#
+    };
+}
