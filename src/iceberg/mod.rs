@@ -56,7 +56,8 @@ use manifest::DataFile;
 use s3tables::{S3TablesCatalog, Warehouse};
 use sql::SqlCatalog;
 
-/// How many parts a commit reads footers of (and copies into a warehouse) at once.
+/// How many parts a commit reads the footers of at once (copies into a warehouse go one
+/// at a time).
 const PARTS_AT_ONCE: usize = 8;
 
 /// Where a table's metadata files go, below its folder.
@@ -423,7 +424,7 @@ impl<'a> ChangeLog<'a> {
     /// or — with a warehouse location — copies of them under `data/` there (the same
     /// bytes, the same path below the table folder), made now. A copy made again after a
     /// crash or a lost commit race replaces one with the same bytes. Each with the column
-    /// metrics of its footer ([`stats`]); in `parts`' order, [`PARTS_AT_ONCE`] at a time.
+    /// metrics of its footer ([`stats`]); in `parts`' order.
     async fn data_files(&self, place: &Place<'_>, parts: &[ManifestPart]) -> Result<Vec<DataFile>> {
         use futures_util::{StreamExt, TryStreamExt};
         let file = |part: &ManifestPart| {
@@ -453,10 +454,16 @@ impl<'a> ChangeLog<'a> {
                 })
             }
         };
-        // A few parts at a time (a baseline commits many): in their order.
+        // Footers a few at a time (a baseline commits many parts), in the parts' order;
+        // copies one at a time: each holds a whole part on local disk (Lambda's /tmp) and
+        // a multipart upload's buffer in memory.
+        let at_once = match place.warehouse {
+            Some(_) => 1,
+            None => PARTS_AT_ONCE,
+        };
         futures_util::stream::iter(parts)
             .map(file)
-            .buffered(PARTS_AT_ONCE)
+            .buffered(at_once)
             .try_collect()
             .await
     }
