@@ -425,34 +425,35 @@ impl<'a> ChangeLog<'a> {
     /// bytes, the same path below the table folder), made now. A copy made again after a
     /// crash or a lost commit race replaces one with the same bytes. Each with the column
     /// metrics of its footer ([`stats`]); in `parts`' order.
-    async fn data_files(&self, place: &Place<'_>, parts: &[ManifestPart]) -> Result<Vec<DataFile>> {
+    async fn data_files<'p>(
+        &self,
+        place: &Place<'_>,
+        parts: &'p [ManifestPart],
+    ) -> Result<Vec<DataFile>> {
         use futures_util::{StreamExt, TryStreamExt};
-        let file = |part: &ManifestPart| {
-            let part = part.clone();
-            async move {
-                let path = match &place.warehouse {
-                    None => place.at.uri(&part.key),
-                    Some(store) => {
-                        let below = part
-                            .key
-                            .strip_prefix(place.at.table)
-                            .and_then(|k| k.strip_prefix('/'))
-                            .unwrap_or(&part.key);
-                        let key = format!("data/{below}");
-                        self.copy_part(&part.key, store, &key).await?;
-                        place.at.uri(&key)
-                    }
-                };
-                Ok::<_, Error>(DataFile {
-                    path,
-                    rows: part.rows,
-                    bytes: part.bytes,
-                    pos_range: None,
-                    bounds: Vec::new(),
-                    metrics: stats::of_part(self.destination, &part.key, part.bytes).await?,
-                    counts: Vec::new(),
-                })
-            }
+        let file = |part: &'p ManifestPart| async move {
+            let path = match &place.warehouse {
+                None => place.at.uri(&part.key),
+                Some(store) => {
+                    let below = part
+                        .key
+                        .strip_prefix(place.at.table)
+                        .and_then(|k| k.strip_prefix('/'))
+                        .unwrap_or(&part.key);
+                    let key = format!("data/{below}");
+                    self.copy_part(&part.key, store, &key).await?;
+                    place.at.uri(&key)
+                }
+            };
+            Ok::<_, Error>(DataFile {
+                path,
+                rows: part.rows,
+                bytes: part.bytes,
+                pos_range: None,
+                bounds: Vec::new(),
+                metrics: stats::of_part(self.destination, &part.key, part.bytes).await?,
+                counts: Vec::new(),
+            })
         };
         // Footers a few at a time (a baseline commits many parts), in the parts' order;
         // copies one at a time: each holds a whole part on local disk (Lambda's /tmp) and

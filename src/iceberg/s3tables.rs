@@ -126,16 +126,6 @@ impl S3TablesCatalog {
         }
     }
 
-    /// The region of the bucket (its ARN's): S3 Tables' and the warehouse's.
-    pub fn region(&self) -> &str {
-        &self.region
-    }
-
-    /// The endpoint override, for the warehouse's S3 client too.
-    pub fn endpoint_url(&self) -> Option<&str> {
-        self.endpoint_url.as_deref()
-    }
-
     async fn client(&self) -> Result<&Client> {
         self.client
             .get_or_try_init(|| async {
@@ -391,7 +381,8 @@ impl Warehouse {
                 )
                 .hint("check iceberg.catalog.endpoint_url: it must be S3 Tables (or an emulator of it)")
             })?;
-        let sdk = aws::shared_config(catalog.endpoint_url(), Some(catalog.region())).await?;
+        let sdk =
+            aws::shared_config(catalog.endpoint_url.as_deref(), Some(&catalog.region)).await?;
         let s3 = S3Destination::new(&sdk, bucket, prefix, MultipartSettings::default())?.managed();
         Ok(Warehouse {
             s3,

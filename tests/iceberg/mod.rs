@@ -450,17 +450,7 @@ fn iceberg_doctor_reports_the_catalog_and_each_table() {
     db.sql("CREATE TABLE t (id int PRIMARY KEY)");
     let dir = tempfile::tempdir().unwrap();
     let job = Job::postgres(&db, &["t"], &iceberg_yaml(dir.path(), ""));
-    let row = |job: &Job| {
-        let run = job.run(&["doctor", "--json"], &[]);
-        let doc = run.summary();
-        doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "iceberg")
-            .cloned()
-            .unwrap_or_else(|| panic!("no iceberg check in {doc}"))
-    };
+    let row = doctor_row;
     let before = row(&job);
     assert_eq!(before["status"], "ok", "{before}");
     assert!(
