@@ -286,6 +286,7 @@ pub async fn run(
                         manifests,
                         iceberg,
                         &mut router,
+                        &mut shapes,
                         position.clone(),
                         stream.as_mut(),
                     )
@@ -312,6 +313,7 @@ pub async fn run(
                         manifests,
                         iceberg,
                         &mut router,
+                        &mut shapes,
                         position,
                         stream.as_mut(),
                     )
@@ -370,6 +372,7 @@ pub async fn run(
             manifests,
             iceberg,
             &mut router,
+            &mut shapes,
             end,
             stream.as_mut(),
         )
@@ -380,10 +383,6 @@ pub async fn run(
         (None, RunStatus::Drained) => Some(0.0),
         (None, _) => None,
     };
-    if !stopped_inside_transaction {
-        let asked: std::collections::BTreeSet<String> = rebaselined.keys().cloned().collect();
-        shapes.save(backends.destination.as_ref(), &asked).await?;
-    }
     let to = committer.checkpoint().map(|p| p.to_string());
     let source_retained_bytes = stream.retained_bytes().await;
     let summary = RunSummary {
@@ -487,19 +486,22 @@ async fn rebaseline(
 }
 
 /// Closes every open part, makes them durable, lists them as pending in the run
-/// manifests, commits each table's pending parts to its Iceberg table (with
-/// `table_format: iceberg`), then checkpoints and acks `position`.
+/// manifests, stores the column names seen ([`shapes::Shapes::save`]), commits each
+/// table's pending parts to its Iceberg table (with `table_format: iceberg`), then
+/// checkpoints and acks `position`.
 async fn flush(
     committer: &mut Committer<'_>,
     manifests: &RunManifests<'_>,
     iceberg: Option<&crate::iceberg::ChangeLog<'_>>,
     router: &mut Router,
+    shapes: &mut shapes::Shapes,
     position: Position,
     stream: &mut dyn ChangeStream,
 ) -> Result<()> {
     for part in router.finish_all()? {
         publish_part(committer, router, part).await?;
     }
+    shapes.save(manifests.destination, &router.skipped).await?;
     manifests
         .before_checkpoint(router, committer.checkpoint(), position.clone())
         .await?;

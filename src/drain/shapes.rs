@@ -11,14 +11,18 @@
 //! table's first change (early, never late — a re-baseline from an earlier point is as
 //! exact).
 //!
-//! Between runs: each run stores the column names it last saw per table in
-//! `<table>/_stream_shape.json` ([`Shapes::save`]); the next run compares the table's first
+//! Between runs: a run stores the column names it last saw per table in
+//! `<table>/_stream_shape.json` ([`Shapes::save`]) before each checkpoint and at its end,
+//! whenever they differ from what the file holds; the next run compares the table's first
 //! shape with them, so a rename or a column added with a default between two runs is
-//! caught too; a table no run has stored names for since its (re-)baseline starts from the
-//! baseline manifest's columns. The file may lag the checkpoint (a run that died before saving it) or lead
-//! it (a run stopped inside a transaction): then a difference is reported that a replay
-//! did not need — a re-baseline too many, never one too few. A re-baselined table's file
-//! is reset (`{"columns": null}`): its new snapshot has the catalog's shape.
+//! caught too, also after a run that died past a checkpoint; a table no run has stored names for since its
+//! (re-)baseline starts from the baseline manifest's columns. The file never lags a
+//! checkpoint's names; it may lead the checkpoint (names seen past it, by a run that died
+//! or stopped inside a transaction): the replay from the checkpoint then meets the older
+//! shape first and the change of shape again, judged as within a run — a re-baseline too
+//! many at worst, never one too few. A re-baselined table's file is reset
+//! (`{"columns": null}`), at the first save after the request: its new snapshot has the
+//! catalog's shape.
 //! At the end of a drained run each table's catalog shape at the open is compared with the
 //! last shape the stream showed of it ([`Shapes::check_unchanged`]): a column added with a
 //! default after the run's last change of the table re-baselines it in that run.
@@ -47,10 +51,12 @@ pub fn shape_key(table: &str) -> String {
 }
 
 /// The last shape seen per table, and whether it came from the catalog at open; the
-/// column names the previous run saw last, until the table's first shape of this run.
+/// column names the previous run saw last, until the table's first shape of this run;
+/// what each table's file is known to hold (absent: unknown or no file).
 pub struct Shapes {
     last: HashMap<String, (Arc<TableSchema>, bool), foldhash::fast::RandomState>,
     stored: HashMap<String, Vec<String>, foldhash::fast::RandomState>,
+    saved: HashMap<String, Option<Vec<String>>, foldhash::fast::RandomState>,
 }
 
 impl Shapes {
@@ -62,6 +68,7 @@ impl Shapes {
                 .map(|t| (t.name.clone(), (t.clone(), true)))
                 .collect(),
             stored: HashMap::default(),
+            saved: HashMap::default(),
         }
     }
 
@@ -79,7 +86,10 @@ impl Shapes {
             let stored = match destination.get(&shape_key(table)).await? {
                 None => None,
                 Some(body) => match serde_json::from_slice::<Stored>(&body) {
-                    Ok(Stored { columns }) => columns,
+                    Ok(Stored { columns }) => {
+                        self.saved.insert(table.clone(), columns.clone());
+                        columns
+                    }
                     Err(e) => {
                         tracing::warn!(table = %table, error = %e, "ignoring an unreadable {}", shape_key(table));
                         None
@@ -97,10 +107,12 @@ impl Shapes {
         Ok(self)
     }
 
-    /// Stores, per table, the column names this run saw last (`null` for a table asked
-    /// to be re-baselined); tables this run saw no change of keep their document.
+    /// Stores, per table, the column names this run saw last (`null` for a table whose
+    /// re-baseline is asked for) where they differ from what its file holds; tables this run saw
+    /// no change of keep their document. Called before each checkpoint (so the file never
+    /// lags one) and at the run's end.
     pub async fn save(
-        &self,
+        &mut self,
         destination: &dyn Destination,
         rebaselined: &BTreeSet<String>,
     ) -> Result<()> {
@@ -108,21 +120,22 @@ impl Shapes {
         for (table, (shape, from_open)) in &self.last {
             if !from_open && !rebaselined.contains(table) {
                 let names = shape.columns.iter().map(|c| c.name.clone()).collect();
-                documents.insert(
-                    table.clone(),
-                    Stored {
-                        columns: Some(names),
-                    },
-                );
+                documents.insert(table.clone(), Some(names));
             }
         }
         for table in rebaselined {
-            documents.insert(table.clone(), Stored { columns: None });
+            documents.insert(table.clone(), None);
         }
-        for (table, document) in documents {
-            let body = serde_json::to_vec(&document)
-                .map_err(|e| Error::new(Code::Internal, "encoding a stream shape").source(e))?;
+        for (table, columns) in documents {
+            if self.saved.get(&table) == Some(&columns) {
+                continue;
+            }
+            let body = serde_json::to_vec(&Stored {
+                columns: columns.clone(),
+            })
+            .map_err(|e| Error::new(Code::Internal, "encoding a stream shape").source(e))?;
             destination.put_marker(&shape_key(&table), &body).await?;
+            self.saved.insert(table, columns);
         }
         Ok(())
     }

@@ -903,3 +903,41 @@ fn rb_a_run_that_asked_for_a_rebaseline_and_died_before_its_checkpoint_reads_the
     );
     assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
 }
+
+/// A job without a baseline whose only run that met the table died after its checkpoint:
+/// no run stored the names it saw, no snapshot manifest lists any. A column added with a
+/// default after that checkpoint is still caught at the next run's first change — the
+/// crashed run stored the names its checkpoint passed, before that checkpoint.
+#[test]
+fn rb_a_default_column_after_a_crashed_first_run_still_rebaselines() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_crashed_first");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "initial: none");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 5) i");
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "checkpoint_written@1")]);
+    assert_ne!(
+        crashed.code, 0,
+        "the fault stops the run: {}",
+        crashed.stderr
+    );
+    db.sql("ALTER TABLE t ADD COLUMN d int DEFAULT 7");
+    db.sql("INSERT INTO t VALUES (6, 's6', 8)");
+    let summary = job.drain_when_free();
+    assert_eq!(
+        summary["rebaselined"]["t"]["baseline"], "done",
+        "rows 1-5 hold d = 7 without a logged change: {summary}"
+    );
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+    db.sql("INSERT INTO t VALUES (7, 's7', 9)");
+    let summary = job.drain();
+    assert!(summary.get("rebaselined").is_none(), "{summary}");
+    assert_eq!(
+        replayed(&job, "t", &["v", "d"]),
+        source(&db, "t", &["v", "d"])
+    );
+}
