@@ -121,6 +121,26 @@ pub enum Value {
     List(Vec<Value>),
 }
 
+impl Value {
+    /// A rough upper bound of the value's size in Arrow buffers.
+    pub fn approx_size(&self) -> usize {
+        match self {
+            Value::Null | Value::Boolean(_) => 1,
+            Value::Date(_) => 4,
+            Value::Int(_)
+            | Value::UInt(_)
+            | Value::Float(_)
+            | Value::Time(_)
+            | Value::Timestamp(_) => 8,
+            Value::Decimal(_) => 16,
+            Value::Decimal256(_) => 32,
+            Value::Text(s) => 4 + s.len(),
+            Value::Bytes(b) => 4 + b.len(),
+            Value::List(items) => 5 + items.iter().map(Value::approx_size).sum::<usize>(),
+        }
+    }
+}
+
 /// A captured column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Column {
@@ -214,6 +234,20 @@ pub struct RowChange {
     pub before_unlogged: Vec<usize>,
     /// Columns of `after` that the source did not log (e.g. unchanged TOAST values).
     pub after_unlogged: Vec<usize>,
+}
+
+impl RowChange {
+    /// A rough upper bound of the change's cells in memory or in Arrow buffers.
+    pub fn approx_bytes(&self) -> usize {
+        let image = |cells: &Option<Vec<Value>>| {
+            cells
+                .iter()
+                .flatten()
+                .map(Value::approx_size)
+                .sum::<usize>()
+        };
+        image(&self.before) + image(&self.after)
+    }
 }
 
 /// A framed change: one output row.

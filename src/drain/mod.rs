@@ -41,6 +41,14 @@ use manifests::RunManifests;
 /// How long run records are kept (DynamoDB TTL).
 pub const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
 
+/// What one call asks of the source ([`ChangeStream::next_batch`]): one boxed future per
+/// batch instead of one per event; the events wait in memory, in order, only until the
+/// loop takes them — at most this many, and about this many bytes of cells plus one row.
+/// Sixteen measured best (bench/results/profile.md, fifth pass): larger batches keep more
+/// rows alive at once and lose malloc's per-thread cache of just-freed blocks.
+const BATCH_EVENTS: usize = 16;
+const BATCH_BYTES: usize = 1 << 20;
+
 /// When the run must stop.
 #[derive(Debug, Clone, Default)]
 pub struct DrainOptions {
@@ -210,57 +218,46 @@ pub async fn run(
     let mut tracker = progress::Tracker::start();
     let parts_of = |router: &Router| router.tables.values().map(|t| t.parts.len() as u64).sum();
 
-    while let Some(event) = stream.next().await? {
-        match event {
-            SourceEvent::Begin { commit, commit_ts } => {
-                framer.begin(&commit, commit_ts)?;
-                open_commit = Some(commit);
-                newest_commit_ts = newest_commit_ts.max(commit_ts);
-            }
-            SourceEvent::Change(change) => {
-                if options.abort_reached() {
-                    router.abandon_open();
-                    stopped_inside_transaction = true;
-                    status = RunStatus::Partial;
-                    break;
+    let mut batch = Vec::with_capacity(BATCH_EVENTS);
+    'read: loop {
+        let room = source::BatchRoom::new(BATCH_EVENTS, BATCH_BYTES);
+        stream.next_batch(&mut batch, room).await?;
+        if batch.is_empty() {
+            break;
+        }
+        for event in batch.drain(..) {
+            match event {
+                SourceEvent::Begin { commit, commit_ts } => {
+                    framer.begin(&commit, commit_ts)?;
+                    open_commit = Some(commit);
+                    newest_commit_ts = newest_commit_ts.max(commit_ts);
                 }
-                tracker.change(|| parts_of(&router));
-                framer.change(change, &mut framed)?;
-                for event in framed.drain(..) {
-                    if router.skipped.contains(&event.table.name) {
-                        continue;
+                SourceEvent::Change(change) => {
+                    if options.abort_reached() {
+                        router.abandon_open();
+                        stopped_inside_transaction = true;
+                        status = RunStatus::Partial;
+                        break 'read;
                     }
-                    if event.op == crate::change::Op::Rebaseline {
-                        let asked = Asked {
-                            config,
-                            state,
-                            table: &event.table.name,
-                            at: open_commit.clone(),
-                        };
-                        let reason = "the source changed the table's rows without logging them as row changes (a partition TRUNCATE, DROP, EXCHANGE or REORGANIZE)";
-                        rebaseline(asked, reason, &mut router, &mut rebaselined).await?;
-                        continue;
-                    }
-                    if let Some(reason) = shapes.check(&event.table, stream.as_mut()).await?
-                        && !matches!(open_commit, Some(Position::SqlServer(_)))
-                    {
-                        let asked = Asked {
-                            config,
-                            state,
-                            table: &event.table.name,
-                            at: open_commit.clone(),
-                        };
-                        rebaseline(asked, &reason, &mut router, &mut rebaselined).await?;
-                        continue;
-                    }
-                    match router.append(&event) {
-                        Ok(Some(part)) => publish_part(committer, &mut router, part).await?,
-                        Ok(None) => {}
-                        // SQL Server has no position for a per-table re-baseline
-                        // (crate::baseline::epoch): the run stops there as before.
-                        Err(e)
-                            if e.code() == Code::SourceSchemaChange
-                                && !matches!(open_commit, Some(Position::SqlServer(_))) =>
+                    tracker.change(|| parts_of(&router));
+                    framer.change(change, &mut framed)?;
+                    for event in framed.drain(..) {
+                        if router.skipped.contains(&event.table.name) {
+                            continue;
+                        }
+                        if event.op == crate::change::Op::Rebaseline {
+                            let asked = Asked {
+                                config,
+                                state,
+                                table: &event.table.name,
+                                at: open_commit.clone(),
+                            };
+                            let reason = "the source changed the table's rows without logging them as row changes (a partition TRUNCATE, DROP, EXCHANGE or REORGANIZE)";
+                            rebaseline(asked, reason, &mut router, &mut rebaselined).await?;
+                            continue;
+                        }
+                        if let Some(reason) = shapes.check(&event.table, stream.as_mut()).await?
+                            && !matches!(open_commit, Some(Position::SqlServer(_)))
                         {
                             let asked = Asked {
                                 config,
@@ -268,63 +265,87 @@ pub async fn run(
                                 table: &event.table.name,
                                 at: open_commit.clone(),
                             };
-                            rebaseline(asked, e.message(), &mut router, &mut rebaselined).await?;
+                            rebaseline(asked, &reason, &mut router, &mut rebaselined).await?;
+                            continue;
                         }
-                        Err(e) => return Err(e),
+                        match router.append(&event) {
+                            Ok(Some(part)) => publish_part(committer, &mut router, part).await?,
+                            Ok(None) => {}
+                            // SQL Server has no position for a per-table re-baseline
+                            // (crate::baseline::epoch): the run stops there as before.
+                            Err(e)
+                                if e.code() == Code::SourceSchemaChange
+                                    && !matches!(open_commit, Some(Position::SqlServer(_))) =>
+                            {
+                                let asked = Asked {
+                                    config,
+                                    state,
+                                    table: &event.table.name,
+                                    at: open_commit.clone(),
+                                };
+                                rebaseline(asked, e.message(), &mut router, &mut rebaselined)
+                                    .await?;
+                            }
+                            Err(e) => return Err(e),
+                        }
                     }
                 }
-            }
 
-            SourceEvent::Commit { resume } => {
-                let position = framer.commit(resume)?;
-                last_commit = Some(position.clone());
-                let deadline = options.deadline_reached();
-                let asked = options.stop_asked();
-                if deadline || asked || router.any_should_roll() || options.flush_due(last_flush) {
-                    flush(
-                        committer,
-                        manifests,
-                        iceberg,
-                        &mut router,
-                        &mut shapes,
-                        position.clone(),
-                        stream.as_mut(),
-                    )
-                    .await?;
-                    last_flush = Instant::now();
+                SourceEvent::Commit { resume } => {
+                    let position = framer.commit(resume)?;
+                    last_commit = Some(position.clone());
+                    let deadline = options.deadline_reached();
+                    let asked = options.stop_asked();
+                    if deadline
+                        || asked
+                        || router.any_should_roll()
+                        || options.flush_due(last_flush)
+                    {
+                        flush(
+                            committer,
+                            manifests,
+                            iceberg,
+                            &mut router,
+                            &mut shapes,
+                            position.clone(),
+                            stream.as_mut(),
+                        )
+                        .await?;
+                        last_flush = Instant::now();
+                    }
+                    if deadline || asked {
+                        status = RunStatus::Partial;
+                        let why = if asked {
+                            "stop requested"
+                        } else {
+                            "deadline reached"
+                        };
+                        tracing::info!(at = %position, "{why}; stopping at a transaction boundary");
+                        break 'read;
+                    }
+                    tracker.commit(position, || parts_of(&router));
+                    committer.keep_lease().await?;
                 }
-                if deadline || asked {
-                    status = RunStatus::Partial;
-                    let why = if asked {
-                        "stop requested"
-                    } else {
-                        "deadline reached"
-                    };
-                    tracing::info!(at = %position, "{why}; stopping at a transaction boundary");
-                    break;
+                SourceEvent::Barrier => {
+                    if let Some(position) = last_commit.clone() {
+                        flush(
+                            committer,
+                            manifests,
+                            iceberg,
+                            &mut router,
+                            &mut shapes,
+                            position,
+                            stream.as_mut(),
+                        )
+                        .await?;
+                    }
+                    if options.stop_asked() {
+                        status = RunStatus::Partial;
+                        tracing::info!("stop requested; stopping at a page boundary");
+                        break 'read;
+                    }
+                    committer.keep_lease().await?;
                 }
-                tracker.commit(position, || parts_of(&router));
-                committer.keep_lease().await?;
-            }
-            SourceEvent::Barrier => {
-                if let Some(position) = last_commit.clone() {
-                    flush(
-                        committer,
-                        manifests,
-                        iceberg,
-                        &mut router,
-                        &mut shapes,
-                        position,
-                        stream.as_mut(),
-                    )
-                    .await?;
-                }
-                if options.stop_asked() {
-                    status = RunStatus::Partial;
-                    tracing::info!("stop requested; stopping at a page boundary");
-                    break;
-                }
-                committer.keep_lease().await?;
             }
         }
     }

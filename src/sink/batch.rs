@@ -249,7 +249,7 @@ impl RowBatchBuilder {
                 bytes += 1;
             } else {
                 h.value(&column.ty, value);
-                bytes += approx_size(value);
+                bytes += value.approx_size();
             }
         }
         h.end_row();
@@ -341,22 +341,6 @@ impl RowBatchBuilder {
 
 fn column_label(ty: &ColumnType, source_type: &str) -> String {
     format!("{} from {source_type}", mapping::type_name(ty))
-}
-
-/// A rough upper bound of a value's size in Arrow buffers.
-fn approx_size(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Boolean(_) => 1,
-        Value::Date(_) => 4,
-        Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Time(_) | Value::Timestamp(_) => {
-            8
-        }
-        Value::Decimal(_) => 16,
-        Value::Decimal256(_) => 32,
-        Value::Text(s) => 4 + s.len(),
-        Value::Bytes(b) => 4 + b.len(),
-        Value::List(items) => 5 + items.iter().map(approx_size).sum::<usize>(),
-    }
 }
 
 /// Why a value does not fit its column (the caller adds table, column and position).

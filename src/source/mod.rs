@@ -65,6 +65,19 @@ pub trait ChangeStream: Send {
     /// The next event, or `None` once the read bound is reached.
     async fn next(&mut self) -> Result<Option<SourceEvent>>;
 
+    /// Appends the next events to `out` while [`BatchRoom`] has room for them (at least
+    /// one, unless the read bound is reached: then nothing). A `Barrier` is always the last
+    /// event of a batch — the stream goes on only once everything before it is
+    /// checkpointed. The same events in the same order as [`ChangeStream::next`]; one
+    /// call instead of one per event.
+    async fn next_batch(&mut self, out: &mut Vec<SourceEvent>, room: BatchRoom) -> Result<()> {
+        let _ = room;
+        if let Some(event) = self.next().await? {
+            out.push(event);
+        }
+        Ok(())
+    }
+
     /// The position a checkpoint may move to after `next` returned `None`: at least the
     /// bound, so an idle run still releases the log other tables' writes produced.
     fn end_position(&self) -> Position;
@@ -89,6 +102,35 @@ pub trait ChangeStream: Send {
     ) -> Result<Option<String>> {
         let _ = (table, column);
         Ok(None)
+    }
+}
+
+/// What one [`ChangeStream::next_batch`] may still take: a number of events and bytes of
+/// cells ([`crate::change::RowChange::approx_bytes`]), so a batch of wide rows stays small.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchRoom {
+    events: usize,
+    bytes: usize,
+}
+
+impl BatchRoom {
+    /// Room for `events` events and `bytes` bytes of cells.
+    pub fn new(events: usize, bytes: usize) -> Self {
+        BatchRoom { events, bytes }
+    }
+
+    /// Counts `event` in; whether another may follow it in the same batch (never after
+    /// a `Barrier`).
+    pub fn take(&mut self, event: &SourceEvent) -> bool {
+        self.events = self.events.saturating_sub(1);
+        match event {
+            SourceEvent::Barrier => false,
+            SourceEvent::Change(change) => {
+                self.bytes = self.bytes.saturating_sub(change.approx_bytes());
+                self.events > 0 && self.bytes > 0
+            }
+            _ => self.events > 0,
+        }
     }
 }
 
@@ -182,6 +224,42 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
 mod tests {
     use super::*;
     use crate::error::Code;
+
+    fn change(text: &str) -> SourceEvent {
+        SourceEvent::Change(RowChange {
+            table: Arc::new(TableSchema {
+                name: "t".into(),
+                columns: Vec::new(),
+            }),
+            op: crate::change::Op::Insert,
+            before: None,
+            after: Some(vec![crate::change::Value::Text(text.into())]),
+            before_unlogged: Vec::new(),
+            after_unlogged: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_batch_ends_at_its_event_count_its_bytes_or_a_barrier() {
+        let commit = || SourceEvent::Commit {
+            resume: Position::Postgres(crate::position::PgLsn(1)),
+        };
+        let mut room = BatchRoom::new(3, 1 << 20);
+        assert!(room.take(&commit()));
+        assert!(room.take(&change("a")));
+        assert!(!room.take(&commit()), "three events");
+        let mut room = BatchRoom::new(100, 64);
+        assert!(room.take(&change("small")));
+        assert!(
+            !room.take(&change(&"x".repeat(60))),
+            "over 64 bytes of cells"
+        );
+        let mut room = BatchRoom::new(100, 1 << 20);
+        assert!(
+            !room.take(&SourceEvent::Barrier),
+            "nothing follows a barrier"
+        );
+    }
 
     #[test]
     fn the_scheme_chooses_the_engine() {

@@ -40,7 +40,7 @@ use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, GtidSet, Position};
 use crate::sink::spill_budget::TransactionLimit;
-use crate::source::{ChangeStream, SourceEvent, StreamInfo, TableSchema};
+use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo, TableSchema};
 
 const FORMAT_DESCRIPTION: u8 = 15;
 
@@ -746,13 +746,10 @@ fn spill_error(
     }
 }
 
-#[async_trait]
-impl ChangeStream for MyStream {
-    fn info(&self) -> &StreamInfo {
-        &self.info
-    }
-
-    async fn next(&mut self) -> Result<Option<SourceEvent>> {
+impl MyStream {
+    /// The next event (the body of [`ChangeStream::next`], unboxed so a batch pays for
+    /// one boxed future, not one per event).
+    async fn next_event(&mut self) -> Result<Option<SourceEvent>> {
         loop {
             if let Some(emit) = self.emitting.as_mut() {
                 if !emit.begun {
@@ -832,6 +829,28 @@ impl ChangeStream for MyStream {
                 }
             }
         }
+    }
+}
+
+#[async_trait]
+impl ChangeStream for MyStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+
+    async fn next(&mut self) -> Result<Option<SourceEvent>> {
+        self.next_event().await
+    }
+
+    async fn next_batch(&mut self, out: &mut Vec<SourceEvent>, mut room: BatchRoom) -> Result<()> {
+        while let Some(event) = self.next_event().await? {
+            let more = room.take(&event);
+            out.push(event);
+            if !more {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn end_position(&self) -> Position {

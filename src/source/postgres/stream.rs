@@ -47,7 +47,7 @@ use super::unchanged;
 use crate::change::{Column, Op, RowChange, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
-use crate::source::{ChangeStream, SourceEvent, StreamInfo};
+use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo};
 
 /// What to do about a value the column's output type cannot hold.
 const UNREPRESENTABLE_HINT: &str = "the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]), then re-baseline the table (docs/operations.md#recovery)";
@@ -229,6 +229,72 @@ impl PgStream {
         self.relations.clear();
         self.foreign.clear();
         Ok(())
+    }
+
+    /// The next event (the body of [`ChangeStream::next`], unboxed so a batch pays for
+    /// one boxed future, not one per event).
+    async fn next_event(&mut self) -> Result<Option<SourceEvent>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if self.page.is_none() {
+                self.open_page().await?;
+            }
+            let page = self.page.as_mut().expect("page was just opened");
+            let (limit, setting, place) = if page.seen == 0 {
+                (
+                    self.page_timeout,
+                    "page_seconds",
+                    "before the first row of a page",
+                )
+            } else {
+                (self.read_timeout, "read_seconds", "in the middle of a page")
+            };
+            let next = match tokio::time::timeout(limit, page.rows.next()).await {
+                Ok(next) => next,
+                Err(_) => return Err(self.stalled(limit, setting, place)),
+            };
+            match next {
+                Some(row) => {
+                    page.seen += 1;
+                    let row = row.map_err(|e| {
+                        query_error(&format!("reading replication slot {}", self.slot), e)
+                    })?;
+                    let data: &[u8] = row.get(0);
+                    let message = pgoutput::decode(data)?;
+                    if let Some(mut event) = self.translate(message)? {
+                        // Boxed: the rendering future is large and rarely needed, and every
+                        // event would otherwise move it around inside this one.
+                        if let SourceEvent::Change(change) = &mut event
+                            && self.has_text_cells(change)
+                        {
+                            Box::pin(self.render_text_cells(change)).await?;
+                        }
+                        return Ok(Some(event));
+                    }
+                }
+                None => {
+                    let full = page.seen >= self.page_changes;
+                    let committed = self.last_end != page.ended_before;
+                    let short_of_bound = page.upto < self.bound;
+                    self.page = None;
+                    if (full || short_of_bound) && committed {
+                        self.window = self.page_wal_bytes;
+                        return Ok(Some(SourceEvent::Barrier));
+                    }
+                    if short_of_bound {
+                        // Nothing committed in the window: the same start, twice as wide.
+                        self.window = self.window.saturating_mul(2);
+                        continue;
+                    }
+                    self.finished = true;
+                }
+            }
+        }
     }
 
     /// The slot sent nothing for `limit` (`source.timeouts.<setting>`) at `place`.
@@ -588,67 +654,18 @@ impl ChangeStream for PgStream {
     }
 
     async fn next(&mut self) -> Result<Option<SourceEvent>> {
-        loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Ok(Some(event));
-            }
-            if self.finished {
-                return Ok(None);
-            }
-            if self.page.is_none() {
-                self.open_page().await?;
-            }
-            let page = self.page.as_mut().expect("page was just opened");
-            let (limit, setting, place) = if page.seen == 0 {
-                (
-                    self.page_timeout,
-                    "page_seconds",
-                    "before the first row of a page",
-                )
-            } else {
-                (self.read_timeout, "read_seconds", "in the middle of a page")
-            };
-            let next = match tokio::time::timeout(limit, page.rows.next()).await {
-                Ok(next) => next,
-                Err(_) => return Err(self.stalled(limit, setting, place)),
-            };
-            match next {
-                Some(row) => {
-                    page.seen += 1;
-                    let row = row.map_err(|e| {
-                        query_error(&format!("reading replication slot {}", self.slot), e)
-                    })?;
-                    let data: &[u8] = row.get(0);
-                    let message = pgoutput::decode(data)?;
-                    if let Some(mut event) = self.translate(message)? {
-                        // Boxed: the rendering future is large and rarely needed, and every
-                        // event would otherwise move it around inside this one.
-                        if let SourceEvent::Change(change) = &mut event
-                            && self.has_text_cells(change)
-                        {
-                            Box::pin(self.render_text_cells(change)).await?;
-                        }
-                        return Ok(Some(event));
-                    }
-                }
-                None => {
-                    let full = page.seen >= self.page_changes;
-                    let committed = self.last_end != page.ended_before;
-                    let short_of_bound = page.upto < self.bound;
-                    self.page = None;
-                    if (full || short_of_bound) && committed {
-                        self.window = self.page_wal_bytes;
-                        return Ok(Some(SourceEvent::Barrier));
-                    }
-                    if short_of_bound {
-                        // Nothing committed in the window: the same start, twice as wide.
-                        self.window = self.window.saturating_mul(2);
-                        continue;
-                    }
-                    self.finished = true;
-                }
+        self.next_event().await
+    }
+
+    async fn next_batch(&mut self, out: &mut Vec<SourceEvent>, mut room: BatchRoom) -> Result<()> {
+        while let Some(event) = self.next_event().await? {
+            let more = room.take(&event);
+            out.push(event);
+            if !more {
+                break;
             }
         }
+        Ok(())
     }
 
     fn end_position(&self) -> Position {
