@@ -119,18 +119,20 @@ impl BatchRoom {
         BatchRoom { events, bytes }
     }
 
-    /// Counts `event` in; whether another may follow it in the same batch (never after
-    /// a `Barrier`).
-    pub fn take(&mut self, event: &SourceEvent) -> bool {
+    /// Adds `event` to the batch `out`; whether another may follow it (never after a
+    /// `Barrier`).
+    pub fn push(&mut self, out: &mut Vec<SourceEvent>, event: SourceEvent) -> bool {
         self.events = self.events.saturating_sub(1);
-        match event {
+        let more = match &event {
             SourceEvent::Barrier => false,
             SourceEvent::Change(change) => {
                 self.bytes = self.bytes.saturating_sub(change.approx_bytes());
                 self.events > 0 && self.bytes > 0
             }
             _ => self.events > 0,
-        }
+        };
+        out.push(event);
+        more
     }
 }
 
@@ -244,21 +246,24 @@ mod tests {
         let commit = || SourceEvent::Commit {
             resume: Position::Postgres(crate::position::PgLsn(1)),
         };
+        let mut out = Vec::new();
         let mut room = BatchRoom::new(3, 1 << 20);
-        assert!(room.take(&commit()));
-        assert!(room.take(&change("a")));
-        assert!(!room.take(&commit()), "three events");
+        assert!(room.push(&mut out, commit()));
+        assert!(room.push(&mut out, change("a")));
+        assert!(!room.push(&mut out, commit()), "three events");
         let mut room = BatchRoom::new(100, 64);
-        assert!(room.take(&change("small")));
+        assert!(room.push(&mut out, change("small")));
         assert!(
-            !room.take(&change(&"x".repeat(60))),
+            !room.push(&mut out, change(&"x".repeat(60))),
             "over 64 bytes of cells"
         );
         let mut room = BatchRoom::new(100, 1 << 20);
         assert!(
-            !room.take(&SourceEvent::Barrier),
+            !room.push(&mut out, SourceEvent::Barrier),
             "nothing follows a barrier"
         );
+        assert_eq!(out.len(), 6, "every event is kept, in order");
+        assert!(matches!(out.last(), Some(SourceEvent::Barrier)));
     }
 
     #[test]

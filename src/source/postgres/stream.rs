@@ -659,9 +659,7 @@ impl ChangeStream for PgStream {
 
     async fn next_batch(&mut self, out: &mut Vec<SourceEvent>, mut room: BatchRoom) -> Result<()> {
         while let Some(event) = self.next_event().await? {
-            let more = room.take(&event);
-            out.push(event);
-            if !more {
+            if !room.push(out, event) {
                 break;
             }
         }
