@@ -12,11 +12,11 @@
 //! exact).
 //!
 //! Between runs: a run stores the column names it last saw per table in
-//! `<table>/_stream_shape.json` ([`Shapes::save`]) before each checkpoint and at its end,
-//! whenever they differ from what the file holds; the next run compares the table's first
-//! shape with them, so a rename or a column added with a default between two runs is
-//! caught too, also after a run that died past a checkpoint; a table no run has stored names for since its
-//! (re-)baseline starts from the baseline manifest's columns. The file never lags a
+//! `<table>/_stream_shape.json` ([`Shapes::save`]) before each checkpoint, whenever they
+//! differ from what the file holds; the next run compares the table's first shape with
+//! them, so a rename or a column added with a default between two runs is caught too,
+//! also after a run that died past a checkpoint; a table no run has stored names for
+//! since its (re-)baseline starts from the baseline manifest's columns. The file never lags a
 //! checkpoint's names; it may lead the checkpoint (names seen past it, by a run that died
 //! or stopped inside a transaction): the replay from the checkpoint then meets the older
 //! shape first and the change of shape again, judged as within a run — a re-baseline too
@@ -108,9 +108,9 @@ impl Shapes {
     }
 
     /// Stores, per table, the column names this run saw last (`null` for a table whose
-    /// re-baseline is asked for) where they differ from what its file holds; tables this run saw
-    /// no change of keep their document. Called before each checkpoint (so the file never
-    /// lags one) and at the run's end.
+    /// re-baseline is asked for) where they differ from what its file holds; tables this
+    /// run saw no change of keep their document. Called before each checkpoint (the
+    /// run's last included), so the file never lags one.
     pub async fn save(
         &mut self,
         destination: &dyn Destination,

@@ -321,6 +321,10 @@ pub struct ChangeLog<'a> {
     /// The tables this change log has committed this stream's changes to: each holds no
     /// snapshot an earlier, crashed run committed past the stored checkpoint any more.
     committed: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// With S3 Tables, each table's warehouse location and its store, as found (or made)
+    /// by this change log's first commit to it: a table keeps its location, so later
+    /// commits neither ask S3 Tables for it again nor open another S3 client.
+    warehouses: std::sync::Mutex<std::collections::BTreeMap<String, Arc<Warehouse>>>,
 }
 
 impl<'a> ChangeLog<'a> {
@@ -377,6 +381,7 @@ impl<'a> ChangeLog<'a> {
             catalog,
             root,
             committed: Default::default(),
+            warehouses: Default::default(),
         }))
     }
 
@@ -404,15 +409,26 @@ impl<'a> ChangeLog<'a> {
                 warehouse: None,
             }));
         };
-        if create {
-            catalog.ensure_namespace(at.namespace).await?;
-        }
-        let Some(uri) = catalog.warehouse(at.namespace, &at.name, create).await? else {
-            return Ok(None);
+        let known = self.warehouses.lock().unwrap().get(table).cloned();
+        let store = match known {
+            Some(store) => store,
+            None => {
+                if create {
+                    catalog.ensure_namespace(at.namespace).await?;
+                }
+                let Some(uri) = catalog.warehouse(at.namespace, &at.name, create).await? else {
+                    return Ok(None);
+                };
+                let store = Arc::new(Warehouse::open(catalog, &at.qualified(), &uri).await?);
+                self.warehouses
+                    .lock()
+                    .unwrap()
+                    .insert(table.to_owned(), store.clone());
+                store
+            }
         };
-        let store = Warehouse::open(catalog, &at.qualified(), &uri).await?;
         at.root = store.root_uri().unwrap_or_default();
-        at.location = uri.trim_end_matches('/').to_owned();
+        at.location = store.location().to_owned();
         at.dir = String::new();
         Ok(Some(Place {
             at,
@@ -698,14 +714,14 @@ impl<'a> ChangeLog<'a> {
 /// warehouse location S3 Tables gave the table.
 struct Place<'t> {
     at: TableRef<'t>,
-    warehouse: Option<Warehouse>,
+    warehouse: Option<Arc<Warehouse>>,
 }
 
 impl Place<'_> {
     /// The store the table's metadata files are read from and written to.
     fn store<'s>(&'s self, destination: &'s dyn Destination) -> &'s dyn Destination {
         match &self.warehouse {
-            Some(store) => store,
+            Some(store) => store.as_ref(),
             None => destination,
         }
     }

@@ -15,7 +15,7 @@
 //! (credentials or an IAM action, named in the hint), `SLUICE_ICEBERG_CATALOG_REJECTED`
 //! (the bucket is missing or the request is invalid).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use aws_sdk_s3tables::Client;
@@ -96,6 +96,11 @@ pub struct S3TablesCatalog {
     client: tokio::sync::OnceCell<Client>,
     /// Namespaces this process found or created.
     ensured: Mutex<BTreeSet<String>>,
+    /// Per `namespace.table`, the metadata location and version token of the last
+    /// `GetTableMetadataLocation` answer not yet used by a move: a move from that location
+    /// sends that token (S3 Tables refuses it if the table moved since) without reading
+    /// the table again.
+    versions: Mutex<BTreeMap<String, (Option<String>, String)>>,
 }
 
 impl S3TablesCatalog {
@@ -115,6 +120,7 @@ impl S3TablesCatalog {
             endpoint_url: endpoint_url.map(str::to_owned),
             client: tokio::sync::OnceCell::new(),
             ensured: Mutex::new(BTreeSet::new()),
+            versions: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -210,11 +216,19 @@ impl S3TablesCatalog {
             .send()
             .await;
         match sent {
-            Ok(out) => Ok(Some(Held {
-                metadata_location: out.metadata_location().map(str::to_owned),
-                warehouse: out.warehouse_location().trim_end_matches('/').to_owned(),
-                version_token: out.version_token().to_owned(),
-            })),
+            Ok(out) => {
+                let held = Held {
+                    metadata_location: out.metadata_location().map(str::to_owned),
+                    warehouse: out.warehouse_location().trim_end_matches('/').to_owned(),
+                    version_token: out.version_token().to_owned(),
+                };
+                let version = (held.metadata_location.clone(), held.version_token.clone());
+                self.versions
+                    .lock()
+                    .unwrap()
+                    .insert(format!("{namespace}.{table}"), version);
+                Ok(Some(held))
+            }
             Err(e) if code(&e) == Some("NotFoundException") => Ok(None),
             Err(e) => Err(self.failure(
                 &e,
@@ -292,10 +306,17 @@ impl S3TablesCatalog {
         old: Option<&str>,
         new: &str,
     ) -> Result<bool> {
-        let Some(held) = self.held(namespace, table).await? else {
+        // The version this process read last (the commit's load, just before); read it
+        // now if there is none. A location other than `old` means the table moved since.
+        let key = format!("{namespace}.{table}");
+        let mut known = self.versions.lock().unwrap().remove(&key);
+        if known.is_none() && self.held(namespace, table).await?.is_some() {
+            known = self.versions.lock().unwrap().remove(&key);
+        }
+        let Some((location, token)) = known else {
             return Ok(false);
         };
-        if held.metadata_location.as_deref() != old {
+        if location.as_deref() != old {
             return Ok(false);
         }
         let sent = self
@@ -305,7 +326,7 @@ impl S3TablesCatalog {
             .table_bucket_arn(&self.arn)
             .namespace(namespace)
             .name(table)
-            .version_token(&held.version_token)
+            .version_token(&token)
             .metadata_location(new)
             .send()
             .await;
@@ -364,6 +385,8 @@ impl S3TablesCatalog {
 pub struct Warehouse {
     s3: S3Destination,
     table: String,
+    /// The warehouse location, without a trailing `/`.
+    location: String,
 }
 
 impl Warehouse {
@@ -387,7 +410,13 @@ impl Warehouse {
         Ok(Warehouse {
             s3,
             table: table.to_owned(),
+            location: uri.trim_end_matches('/').to_owned(),
         })
+    }
+
+    /// The warehouse location (`s3://<bucket>[/<prefix>]`), without a trailing `/`.
+    pub fn location(&self) -> &str {
+        &self.location
     }
 
     /// A failure of the warehouse's S3 calls, as the Iceberg catalog failure it is.
