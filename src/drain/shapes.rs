@@ -29,7 +29,7 @@
 //! Not compared across runs: types (a narrowing between runs whose parts never meet in
 //! one part writer is not caught).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -116,20 +116,25 @@ impl Shapes {
         destination: &dyn Destination,
         rebaselined: &BTreeSet<String>,
     ) -> Result<()> {
-        let mut documents = BTreeMap::new();
+        // What each file should hold, where it holds something else; compared without
+        // copying the names, as this runs at every checkpoint.
+        let mut changed = Vec::new();
         for (table, (shape, from_open)) in &self.last {
-            if !from_open && !rebaselined.contains(table) {
+            if *from_open || rebaselined.contains(table) {
+                continue;
+            }
+            let names = shape.columns.iter().map(|c| &c.name);
+            if !matches!(self.saved.get(table), Some(Some(saved)) if saved.iter().eq(names)) {
                 let names = shape.columns.iter().map(|c| c.name.clone()).collect();
-                documents.insert(table.clone(), Some(names));
+                changed.push((table.clone(), Some(names)));
             }
         }
         for table in rebaselined {
-            documents.insert(table.clone(), None);
-        }
-        for (table, columns) in documents {
-            if self.saved.get(&table) == Some(&columns) {
-                continue;
+            if self.saved.get(table) != Some(&None) {
+                changed.push((table.clone(), None));
             }
+        }
+        for (table, columns) in changed {
             let body = serde_json::to_vec(&Stored {
                 columns: columns.clone(),
             })
