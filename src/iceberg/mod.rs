@@ -485,11 +485,11 @@ impl<'a> ChangeLog<'a> {
             .await
     }
 
-    /// Copies the destination's part `from` to `to` in `store`, through a local file (a
-    /// part is never held in memory whole).
+    /// Copies the destination's part `from` to `to` in `store`, through a local file in
+    /// `output.spill_dir` (a part is never held in memory whole).
     async fn copy_part(&self, from: &str, store: &Warehouse, to: &str) -> Result<()> {
-        let local =
-            std::env::temp_dir().join(format!("sluice-iceberg-{}.parquet", metadata::uuid_v4()));
+        let local = (self.config.spill_dir())
+            .join(format!("sluice-iceberg-{}.parquet", metadata::uuid_v4()));
         let copied = async {
             if !self.destination.download(from, &local).await? {
                 return Err(Error::new(
