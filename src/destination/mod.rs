@@ -68,11 +68,8 @@ pub trait Destination: Send + Sync {
             return Ok(false);
         };
         std::fs::write(local, body).map_err(|e| {
-            crate::error::Error::new(
-                crate::error::Code::DestinationUnavailable,
-                format!("writing {}: {e}", local.display()),
-            )
-            .hint("check the space and permissions of the temporary directory (TMPDIR)")
+            let what = format!("writing {} (a copy of {key})", local.display());
+            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
         })?;
         Ok(true)
     }

@@ -585,18 +585,24 @@ impl Destination for S3Destination {
         let Some((object_key, mut output)) = self.object(key, None).await? else {
             return Ok(false);
         };
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(local).map_err(|e| local_error(local, e))?,
-        );
+        let written = |e| {
+            let what = format!(
+                "writing {} (a copy of {})",
+                local.display(),
+                self.url(&object_key)
+            );
+            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
+        };
+        let mut file = std::io::BufWriter::new(std::fs::File::create(local).map_err(written)?);
         while let Some(chunk) = output
             .body
             .try_next()
             .await
             .map_err(|e| self.body_error(&object_key, e))?
         {
-            file.write_all(&chunk).map_err(|e| local_error(local, e))?;
+            file.write_all(&chunk).map_err(written)?;
         }
-        file.flush().map_err(|e| local_error(local, e))?;
+        file.flush().map_err(written)?;
         Ok(true)
     }
 

@@ -488,8 +488,14 @@ impl<'a> ChangeLog<'a> {
     /// Copies the destination's part `from` to `to` in `store`, through a local file in
     /// `output.spill_dir` (a part is never held in memory whole).
     async fn copy_part(&self, from: &str, store: &Warehouse, to: &str) -> Result<()> {
-        let local = (self.config.spill_dir())
-            .join(format!("sluice-iceberg-{}.parquet", metadata::uuid_v4()));
+        let dir = self.config.spill_dir();
+        let (local, hold) = crate::sink::spill_sweep::copy_file(&dir).map_err(|e| {
+            let what = format!(
+                "creating a file in {} to copy part {from} through",
+                dir.display()
+            );
+            crate::sink::part::io_error(e, what, &dir)
+        })?;
         let copied = async {
             if !self.destination.download(from, &local).await? {
                 return Err(Error::new(
@@ -502,6 +508,7 @@ impl<'a> ChangeLog<'a> {
         }
         .await;
         let _ = std::fs::remove_file(&local);
+        drop(hold);
         copied
     }
 

@@ -580,7 +580,9 @@ fn refuse_type_changes(old: &TableSchema, new: &TableSchema) -> Result<()> {
     Ok(())
 }
 
-fn io_error(err: io::Error, what: String, spill_dir: &Path) -> Error {
+/// A failure of a file in the spill directory: full or not writable (with the hint that
+/// fixes each), another write failure otherwise.
+pub(crate) fn io_error(err: io::Error, what: String, spill_dir: &Path) -> Error {
     if err.kind() == io::ErrorKind::StorageFull {
         return spill_full(what, spill_dir).source(err);
     }

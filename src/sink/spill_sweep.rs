@@ -1,8 +1,10 @@
 //! Removes files that crashed runs left in the spill directory.
 //!
 //! A run that is killed (a Lambda timeout, SIGKILL, an abort) leaves its part under
-//! construction as `sluice-<pid>-<n>-<table>.parquet.partial`, and a MySQL run its
-//! transaction buffer as `sluice-txn-<pid>-<n>.spill`. Lambda keeps `/tmp`
+//! construction as `sluice-<pid>-<n>-<table>.parquet.partial`, a MySQL run its
+//! transaction buffer as `sluice-txn-<pid>-<n>.spill`, an Iceberg commit to S3 Tables the
+//! part it was copying into a warehouse as `sluice-copy-<pid>-<n>.parquet`
+//! ([`copy_file`]). Lambda keeps `/tmp`
 //! between invocations of a warm sandbox, so without a sweep a few crashed runs fill it
 //! and every later run fails with `SLUICE_SPILL_FULL`. [`sweep`] runs at the start of a
 //! drain and removes only files no live process can own. A live process holds an
@@ -54,20 +56,46 @@ pub fn hold(file: &File) -> Option<File> {
     Some(held)
 }
 
+/// A new local file in `dir` for a copy of a part on its way elsewhere, named so a sweep
+/// removes it once its process is gone, and held (in use) until the returned hold is
+/// dropped; a name a crashed process with this pid left is skipped.
+pub fn copy_file(dir: &Path) -> std::io::Result<(std::path::PathBuf, Option<File>)> {
+    static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("sluice-copy-{}-{n:06}.parquet", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, hold(&file))),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// True when a live process holds the file's lock.
 fn in_use(path: &Path) -> bool {
     File::open(path).is_ok_and(|f| matches!(FileExt::try_lock_exclusive(&f), Ok(false)))
 }
 
-/// The pid in a spill file name: `sluice-<pid>-<n>-<table>.parquet.partial` or
-/// `sluice-txn-<pid>-<n>.spill`.
+/// The pid in a spill file name: `sluice-<pid>-<n>-<table>.parquet.partial`,
+/// `sluice-txn-<pid>-<n>.spill` or `sluice-copy-<pid>-<n>.parquet`.
 fn spill_pid(name: &str) -> Option<u32> {
-    if let Some(rest) = name.strip_prefix("sluice-txn-") {
-        let (pid, n) = rest.strip_suffix(".spill")?.split_once('-')?;
+    let pid_and_n = |rest: &str| {
+        let (pid, n) = rest.split_once('-')?;
         if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        return pid.parse().ok();
+        pid.parse().ok()
+    };
+    if let Some(rest) = name.strip_prefix("sluice-txn-") {
+        return pid_and_n(rest.strip_suffix(".spill")?);
+    }
+    if let Some(rest) = name.strip_prefix("sluice-copy-") {
+        return pid_and_n(rest.strip_suffix(".parquet")?);
     }
     let rest = name.strip_prefix("sluice-")?;
     if !name.ends_with(".parquet.partial") {
@@ -120,6 +148,32 @@ mod tests {
         assert!(left.contains(&names[3]) && left.contains(&names[4]) && left.contains(&names[5]));
         assert!(left.contains(&names[7]), "pid 1 is alive: {left:?}");
         assert_eq!(sweep(Path::new("/nonexistent/dir")), 0);
+    }
+
+    #[test]
+    fn a_copy_is_removed_once_its_process_is_gone_and_kept_while_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let (held, hold) = copy_file(dir.path()).unwrap();
+        let name = held.file_name().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(spill_pid(&name), Some(std::process::id()), "{name}");
+        let dead = dir.path().join("sluice-copy-4194322-000007.parquet");
+        std::fs::write(&dead, b"x").unwrap();
+        let odd = dir.path().join("sluice-copy-4194322-x.parquet");
+        std::fs::write(&odd, b"x").unwrap();
+        let removed = sweep(dir.path());
+        assert!(held.exists(), "in use by this process");
+        assert!(odd.exists(), "not named like a copy");
+        if Path::new("/proc/self").exists() {
+            assert_eq!(removed, 1);
+            assert!(!dead.exists());
+        }
+        if hold.is_some() {
+            drop(hold);
+            assert_eq!(sweep(dir.path()), 1, "released under this pid: a leftover");
+            assert!(!held.exists());
+        }
+        let (next, _hold) = copy_file(dir.path()).unwrap();
+        assert_ne!(next, held);
     }
 
     #[test]
