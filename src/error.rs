@@ -131,14 +131,42 @@ impl fmt::Display for Code {
 type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A sluice error: code, message, operator hint, and the underlying cause.
-#[derive(Debug, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct Error {
+///
+/// One pointer wide: every `Result` on the hot path carries an `Error` in its failure
+/// variant, so its size is paid by every success too.
+pub struct Error(Box<Details>);
+
+struct Details {
     code: Code,
     message: String,
     hint: Option<String>,
-    #[source]
     source: Option<BoxedSource>,
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("code", &self.0.code)
+            .field("message", &self.0.message)
+            .field("hint", &self.0.hint)
+            .field("source", &self.0.source)
+            .finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0.code, self.0.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 /// Result alias used across the crate.
@@ -147,44 +175,44 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error with a code and a message that names the object at fault.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(Details {
             code,
             message: message.into(),
             hint: None,
             source: None,
-        }
+        }))
     }
 
     /// Adds the operator hint: the exact setting, grant or recovery step.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.0.hint = Some(hint.into());
         self
     }
 
     /// Keeps the underlying cause in the source chain.
     pub fn source(mut self, source: impl Into<BoxedSource>) -> Self {
-        self.source = Some(source.into());
+        self.0.source = Some(source.into());
         self
     }
 
     /// The stable code.
     pub fn code(&self) -> Code {
-        self.code
+        self.0.code
     }
 
     /// What the caller should do next.
     pub fn class(&self) -> Class {
-        self.code.class()
+        self.0.code.class()
     }
 
     /// The message without code or hint.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The operator hint, when there is one.
     pub fn hint_text(&self) -> Option<&str> {
-        self.hint.as_deref()
+        self.0.hint.as_deref()
     }
 
     /// The message followed by every cause in the chain, `: `-separated, for one log line.
@@ -203,10 +231,10 @@ impl Error {
     /// machine-readable output; every URL in it has already been redacted by its producer.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "code": self.code.as_str(),
+            "code": self.0.code.as_str(),
             "class": self.class(),
             "message": self.chain(),
-            "hint": self.hint,
+            "hint": self.0.hint,
         })
     }
 }

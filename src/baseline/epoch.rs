@@ -50,7 +50,7 @@ pub fn at_checkpoint(checkpoint: Position) -> Result<Epoch> {
             let at = |by: u32| {
                 c.offset()
                     .checked_add(by)
-                    .map(|offset| Position::MySql(c.at(offset).with_mark(c.mark.clone())))
+                    .map(|offset| Position::MySql(Box::new(c.at(offset).with_mark(c.mark.clone()))))
                     .ok_or_else(|| {
                         Error::new(
                             Code::Internal,
@@ -75,9 +75,9 @@ pub fn at_checkpoint(checkpoint: Position) -> Result<Epoch> {
 pub fn marker_of(anchor: Position) -> Result<Position> {
     match anchor {
         Position::Postgres(a) if a.0 >= 1 => Ok(Position::Postgres(PgLsn(a.0 - 1))),
-        Position::MySql(a) if a.offset() >= 1 => {
-            Ok(Position::MySql(a.at(a.offset() - 1).with_mark(a.mark)))
-        }
+        Position::MySql(a) if a.offset() >= 1 => Ok(Position::MySql(Box::new(
+            a.at(a.offset() - 1).with_mark(a.mark),
+        ))),
         other => Err(unsupported(&other)),
     }
 }
@@ -133,7 +133,7 @@ mod tests {
             after in 19u32..1 << 20, seq in any::<u32>(), rotated in any::<bool>(),
         ) {
             let at = |file: u32, offset: u32| {
-                Position::MySql(BinlogPosition::new(&format!("mariadb-bin.{file:06}"), offset).unwrap())
+                Position::MySql(Box::new(BinlogPosition::new(&format!("mariadb-bin.{file:06}"), offset).unwrap()))
             };
             let epoch = at_checkpoint(at(file, c)).unwrap();
             let old = (text(at(file, c.saturating_sub(before))), u64::from(seq));

@@ -363,8 +363,11 @@ mod tests {
         assert_eq!(at_or_after_anchor(pg(9), &pg(5)), pg(9));
         assert_eq!(at_or_after_anchor(pg(5), &pg(5)), pg(5));
         assert_eq!(at_or_after_anchor(pg(4), &pg(5)), pg(5));
-        let my =
-            |offset| Position::MySql(BinlogPosition::new("mariadb-bin.000003", offset).unwrap());
+        let my = |offset| {
+            Position::MySql(Box::new(
+                BinlogPosition::new("mariadb-bin.000003", offset).unwrap(),
+            ))
+        };
         assert_eq!(at_or_after_anchor(my(1000), &my(1002)), my(1002));
         assert_eq!(at_or_after_anchor(my(2000), &my(1002)), my(2000));
     }

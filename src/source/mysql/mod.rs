@@ -284,8 +284,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let dump = binlog::open_dump(dump_conn, &version, server_id, from).await?;
     let info = StreamInfo {
         source_identity: identity,
-        start: Position::MySql(start),
-        bound: Position::MySql(bound.clone()),
+        start: Position::MySql(Box::new(start)),
+        bound: Position::MySql(Box::new(bound.clone())),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
     for name in &gone {
@@ -472,7 +472,7 @@ pub enum Plan {
 /// Decides how to resume `resume` on the server `identity` of `flavor`. Pure.
 pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Plan> {
     let position = match &resume.position {
-        Position::MySql(position) => position.clone(),
+        Position::MySql(position) => (**position).clone(),
         other => {
             return Err(binlog::foreign(format!(
                 "the checkpoint {other} is not a binlog position"

@@ -524,7 +524,7 @@ impl SnapshotSource for MySnapshot {
                 .source(e)
             })?
             .with_generation(generation);
-        let point = Position::MySql(point);
+        let point = Position::MySql(Box::new(point));
         let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
         self.pinned = Some(name.to_owned());
         Ok(Some(point))

@@ -755,7 +755,7 @@ impl MyStream {
                 if !emit.begun {
                     emit.begun = true;
                     return Ok(Some(SourceEvent::Begin {
-                        commit: Position::MySql(emit.commit.clone()),
+                        commit: Position::MySql(Box::new(emit.commit.clone())),
                         commit_ts: Some(emit.commit_ts),
                     }));
                 }
@@ -772,7 +772,7 @@ impl MyStream {
                             .take()
                             .expect("a transaction is being emitted");
                         return Ok(Some(SourceEvent::Commit {
-                            resume: Position::MySql(done.commit),
+                            resume: Position::MySql(Box::new(done.commit)),
                         }));
                     }
                 }
@@ -852,7 +852,9 @@ impl ChangeStream for MyStream {
     }
 
     fn end_position(&self) -> Position {
-        Position::MySql(self.marked(self.position.clone(), self.last_event))
+        Position::MySql(Box::new(
+            self.marked(self.position.clone(), self.last_event),
+        ))
     }
 
     async fn ack(&mut self, upto: &Position) -> Result<()> {

@@ -320,30 +320,41 @@ impl<'a> Reader<'a> {
         malformed(self.what, format_args!("{detail} at byte {}", self.offset))
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
         let Some((head, rest)) = self.buf.split_first_chunk::<N>() else {
-            return Err(self.error(format_args!(
-                "truncated: needed {N} bytes, {} left",
-                self.buf.len()
-            )));
+            return Err(self.truncated(N));
         };
         self.buf = rest;
         self.offset += N;
         Ok(*head)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, needed: usize) -> Error {
+        self.error(format_args!(
+            "truncated: needed {needed} bytes, {} left",
+            self.buf.len()
+        ))
+    }
+
+    #[inline]
     fn u8(&mut self) -> Result<u8, Error> {
         self.array::<1>().map(|[b]| b)
     }
 
+    #[inline]
     fn i16(&mut self) -> Result<i16, Error> {
         self.array().map(i16::from_be_bytes)
     }
 
+    #[inline]
     fn i32(&mut self) -> Result<i32, Error> {
         self.array().map(i32::from_be_bytes)
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, Error> {
         self.array().map(u32::from_be_bytes)
     }
@@ -366,17 +377,25 @@ impl<'a> Reader<'a> {
     }
 
     /// A non-negative `Int32` length.
+    #[inline]
     fn length(&mut self, what: &str) -> Result<usize, Error> {
         let n = self.i32()?;
-        usize::try_from(n).map_err(|_| self.error(format_args!("negative {what} {n}")))
+        match usize::try_from(n) {
+            Ok(n) => Ok(n),
+            Err(_) => Err(self.negative(what, n)),
+        }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn negative(&self, what: &str, n: i32) -> Error {
+        self.error(format_args!("negative {what} {n}"))
+    }
+
+    #[inline]
     fn bytes(&mut self, len: usize) -> Result<&'a [u8], Error> {
         let Some((head, rest)) = self.buf.split_at_checked(len) else {
-            return Err(self.error(format_args!(
-                "truncated: needed {len} bytes, {} left",
-                self.buf.len()
-            )));
+            return Err(self.truncated(len));
         };
         self.buf = rest;
         self.offset += len;

@@ -739,8 +739,8 @@ impl<'a> Numeric<'a> {
     /// The unscaled value at `scale`, as a Decimal128 or Decimal256 value for `precision`.
     fn to_decimal(&self, precision: u8, scale: i8) -> Result<Value, DecodeError> {
         let scale = i64::from(scale);
-        let mut magnitude = U256::ZERO;
-        if let Some((top, bottom)) = self.nonzero_span() {
+        let span = self.nonzero_span();
+        if let Some((top, bottom)) = span {
             if bottom < -scale {
                 return Err(DecodeError::unrepresentable(format!(
                     "numeric value has more fractional digits than the column scale {scale}"
@@ -752,22 +752,15 @@ impl<'a> Numeric<'a> {
                     "numeric value needs {digits} digits, more than the column precision {precision}"
                 )));
             }
-            // At most `precision` (<= 76) steps, so the magnitude stays below 10^76 < 2^253.
-            let mut exp = top;
-            while exp >= -scale {
-                magnitude = magnitude.mul10_add(self.digit(exp));
-                exp -= 1;
-            }
         }
         if precision <= MAX_DECIMAL128_PRECISION {
             // Below 10^38 < 2^127 by the precision check.
-            let unsigned = magnitude
-                .to_u128()
-                .ok_or_else(|| DecodeError::unrepresentable("numeric overflow"))?;
-            let signed = i128::try_from(unsigned)
+            let unscaled = self.unscaled_by_groups(scale);
+            let signed = i128::try_from(unscaled)
                 .map_err(|_| DecodeError::unrepresentable("numeric overflow"))?;
             Ok(Value::Decimal(if self.negative { -signed } else { signed }))
         } else {
+            let magnitude = self.unscaled_by_digits(span, scale);
             let value = if self.negative {
                 magnitude.negate()
             } else {
@@ -775,6 +768,43 @@ impl<'a> Numeric<'a> {
             };
             Ok(Value::Decimal256(value.to_le_bytes()))
         }
+    }
+
+    /// The magnitude times 10^`scale`, one digit group at a time. The caller has checked
+    /// that no non-zero digit lies below 10^-`scale` and that the result has at most 38
+    /// digits: each group's term is then exact (a group straddling the scale has zeros
+    /// below it) and the sum stays below 10^38.
+    fn unscaled_by_groups(&self, scale: i64) -> u128 {
+        let mut unscaled = 0u128;
+        for (i, g) in self.group_values().enumerate() {
+            if g == 0 {
+                continue;
+            }
+            // Decimal exponent of the group's last digit, after scaling: -3..=37 here.
+            let exp = 4 * (i64::from(self.weight) - i as i64) + scale;
+            let term = if exp >= 0 {
+                u128::from(g) * 10u128.pow(exp as u32)
+            } else {
+                u128::from(g) / 10u128.pow((-exp) as u32)
+            };
+            unscaled += term;
+        }
+        unscaled
+    }
+
+    /// The magnitude times 10^`scale`, digit by digit from the most significant non-zero
+    /// one (`span` as [`Self::nonzero_span`] returned it, checked by the caller: at most
+    /// 76 digits, so below 10^76 < 2^253).
+    fn unscaled_by_digits(&self, span: Option<(i64, i64)>, scale: i64) -> U256 {
+        let mut magnitude = U256::ZERO;
+        if let Some((top, _)) = span {
+            let mut exp = top;
+            while exp >= -scale {
+                magnitude = magnitude.mul10_add(self.digit(exp));
+                exp -= 1;
+            }
+        }
+        magnitude
     }
 
     /// The exact decimal text, with as many fractional digits as the display scale.
@@ -839,6 +869,7 @@ impl U256 {
         U256(out)
     }
 
+    #[cfg(test)]
     fn to_u128(self) -> Option<u128> {
         let [a, b, c, d] = self.0;
         (c == 0 && d == 0).then_some(u128::from(a) | (u128::from(b) << 64))
@@ -1916,6 +1947,32 @@ mod tests {
             let (ty, oid) = ty;
             let _ = decode_binary(&ty, oid, &raw);
             let _ = decode_text(&ty, oid, &raw);
+        }
+
+        #[test]
+        fn numeric_groups_and_digits_give_the_same_unscaled_value(
+            weight in -6i16..5,
+            negative in any::<bool>(),
+            scale in 0i8..14,
+            groups in proptest::collection::vec(0u16..10000, 0..8),
+        ) {
+            // Digits below 10^-scale cleared, as the caller's check guarantees; at most
+            // 20 + 14 = 34 digits, so every value fits the Decimal128 path.
+            let cleared: Vec<u16> = groups
+                .iter()
+                .enumerate()
+                .map(|(i, &g)| {
+                    let exp = 4 * (i64::from(weight) - i as i64) + i64::from(scale);
+                    if exp >= 0 { g } else if exp <= -4 { 0 } else { g - g % 10u16.pow((-exp) as u32) }
+                })
+                .collect();
+            let raw: Vec<[u8; 2]> = cleared.iter().map(|g| g.to_be_bytes()).collect();
+            let numeric = Numeric { negative, weight, dscale: 0, groups: &raw };
+            let scale = i64::from(scale);
+            let span = numeric.nonzero_span();
+            prop_assert!(span.is_none_or(|(top, bottom)| bottom >= -scale && top + scale < 38));
+            let by_digits = numeric.unscaled_by_digits(span, scale).to_u128();
+            prop_assert_eq!(Some(numeric.unscaled_by_groups(scale)), by_digits);
         }
 
         #[test]
