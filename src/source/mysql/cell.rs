@@ -2,7 +2,9 @@
 //!
 //! [`decode_cell_as`] is the per-cell path of every rows event the drain reads
 //! ([`super::rows`] walks the row images cell by cell through it): mysql_common's binlog
-//! cell decoder, then [`values::convert`]. It is fuzzed
+//! cell decoder, then [`values::convert`] — except for DECIMAL(p ≤ 38), the integers,
+//! floats, VARCHAR and TIMESTAMP2, read here straight from the bytes with the same result
+//! (property-tested against that decoder). It is fuzzed
 //! (`fuzz/fuzz_targets/mysql_binlog_cell.rs`) and property-tested over arbitrary bytes.
 //! Guarantee: for any column description and any bytes it returns a value or an error,
 //! never panics, and never reads past `raw`. Inputs on which mysql_common 0.37's decoder
@@ -83,7 +85,122 @@ pub fn decode_cell_as(
             return Ok((Value::Decimal(unscaled), packed.size));
         }
     }
+    if let Some(done) = decode_common(col, ty, raw) {
+        return done;
+    }
     decode_through_mysql_common(col, ty, raw)
+}
+
+/// The cells of the most common types read straight from the bytes: integers, floats,
+/// VARCHAR and TIMESTAMP2 (which mysql_common renders as text for [`values::convert`] to
+/// parse back). Each gives exactly what [`decode_through_mysql_common`] gives (property
+/// tested below); `None` for any other type, and for a cell shorter than its type, whose
+/// error the general path words.
+fn decode_common(
+    col: &BinlogColumn,
+    ty: &ColumnType,
+    raw: &[u8],
+) -> Option<Result<(Value, usize), CellError>> {
+    use mysql_common::value::Value as MyValue;
+    let le = |n: usize| -> Option<u64> {
+        let bytes = raw.get(..n)?;
+        Some(
+            bytes
+                .iter()
+                .rev()
+                .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
+        )
+    };
+    let (value, used) = match col.raw {
+        MyType::MYSQL_TYPE_TINY => {
+            let v = le(1)?;
+            let v = if col.unsigned {
+                v as i64
+            } else {
+                i64::from(v as u8 as i8)
+            };
+            (MyValue::Int(v), 1)
+        }
+        MyType::MYSQL_TYPE_SHORT => {
+            let v = le(2)?;
+            let v = if col.unsigned {
+                v as i64
+            } else {
+                i64::from(v as u16 as i16)
+            };
+            (MyValue::Int(v), 2)
+        }
+        // Unsigned and signed alike unextended; `convert` extends a signed one's sign.
+        MyType::MYSQL_TYPE_INT24 => (MyValue::Int(le(3)? as i64), 3),
+        MyType::MYSQL_TYPE_LONG => {
+            let v = le(4)?;
+            let v = if col.unsigned {
+                v as i64
+            } else {
+                i64::from(v as u32 as i32)
+            };
+            (MyValue::Int(v), 4)
+        }
+        MyType::MYSQL_TYPE_LONGLONG => {
+            let v = le(8)?;
+            let value = if col.unsigned {
+                MyValue::UInt(v)
+            } else {
+                MyValue::Int(v as i64)
+            };
+            (value, 8)
+        }
+        MyType::MYSQL_TYPE_FLOAT => (MyValue::Float(f32::from_bits(le(4)? as u32)), 4),
+        MyType::MYSQL_TYPE_DOUBLE => (MyValue::Double(f64::from_bits(le(8)?)), 8),
+        MyType::MYSQL_TYPE_VARCHAR | MyType::MYSQL_TYPE_VAR_STRING => {
+            let declared = u16::from_le_bytes([*col.meta.first()?, *col.meta.get(1)?]);
+            let prefix = if declared < 256 { 1 } else { 2 };
+            let len = le(prefix)? as usize;
+            let bytes = raw.get(prefix..prefix + len)?;
+            (MyValue::Bytes(bytes.to_vec()), prefix + len)
+        }
+        MyType::MYSQL_TYPE_TIMESTAMP2 => return timestamp2(col, ty, raw),
+        _ => return None,
+    };
+    Some(
+        values::convert(col, ty, BinlogValue::Value(value))
+            .map(|v| (v, used))
+            .map_err(CellError::Unrepresentable),
+    )
+}
+
+/// A TIMESTAMP2 cell: big-endian seconds since the epoch, then 0–3 big-endian bytes of
+/// fraction by the column's fractional digits; `0` (with no fraction) is the zero
+/// timestamp, encoded as [`values::convert`] encodes it.
+fn timestamp2(
+    col: &BinlogColumn,
+    ty: &ColumnType,
+    raw: &[u8],
+) -> Option<Result<(Value, usize), CellError>> {
+    if !matches!(ty, ColumnType::Timestamp | ColumnType::TimestampTz) {
+        return None;
+    }
+    let be = |bytes: &[u8]| bytes.iter().fold(0i64, |acc, b| (acc << 8) | i64::from(*b));
+    let (frac_len, unit) = match *col.meta.first()? {
+        0 => (0, 0),
+        1 | 2 => (1, 10_000),
+        3 | 4 => (2, 100),
+        5 | 6 => (3, 1),
+        _ => return None,
+    };
+    let seconds = be(raw.get(..4)?);
+    let micros = be(raw.get(4..4 + frac_len)?) * unit;
+    // The server writes seconds below 2^31 and a fraction below one second; anything else
+    // is left to the general path, which words (or reads) it its own way.
+    if seconds > i64::from(i32::MAX) || !(0..1_000_000).contains(&micros) {
+        return None;
+    }
+    let value = if seconds == 0 && micros == 0 {
+        super::forms::ZERO_DATETIME_MICROS
+    } else {
+        seconds * 1_000_000 + micros
+    };
+    Some(Ok((Value::Timestamp(value), 4 + frac_len)))
 }
 
 /// Decodes with mysql_common's cell decoder (TIME and TIME2 with ours), then converts to
@@ -392,6 +509,85 @@ mod tests {
             prop_assert_eq!(Ok(fast), decode_through_mysql_common(&col, &ty, &raw));
         }
 
+    }
+
+    /// The types [`decode_common`] reads, with metadata as a TABLE_MAP gives it.
+    const COMMON: [(MyType, &[u8]); 12] = [
+        (MyType::MYSQL_TYPE_TINY, &[]),
+        (MyType::MYSQL_TYPE_SHORT, &[]),
+        (MyType::MYSQL_TYPE_INT24, &[]),
+        (MyType::MYSQL_TYPE_LONG, &[]),
+        (MyType::MYSQL_TYPE_LONGLONG, &[]),
+        (MyType::MYSQL_TYPE_FLOAT, &[4]),
+        (MyType::MYSQL_TYPE_DOUBLE, &[8]),
+        (MyType::MYSQL_TYPE_VARCHAR, &[64, 0]),
+        (MyType::MYSQL_TYPE_VARCHAR, &[0x2c, 0x01]),
+        (MyType::MYSQL_TYPE_VAR_STRING, &[255, 0]),
+        (MyType::MYSQL_TYPE_TIMESTAMP2, &[0]),
+        (MyType::MYSQL_TYPE_TIMESTAMP2, &[6]),
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// The direct decoding of the common types gives what mysql_common's decoder and
+        /// the conversion give — value, byte count, or error — for any bytes and any
+        /// output type the column may have.
+        #[test]
+        fn common_cells_decode_as_through_mysql_common(
+            t in 0..COMMON.len(),
+            fsp in 0u8..=6,
+            unsigned in any::<bool>(),
+            charset in proptest::sample::select(vec!["utf8mb4", "latin1", "binary", "ascii"]),
+            ty in proptest::sample::select(vec![
+                ColumnType::Int8, ColumnType::Int16, ColumnType::Int32, ColumnType::Int64,
+                ColumnType::UInt8, ColumnType::UInt32, ColumnType::UInt64, ColumnType::Float32,
+                ColumnType::Float64, ColumnType::Utf8, ColumnType::Binary, ColumnType::Timestamp,
+                ColumnType::TimestampTz, ColumnType::Date,
+            ]),
+            small in proptest::collection::vec(any::<u8>(), 0..12),
+            text in "[a-z\u{e9}\u{4e2d}]{0,20}",
+            zero_timestamp in any::<bool>(),
+        ) {
+            let (raw_type, meta) = COMMON[t];
+            let mut meta = meta.to_vec();
+            if raw_type == MyType::MYSQL_TYPE_TIMESTAMP2 {
+                meta[0] = fsp;
+            }
+            let col = column(raw_type, meta, unsigned, charset);
+            let mut raw = small.clone();
+            if matches!(raw_type, MyType::MYSQL_TYPE_VARCHAR | MyType::MYSQL_TYPE_VAR_STRING) && !small.is_empty() && small[0] % 2 == 0 {
+                // A well-formed cell (the odd case keeps arbitrary bytes).
+                let wide = col.meta[1] != 0;
+                raw = if wide { (text.len() as u16).to_le_bytes().to_vec() } else { vec![text.len() as u8] };
+                raw.extend_from_slice(text.as_bytes());
+                raw.extend_from_slice(&small);
+            }
+            if raw_type == MyType::MYSQL_TYPE_TIMESTAMP2 && zero_timestamp && raw.len() >= 7 {
+                raw[..7].fill(0);
+            }
+            let direct = decode_common(&col, &ty, &raw);
+            if let Some(direct) = direct {
+                let general = decode_through_mysql_common(&col, &ty, &raw);
+                // NaN is not equal to itself: floats compare by their bits.
+                let bits = |r: &Result<(Value, usize), CellError>| match r {
+                    Ok((Value::Float(f), n)) => Some((f.to_bits(), *n)),
+                    _ => None,
+                };
+                if bits(&direct).is_some() {
+                    prop_assert_eq!(bits(&direct), bits(&general));
+                } else {
+                    prop_assert_eq!(direct, general);
+                }
+            } else {
+                prop_assert!(
+                    raw_type == MyType::MYSQL_TYPE_TIMESTAMP2
+                        || raw.len() < 8
+                        || matches!(raw_type, MyType::MYSQL_TYPE_VARCHAR | MyType::MYSQL_TYPE_VAR_STRING),
+                    "only a short cell or a timestamp the server does not write is left to the general path"
+                );
+            }
+        }
     }
 
     proptest! {
