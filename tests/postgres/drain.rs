@@ -314,3 +314,23 @@ fn pages_bounded_by_a_small_wal_window_read_every_transaction_whole() {
     );
     assert_eq!(job.drain()["rows"], 0);
 }
+
+#[test]
+fn a_database_with_standard_conforming_strings_off_is_drained_exactly() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "escape_strings");
+    db.sql(ORDERS);
+    // Backslashes are escapes in plain literals here: the page query (literals, since COPY
+    // takes no parameters) must not depend on it.
+    db.sql(&format!(
+        "ALTER DATABASE {} SET standard_conforming_strings = off",
+        db.name
+    ));
+    let job = Job::postgres(&db, &["orders"], "");
+    job.drain();
+    db.sql("INSERT INTO orders VALUES (1, E'it''s a \\\\ test', 1.5)");
+    let run = job.drain();
+    assert_eq!(run["rows"], 1);
+    let rows = job.rows("orders");
+    assert_eq!(rows[0]["note"].as_deref(), Some("it's a \\ test"));
+}

@@ -78,6 +78,17 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Quotes a string literal for PostgreSQL, whatever `standard_conforming_strings` is: a
+/// text with a backslash is written in the escape form (`E'…'`, backslashes doubled).
+pub fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if quoted.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
 /// Splits `schema.table` (a bare name means `public`).
 pub fn split_name(config_name: &str) -> (String, String) {
     match config_name.split_once('.') {
@@ -302,6 +313,15 @@ pub fn check_key_immediate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literals_are_quoted_for_either_string_syntax() {
+        assert_eq!(quote_literal("s_job"), "'s_job'");
+        assert_eq!(quote_literal("0/16B3748"), "'0/16B3748'");
+        assert_eq!(quote_literal("it's"), "'it''s'");
+        assert_eq!(quote_literal(r#""p\x""#), r#"E'"p\\x"'"#);
+        assert_eq!(quote_literal(r"a'\"), r"E'a''\\'");
+    }
 
     #[test]
     fn names_split_with_public_default() {

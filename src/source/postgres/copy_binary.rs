@@ -5,8 +5,14 @@
 //! (bad signature, negative lengths other than NULL, a tuple with the wrong field count,
 //! bytes after the trailer, a truncated end) is `SLUICE_SOURCE_PROTOCOL`, never a panic.
 //! Input may arrive in arbitrary chunks; memory is one tuple plus one network chunk.
+//!
+//! [`FieldStream`] reads the one-column, never-NULL tuples of a query's COPY (the change
+//! stream's pages) without copying them: a field that arrives whole in its chunk (the
+//! server sends one row per message) is handed out as a slice of that chunk.
 
-use bytes::{Buf, BytesMut};
+use std::collections::VecDeque;
+
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::error::{Code, Error, Result};
 
@@ -118,6 +124,98 @@ impl CopyParser {
     }
 }
 
+/// Incremental parser of a binary COPY of one non-NULL column.
+#[derive(Debug, Default)]
+pub struct FieldStream {
+    /// The start of a tuple (or the header) whose end has not arrived yet.
+    carry: BytesMut,
+    header_done: bool,
+    finished: bool,
+}
+
+/// Signature, flags and the header extension's length.
+const HEADER_FIXED: usize = SIGNATURE.len() + 8;
+
+impl FieldStream {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        FieldStream::default()
+    }
+
+    /// Parses `chunk` (the next bytes received), appending each complete field to `out`.
+    pub fn feed(&mut self, chunk: Bytes, out: &mut VecDeque<Bytes>) -> Result<()> {
+        let mut buf = if self.carry.is_empty() {
+            chunk
+        } else {
+            self.carry.extend_from_slice(&chunk);
+            self.carry.split().freeze()
+        };
+        if !self.header_done {
+            if buf.len() < HEADER_FIXED {
+                self.carry.extend_from_slice(&buf);
+                return Ok(());
+            }
+            if &buf[..SIGNATURE.len()] != SIGNATURE {
+                return Err(malformed("bad COPY signature"));
+            }
+            let ext = i32::from_be_bytes([buf[15], buf[16], buf[17], buf[18]]);
+            let ext =
+                usize::try_from(ext).map_err(|_| malformed("negative header extension length"))?;
+            if buf.len() < HEADER_FIXED + ext {
+                self.carry.extend_from_slice(&buf);
+                return Ok(());
+            }
+            buf.advance(HEADER_FIXED + ext);
+            self.header_done = true;
+        }
+        loop {
+            if self.finished {
+                if buf.is_empty() {
+                    return Ok(());
+                }
+                return Err(malformed("bytes after the COPY trailer"));
+            }
+            if buf.len() < 2 {
+                self.carry.extend_from_slice(&buf);
+                return Ok(());
+            }
+            match i16::from_be_bytes([buf[0], buf[1]]) {
+                -1 => {
+                    buf.advance(2);
+                    self.finished = true;
+                    continue;
+                }
+                1 => {}
+                count => {
+                    return Err(malformed(&format!("tuple has {count} fields, expected 1")));
+                }
+            }
+            if buf.len() < 6 {
+                self.carry.extend_from_slice(&buf);
+                return Ok(());
+            }
+            let len = i32::from_be_bytes([buf[2], buf[3], buf[4], buf[5]]);
+            let len = usize::try_from(len)
+                .map_err(|_| malformed(&format!("field length {len} in a never-NULL column")))?;
+            if buf.len() < 6 + len {
+                self.carry.extend_from_slice(&buf);
+                return Ok(());
+            }
+            out.push_back(buf.slice(6..6 + len));
+            buf.advance(6 + len);
+        }
+    }
+
+    /// Fails unless the whole stream, trailer included, was consumed.
+    pub fn finish(&self) -> Result<()> {
+        if self.finished && self.carry.is_empty() {
+            Ok(())
+        } else {
+            Err(malformed("the COPY stream ended early"))
+        }
+    }
+}
+
 fn malformed(what: &str) -> Error {
     Error::new(
         Code::SourceProtocol,
@@ -191,12 +289,68 @@ mod tests {
         assert!(parse_all(&bad, 5, 1).is_err(), "signature");
     }
 
+    fn fields_of(bytes: &[u8], chunk: usize) -> Result<Vec<Vec<u8>>> {
+        let mut parser = FieldStream::new();
+        let mut out = VecDeque::new();
+        for piece in bytes.chunks(chunk.max(1)) {
+            parser.feed(Bytes::copy_from_slice(piece), &mut out)?;
+        }
+        parser.finish()?;
+        Ok(out.into_iter().map(|b| b.to_vec()).collect())
+    }
+
+    #[test]
+    fn fields_come_out_whole_in_any_chunking() {
+        let data = stream(&[vec![Some(b"ab")], vec![Some(b"")], vec![Some(b"xyz")]]);
+        for chunk in [1, 2, 3, 7, 19, 20, 1000] {
+            let fields = fields_of(&data, chunk).unwrap();
+            assert_eq!(
+                fields,
+                vec![b"ab".to_vec(), vec![], b"xyz".to_vec()],
+                "chunk {chunk}"
+            );
+        }
+        assert_eq!(fields_of(&stream(&[]), 4).unwrap(), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn a_field_whole_in_its_chunk_is_a_slice_of_it() {
+        let data = stream(&[vec![Some(b"abc")]]);
+        let chunk = Bytes::from(data);
+        let mut parser = FieldStream::new();
+        let mut out = VecDeque::new();
+        parser.feed(chunk.clone(), &mut out).unwrap();
+        parser.finish().unwrap();
+        let field = out.pop_front().unwrap();
+        assert_eq!(&field[..], b"abc");
+        let at = field.as_ptr() as usize - chunk.as_ptr() as usize;
+        assert_eq!(at, 19 + 2 + 4, "not copied: it points into the chunk");
+    }
+
+    #[test]
+    fn field_streams_refuse_what_a_one_column_copy_never_sends() {
+        let good = stream(&[vec![Some(b"ab")]]);
+        assert!(fields_of(&good[..good.len() - 1], 5).is_err(), "truncated");
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(fields_of(&trailing, 5).is_err(), "trailing bytes");
+        assert!(
+            fields_of(&stream(&[vec![Some(b"a"), Some(b"b")]]), 5).is_err(),
+            "two fields"
+        );
+        assert!(fields_of(&stream(&[vec![None]]), 5).is_err(), "NULL");
+        let mut bad = good.clone();
+        bad[0] = b'X';
+        assert!(fields_of(&bad, 5).is_err(), "signature");
+    }
+
     proptest! {
         #[test]
         fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200), chunk in 1usize..20) {
             let mut data = SIGNATURE.to_vec();
             data.extend_from_slice(&bytes);
             let _ = parse_all(&data, chunk, 2);
+            let _ = fields_of(&data, chunk);
         }
     }
 }

@@ -16,6 +16,12 @@
 //! rolls over mid-page is acked while the page is still streaming (the peek function has
 //! materialized its result and released the slot before the first row arrives).
 //!
+//! A page is read as `COPY (SELECT data FROM pg_logical_slot_peek_binary_changes(…)) TO
+//! STDOUT (FORMAT binary)`: the same rows, each one CopyData message handed to the decoder
+//! as a slice of the message ([`FieldStream`]), without a result row's bookkeeping. COPY
+//! takes no parameters, so the slot, the LSN and the publication are literals
+//! ([`quote_literal`], valid under either `standard_conforming_strings`).
+//!
 //! Why the flush LSN and not the insert/write LSN: the server decodes only flushed WAL,
 //! and a peek reads every record that starts before the bound (a commit record straddling
 //! the bound is read whole). Acking the bound after reaching it is therefore safe: no
@@ -29,16 +35,18 @@
 //! ([`Renderer`]) before the change is handed on, so the stream holds the same text the
 //! baseline's `col::text` reads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
-use tokio_postgres::{Client, RowStream};
+use bytes::Bytes;
+use futures_util::{FutureExt, StreamExt};
+use tokio_postgres::{Client, CopyOutStream};
 
-use super::catalog::CapturedTable;
+use super::catalog::{CapturedTable, quote_literal};
 use super::connect::query_error;
+use super::copy_binary::FieldStream;
 use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
 use super::render::Renderer;
 use super::slot;
@@ -105,7 +113,11 @@ pub struct PgStream {
 }
 
 struct Page {
-    rows: Pin<Box<RowStream>>,
+    /// The page's changes as a binary COPY of `data`: one chunk per change.
+    chunks: Pin<Box<CopyOutStream>>,
+    parser: FieldStream,
+    /// Changes received and not yet translated.
+    ready: VecDeque<Bytes>,
     seen: u64,
     /// The page's `upto_lsn`.
     upto: PgLsn,
@@ -208,20 +220,28 @@ impl PgStream {
                 format!("a new page was requested before the slot was advanced to {end}"),
             ));
         }
-        let statement = "SELECT data FROM pg_logical_slot_peek_binary_changes($1, $2::text::pg_lsn, $3::int4, \
-             'proto_version', '1', 'publication_names', $4, 'binary', 'true')";
         let limit = i32::try_from(self.page_changes).unwrap_or(i32::MAX);
         let upto = self.page_upto();
-        let upto_text = upto.to_string();
-        let publication = super::catalog::quote_ident(&self.publication);
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&self.slot, &upto_text, &limit, &publication];
-        let rows = tokio::time::timeout(self.page_timeout, self.data.query_raw(statement, params))
-            .await
-            .map_err(|_| self.stalled(self.page_timeout, "page_seconds", "when asked for a page"))?
-            .map_err(|e| query_error(&format!("reading replication slot {}", self.slot), e))?;
+        // COPY takes no parameters: the values are literals. The COPY form hands each
+        // change over as one chunk, with none of a result row's per-row bookkeeping.
+        let statement = format!(
+            "COPY (SELECT data FROM pg_logical_slot_peek_binary_changes({}, {}::pg_lsn, {limit}, \
+             'proto_version', '1', 'publication_names', {}, 'binary', 'true')) TO STDOUT (FORMAT binary)",
+            quote_literal(&self.slot),
+            quote_literal(&upto.to_string()),
+            quote_literal(&super::catalog::quote_ident(&self.publication)),
+        );
+        let chunks =
+            tokio::time::timeout(self.page_timeout, self.data.copy_out(statement.as_str()))
+                .await
+                .map_err(|_| {
+                    self.stalled(self.page_timeout, "page_seconds", "when asked for a page")
+                })?
+                .map_err(|e| query_error(&format!("reading replication slot {}", self.slot), e))?;
         self.page = Some(Page {
-            rows: Box::pin(rows),
+            chunks: Box::pin(chunks),
+            parser: FieldStream::new(),
+            ready: VecDeque::new(),
             seen: 0,
             upto,
             ended_before: self.last_end,
@@ -245,6 +265,21 @@ impl PgStream {
                 self.open_page().await?;
             }
             let page = self.page.as_mut().expect("page was just opened");
+            if let Some(data) = page.ready.pop_front() {
+                page.seen += 1;
+                let message = pgoutput::decode(&data)?;
+                if let Some(mut event) = self.translate(message)? {
+                    // Boxed: the rendering future is large and rarely needed, and every
+                    // event would otherwise move it around inside this one.
+                    if let SourceEvent::Change(change) = &mut event
+                        && self.has_text_cells(change)
+                    {
+                        Box::pin(self.render_text_cells(change)).await?;
+                    }
+                    return Ok(Some(event));
+                }
+                continue;
+            }
             let (limit, setting, place) = if page.seen == 0 {
                 (
                     self.page_timeout,
@@ -254,30 +289,23 @@ impl PgStream {
             } else {
                 (self.read_timeout, "read_seconds", "in the middle of a page")
             };
-            let next = match tokio::time::timeout(limit, page.rows.next()).await {
-                Ok(next) => next,
-                Err(_) => return Err(self.stalled(limit, setting, place)),
+            // A chunk already received needs no timer: only a wait is bounded by `limit`.
+            let next = match page.chunks.next().now_or_never() {
+                Some(next) => next,
+                None => match tokio::time::timeout(limit, page.chunks.next()).await {
+                    Ok(next) => next,
+                    Err(_) => return Err(self.stalled(limit, setting, place)),
+                },
             };
             match next {
-                Some(row) => {
-                    page.seen += 1;
-                    let row = row.map_err(|e| {
+                Some(chunk) => {
+                    let chunk = chunk.map_err(|e| {
                         query_error(&format!("reading replication slot {}", self.slot), e)
                     })?;
-                    let data: &[u8] = row.get(0);
-                    let message = pgoutput::decode(data)?;
-                    if let Some(mut event) = self.translate(message)? {
-                        // Boxed: the rendering future is large and rarely needed, and every
-                        // event would otherwise move it around inside this one.
-                        if let SourceEvent::Change(change) = &mut event
-                            && self.has_text_cells(change)
-                        {
-                            Box::pin(self.render_text_cells(change)).await?;
-                        }
-                        return Ok(Some(event));
-                    }
+                    page.parser.feed(chunk, &mut page.ready)?;
                 }
                 None => {
+                    page.parser.finish()?;
                     let full = page.seen >= self.page_changes;
                     let committed = self.last_end != page.ended_before;
                     let short_of_bound = page.upto < self.bound;
