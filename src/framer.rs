@@ -46,7 +46,7 @@ impl Framer {
             return Err(protocol("a transaction began while another was still open"));
         }
         self.open = Some(OpenTxn {
-            pos_text: pos.sortable_text().into(),
+            pos_text: pos.sortable_arc(),
             commit_ts,
             next_seq: 0,
         });

@@ -61,6 +61,14 @@ impl Position {
         }
     }
 
+    /// [`Self::sortable_text`], shared: each change of a transaction holds it.
+    pub fn sortable_arc(&self) -> std::sync::Arc<str> {
+        match self {
+            Position::Postgres(lsn) => std::sync::Arc::from(lsn.text().as_str()),
+            other => std::sync::Arc::from(other.sortable_text()),
+        }
+    }
+
     /// The position just before this one: a baseline anchored here sorts before every
     /// change committed at or after it.
     pub fn just_before(&self) -> Position {
@@ -133,6 +141,21 @@ fn bad_position(text: &str) -> Error {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// The shared `__pos` text is the sortable text, for every engine.
+        #[test]
+        fn the_shared_text_is_the_sortable_text(lsn in any::<u64>(), offset in any::<u32>()) {
+            for position in [
+                Position::Postgres(PgLsn(lsn)),
+                Position::MySql(Box::new(BinlogPosition::new("mariadb-bin.000042", offset).unwrap())),
+                "mssql:00000027:00000a8c:0003".parse().unwrap(),
+            ] {
+                let (shared, text) = (position.sortable_arc(), position.sortable_text());
+                prop_assert_eq!(&*shared, text.as_str());
+            }
+        }
+    }
 
     proptest! {
         /// Any text after an engine tag — hex-like, with separators and multi-byte
