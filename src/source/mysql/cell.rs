@@ -111,36 +111,23 @@ fn decode_common(
                 .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
         )
     };
+    // An integer of `n` bytes, sign-extended unless the column is UNSIGNED.
+    let int = |n: usize| -> Option<(MyValue, usize)> {
+        let v = le(n)?;
+        let unused = 64 - 8 * n as u32;
+        let v = if col.unsigned {
+            v as i64
+        } else {
+            ((v << unused) as i64) >> unused
+        };
+        Some((MyValue::Int(v), n))
+    };
     let (value, used) = match col.raw {
-        MyType::MYSQL_TYPE_TINY => {
-            let v = le(1)?;
-            let v = if col.unsigned {
-                v as i64
-            } else {
-                i64::from(v as u8 as i8)
-            };
-            (MyValue::Int(v), 1)
-        }
-        MyType::MYSQL_TYPE_SHORT => {
-            let v = le(2)?;
-            let v = if col.unsigned {
-                v as i64
-            } else {
-                i64::from(v as u16 as i16)
-            };
-            (MyValue::Int(v), 2)
-        }
+        MyType::MYSQL_TYPE_TINY => int(1)?,
+        MyType::MYSQL_TYPE_SHORT => int(2)?,
         // Unsigned and signed alike unextended; `convert` extends a signed one's sign.
         MyType::MYSQL_TYPE_INT24 => (MyValue::Int(le(3)? as i64), 3),
-        MyType::MYSQL_TYPE_LONG => {
-            let v = le(4)?;
-            let v = if col.unsigned {
-                v as i64
-            } else {
-                i64::from(v as u32 as i32)
-            };
-            (MyValue::Int(v), 4)
-        }
+        MyType::MYSQL_TYPE_LONG => int(4)?,
         MyType::MYSQL_TYPE_LONGLONG => {
             let v = le(8)?;
             let value = if col.unsigned {
