@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use mysql_async::BinlogStream;
 use mysql_async::binlog::EventFlags;
 use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
@@ -791,7 +791,12 @@ impl MyStream {
                     "the binlog stream was read after it was closed",
                 ));
             };
-            let next = match tokio::time::timeout(self.read_timeout, dump.next()).await {
+            // An event already received needs no timer: only a wait is bounded.
+            let waited = match dump.next().now_or_never() {
+                Some(next) => Ok(next),
+                None => tokio::time::timeout(self.read_timeout, dump.next()).await,
+            };
+            let next = match waited {
                 Ok(next) => next,
                 Err(_) => {
                     return Err(Error::new(
