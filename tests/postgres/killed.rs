@@ -55,20 +55,35 @@ fn assert_exact(rows: &[support::Row], n: usize) {
     assert_eq!(seen.len(), n, "distinct changes");
 }
 
-/// Starts a drain, stalls its source once the stream is open, SIGKILLs it, then runs the
-/// next drain, which must proceed at once (not `skipped`) and take the lease over.
+/// The page query: a proxy armed with it stops a drain as it asks for its first page.
+const PAGE_QUERY: &str = "COPY (SELECT data FROM pg_logical_slot_peek_binary_changes";
+
+/// Waits until the proxy holds the drain's page query (the drain is stuck reading).
+fn wait_for_the_stall(proxy: &Proxy) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !proxy.is_stalled() {
+        assert!(
+            Instant::now() < deadline,
+            "the drain never asked for a page"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+/// Starts a drain, stalls its source as it asks for its first page, SIGKILLs it, then
+/// runs the next drain, which must proceed at once (not `skipped`) and take the lease over.
 fn killed_run_is_taken_over(job: &Job, db: &TestDb, proxy: &Proxy) {
     job.drain();
     seed(db, 1, 100);
+    proxy.stall_at(PAGE_QUERY);
     let mut child = job
         .command(&["drain"], &[])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
-    proxy.stall();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_the_stall(proxy);
     child.kill().unwrap();
     child.wait().unwrap();
     // The held bytes of the dead run are dropped, never delivered.
@@ -188,15 +203,14 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     job.drain();
     seed(&db, 1, 100);
     let before = checkpoint(&job);
-    let mut child = job
+    proxy.stall_at(PAGE_QUERY);
+    let child = job
         .command(&["drain"], &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    support::wait_for_line(child.stderr.take().unwrap(), "stream open");
-    proxy.stall();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_the_stall(&proxy);
     let asked = Instant::now();
     sigterm(&child);
     let run = support::Run::from(child.wait_with_output().unwrap());

@@ -13,6 +13,10 @@
 //! client sees a connection broken after sending, as when an answer is lost on the way
 //! back, and its SDK sends the request again.
 //!
+//! A *stall at a request* ([`Proxy::stall_at`]) is armed once: the proxy stalls, as
+//! [`Proxy::stall`] does, when a request containing a given text arrives, holding that
+//! request — so a test stops a client at an exact step instead of racing it.
+//!
 //! An *answered request* ([`Proxy::answer_to`]) is armed once too: the next request that
 //! contains a given text is read whole and never forwarded; the proxy answers it with the
 //! given HTTP response and closes the connection — the client sees the service refuse
@@ -38,6 +42,8 @@ struct Shared {
     answer_to: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
     /// Requests answered so far.
     answered: AtomicUsize,
+    /// Armed stall: the text a request must contain.
+    stall_at: Mutex<Option<Vec<u8>>>,
 }
 
 /// Which way a pipe copies; the connection's flag marks its next response as lost.
@@ -67,6 +73,7 @@ impl Proxy {
             lost: AtomicUsize::new(0),
             answer_to: Mutex::new(None),
             answered: AtomicUsize::new(0),
+            stall_at: Mutex::new(None),
         });
         let upstream = upstream.to_owned();
         let accept_shared = shared.clone();
@@ -121,6 +128,18 @@ impl Proxy {
     /// [`Proxy::restore`] (or until the proxy is dropped).
     pub fn stall(&self) {
         self.shared.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// Arms one stall: the next request containing `needle` is held, and the proxy
+    /// stalls from then on, until [`Proxy::restore`].
+    pub fn stall_at(&self, needle: &str) {
+        *self.shared.stall_at.lock().unwrap() = Some(needle.as_bytes().to_vec());
+    }
+
+    /// True while the proxy holds every byte (after [`Proxy::stall`] or an armed
+    /// [`Proxy::stall_at`] was hit).
+    pub fn is_stalled(&self) -> bool {
+        self.shared.stalled.load(Ordering::SeqCst)
     }
 
     /// Arms one lost response: the next request containing `needle` reaches the service,
@@ -184,6 +203,15 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, way: Way) {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    if let Way::Up(_) = &way {
+                        let mut armed = shared.stall_at.lock().unwrap();
+                        if armed.as_deref().is_some_and(|needle| {
+                            buf[..n].windows(needle.len()).any(|w| w == needle)
+                        }) {
+                            *armed = None;
+                            shared.stalled.store(true, Ordering::SeqCst);
+                        }
+                    }
                     while shared.stalled.load(Ordering::SeqCst)
                         && !shared.stopped.load(Ordering::SeqCst)
                     {
