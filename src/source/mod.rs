@@ -136,6 +136,23 @@ impl BatchRoom {
     }
 }
 
+/// The next item of `stream`, or `Err` when none came within `limit`. A timer is armed
+/// only when no item is ready: `limit` bounds a wait, and an item already received costs
+/// no clock read.
+pub async fn next_within<S>(
+    stream: &mut S,
+    limit: std::time::Duration,
+) -> std::result::Result<Option<S::Item>, tokio::time::error::Elapsed>
+where
+    S: futures_util::Stream + Unpin,
+{
+    use futures_util::{FutureExt, StreamExt};
+    match stream.next().now_or_never() {
+        Some(next) => Ok(next),
+        None => tokio::time::timeout(limit, stream.next()).await,
+    }
+}
+
 /// The checkpoint a stream is opened at, as loaded from state.
 #[derive(Debug, Clone)]
 pub struct Resume {

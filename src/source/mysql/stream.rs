@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::{FutureExt, StreamExt};
 use mysql_async::BinlogStream;
 use mysql_async::binlog::EventFlags;
 use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
@@ -791,12 +790,7 @@ impl MyStream {
                     "the binlog stream was read after it was closed",
                 ));
             };
-            // An event already received needs no timer: only a wait is bounded.
-            let waited = match dump.next().now_or_never() {
-                Some(next) => Ok(next),
-                None => tokio::time::timeout(self.read_timeout, dump.next()).await,
-            };
-            let next = match waited {
+            let next = match crate::source::next_within(dump, self.read_timeout).await {
                 Ok(next) => next,
                 Err(_) => {
                     return Err(Error::new(

@@ -373,7 +373,7 @@ impl<'a> Reader<'a> {
     /// A non-negative `Int16` count.
     fn count(&mut self, what: &str) -> Result<usize, Error> {
         let n = self.i16()?;
-        usize::try_from(n).map_err(|_| self.error(format_args!("negative {what} {n}")))
+        usize::try_from(n).map_err(|_| self.negative(what, n.into()))
     }
 
     /// A non-negative `Int32` length.

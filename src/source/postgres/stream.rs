@@ -41,7 +41,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
 use tokio_postgres::{Client, CopyOutStream};
 
 use super::catalog::{CapturedTable, quote_literal};
@@ -55,7 +54,7 @@ use super::unchanged;
 use crate::change::{Column, Op, RowChange, TableSchema, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
-use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo};
+use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo, next_within};
 
 /// What to do about a value the column's output type cannot hold.
 const UNREPRESENTABLE_HINT: &str = "the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]), then re-baseline the table (docs/operations.md#recovery)";
@@ -289,13 +288,9 @@ impl PgStream {
             } else {
                 (self.read_timeout, "read_seconds", "in the middle of a page")
             };
-            // A chunk already received needs no timer: only a wait is bounded by `limit`.
-            let next = match page.chunks.next().now_or_never() {
-                Some(next) => next,
-                None => match tokio::time::timeout(limit, page.chunks.next()).await {
-                    Ok(next) => next,
-                    Err(_) => return Err(self.stalled(limit, setting, place)),
-                },
+            let next = match next_within(&mut page.chunks, limit).await {
+                Ok(next) => next,
+                Err(_) => return Err(self.stalled(limit, setting, place)),
             };
             match next {
                 Some(chunk) => {
