@@ -47,23 +47,9 @@ impl CopyParser {
     /// needed or the trailer was reached.
     pub fn next_tuple(&mut self) -> Result<Option<Vec<Option<Vec<u8>>>>> {
         if !self.header_done {
-            if self.buffer.len() < SIGNATURE.len() + 8 {
+            let Some(header) = header_len(&self.buffer)? else {
                 return Ok(None);
-            }
-            if &self.buffer[..SIGNATURE.len()] != SIGNATURE {
-                return Err(malformed("bad COPY signature"));
-            }
-            let ext_len = i32::from_be_bytes(
-                self.buffer[SIGNATURE.len() + 4..SIGNATURE.len() + 8]
-                    .try_into()
-                    .unwrap_or_default(),
-            );
-            let ext_len = usize::try_from(ext_len)
-                .map_err(|_| malformed("negative header extension length"))?;
-            let header = SIGNATURE.len() + 8 + ext_len;
-            if self.buffer.len() < header {
-                return Ok(None);
-            }
+            };
             self.buffer.advance(header);
             self.header_done = true;
         }
@@ -133,9 +119,6 @@ pub struct FieldStream {
     finished: bool,
 }
 
-/// Signature, flags and the header extension's length.
-const HEADER_FIXED: usize = SIGNATURE.len() + 8;
-
 impl FieldStream {
     /// A parser at the start of a stream.
     pub fn new() -> Self {
@@ -151,21 +134,11 @@ impl FieldStream {
             self.carry.split().freeze()
         };
         if !self.header_done {
-            if buf.len() < HEADER_FIXED {
+            let Some(header) = header_len(&buf)? else {
                 self.carry.extend_from_slice(&buf);
                 return Ok(());
-            }
-            if &buf[..SIGNATURE.len()] != SIGNATURE {
-                return Err(malformed("bad COPY signature"));
-            }
-            let ext = i32::from_be_bytes([buf[15], buf[16], buf[17], buf[18]]);
-            let ext =
-                usize::try_from(ext).map_err(|_| malformed("negative header extension length"))?;
-            if buf.len() < HEADER_FIXED + ext {
-                self.carry.extend_from_slice(&buf);
-                return Ok(());
-            }
-            buf.advance(HEADER_FIXED + ext);
+            };
+            buf.advance(header);
             self.header_done = true;
         }
         loop {
@@ -214,6 +187,26 @@ impl FieldStream {
             Err(malformed("the COPY stream ended early"))
         }
     }
+}
+
+/// The length of the stream's header (signature, flags, extension) at the start of `buf`,
+/// or `None` while it has not all arrived.
+fn header_len(buf: &[u8]) -> Result<Option<usize>> {
+    let fixed = SIGNATURE.len() + 8;
+    if buf.len() < fixed {
+        return Ok(None);
+    }
+    if &buf[..SIGNATURE.len()] != SIGNATURE {
+        return Err(malformed("bad COPY signature"));
+    }
+    let ext = i32::from_be_bytes([
+        buf[fixed - 4],
+        buf[fixed - 3],
+        buf[fixed - 2],
+        buf[fixed - 1],
+    ]);
+    let ext = usize::try_from(ext).map_err(|_| malformed("negative header extension length"))?;
+    Ok((buf.len() >= fixed + ext).then_some(fixed + ext))
 }
 
 fn malformed(what: &str) -> Error {
