@@ -204,9 +204,9 @@ pub struct PostgresConfig {
     /// flush + checkpoint + slot advance, so the next page decodes only new WAL.
     #[serde(default = "default_page_changes")]
     pub page_changes: u64,
-    /// WAL bytes one page reads at most, from the slot's position (a window in which no
-    /// transaction commits is widened): bounds what the server materializes per page
-    /// when rows are wide.
+    /// WAL bytes one page reads at most, from the slot's position — or the rest of the
+    /// backlog, when that is within twice this (a window in which no transaction commits
+    /// is widened): bounds what the server materializes per page when rows are wide.
     #[serde(default = "default_page_wal_bytes")]
     pub page_wal_bytes: u64,
 }

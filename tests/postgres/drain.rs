@@ -315,6 +315,76 @@ fn pages_bounded_by_a_small_wal_window_read_every_transaction_whole() {
     assert_eq!(job.drain()["rows"], 0);
 }
 
+/// A page never leaves the next one less than a window: a backlog within two windows of
+/// WAL is read in one page (one part), a longer one in windows (a part each).
+#[test]
+fn a_backlog_within_two_windows_is_read_in_one_page() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "twowindows");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "");
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    job.drain();
+    let set_window = |bytes: u64| {
+        let windowed = yaml.replacen(" }\n", &format!(", page_wal_bytes: {bytes} }}\n"), 1);
+        assert!(windowed.contains("page_wal_bytes"), "{windowed}");
+        std::fs::write(&job.config, windowed).unwrap();
+    };
+    // The WAL of 300 single-row transactions, measured from the slot's position.
+    let slot = format!("s_{}", db.name);
+    let backlog = |from: u64| -> u64 {
+        db.sql(&format!(
+            "DO $$ BEGIN FOR i IN {from}..{from} + 299 LOOP INSERT INTO t VALUES (i, 'v' || i); COMMIT; END LOOP; END $$"
+        ));
+        db.sql(&format!(
+            "SELECT (pg_current_wal_flush_lsn() - confirmed_flush_lsn)::int8 FROM pg_replication_slots WHERE slot_name = '{slot}'"
+        ))
+        .trim()
+        .parse()
+        .unwrap()
+    };
+
+    // The run's own backlog is `to` - `from`: other databases' WAL written between the
+    // measurement and the run's start (tests run in parallel) can push it past two
+    // windows, and then the run is rightly paged; such an attempt is repeated.
+    let lsn = |v: &serde_json::Value| -> u64 {
+        let text = v.as_str().unwrap().trim_start_matches("pg:");
+        let (hi, lo) = text.split_once('/').unwrap();
+        (u64::from_str_radix(hi, 16).unwrap() << 32) + u64::from_str_radix(lo, 16).unwrap()
+    };
+    let mut conclusive = false;
+    for attempt in 0..5 {
+        let wal = backlog(10_000 * (attempt + 1));
+        let window = wal * 2 / 3;
+        set_window(window);
+        let summary = job.drain();
+        assert_eq!(summary["rows"], 300, "{summary}");
+        if lsn(&summary["to"]) - lsn(&summary["from"]) <= 2 * window {
+            assert_eq!(
+                summary["parts"], 1,
+                "within two windows, one page: {summary}"
+            );
+            conclusive = true;
+            break;
+        }
+    }
+    assert!(conclusive, "other WAL outgrew every attempt's two windows");
+
+    let wal = backlog(1000);
+    set_window(wal / 4);
+    let summary = job.drain();
+    assert_eq!(summary["rows"], 300, "{summary}");
+    assert!(
+        summary["parts"].as_u64().unwrap() >= 2,
+        "beyond two windows, a page per window: {summary}"
+    );
+    assert_eq!(
+        crate::support::replayed_text(&job.out().join("t"), &["id"]),
+        db.id_v_text()
+    );
+    assert_eq!(job.drain()["rows"], 0);
+}
+
 #[test]
 fn a_database_with_standard_conforming_strings_off_is_drained_exactly() {
     let admin = pg_or_skip!();

@@ -3,8 +3,9 @@
 //!
 //! How a run reads: the bound is `pg_current_wal_flush_lsn()` at open. Each page is one
 //! peek call with `upto_nchanges = page_changes` and `upto_lsn` = the slot's position plus
-//! `page_wal_bytes`, at most the bound (the server materializes a page before sending it:
-//! the WAL window bounds what it holds for wide rows, the change count for narrow ones);
+//! `page_wal_bytes`, or the bound when that is within twice the window (the server
+//! materializes a page before sending it: the WAL window bounds what it holds for wide
+//! rows, the change count for narrow ones);
 //! the server ends a call only at a transaction boundary. A peek always starts at the
 //! slot's confirmed position, so a page that read a commit and ended short of the bound
 //! (full, or at its WAL window) ends with [`SourceEvent::Barrier`]: the drain makes
@@ -173,10 +174,15 @@ impl PgStream {
         self
     }
 
-    /// The `upto_lsn` of the next page: the slot's position plus the window, at most the
-    /// bound.
+    /// The `upto_lsn` of the next page: the slot's position plus the window — or the bound,
+    /// when it is within two windows (a page never leaves the next one less than a window:
+    /// every page decodes the restart span again and ends with a flush, so a short last
+    /// page costs more than it saves).
     fn page_upto(&self) -> PgLsn {
-        PgLsn(self.slot_at.0.saturating_add(self.window)).min(self.bound)
+        if self.bound.0.saturating_sub(self.slot_at.0) <= self.window.saturating_mul(2) {
+            return self.bound;
+        }
+        PgLsn(self.slot_at.0.saturating_add(self.window))
     }
 
     /// The same stream giving up when a streaming page pauses longer than `read`
