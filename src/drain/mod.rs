@@ -28,7 +28,7 @@ use tables::Router;
 use crate::backends::Backends;
 use crate::commit::{Committer, Start};
 use crate::config::Config;
-use crate::error::{Code, Result};
+use crate::error::{Code, Error, Result};
 use crate::framer::Framer;
 use crate::position::Position;
 use crate::sink::memory_budget::MemoryBudget;
@@ -223,6 +223,18 @@ pub async fn run(
         let room = source::BatchRoom::new(BATCH_EVENTS, BATCH_BYTES);
         stream.next_batch(&mut batch, room).await?;
         if batch.is_empty() {
+            if framer.in_transaction() {
+                // A source hands out whole transactions; an end inside one would lose its
+                // rest behind the end position's checkpoint.
+                return Err(Error::new(
+                    Code::Internal,
+                    format!(
+                        "the source's change stream ended inside the transaction committed at {}",
+                        open_commit.as_ref().map_or("-".to_owned(), |p| p.to_string())
+                    ),
+                )
+                .hint("nothing of the transaction was checkpointed and the next run reads it again; this is a sluice bug — report it with the run's log"));
+            }
             break;
         }
         for event in batch.drain(..) {

@@ -593,8 +593,29 @@ pub fn decode_rows(
     mapped: &MappedTable,
     rows: &RowsEventData<'_>,
     at: &dyn std::fmt::Display,
-    mut sink: impl FnMut(RowChange) -> Result<()>,
+    sink: impl FnMut(RowChange) -> Result<()>,
 ) -> Result<()> {
+    decode_logged(mapped, &logged_rows(mapped, rows, at)?, at, sink)
+}
+
+/// What decoding a rows event's rows needs, as the binlog wrote it: a transaction too large
+/// for memory keeps its rows events this way on disk and decodes them as it is emitted.
+#[derive(Debug, Clone, Copy)]
+pub struct LoggedRows<'a> {
+    pub op: Op,
+    pub before: Option<ImageColumns>,
+    pub after: Option<ImageColumns>,
+    /// The event's row images.
+    pub data: &'a [u8],
+}
+
+/// A rows event reduced to [`LoggedRows`]; a partial JSON update (a diff, not the row) is
+/// refused.
+pub fn logged_rows<'a>(
+    mapped: &MappedTable,
+    rows: &'a RowsEventData<'_>,
+    at: &dyn std::fmt::Display,
+) -> Result<LoggedRows<'a>> {
     let op = match rows {
         RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => Op::Insert,
         RowsEventData::UpdateRowsEvent(_) | RowsEventData::UpdateRowsEventV1(_) => Op::Update,
@@ -607,14 +628,32 @@ pub fn decode_rows(
             .hint("SET GLOBAL binlog_row_value_options = '' (and in every session that set it); then re-baseline the table"));
         }
     };
+    Ok(LoggedRows {
+        op,
+        before: rows
+            .columns_before_image()
+            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
+        after: rows
+            .columns_after_image()
+            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
+        data: rows.rows_data(),
+    })
+}
+
+/// Decodes the rows of a [`LoggedRows`] of `mapped`'s table, in order, into `sink`.
+pub fn decode_logged(
+    mapped: &MappedTable,
+    rows: &LoggedRows<'_>,
+    at: &dyn std::fmt::Display,
+    mut sink: impl FnMut(RowChange) -> Result<()>,
+) -> Result<()> {
+    let op = rows.op;
     let images = RowImages::new(
         &mapped.columns,
         &mapped.types,
-        rows.columns_before_image()
-            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
-        rows.columns_after_image()
-            .map(|bits| ImageColumns::new(bits.iter().by_vals())),
-        rows.rows_data(),
+        rows.before,
+        rows.after,
+        rows.data,
     );
     for pair in images {
         let (before, after) = pair.map_err(|e| row_error(mapped, e, at))?;

@@ -34,6 +34,16 @@ pub struct ImageColumns {
 }
 
 impl ImageColumns {
+    /// Columns the image carries and columns the bitmap lists.
+    pub fn counts(self) -> (usize, usize) {
+        (self.present, self.listed)
+    }
+
+    /// From [`ImageColumns::counts`].
+    pub fn from_counts(present: usize, listed: usize) -> ImageColumns {
+        ImageColumns { present, listed }
+    }
+
     /// From the event's column bitmap, one flag per column.
     pub fn new(present: impl IntoIterator<Item = bool>) -> ImageColumns {
         present.into_iter().fold(

@@ -12,6 +12,11 @@
 //! * rows come back exactly (a lossless binary codec, property-tested) and in order; each
 //!   row is one length-prefixed record, encoded into and decoded from a reused buffer
 //!   (one read per row, not one per field);
+//! * once a transaction is on disk, its later rows events are written as the binlog logged
+//!   them ([`TxnBuffer::push_rows`]: the row images, their column counts and the table)
+//!   and come back as [`Held::Rows`], decoded by the caller as the transaction is emitted —
+//!   so a large transaction's rows are decoded once, while the part writers run, instead
+//!   of decoded, encoded and decoded again; `max_bytes` counts them as written;
 //! * the spill file has a name no other process uses and is removed on [`TxnBuffer::clear`]
 //!   and on drop (a crash leaves at most one `sluice-txn-*.spill` per process in the
 //!   directory; the name carries the pid).
@@ -23,6 +28,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::events::{LoggedRows, MappedTable};
+use super::rows::ImageColumns;
 use crate::change::{Op, RowChange, TableSchema, Value};
 
 static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -30,7 +37,7 @@ static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Why a row could not be buffered.
 #[derive(Debug, thiserror::Error)]
 pub enum SpillError {
-    #[error("the transaction holds more than {limit} bytes of decoded rows")]
+    #[error("the transaction holds more than {limit} bytes of rows")]
     TooLarge { limit: u64 },
     #[error("spill file {path}: {source}")]
     Io {
@@ -54,6 +61,42 @@ impl Drop for SpillFile {
     }
 }
 
+/// A buffered item, in order.
+#[derive(Debug)]
+pub enum Held {
+    Change(RowChange),
+    /// A rows event as logged, to be decoded ([`super::events::decode_logged`]).
+    Rows(HeldRows),
+}
+
+/// A rows event kept as the binlog logged it.
+#[derive(Debug)]
+pub struct HeldRows {
+    pub table: Arc<MappedTable>,
+    pub op: Op,
+    pub before: Option<ImageColumns>,
+    pub after: Option<ImageColumns>,
+    pub data: Vec<u8>,
+    /// Where the event ends, for messages.
+    pub at: String,
+}
+
+impl HeldRows {
+    /// The event as [`LoggedRows`].
+    pub fn logged(&self) -> LoggedRows<'_> {
+        LoggedRows {
+            op: self.op,
+            before: self.before,
+            after: self.after,
+            data: &self.data,
+        }
+    }
+}
+
+/// Record kinds in the spill file.
+const RECORD_CHANGE: u8 = 0;
+const RECORD_ROWS: u8 = 1;
+
 /// One transaction's row changes, in memory up to a cap, then on local disk.
 pub struct TxnBuffer {
     dir: PathBuf,
@@ -65,6 +108,8 @@ pub struct TxnBuffer {
     rows: u64,
     /// Schemas referenced by spilled rows (by index).
     tables: Vec<Arc<TableSchema>>,
+    /// Tables of the rows events spilled as logged (by index).
+    mapped: Vec<Arc<MappedTable>>,
     file: Option<SpillFile>,
     /// Spilled rows not yet read back.
     file_rows: u64,
@@ -84,13 +129,15 @@ impl TxnBuffer {
             total_bytes: 0,
             rows: 0,
             tables: Vec::new(),
+            mapped: Vec::new(),
             file: None,
             file_rows: 0,
             scratch: Vec::new(),
         }
     }
 
-    /// Rows buffered in this transaction so far.
+    /// Row changes and rows events buffered in this transaction so far (nonzero when
+    /// anything is held).
     pub fn rows(&self) -> u64 {
         self.rows
     }
@@ -130,10 +177,45 @@ impl TxnBuffer {
         self.write(&change)
     }
 
-    /// The next row in order, after the last [`TxnBuffer::push`]; `None` when all were read.
-    pub fn pop(&mut self) -> Result<Option<RowChange>, SpillError> {
+    /// Adds a rows event of `table` at the end as the binlog logged it (`at`: where it
+    /// ends, for messages), on disk: the transaction moves there first if it has not.
+    pub fn push_rows(
+        &mut self,
+        table: &Arc<MappedTable>,
+        rows: &LoggedRows<'_>,
+        at: &str,
+    ) -> Result<(), SpillError> {
+        let size = (rows.data.len() + at.len() + 64) as u64;
+        if self.total_bytes + size > self.max_bytes {
+            return Err(SpillError::TooLarge {
+                limit: self.max_bytes,
+            });
+        }
+        self.total_bytes += size;
+        self.rows += 1;
+        if self.file.is_none() {
+            self.open_file()?;
+            while let Some(held) = self.memory.pop_front() {
+                self.write(&held)?;
+            }
+            self.memory_bytes = 0;
+        }
+        let index = match self.mapped.iter().position(|t| Arc::ptr_eq(t, table)) {
+            Some(i) => i,
+            None => {
+                self.mapped.push(table.clone());
+                self.mapped.len() - 1
+            }
+        };
+        self.scratch.clear();
+        encode_rows(&mut self.scratch, index as u32, rows, at);
+        self.write_scratch()
+    }
+
+    /// The next item in order, after the last push; `None` when all were read.
+    pub fn pop(&mut self) -> Result<Option<Held>, SpillError> {
         if let Some(change) = self.memory.pop_front() {
-            return Ok(Some(change));
+            return Ok(Some(Held::Change(change)));
         }
         if self.file_rows == 0 {
             return Ok(None);
@@ -159,12 +241,16 @@ impl TxnBuffer {
             data: &self.scratch,
             at: 0,
         };
-        let change = decode_change(&mut record, &self.tables).map_err(io)?;
+        let held = match record.array::<1>().map_err(io)?[0] {
+            RECORD_CHANGE => Held::Change(decode_change(&mut record, &self.tables).map_err(io)?),
+            RECORD_ROWS => Held::Rows(decode_rows(&mut record, &self.mapped).map_err(io)?),
+            _ => return Err(io(corrupt("record kind"))),
+        };
         if record.at != len {
             return Err(io(corrupt("record length")));
         }
         self.file_rows -= 1;
-        Ok(Some(change))
+        Ok(Some(held))
     }
 
     /// Drops everything (rollback, or after the commit was emitted) and removes the file.
@@ -174,6 +260,7 @@ impl TxnBuffer {
         self.total_bytes = 0;
         self.rows = 0;
         self.tables.clear();
+        self.mapped.clear();
         self.file = None;
         self.file_rows = 0;
     }
@@ -220,7 +307,13 @@ impl TxnBuffer {
             }
         };
         self.scratch.clear();
+        self.scratch.push(RECORD_CHANGE);
         encode_change(&mut self.scratch, table as u32, change);
+        self.write_scratch()
+    }
+
+    /// Writes the record in `scratch` to the spill file.
+    fn write_scratch(&mut self) -> Result<(), SpillError> {
         let file = self.file.as_mut().expect("write after open");
         let writer = file
             .writer
@@ -288,6 +381,67 @@ fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
             w.extend_from_slice(&(*i as u64).to_le_bytes());
         }
     }
+}
+
+fn encode_rows(w: &mut Vec<u8>, table: u32, rows: &LoggedRows<'_>, at: &str) {
+    w.push(RECORD_ROWS);
+    w.extend_from_slice(&table.to_le_bytes());
+    w.push(match rows.op {
+        Op::Insert => 0,
+        Op::Update => 1,
+        _ => 2,
+    });
+    for image in [rows.before, rows.after] {
+        match image {
+            None => w.push(0),
+            Some(columns) => {
+                let (present, listed) = columns.counts();
+                w.push(1);
+                w.extend_from_slice(&(present as u64).to_le_bytes());
+                w.extend_from_slice(&(listed as u64).to_le_bytes());
+            }
+        }
+    }
+    for bytes in [rows.data, at.as_bytes()] {
+        w.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        w.extend_from_slice(bytes);
+    }
+}
+
+fn decode_rows(r: &mut Record<'_>, tables: &[Arc<MappedTable>]) -> io::Result<HeldRows> {
+    let table = u32::from_le_bytes(r.array()?) as usize;
+    let table = tables
+        .get(table)
+        .ok_or_else(|| corrupt("table index"))?
+        .clone();
+    let op = match r.array::<1>()?[0] {
+        0 => Op::Insert,
+        1 => Op::Update,
+        2 => Op::Delete,
+        _ => return Err(corrupt("rows op")),
+    };
+    let mut images = [None, None];
+    for image in &mut images {
+        if r.array::<1>()?[0] == 1 {
+            let (present, listed) = (r.len()?, r.len()?);
+            *image = Some(ImageColumns::from_counts(present, listed));
+        }
+    }
+    let n = r.len()?;
+    let data = r.take(n)?.to_vec();
+    let n = r.len()?;
+    let at = std::str::from_utf8(r.take(n)?)
+        .map_err(|_| corrupt("event position"))?
+        .to_owned();
+    let [before, after] = images;
+    Ok(HeldRows {
+        table,
+        op,
+        before,
+        after,
+        data,
+        at,
+    })
 }
 
 fn encode_value(w: &mut Vec<u8>, value: &Value) {
@@ -519,7 +673,7 @@ mod tests {
             }
             let mut back = Vec::new();
             while let Some(c) = buffer.pop().unwrap() {
-                back.push(c);
+                back.push(change(c));
             }
             prop_assert_eq!(back.len(), changes.len());
             for (x, y) in back.iter().zip(&changes) {
@@ -546,12 +700,113 @@ mod tests {
         assert!(buffer.spilled());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         assert_eq!(
-            buffer.pop().unwrap().unwrap().after.unwrap()[0],
+            change(buffer.pop().unwrap().unwrap()).after.unwrap()[0],
             Value::Int(0)
         );
         buffer.clear();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         assert!(buffer.pop().unwrap().is_none());
+    }
+
+    fn change(held: Held) -> RowChange {
+        match held {
+            Held::Change(change) => change,
+            Held::Rows(rows) => panic!("a logged rows event where a change was pushed: {rows:?}"),
+        }
+    }
+
+    fn mapped(name: &str) -> Arc<MappedTable> {
+        Arc::new(MappedTable {
+            schema: table(name),
+            columns: Vec::new(),
+            types: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn logged_rows_events_come_back_as_written_between_the_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, a, b) = (table("t"), mapped("a"), mapped("b"));
+        let mut buffer = TxnBuffer::new(dir.path().to_path_buf(), 100, u64::MAX);
+        buffer.push(insert(&t, vec![Value::Int(1)])).unwrap();
+        let images = |n: usize| Some(ImageColumns::from_counts(n, n + 1));
+        let events = [
+            (
+                &a,
+                Op::Insert,
+                None,
+                images(3),
+                vec![1u8, 2, 3],
+                "f.000001:400",
+            ),
+            (&b, Op::Update, images(2), images(4), vec![], "f.000001:500"),
+            (
+                &a,
+                Op::Delete,
+                images(5),
+                None,
+                vec![9; 70_000],
+                "f.000002:4",
+            ),
+        ];
+        for (i, (table, op, before, after, data, at)) in events.iter().enumerate() {
+            let logged = LoggedRows {
+                op: *op,
+                before: *before,
+                after: *after,
+                data,
+            };
+            buffer.push_rows(table, &logged, at).unwrap();
+            buffer
+                .push(insert(&t, vec![Value::Int(i as i64 + 2)]))
+                .unwrap();
+        }
+        assert!(buffer.spilled(), "rows events are kept on disk");
+        assert_eq!(
+            change(buffer.pop().unwrap().unwrap()).after,
+            Some(vec![Value::Int(1)])
+        );
+        for (i, (table, op, before, after, data, at)) in events.iter().enumerate() {
+            let Some(Held::Rows(rows)) = buffer.pop().unwrap() else {
+                panic!("event {i} did not come back as a rows event");
+            };
+            assert!(Arc::ptr_eq(&rows.table, table), "event {i}");
+            assert_eq!(
+                (
+                    rows.op,
+                    rows.before,
+                    rows.after,
+                    &rows.data,
+                    rows.at.as_str()
+                ),
+                (*op, *before, *after, data, *at),
+                "event {i}"
+            );
+            let next = change(buffer.pop().unwrap().unwrap());
+            assert_eq!(next.after, Some(vec![Value::Int(i as i64 + 2)]));
+        }
+        assert!(buffer.pop().unwrap().is_none());
+    }
+
+    #[test]
+    fn logged_rows_count_toward_the_hard_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = mapped("a");
+        let mut buffer = TxnBuffer::new(dir.path().to_path_buf(), 100, 10_000);
+        let data = vec![0u8; 4_000];
+        let logged = LoggedRows {
+            op: Op::Insert,
+            before: None,
+            after: Some(ImageColumns::from_counts(1, 1)),
+            data: &data,
+        };
+        buffer.push_rows(&a, &logged, "f:1").unwrap();
+        buffer.push_rows(&a, &logged, "f:2").unwrap();
+        let err = buffer.push_rows(&a, &logged, "f:3").unwrap_err();
+        assert!(
+            matches!(err, SpillError::TooLarge { limit: 10_000 }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
 use super::binlog::{classify_dump_error, foreign, log_gap};
 use super::events::{self, MappedTable, MariaGtid, Statement, UnknownEvent};
 use super::schema::CapturedTable;
-use super::spill::{SpillError, TxnBuffer};
+use super::spill::{Held, SpillError, TxnBuffer};
 use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, GtidSet, Position};
@@ -131,6 +131,8 @@ pub struct MyStream {
     last_shape: HashMap<String, Arc<TableSchema>>,
     group: Group,
     buffer: TxnBuffer,
+    /// Rows of a logged rows event taken from the buffer and decoded, not yet handed out.
+    unpacked: std::collections::VecDeque<RowChange>,
     /// The largest transaction this run accepts (configured, lowered by the spill volume).
     limit: TransactionLimit,
     emitting: Option<Emit>,
@@ -182,6 +184,7 @@ impl MyStream {
                 settings.memory_cap,
                 settings.max_transaction.bytes,
             ),
+            unpacked: std::collections::VecDeque::new(),
             limit: settings.max_transaction,
             emitting: None,
             finished: false,
@@ -353,9 +356,17 @@ impl MyStream {
                         }
                         let buffer = &mut self.buffer;
                         let limit = &self.limit;
-                        events::decode_rows(&mapped, &rows, &at, |change| {
-                            buffer.push(change).map_err(|e| spill_error(e, &at, limit))
-                        })?;
+                        let logged = events::logged_rows(&mapped, &rows, &at)?;
+                        if buffer.spilled() {
+                            // Kept as logged, decoded as the transaction is emitted.
+                            buffer
+                                .push_rows(&mapped, &logged, &at.to_string())
+                                .map_err(|e| spill_error(e, &at, limit))?;
+                        } else {
+                            events::decode_logged(&mapped, &logged, &at, |change| {
+                                buffer.push(change).map_err(|e| spill_error(e, &at, limit))
+                            })?;
+                        }
                     }
                 }
                 EventData::GtidEvent(gtid) => {
@@ -758,12 +769,23 @@ impl MyStream {
                         commit_ts: Some(emit.commit_ts),
                     }));
                 }
+                if let Some(change) = self.unpacked.pop_front() {
+                    return Ok(Some(SourceEvent::Change(change)));
+                }
                 match self
                     .buffer
                     .pop()
                     .map_err(|e| spill_error(e, &emit.commit, &self.limit))?
                 {
-                    Some(change) => return Ok(Some(SourceEvent::Change(change))),
+                    Some(Held::Change(change)) => return Ok(Some(SourceEvent::Change(change))),
+                    Some(Held::Rows(rows)) => {
+                        let unpacked = &mut self.unpacked;
+                        events::decode_logged(&rows.table, &rows.logged(), &rows.at, |change| {
+                            unpacked.push_back(change);
+                            Ok(())
+                        })?;
+                        continue;
+                    }
                     None => {
                         self.buffer.clear();
                         let done = self
