@@ -353,16 +353,21 @@ fn value_size(value: &Value) -> u64 {
         }
 }
 
-fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
-    w.extend_from_slice(&table.to_le_bytes());
-    w.push(match change.op {
+/// The spill code of an op ([`Record::op`] reads it back).
+fn op_code(op: Op) -> u8 {
+    match op {
         Op::Insert => 0,
         Op::Update => 1,
         Op::Delete => 2,
         Op::Snapshot => 3,
         Op::Truncate => 4,
         Op::Rebaseline => 5,
-    });
+    }
+}
+
+fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
+    w.extend_from_slice(&table.to_le_bytes());
+    w.push(op_code(change.op));
     for image in [&change.before, &change.after] {
         match image {
             None => w.push(0),
@@ -386,11 +391,7 @@ fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
 fn encode_rows(w: &mut Vec<u8>, table: u32, rows: &LoggedRows<'_>, at: &str) {
     w.push(RECORD_ROWS);
     w.extend_from_slice(&table.to_le_bytes());
-    w.push(match rows.op {
-        Op::Insert => 0,
-        Op::Update => 1,
-        _ => 2,
-    });
+    w.push(op_code(rows.op));
     for image in [rows.before, rows.after] {
         match image {
             None => w.push(0),
@@ -409,17 +410,11 @@ fn encode_rows(w: &mut Vec<u8>, table: u32, rows: &LoggedRows<'_>, at: &str) {
 }
 
 fn decode_rows(r: &mut Record<'_>, tables: &[Arc<MappedTable>]) -> io::Result<HeldRows> {
-    let table = u32::from_le_bytes(r.array()?) as usize;
-    let table = tables
-        .get(table)
-        .ok_or_else(|| corrupt("table index"))?
-        .clone();
-    let op = match r.array::<1>()?[0] {
-        0 => Op::Insert,
-        1 => Op::Update,
-        2 => Op::Delete,
-        _ => return Err(corrupt("rows op")),
-    };
+    let table = r.table(tables)?;
+    let op = r.op()?;
+    if !matches!(op, Op::Insert | Op::Update | Op::Delete) {
+        return Err(corrupt("rows op"));
+    }
     let mut images = [None, None];
     for image in &mut images {
         if r.array::<1>()?[0] == 1 {
@@ -500,6 +495,27 @@ impl Record<'_> {
     fn len(&mut self) -> io::Result<usize> {
         usize::try_from(u64::from_le_bytes(self.array()?)).map_err(|_| corrupt("length"))
     }
+
+    /// A table index into `tables`.
+    fn table<T>(&mut self, tables: &[Arc<T>]) -> io::Result<Arc<T>> {
+        let index = u32::from_le_bytes(self.array()?) as usize;
+        tables
+            .get(index)
+            .cloned()
+            .ok_or_else(|| corrupt("table index"))
+    }
+
+    fn op(&mut self) -> io::Result<Op> {
+        Ok(match self.array::<1>()?[0] {
+            0 => Op::Insert,
+            1 => Op::Update,
+            2 => Op::Delete,
+            3 => Op::Snapshot,
+            4 => Op::Truncate,
+            5 => Op::Rebaseline,
+            _ => return Err(corrupt("op")),
+        })
+    }
 }
 
 fn corrupt(what: &str) -> io::Error {
@@ -516,20 +532,8 @@ fn read_array<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
 }
 
 fn decode_change(r: &mut Record<'_>, tables: &[Arc<TableSchema>]) -> io::Result<RowChange> {
-    let table = u32::from_le_bytes(r.array()?) as usize;
-    let table = tables
-        .get(table)
-        .ok_or_else(|| corrupt("table index"))?
-        .clone();
-    let op = match r.array::<1>()?[0] {
-        0 => Op::Insert,
-        1 => Op::Update,
-        2 => Op::Delete,
-        3 => Op::Snapshot,
-        4 => Op::Truncate,
-        5 => Op::Rebaseline,
-        _ => return Err(corrupt("op")),
-    };
+    let table = r.table(tables)?;
+    let op = r.op()?;
     let mut images = [None, None];
     for image in &mut images {
         if r.array::<1>()?[0] == 1 {
