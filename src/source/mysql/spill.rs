@@ -3,10 +3,11 @@
 //! The binlog gives a transaction's rows before its XID/COMMIT, and only the commit gives
 //! the position every row is stamped with, so the rows are held until then. Guarantees:
 //!
-//! * memory is bounded by `memory_cap` (decoded bytes, estimated generously): once the
-//!   held rows would pass it, they are moved to a spill file in the spill directory
-//!   (`/tmp` on Lambda) and every later row of the transaction is appended there —
-//!   the heap stays O(cap) whatever the transaction's size;
+//! * memory is bounded by `memory_cap` (decoded bytes, estimated generously): the rows
+//!   that fit stay in memory, and once the next row would pass it, that row and every
+//!   later one of the transaction are appended to a spill file in the spill directory
+//!   (`/tmp` on Lambda) — the heap stays O(cap) whatever the transaction's size, and the
+//!   rows already held are not copied to disk and back;
 //! * a transaction past `max_bytes` fails with [`SpillError::TooLarge`] before it can fill
 //!   the volume; a full volume is [`SpillError::Io`] with `StorageFull`;
 //! * rows come back exactly (a lossless binary codec, property-tested) and in order; each
@@ -169,10 +170,6 @@ impl TxnBuffer {
         }
         if self.file.is_none() {
             self.open_file()?;
-            while let Some(held) = self.memory.pop_front() {
-                self.write(&held)?;
-            }
-            self.memory_bytes = 0;
         }
         self.write(&change)
     }
@@ -195,10 +192,6 @@ impl TxnBuffer {
         self.rows += 1;
         if self.file.is_none() {
             self.open_file()?;
-            while let Some(held) = self.memory.pop_front() {
-                self.write(&held)?;
-            }
-            self.memory_bytes = 0;
         }
         let index = match self.mapped.iter().position(|t| Arc::ptr_eq(t, table)) {
             Some(i) => i,
