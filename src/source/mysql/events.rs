@@ -588,16 +588,6 @@ pub fn map_table(
     })
 }
 
-/// Decodes every row of a rows event for a captured table, in order, into `sink`.
-pub fn decode_rows(
-    mapped: &MappedTable,
-    rows: &RowsEventData<'_>,
-    at: &dyn std::fmt::Display,
-    sink: impl FnMut(RowChange) -> Result<()>,
-) -> Result<()> {
-    decode_logged(mapped, &logged_rows(mapped, rows, at)?, at, sink)
-}
-
 /// What decoding a rows event's rows needs, as the binlog wrote it: a transaction too large
 /// for memory keeps its rows events this way on disk and decodes them as it is emitted.
 #[derive(Debug, Clone, Copy)]

@@ -106,7 +106,6 @@ pub struct TxnBuffer {
     memory: VecDeque<RowChange>,
     memory_bytes: u64,
     total_bytes: u64,
-    rows: u64,
     /// Schemas referenced by spilled rows (by index).
     tables: Vec<Arc<TableSchema>>,
     /// Tables of the rows events spilled as logged (by index).
@@ -128,7 +127,6 @@ impl TxnBuffer {
             memory: VecDeque::new(),
             memory_bytes: 0,
             total_bytes: 0,
-            rows: 0,
             tables: Vec::new(),
             mapped: Vec::new(),
             file: None,
@@ -137,10 +135,10 @@ impl TxnBuffer {
         }
     }
 
-    /// Row changes and rows events buffered in this transaction so far (nonzero when
-    /// anything is held).
-    pub fn rows(&self) -> u64 {
-        self.rows
+    /// True when the transaction holds nothing (no row change, no rows event) not yet
+    /// read back.
+    pub fn is_empty(&self) -> bool {
+        self.memory.is_empty() && self.file_rows == 0
     }
 
     /// True once the transaction has moved to disk.
@@ -156,22 +154,17 @@ impl TxnBuffer {
     /// Adds a row at the end.
     pub fn push(&mut self, change: RowChange) -> Result<(), SpillError> {
         let size = change_size(&change);
-        if self.total_bytes + size > self.max_bytes {
-            return Err(SpillError::TooLarge {
-                limit: self.max_bytes,
-            });
-        }
-        self.total_bytes += size;
-        self.rows += 1;
+        self.reserve(size)?;
         if self.file.is_none() && self.memory_bytes + size <= self.memory_cap {
             self.memory_bytes += size;
             self.memory.push_back(change);
             return Ok(());
         }
-        if self.file.is_none() {
-            self.open_file()?;
-        }
-        self.write(&change)
+        let table = index_of(&mut self.tables, &change.table);
+        self.scratch.clear();
+        self.scratch.push(RECORD_CHANGE);
+        encode_change(&mut self.scratch, table, &change);
+        self.write_scratch()
     }
 
     /// Adds a rows event of `table` at the end as the binlog logged it (`at`: where it
@@ -182,27 +175,23 @@ impl TxnBuffer {
         rows: &LoggedRows<'_>,
         at: &str,
     ) -> Result<(), SpillError> {
-        let size = (rows.data.len() + at.len() + 64) as u64;
+        self.reserve((rows.data.len() + at.len() + 64) as u64)?;
+        let table = index_of(&mut self.mapped, table);
+        self.scratch.clear();
+        self.scratch.push(RECORD_ROWS);
+        encode_rows(&mut self.scratch, table, rows, at);
+        self.write_scratch()
+    }
+
+    /// Counts `size` more bytes held, or refuses them past `max_bytes`.
+    fn reserve(&mut self, size: u64) -> Result<(), SpillError> {
         if self.total_bytes + size > self.max_bytes {
             return Err(SpillError::TooLarge {
                 limit: self.max_bytes,
             });
         }
         self.total_bytes += size;
-        self.rows += 1;
-        if self.file.is_none() {
-            self.open_file()?;
-        }
-        let index = match self.mapped.iter().position(|t| Arc::ptr_eq(t, table)) {
-            Some(i) => i,
-            None => {
-                self.mapped.push(table.clone());
-                self.mapped.len() - 1
-            }
-        };
-        self.scratch.clear();
-        encode_rows(&mut self.scratch, index as u32, rows, at);
-        self.write_scratch()
+        Ok(())
     }
 
     /// The next item in order, after the last push; `None` when all were read.
@@ -251,7 +240,6 @@ impl TxnBuffer {
         self.memory.clear();
         self.memory_bytes = 0;
         self.total_bytes = 0;
-        self.rows = 0;
         self.tables.clear();
         self.mapped.clear();
         self.file = None;
@@ -287,27 +275,12 @@ impl TxnBuffer {
         }
     }
 
-    fn write(&mut self, change: &RowChange) -> Result<(), SpillError> {
-        let table = match self
-            .tables
-            .iter()
-            .position(|t| Arc::ptr_eq(t, &change.table))
-        {
-            Some(i) => i,
-            None => {
-                self.tables.push(change.table.clone());
-                self.tables.len() - 1
-            }
-        };
-        self.scratch.clear();
-        self.scratch.push(RECORD_CHANGE);
-        encode_change(&mut self.scratch, table as u32, change);
-        self.write_scratch()
-    }
-
-    /// Writes the record in `scratch` to the spill file.
+    /// Writes the record in `scratch` to the spill file, opening it first if needed.
     fn write_scratch(&mut self) -> Result<(), SpillError> {
-        let file = self.file.as_mut().expect("write after open");
+        if self.file.is_none() {
+            self.open_file()?;
+        }
+        let file = self.file.as_mut().expect("the file was just opened");
         let writer = file
             .writer
             .as_mut()
@@ -381,8 +354,19 @@ fn encode_change(w: &mut Vec<u8>, table: u32, change: &RowChange) {
     }
 }
 
+/// The index of `item` in `list` (by identity), appended when it is not there yet.
+fn index_of<T>(list: &mut Vec<Arc<T>>, item: &Arc<T>) -> u32 {
+    let index = match list.iter().position(|t| Arc::ptr_eq(t, item)) {
+        Some(i) => i,
+        None => {
+            list.push(item.clone());
+            list.len() - 1
+        }
+    };
+    index as u32
+}
+
 fn encode_rows(w: &mut Vec<u8>, table: u32, rows: &LoggedRows<'_>, at: &str) {
-    w.push(RECORD_ROWS);
     w.extend_from_slice(&table.to_le_bytes());
     w.push(op_code(rows.op));
     for image in [rows.before, rows.after] {

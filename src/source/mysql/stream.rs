@@ -376,7 +376,7 @@ impl MyStream {
                 EventData::AnonymousGtidEvent(_) => self.open_group(false, false, &at)?,
                 EventData::PreviousGtidsEvent(previous) => self.gtid_set.previous(&previous, &at),
                 EventData::XaPrepareLogEvent(_) => {
-                    if self.buffer.rows() > 0 {
+                    if !self.buffer.is_empty() {
                         return Err(xa_refused("a captured table", &at));
                     }
                     self.close_group();
@@ -447,7 +447,7 @@ impl MyStream {
     }
 
     fn open_group(&mut self, txn: bool, xa: bool, at: &dyn std::fmt::Display) -> Result<()> {
-        if self.group.open && self.buffer.rows() > 0 {
+        if self.group.open && !self.buffer.is_empty() {
             return Err(Error::new(
                 Code::SourceProtocol,
                 format!(
@@ -494,7 +494,7 @@ impl MyStream {
             Statement::Rollback => self.close_group(),
             Statement::Savepoint => {}
             Statement::Xa => {
-                if self.buffer.rows() > 0 {
+                if !self.buffer.is_empty() {
                     return Err(xa_refused("a captured table", at));
                 }
                 let upper = sql.to_ascii_uppercase();
@@ -646,7 +646,7 @@ impl MyStream {
                 format!("an artificial commit event at {at}"),
             )
         })?;
-        if self.group.xa && self.buffer.rows() > 0 {
+        if self.group.xa && !self.buffer.is_empty() {
             return Err(xa_refused("a captured table", at));
         }
         self.group = Group::default();
