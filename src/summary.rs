@@ -24,13 +24,15 @@ pub struct TableCounts {
     pub parts: u64,
 }
 
-/// A table the run re-baselined instead of carrying its change in place.
+/// A table whose re-baseline the run asked for (instead of carrying its change in place)
+/// or carried on (an earlier run's, not done yet).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rebaselined {
     /// Why (e.g. `column v changed type from utf8 (text) to int32 (integer)`).
     pub reason: String,
     /// The position (tagged) of the change that asked for it; the table's changes from
-    /// there on were not written (the new snapshot supersedes them).
+    /// there on were not written (the new snapshot supersedes them). For an earlier run's
+    /// re-baseline already anchored, the anchor.
     pub at: String,
     /// What became of the re-baseline after the run: `done` (read inline), `started`
     /// (the state machine's execution), or `pending` (the next run retries).
@@ -59,7 +61,8 @@ pub struct RunSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_retained_bytes: Option<u64>,
     pub tables: BTreeMap<String, TableCounts>,
-    /// Tables this run asked to re-baseline (absent when none).
+    /// Tables this run asked to re-baseline or whose pending re-baseline it carried on
+    /// (absent when none).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub rebaselined: BTreeMap<String, Rebaselined>,
     /// Tables the run registered in the catalog (`catalog` block): `created`, `updated`,

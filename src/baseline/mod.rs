@@ -113,17 +113,23 @@ pub async fn request_table(config: &Config, backends: &Backends, table: &str) ->
 }
 
 /// True when no table's baseline must run before the drain: every table's is done, or
-/// is a re-baseline still only wanted. The drain skips a wanted table's changes and the
+/// is a re-baseline (wanted, or anchored and not finished). Re-baselines run after the
+/// drain, whose summary reports them. The drain skips a wanted table's changes and the
 /// re-baseline is anchored after it, at the checkpoint it leaves — anchored before, at an
 /// older checkpoint, the drain could meet the very change that asked for it again (a run
-/// that asked, then died before its checkpoint) and the table would be read twice.
+/// that asked, then died before its checkpoint) and the table would be read twice. An
+/// anchored one's changes after its anchor are written by the drain as during a first
+/// baseline; if its shape changed meanwhile, it is anchored anew after the drain too.
 pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool> {
     for table in &config.source.tables {
         let settled = backends
             .state
             .load_snapshot(&config.job, table)
             .await?
-            .is_some_and(|s| matches!(s.status, SnapshotStatus::Done | SnapshotStatus::Wanted));
+            .is_some_and(|s| {
+                s.reason.is_some()
+                    || matches!(s.status, SnapshotStatus::Done | SnapshotStatus::Wanted)
+            });
         if !settled {
             return Ok(false);
         }
@@ -131,13 +137,36 @@ pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool
     Ok(true)
 }
 
-/// How many rounds `sluice baseline` runs while tables keep changing shape mid-read.
+/// How many rounds a baseline runs in one process while tables keep changing shape
+/// mid-read.
 const INLINE_ROUNDS: usize = 3;
 
 /// Runs (or resumes) the whole baseline in this process until no table is left to read:
 /// a table whose shape changed while it was read ([`tasks::chunk`]) is anchored anew and
-/// read again, at most [`INLINE_ROUNDS`] times in all.
+/// read again, at most [`INLINE_ROUNDS`] times in all; past that it is an error.
 pub async fn run_inline_to_end(
+    config: &Config,
+    backends: &Backends,
+    parallel: usize,
+) -> Result<BaselineSummary> {
+    let summary = run_inline_rounds(config, backends, parallel).await?;
+    if summary.restarted.is_empty() {
+        return Ok(summary);
+    }
+    Err(Error::new(
+        Code::BaselineIncomplete,
+        format!(
+            "the shape of {} changed while its baseline was read, {INLINE_ROUNDS} times in a row",
+            summary.restarted.join(", ")
+        ),
+    )
+    .hint("the baseline starts over at a new anchor each time (nothing of the old shape is kept): run `sluice baseline` again once the table's DDL is done"))
+}
+
+/// Runs (or resumes) the whole baseline in this process, anchoring anew and reading again
+/// each table whose shape changed while it was read, at most [`INLINE_ROUNDS`] times in
+/// all; the tables still left (`restarted` of the result) stay wanted.
+pub async fn run_inline_rounds(
     config: &Config,
     backends: &Backends,
     parallel: usize,
@@ -145,18 +174,8 @@ pub async fn run_inline_to_end(
     let mut round = 1;
     loop {
         let summary = run_inline(config, backends, parallel).await?;
-        if summary.restarted.is_empty() {
+        if summary.restarted.is_empty() || round == INLINE_ROUNDS {
             return Ok(summary);
-        }
-        if round == INLINE_ROUNDS {
-            return Err(Error::new(
-                Code::BaselineIncomplete,
-                format!(
-                    "the shape of {} changed while its baseline was read, {INLINE_ROUNDS} times in a row",
-                    summary.restarted.join(", ")
-                ),
-            )
-            .hint("the baseline starts over at a new anchor each time (nothing of the old shape is kept): run `sluice baseline` again once the table's DDL is done"));
         }
         tracing::info!(tables = ?summary.restarted, round, "reading the tables whose shape changed again, at a new anchor");
         round += 1;

@@ -173,8 +173,10 @@ pub fn interrupted(signal: Option<i32>) -> Error {
 }
 
 /// After a run: every table whose re-baseline is wanted (this run's, or an earlier run's
-/// that did not get to it) is anchored at the checkpoint the run left and read inline —
-/// or, with a state machine configured, its execution is started; the summary says which.
+/// that did not get to it) is anchored at the checkpoint the run left and read inline
+/// (anchored anew and read again when its shape changed since its plan, a few times at
+/// most) — or, with a state machine configured, its execution is started; the summary's
+/// `rebaselined` names each of these tables and says which.
 /// Every other table's baseline record is left untouched.
 async fn rebaseline_pending(
     config: &Config,
@@ -197,7 +199,7 @@ async fn rebaseline_pending(
     )?;
     // The outcome, and the tables given up because their shape changed while read.
     let result = match &config.baseline.state_machine_arn {
-        None => crate::baseline::run_inline(config, backends, config.baseline.parallel)
+        None => crate::baseline::run_inline_rounds(config, backends, config.baseline.parallel)
             .await
             .map(|done| {
                 tracing::info!(tables = ?done.tables.keys().collect::<Vec<_>>(), rows = done.rows, "re-baseline done");
@@ -222,15 +224,23 @@ async fn rebaseline_pending(
         }
         Err(e) => return Err(e),
     };
+    // Every table re-baselined here is in the summary, the ones an earlier run asked
+    // for too (`at`: where their record stands, the asking change or the anchor).
     for record in &pending {
-        if let Some(entry) = summary.rebaselined.get_mut(&record.table) {
-            entry.baseline = if restarted.contains(&record.table) {
-                "pending"
-            } else {
-                outcome
-            }
-            .to_owned();
+        let entry = summary
+            .rebaselined
+            .entry(record.table.clone())
+            .or_insert_with(|| crate::summary::Rebaselined {
+                reason: record.reason.clone().unwrap_or_default(),
+                at: record.anchor.clone(),
+                baseline: String::new(),
+            });
+        entry.baseline = if restarted.contains(&record.table) {
+            "pending"
+        } else {
+            outcome
         }
+        .to_owned();
     }
     if !summary.rebaselined.is_empty() {
         // The run record says what the summary says.
@@ -255,7 +265,8 @@ async fn start_baseline(config: &Config, backends: &Backends) -> Result<()> {
             tracing::info!(
                 rows = summary.rows,
                 chunks = summary.chunks,
-                "inline baseline done"
+                restarted = ?summary.restarted,
+                "inline baseline done (the tables restarted are re-baselined after the drain)"
             );
             Ok(())
         }

@@ -607,6 +607,43 @@ fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
     assert_eq!(replayed(&job, "t", &["v"]), source(&db, "t", &["v"]));
 }
 
+/// A re-baseline stopped half-way, then a column added before the next run: the next
+/// drain gives up the chunks of the old shape, anchors the table anew and reads it again
+/// in the same run — no run is left skipping the table's changes (the delete here) with
+/// its re-baseline still wanted — and its summary says so.
+#[test]
+fn rb_a_rebaseline_stopped_half_way_then_reshaped_is_read_again_by_the_next_drain() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "rb_halfway_reshaped");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 60) i; ANALYZE t");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "initial: snapshot\nbaseline: { chunk_rows: 10 }",
+    );
+    assert_eq!(job.drain()["status"], "drained");
+    let run = job.run(
+        &["baseline", "--table", "t"],
+        &[("SLUICE_FAULT", "chunk_done@2")],
+    );
+    assert_ne!(run.code, 0, "the fault stops it: {}", run.stderr);
+    assert_eq!(record(&job, "t")["status"], "running");
+    db.sql("ALTER TABLE t ADD COLUMN w int");
+    db.sql("UPDATE t SET w = id WHERE id <= 5; DELETE FROM t WHERE id BETWEEN 40 AND 45");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    assert_eq!(
+        summary["rebaselined"]["t"]["baseline"], "done",
+        "the re-baseline this run carried on is in its summary: {summary}"
+    );
+    assert_eq!(record(&job, "t")["status"], "done");
+    assert_eq!(
+        replayed(&job, "t", &["v", "w"]),
+        source(&db, "t", &["v", "w"])
+    );
+}
+
 /// `ADD COLUMN … DEFAULT` with no later change of the table: PostgreSQL logs no DDL, so
 /// no change shows the new shape — the run compares the catalog with the names the last
 /// run saw and re-baselines the table now, so every row replays with the default.
