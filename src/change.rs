@@ -108,8 +108,9 @@ pub enum Value {
     Float(f64),
     /// Unscaled decimal; the scale is the column's.
     Decimal(i128),
-    /// Unscaled decimal wider than 38 digits, as little-endian two's complement.
-    Decimal256([u8; 32]),
+    /// Unscaled decimal wider than 38 digits, as little-endian two's complement (boxed:
+    /// rare, and every other value fits in half its size).
+    Decimal256(Box<[u8; 32]>),
     Text(String),
     Bytes(Vec<u8>),
     /// Days since 1970-01-01.
@@ -270,6 +271,13 @@ pub struct ChangeEvent {
 #[cfg(test)]
 mod tests {
     use super::ColumnType::*;
+
+    /// Every cell of every row is a `Value`, moved through decode, buffers and builders:
+    /// the rare wide decimal is boxed so the common ones stay at two words of payload.
+    #[test]
+    fn a_value_is_at_most_32_bytes() {
+        assert!(std::mem::size_of::<super::Value>() <= 32);
+    }
 
     #[test]
     fn widening_keeps_every_value_and_nothing_else_widens() {

@@ -13,7 +13,9 @@
 //!   `__unlogged`, which is NULL when every column was logged;
 //! * [`RowBatchBuilder::finish`] compares the [`CellHasher`] sum of the appended cells with
 //!   [`hash_batch_from`] over the built batch and fails with `SLUICE_OUTPUT_CHECKSUM` when
-//!   they differ. The sum runs on across batches (see [`crate::sink::checksum`]).
+//!   they differ; [`RowBatchBuilder::finish_unverified`] hands that comparison
+//!   ([`BatchCheck`]) to whoever writes the batch, to run before it does. The sum runs on
+//!   across batches (see [`crate::sink::checksum`]).
 
 use std::sync::Arc;
 
@@ -40,6 +42,69 @@ pub struct CheckedBatch {
     /// The running checksum of every row this builder has finished so far, this batch
     /// included (for the first batch: the batch's own sum).
     pub checksum: u64,
+}
+
+/// A built batch and the check it must pass before it is written.
+#[derive(Debug)]
+pub struct FinishedBatch {
+    pub batch: RecordBatch,
+    pub check: BatchCheck,
+}
+
+/// The proof a built batch holds the cells appended: the [`CellHasher`] sum of those cells
+/// must equal [`hash_batch_from`] over the built columns, both continuing from the sum of
+/// the builder's earlier batches. Cheap to move to another thread (the encoder's).
+#[derive(Debug, Clone)]
+pub struct BatchCheck {
+    /// The running sum both paths agreed on before this batch.
+    from: u64,
+    /// The running sum of the appended cells, this batch included.
+    pub expected: u64,
+    table: String,
+    rows: usize,
+    first_pos: Option<Arc<str>>,
+    last_pos: Option<Arc<str>>,
+}
+
+impl FinishedBatch {
+    /// `batch` with the check its own columns pass (tests of the writers downstream).
+    #[cfg(test)]
+    pub fn of(batch: RecordBatch) -> FinishedBatch {
+        let expected = hash_batch_from(EMPTY_SUM, &batch).expect("sluice column types");
+        let check = BatchCheck {
+            from: EMPTY_SUM,
+            expected,
+            table: "t".to_owned(),
+            rows: batch.num_rows(),
+            first_pos: None,
+            last_pos: None,
+        };
+        FinishedBatch { batch, check }
+    }
+}
+
+impl BatchCheck {
+    /// Fails with `SLUICE_OUTPUT_CHECKSUM` when `batch`'s columns do not sum to the cells
+    /// appended.
+    pub fn verify(&self, batch: &RecordBatch) -> Result<()> {
+        let actual = hash_batch_from(self.from, batch)?;
+        if actual == self.expected {
+            return Ok(());
+        }
+        Err(Error::new(
+            Code::OutputChecksum,
+            format!(
+                "table {}: the batch of {} rows (__pos {} to {}) does not hold the decoded cells: cells sum to {}, the built columns to {}",
+                self.table,
+                self.rows,
+                self.first_pos.as_deref().unwrap_or("-"),
+                self.last_pos.as_deref().unwrap_or("-"),
+                checksum_text(self.expected),
+                checksum_text(actual),
+            ),
+        )
+        .hint("nothing was written or checkpointed; this is a sluice bug in value conversion — report it with the table schema and the position range, and pin the previous release"))
+    }
 }
 
 /// Builds Arrow batches of change rows for one [`TableSchema`].
@@ -265,7 +330,10 @@ impl RowBatchBuilder {
 
     /// Builds the batch of the rows appended since the last finish, verifies its checksum,
     /// and resets the builder for the next batch.
-    pub fn finish(&mut self) -> Result<CheckedBatch> {
+    /// Builds the batch of the rows appended since the last finish, with the check that
+    /// proves it holds the appended cells ([`BatchCheck::verify`], to run before the
+    /// batch is written anywhere). The builder's running sum moves on to the cells'.
+    pub fn finish_unverified(&mut self) -> Result<FinishedBatch> {
         self.ensure_usable()?;
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         arrays.push(Arc::new(self.op.finish()));
@@ -290,27 +358,25 @@ impl RowBatchBuilder {
             )
             .source(e)
         })?;
-        let expected = self.hasher.sum();
-        let actual = hash_batch_from(self.verified, &batch)?;
-        if expected != actual {
-            self.poisoned = true;
-            return Err(Error::new(
-                Code::OutputChecksum,
-                format!(
-                    "table {}: the batch of {rows} rows (__pos {} to {}) does not hold the decoded cells: cells sum to {}, the built columns to {}",
-                    self.table.name,
-                    first_pos.as_deref().unwrap_or("-"),
-                    last_pos.as_deref().unwrap_or("-"),
-                    checksum_text(expected),
-                    checksum_text(actual),
-                ),
-            )
-            .hint("nothing was written or checkpointed; this is a sluice bug in value conversion — report it with the table schema and the position range, and pin the previous release"));
-        }
-        self.verified = expected;
+        let check = BatchCheck {
+            from: self.verified,
+            expected: self.hasher.sum(),
+            table: self.table.name.clone(),
+            rows,
+            first_pos,
+            last_pos,
+        };
+        self.verified = check.expected;
+        Ok(FinishedBatch { batch, check })
+    }
+
+    /// [`RowBatchBuilder::finish_unverified`], verified here.
+    pub fn finish(&mut self) -> Result<CheckedBatch> {
+        let FinishedBatch { batch, check } = self.finish_unverified()?;
+        check.verify(&batch).inspect_err(|_| self.poisoned = true)?;
         Ok(CheckedBatch {
             batch,
-            checksum: expected,
+            checksum: check.expected,
         })
     }
 
@@ -567,7 +633,7 @@ impl Cells {
             Cells::Decimal256(b, precision, scale) => {
                 let v = match value {
                     Value::Decimal(v) => i256::from_i128(*v),
-                    Value::Decimal256(le) => i256::from_le_bytes(*le),
+                    Value::Decimal256(le) => i256::from_le_bytes(**le),
                     other => {
                         return Err(wrong_kind(other, &format!("decimal({precision},{scale})")));
                     }

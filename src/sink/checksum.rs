@@ -439,7 +439,7 @@ impl CellHasher {
                 _ => h.float64(v.to_bits()),
             },
             Value::Decimal(v) => h.decimal128(*v),
-            Value::Decimal256(le) => h.decimal256(i256::from_le_bytes(*le)),
+            Value::Decimal256(le) => h.decimal256(i256::from_le_bytes(**le)),
             Value::Text(s) => h.bytes(TAG_TEXT, s.as_bytes()),
             Value::Bytes(b) => h.bytes(TAG_BINARY, b),
             Value::Date(d) => h.temporal(TAG_DATE, i64::from(*d)),
@@ -770,7 +770,7 @@ mod tests {
 
     /// The cells of [`every_type_batch`], fed to path (a).
     fn every_type_cells() -> CellHasher {
-        let d256 = |v: i256| Value::Decimal256(v.to_le_bytes());
+        let d256 = |v: i256| Value::Decimal256(Box::new(v.to_le_bytes()));
         let text = |s: &str| Value::Text(s.into());
         let rows: [[Value; 19]; 3] = [
             [
@@ -1112,7 +1112,7 @@ mod tests {
             }
             let v = i256::from_parts(low, high);
             let mut cells = CellHasher::new();
-            cells.value(&ColumnType::Decimal { precision: 76, scale: 0 }, &Value::Decimal256(v.to_le_bytes()));
+            cells.value(&ColumnType::Decimal { precision: 76, scale: 0 }, &Value::Decimal256(Box::new(v.to_le_bytes())));
             cells.end_row();
             prop_assert_eq!(cells.sum(), one_cell(Arc::new(Decimal256Array::from(vec![v]))));
         }

@@ -474,13 +474,13 @@ impl OpenPart {
         Ok(())
     }
 
-    /// Verifies the in-memory batch and writes it out as one row group.
+    /// Writes the in-memory batch out as one row group, verified by the encoder first.
     fn flush_batch(&mut self) -> Result<()> {
         let approx = self.builder.approx_bytes() as u64;
-        let checked = self.builder.finish()?;
-        self.encoder.write(checked.batch, approx)?;
-        self.checksum = checked.checksum;
-        Ok(())
+        let finished = self.builder.finish_unverified()?;
+        self.checksum = finished.check.expected;
+        // The encoder verifies the batch before it encodes it (on its own thread).
+        self.encoder.write(finished, approx)
     }
 }
 

@@ -99,7 +99,7 @@ fn full_row() -> Vec<Value> {
         let unscaled: i128 = 123_456_789_012_345_678_901_234_567_890_123_456_789;
         let mut bytes = [0u8; 32];
         bytes[..16].copy_from_slice(&unscaled.to_le_bytes());
-        Value::Decimal256(bytes)
+        Value::Decimal256(Box::new(bytes))
     };
     vec![
         Value::Int(1),

@@ -90,7 +90,7 @@ fn narrowing_and_wrong_kinds_are_refused_naming_column_and_position() {
         (dec(5, 2), Value::Decimal(-100_000), "more than 5 digits"),
         (
             dec(38, 0),
-            Value::Decimal256([0; 32]),
+            Value::Decimal256(Box::new([0; 32])),
             "256-bit decimal value cannot be written",
         ),
         (
@@ -195,7 +195,7 @@ fn edge_values_that_fit_are_accepted() {
         (dec(5, 2), Value::Decimal(99_999)),
         (dec(5, 2), Value::Decimal(-99_999)),
         (dec(38, 0), Value::Decimal(10i128.pow(38) - 1)),
-        (dec(76, 10), Value::Decimal256(max76)),
+        (dec(76, 10), Value::Decimal256(Box::new(max76))),
         (dec(50, 0), Value::Decimal(i128::MIN + 1)),
         (
             ColumnType::Uuid,

@@ -4,7 +4,9 @@
 //!
 //! Guarantees:
 //! * the file holds exactly the batches given to [`Encoder::write`], in that order, each
-//!   as its own row group; [`Encoder::finish`] returns only after the footer is written
+//!   as its own row group, and only batches that passed their [`crate::sink::batch::BatchCheck`] (run here,
+//!   on the encoding thread, before the batch is encoded): a batch that fails it stops
+//!   the encoder with `SLUICE_OUTPUT_CHECKSUM` and no footer is ever written; [`Encoder::finish`] returns only after the footer is written
 //!   and the file fsynced, so the durable order (part durable → checkpoint) is unchanged;
 //! * at most one batch is handed over at a time (a rendezvous channel): while the thread
 //!   encodes batch N, the caller builds batch N+1 and waits before handing it over, so
@@ -24,11 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 
 use super::{io_error, parquet_error};
 use crate::error::{Code, Error, Result};
+use crate::sink::batch::FinishedBatch;
 
 /// Encodes one part.
 pub struct Encoder {
@@ -40,7 +42,7 @@ pub struct Encoder {
 enum Inner {
     Inline(Box<ArrowWriter<File>>),
     Thread {
-        tx: Option<SyncSender<(RecordBatch, u64)>>,
+        tx: Option<SyncSender<(FinishedBatch, u64)>>,
         handle: Option<JoinHandle<Result<u64>>>,
         /// Bytes the thread's writer has written (updated after each row group).
         written: Arc<AtomicU64>,
@@ -82,24 +84,14 @@ impl Encoder {
         }
     }
 
-    /// Encodes `batch` as the next row group (inline), or hands it to the thread, waiting
-    /// until the thread has taken the previous one. `approx_bytes` is the batch's size
-    /// estimate ([`crate::sink::batch::RowBatchBuilder::approx_bytes`]), counted in
+    /// Verifies `batch` and encodes it as the next row group (inline), or hands it to the
+    /// thread, which does the same, waiting until the thread has taken the previous one.
+    /// `approx_bytes` is the batch's size estimate
+    /// ([`crate::sink::batch::RowBatchBuilder::approx_bytes`]), counted in
     /// [`Encoder::bytes_written`] until the thread has written it.
-    pub fn write(&mut self, batch: RecordBatch, approx_bytes: u64) -> Result<()> {
+    pub fn write(&mut self, batch: FinishedBatch, approx_bytes: u64) -> Result<()> {
         match &mut self.inner {
-            Inner::Inline(writer) => {
-                writer
-                    .write(&batch)
-                    .and_then(|()| writer.flush())
-                    .map_err(|e| {
-                        parquet_error(
-                            e,
-                            format!("writing a row group to {}", self.path.display()),
-                            &self.spill_dir,
-                        )
-                    })
-            }
+            Inner::Inline(writer) => encode(writer, &batch, &self.path, &self.spill_dir),
             Inner::Thread { tx, pending, .. } => {
                 pending.fetch_add(approx_bytes, Ordering::Relaxed);
                 let sent = tx
@@ -172,8 +164,28 @@ impl Drop for Encoder {
     }
 }
 
+/// Verifies `batch` and writes it as one row group.
+fn encode(
+    writer: &mut ArrowWriter<File>,
+    batch: &FinishedBatch,
+    path: &Path,
+    spill_dir: &Path,
+) -> Result<()> {
+    batch.check.verify(&batch.batch)?;
+    writer
+        .write(&batch.batch)
+        .and_then(|()| writer.flush())
+        .map_err(|e| {
+            parquet_error(
+                e,
+                format!("writing a row group to {}", path.display()),
+                spill_dir,
+            )
+        })
+}
+
 fn spawn(writer: ArrowWriter<File>, path: PathBuf, spill_dir: PathBuf) -> Inner {
-    let (tx, rx) = sync_channel::<(RecordBatch, u64)>(0);
+    let (tx, rx) = sync_channel::<(FinishedBatch, u64)>(0);
     let written = Arc::new(AtomicU64::new(0));
     let pending = Arc::new(AtomicU64::new(0));
     let abort = Arc::new(AtomicBool::new(false));
@@ -184,16 +196,7 @@ fn spawn(writer: ArrowWriter<File>, path: PathBuf, spill_dir: PathBuf) -> Inner 
         .spawn(move || {
             let mut writer = writer;
             for (batch, size) in rx {
-                writer
-                    .write(&batch)
-                    .and_then(|()| writer.flush())
-                    .map_err(|e| {
-                        parquet_error(
-                            e,
-                            format!("writing a row group to {}", path.display()),
-                            &spill_dir,
-                        )
-                    })?;
+                encode(&mut writer, &batch, &path, &spill_dir)?;
                 thread_written.store(writer.bytes_written() as u64, Ordering::Relaxed);
                 thread_pending.fetch_sub(size, Ordering::Relaxed);
             }
@@ -237,9 +240,9 @@ fn finish_writer(mut writer: ArrowWriter<File>, path: &Path, spill_dir: &Path) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
-    fn batch(n: i64) -> RecordBatch {
+    fn record_batch(n: i64) -> RecordBatch {
         let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(n * 100..n * 100 + 100));
         let texts: ArrayRef = Arc::new(StringArray::from_iter_values(
             (0..100).map(|i| format!("row {n}-{i}")),
@@ -247,10 +250,14 @@ mod tests {
         RecordBatch::try_from_iter([("id", ids), ("t", texts)]).unwrap()
     }
 
+    fn batch(n: i64) -> FinishedBatch {
+        FinishedBatch::of(record_batch(n))
+    }
+
     fn encode(dir: &Path, name: &str, on_thread: bool, batches: i64) -> (Result<u64>, PathBuf) {
         let path = dir.join(name);
         let file = File::create(&path).unwrap();
-        let writer = ArrowWriter::try_new(file, batch(0).schema(), None).unwrap();
+        let writer = ArrowWriter::try_new(file, record_batch(0).schema(), None).unwrap();
         let mut encoder = Encoder::start_with(writer, path.clone(), dir.to_owned(), on_thread);
         for n in 0..batches {
             encoder.write(batch(n), 1000).unwrap();
@@ -275,7 +282,7 @@ mod tests {
         std::fs::write(&path, b"").unwrap();
         // A read-only handle: the thread's first write fails.
         let file = File::open(&path).unwrap();
-        let writer = ArrowWriter::try_new(file, batch(0).schema(), None).unwrap();
+        let writer = ArrowWriter::try_new(file, record_batch(0).schema(), None).unwrap();
         let mut encoder = Encoder::start_with(writer, path, dir.path().to_owned(), true);
         let mut result = Ok(0);
         for n in 0..3 {
@@ -287,5 +294,29 @@ mod tests {
         let err = result.and_then(|_| encoder.finish()).unwrap_err();
         assert_eq!(err.code(), Code::OutputWrite, "{err}");
         assert!(err.to_string().contains("ro.parquet"), "{err}");
+    }
+
+    #[test]
+    fn a_batch_failing_its_check_stops_the_encoder_with_nothing_of_it_written() {
+        for on_thread in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("checked.parquet");
+            let file = File::create(&path).unwrap();
+            let writer = ArrowWriter::try_new(file, record_batch(0).schema(), None).unwrap();
+            let mut encoder =
+                Encoder::start_with(writer, path.clone(), dir.path().to_owned(), on_thread);
+            encoder.write(batch(0), 1000).unwrap();
+            let mut bad = batch(1);
+            bad.check.expected ^= 1;
+            let err = encoder
+                .write(bad, 1000)
+                .and_then(|()| encoder.write(batch(2), 1000))
+                .and_then(|()| encoder.finish().map(|_| ()))
+                .unwrap_err();
+            assert_eq!(err.code(), Code::OutputChecksum, "{err}");
+            // No footer: the file is no Parquet file a reader would take.
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!bytes.ends_with(b"PAR1"), "on_thread={on_thread}");
+        }
     }
 }

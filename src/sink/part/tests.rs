@@ -120,12 +120,12 @@ fn cell(array: &dyn Array, i: usize, ty: &ColumnType) -> Value {
         ColumnType::Decimal { precision, .. } if *precision <= 38 => {
             Value::Decimal(array.as_primitive::<Decimal128Type>().value(i))
         }
-        ColumnType::Decimal { .. } => Value::Decimal256(
+        ColumnType::Decimal { .. } => Value::Decimal256(Box::new(
             array
                 .as_primitive::<Decimal256Type>()
                 .value(i)
                 .to_le_bytes(),
-        ),
+        )),
         ColumnType::Utf8 | ColumnType::Json | ColumnType::Uuid => {
             Value::Text(array.as_string::<i32>().value(i).to_owned())
         }
@@ -157,7 +157,7 @@ fn same(a: &Value, b: &Value) -> bool {
 fn widened(ty: &ColumnType, value: &Value) -> Value {
     match (ty, value) {
         (ColumnType::Decimal { precision, .. }, Value::Decimal(v)) if *precision > 38 => {
-            Value::Decimal256(i256::from_i128(*v).to_le_bytes())
+            Value::Decimal256(Box::new(i256::from_i128(*v).to_le_bytes()))
         }
         (ColumnType::List(item), Value::List(items)) => {
             Value::List(items.iter().map(|v| widened(item, v)).collect())
@@ -167,7 +167,7 @@ fn widened(ty: &ColumnType, value: &Value) -> Value {
 }
 
 fn d256(text: &str) -> Value {
-    Value::Decimal256(i256::from_string(text).unwrap().to_le_bytes())
+    Value::Decimal256(Box::new(i256::from_string(text).unwrap().to_le_bytes()))
 }
 
 fn every_type() -> Arc<TableSchema> {

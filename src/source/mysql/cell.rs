@@ -101,7 +101,6 @@ fn decode_common(
     ty: &ColumnType,
     raw: &[u8],
 ) -> Option<Result<(Value, usize), CellError>> {
-    use mysql_common::value::Value as MyValue;
     let le = |n: usize| -> Option<u64> {
         let bytes = raw.get(..n)?;
         Some(
@@ -111,8 +110,9 @@ fn decode_common(
                 .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
         )
     };
-    // An integer of `n` bytes, sign-extended unless the column is UNSIGNED.
-    let int = |n: usize| -> Option<(MyValue, usize)> {
+    // An integer of `n` bytes, sign-extended unless the column is UNSIGNED; as
+    // [`values::convert`] converts the decoder's `Int` for it.
+    let int = |n: usize| -> Option<Result<(Value, usize), CellError>> {
         let v = le(n)?;
         let unused = 64 - 8 * n as u32;
         let v = if col.unsigned {
@@ -120,40 +120,46 @@ fn decode_common(
         } else {
             ((v << unused) as i64) >> unused
         };
-        Some((MyValue::Int(v), n))
+        Some(done(values::int_value(ty, v), n))
     };
-    let (value, used) = match col.raw {
-        MyType::MYSQL_TYPE_TINY => int(1)?,
-        MyType::MYSQL_TYPE_SHORT => int(2)?,
+    Some(match col.raw {
+        MyType::MYSQL_TYPE_TINY => return int(1),
+        MyType::MYSQL_TYPE_SHORT => return int(2),
         // Unsigned and signed alike unextended; `convert` extends a signed one's sign.
-        MyType::MYSQL_TYPE_INT24 => (MyValue::Int(le(3)? as i64), 3),
-        MyType::MYSQL_TYPE_LONG => int(4)?,
+        MyType::MYSQL_TYPE_INT24 => {
+            let value = mysql_common::value::Value::Int(le(3)? as i64);
+            done(values::convert(col, ty, BinlogValue::Value(value)), 3)
+        }
+        MyType::MYSQL_TYPE_LONG => return int(4),
         MyType::MYSQL_TYPE_LONGLONG => {
             let v = le(8)?;
             let value = if col.unsigned {
-                MyValue::UInt(v)
+                values::uint_value(ty, v)
             } else {
-                MyValue::Int(v as i64)
+                values::int_value(ty, v as i64)
             };
-            (value, 8)
+            done(value, 8)
         }
-        MyType::MYSQL_TYPE_FLOAT => (MyValue::Float(f32::from_bits(le(4)? as u32)), 4),
-        MyType::MYSQL_TYPE_DOUBLE => (MyValue::Double(f64::from_bits(le(8)?)), 8),
+        MyType::MYSQL_TYPE_FLOAT => done(
+            Ok(Value::Float(f64::from(f32::from_bits(le(4)? as u32)))),
+            4,
+        ),
+        MyType::MYSQL_TYPE_DOUBLE => done(Ok(Value::Float(f64::from_bits(le(8)?))), 8),
         MyType::MYSQL_TYPE_VARCHAR | MyType::MYSQL_TYPE_VAR_STRING => {
             let declared = u16::from_le_bytes([*col.meta.first()?, *col.meta.get(1)?]);
             let prefix = if declared < 256 { 1 } else { 2 };
             let len = le(prefix)? as usize;
             let bytes = raw.get(prefix..prefix + len)?;
-            (MyValue::Bytes(bytes.to_vec()), prefix + len)
+            done(values::bytes_value(col, ty, bytes.to_vec()), prefix + len)
         }
         MyType::MYSQL_TYPE_TIMESTAMP2 => return timestamp2(col, ty, raw),
         _ => return None,
-    };
-    Some(
-        values::convert(col, ty, BinlogValue::Value(value))
-            .map(|v| (v, used))
-            .map_err(CellError::Unrepresentable),
-    )
+    })
+}
+
+/// A converted cell that occupied `used` bytes.
+fn done(value: Result<Value, String>, used: usize) -> Result<(Value, usize), CellError> {
+    value.map(|v| (v, used)).map_err(CellError::Unrepresentable)
 }
 
 /// A TIMESTAMP2 cell: big-endian seconds since the epoch, then 0–3 big-endian bytes of

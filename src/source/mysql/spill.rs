@@ -428,7 +428,7 @@ fn encode_value(w: &mut Vec<u8>, value: &Value) {
         Value::UInt(v) => tagged(3, &v.to_le_bytes()),
         Value::Float(v) => tagged(4, &v.to_bits().to_le_bytes()),
         Value::Decimal(v) => tagged(5, &v.to_le_bytes()),
-        Value::Decimal256(v) => tagged(6, v),
+        Value::Decimal256(v) => tagged(6, &v[..]),
         Value::Text(s) => {
             tagged(7, &(s.len() as u64).to_le_bytes());
             w.extend_from_slice(s.as_bytes());
@@ -549,7 +549,7 @@ fn decode_value(r: &mut Record<'_>) -> io::Result<Value> {
         3 => Value::UInt(u64::from_le_bytes(r.array()?)),
         4 => Value::Float(f64::from_bits(u64::from_le_bytes(r.array()?))),
         5 => Value::Decimal(i128::from_le_bytes(r.array()?)),
-        6 => Value::Decimal256(r.array()?),
+        6 => Value::Decimal256(Box::new(r.array()?)),
         7 => {
             let n = r.len()?;
             let text = std::str::from_utf8(r.take(n)?).map_err(|_| corrupt("text"))?;
@@ -615,7 +615,7 @@ mod tests {
                 .prop_filter("NaN != NaN", |f| !f.is_nan())
                 .prop_map(Value::Float),
             any::<i128>().prop_map(Value::Decimal),
-            any::<[u8; 32]>().prop_map(Value::Decimal256),
+            any::<[u8; 32]>().prop_map(|v| Value::Decimal256(Box::new(v))),
             ".{0,40}".prop_map(Value::Text),
             proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Bytes),
             any::<i32>().prop_map(Value::Date),

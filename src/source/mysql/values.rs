@@ -233,30 +233,46 @@ pub fn convert(
         {
             Ok(Value::Int(v - 0x100_0000))
         }
-        (_, MyValue::Int(v)) => match ty {
-            ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
-                u64::try_from(v)
-                    .map(Value::UInt)
-                    .map_err(|_| format!("negative value {v} in an UNSIGNED column"))
-            }
-            _ => Ok(Value::Int(v)),
-        },
-        (_, MyValue::UInt(v)) => match ty {
-            ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
-                Ok(Value::UInt(v))
-            }
-            _ => i64::try_from(v)
-                .map(Value::Int)
-                .map_err(|_| format!("{v} exceeds a signed column")),
-        },
+        (_, MyValue::Int(v)) => int_value(ty, v),
+        (_, MyValue::UInt(v)) => uint_value(ty, v),
         (_, MyValue::Float(v)) => Ok(Value::Float(f64::from(v))),
         (_, MyValue::Double(v)) => Ok(Value::Float(v)),
         (_, MyValue::Date(y, m, d, h, i, s, us)) => date_time(ty, (y, m, d), (h, i, s, us)),
-        (_, MyValue::Bytes(bytes)) => match ty {
-            ColumnType::Binary => Ok(Value::Bytes(pad_binary(col, bytes))),
-            _ => text(col, bytes).map(Value::Text),
-        },
+        (_, MyValue::Bytes(bytes)) => bytes_value(col, ty, bytes),
         (raw, other) => Err(format!("unexpected {other:?} for binlog type {raw:?}")),
+    }
+}
+
+/// A signed integer cell (of a column with no form of its own) as a value of `ty`.
+pub fn int_value(ty: &ColumnType, v: i64) -> Result<Value, String> {
+    match ty {
+        ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
+            u64::try_from(v)
+                .map(Value::UInt)
+                .map_err(|_| format!("negative value {v} in an UNSIGNED column"))
+        }
+        _ => Ok(Value::Int(v)),
+    }
+}
+
+/// An unsigned integer cell (of a column with no form of its own) as a value of `ty`.
+pub fn uint_value(ty: &ColumnType, v: u64) -> Result<Value, String> {
+    match ty {
+        ColumnType::UInt8 | ColumnType::UInt16 | ColumnType::UInt32 | ColumnType::UInt64 => {
+            Ok(Value::UInt(v))
+        }
+        _ => i64::try_from(v)
+            .map(Value::Int)
+            .map_err(|_| format!("{v} exceeds a signed column")),
+    }
+}
+
+/// A byte-string cell (of a column with no form of its own) as a value of `ty`: binary
+/// padded to the column's width, anything else text in the column's character set.
+pub fn bytes_value(col: &BinlogColumn, ty: &ColumnType, bytes: Vec<u8>) -> Result<Value, String> {
+    match ty {
+        ColumnType::Binary => Ok(Value::Bytes(pad_binary(col, bytes))),
+        _ => text(col, bytes).map(Value::Text),
     }
 }
 

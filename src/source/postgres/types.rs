@@ -766,7 +766,7 @@ impl<'a> Numeric<'a> {
             } else {
                 magnitude
             };
-            Ok(Value::Decimal256(value.to_le_bytes()))
+            Ok(Value::Decimal256(Box::new(value.to_le_bytes())))
         }
     }
 
@@ -1066,7 +1066,7 @@ mod tests {
 
     fn decimal256_text(value: Value) -> String {
         match value {
-            Value::Decimal256(bytes) => le256_to_string(bytes),
+            Value::Decimal256(bytes) => le256_to_string(*bytes),
             other => panic!("not a Decimal256: {other:?}"),
         }
     }
