@@ -570,14 +570,9 @@ fn rb_a_renamed_table_followed_by_the_config_replays_under_its_new_name() {
     assert_eq!(replayed(&job, "t2", &["v"]), source(&db, "t2", &["v"]));
 }
 
-/// A re-baseline stopped half-way (crashed after its second chunk) leaves the table's
-/// folder replaying to a whole table — the earlier rows with the chunks read so far on
-/// top — never a partial one: the epoch marker is written only once every chunk is. The
-/// resumed re-baseline then finishes exactly.
-#[test]
-fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "rb_halfway");
+/// `t` (`id int PRIMARY KEY, v text`) with 60 rows, baselined in chunks of 10 rows.
+fn sixty_rows_baselined(admin: &str, name: &str) -> (TestDb, Job) {
+    let db = TestDb::new(admin, name);
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 60) i; ANALYZE t");
     let job = Job::postgres(
@@ -586,14 +581,31 @@ fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
         "initial: snapshot\nbaseline: { chunk_rows: 10 }",
     );
     assert_eq!(job.drain()["status"], "drained");
-    db.sql("UPDATE t SET v = 'x' || id WHERE id <= 30");
-    let whole = source(&db, "t", &["v"]);
+    (db, job)
+}
+
+/// `sluice baseline --table t`, crashed after its second chunk: the re-baseline is left
+/// `running`.
+fn stop_a_rebaseline_after_two_chunks(job: &Job) {
     let run = job.run(
         &["baseline", "--table", "t"],
         &[("SLUICE_FAULT", "chunk_done@2")],
     );
     assert_ne!(run.code, 0, "the fault stops it: {}", run.stderr);
-    assert_eq!(record(&job, "t")["status"], "running");
+    assert_eq!(record(job, "t")["status"], "running");
+}
+
+/// A re-baseline stopped half-way (crashed after its second chunk) leaves the table's
+/// folder replaying to a whole table — the earlier rows with the chunks read so far on
+/// top — never a partial one: the epoch marker is written only once every chunk is. The
+/// resumed re-baseline then finishes exactly.
+#[test]
+fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
+    let admin = pg_or_skip!();
+    let (db, job) = sixty_rows_baselined(&admin, "rb_halfway");
+    db.sql("UPDATE t SET v = 'x' || id WHERE id <= 30");
+    let whole = source(&db, "t", &["v"]);
+    stop_a_rebaseline_after_two_chunks(&job);
     // The changes not drained yet are in the stream; the replay is the whole table as of
     // the last drain with the chunks read so far on top.
     assert_eq!(job.drain()["status"], "drained");
@@ -614,21 +626,8 @@ fn rb_a_rebaseline_stopped_half_way_shows_no_partial_table() {
 #[test]
 fn rb_a_rebaseline_stopped_half_way_then_reshaped_is_read_again_by_the_next_drain() {
     let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "rb_halfway_reshaped");
-    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
-    db.sql("INSERT INTO t SELECT i, 's' || i FROM generate_series(1, 60) i; ANALYZE t");
-    let job = Job::postgres(
-        &db,
-        &["t"],
-        "initial: snapshot\nbaseline: { chunk_rows: 10 }",
-    );
-    assert_eq!(job.drain()["status"], "drained");
-    let run = job.run(
-        &["baseline", "--table", "t"],
-        &[("SLUICE_FAULT", "chunk_done@2")],
-    );
-    assert_ne!(run.code, 0, "the fault stops it: {}", run.stderr);
-    assert_eq!(record(&job, "t")["status"], "running");
+    let (db, job) = sixty_rows_baselined(&admin, "rb_halfway_reshaped");
+    stop_a_rebaseline_after_two_chunks(&job);
     db.sql("ALTER TABLE t ADD COLUMN w int");
     db.sql("UPDATE t SET w = id WHERE id <= 5; DELETE FROM t WHERE id BETWEEN 40 AND 45");
     let summary = job.drain();
