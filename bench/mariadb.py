@@ -101,6 +101,29 @@ class Client:
         return proc
 
 
+@contextlib.contextmanager
+def replica_paused():
+    """The local stack's replica (`SLUICE_TEST_MYSQL_REPLICA_URL`, infra/local/services.sh)
+    applies every write of the bench beside the drains it measures: its replication is
+    stopped for the run and started again after, whatever happens."""
+    url = os.environ.get("SLUICE_TEST_MYSQL_REPLICA_URL")
+    if not url:
+        yield
+        return
+    replica = Client(url)
+    try:
+        replica.sql("STOP SLAVE")
+    except RuntimeError as e:
+        print(f"bench: the replica's replication could not be stopped; measuring beside it ({e})", flush=True)
+        yield
+        return
+    print("bench: the replica's replication is stopped for the run", flush=True)
+    try:
+        yield
+    finally:
+        replica.sql("START SLAVE")
+
+
 def wait_all(procs):
     errors = [p.stderr.read() for p in procs if p.wait() != 0]
     if errors:

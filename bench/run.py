@@ -16,6 +16,7 @@ on stdout. The benchmarks are reported, never asserted.
 """
 
 import argparse
+import contextlib
 import datetime
 import http.server
 import io
@@ -301,21 +302,23 @@ def main():
     print(f"bench cold start: {report['cold_start_ms']} ms; binary {report['binary_bytes']} bytes", flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="sluice-bench-") as workdir:
         for name, (var, module) in engines.items():
-            for scenario, rows in plan:
-                if scenario not in module.TABLES:
-                    continue
-                with tempfile.TemporaryDirectory(dir=workdir) as scratch:
-                    r = module.run_scenario(binary, os.environ[var], scenario, rows, args.repeat, scratch,
-                                            0 < rows <= args.instructions_max_rows)
-                report["scenarios"].append(r)
-                report["machine"]["loadavg_at_end"] = round(os.getloadavg()[0], 1)
-                write(report, args.out, history=False)
-                transfer = f" transfer={r['transfer_floor_s']}s" if "transfer_floor_s" in r else ""
-                print(f"bench {name} {scenario}: rows={rows} drain={r['drain_s']}s floor={r['floor_s']}s{transfer} "
-                      f"ratio={r['ratio_vs_floor']} rss={r['peak_rss_mib']}MiB rows/s={r['rows_per_s']} "
-                      f"ir/row={r.get('instructions_per_row')}", flush=True)
-            if module is mariadb:
-                mariadb.finish(os.environ[var], args.keep_binlog)
+            paused = mariadb.replica_paused() if module is mariadb else contextlib.nullcontext()
+            with paused:
+                for scenario, rows in plan:
+                    if scenario not in module.TABLES:
+                        continue
+                    with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+                        r = module.run_scenario(binary, os.environ[var], scenario, rows, args.repeat, scratch,
+                                                0 < rows <= args.instructions_max_rows)
+                    report["scenarios"].append(r)
+                    report["machine"]["loadavg_at_end"] = round(os.getloadavg()[0], 1)
+                    write(report, args.out, history=False)
+                    transfer = f" transfer={r['transfer_floor_s']}s" if "transfer_floor_s" in r else ""
+                    print(f"bench {name} {scenario}: rows={rows} drain={r['drain_s']}s floor={r['floor_s']}s{transfer} "
+                          f"ratio={r['ratio_vs_floor']} rss={r['peak_rss_mib']}MiB rows/s={r['rows_per_s']} "
+                          f"ir/row={r.get('instructions_per_row')}", flush=True)
+                if module is mariadb:
+                    mariadb.finish(os.environ[var], args.keep_binlog)
     report["complete"] = True
     write(report, args.out)
     return 0
