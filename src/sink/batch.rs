@@ -11,11 +11,11 @@
 //!   builder is touched;
 //! * a column listed in [`ChangeEvent::unlogged`] is written as NULL and named in
 //!   `__unlogged`, which is NULL when every column was logged;
-//! * [`RowBatchBuilder::finish`] compares the [`CellHasher`] sum of the appended cells with
-//!   [`hash_batch_from`] over the built batch and fails with `SLUICE_OUTPUT_CHECKSUM` when
-//!   they differ; [`RowBatchBuilder::finish_unverified`] hands that comparison
-//!   ([`BatchCheck`]) to whoever writes the batch, to run before it does. The sum runs on
-//!   across batches (see [`crate::sink::checksum`]).
+//! * every batch [`RowBatchBuilder::finish`] builds carries its [`BatchCheck`]: the
+//!   [`CellHasher`] sum of the appended cells against [`hash_batch_from`] over the built
+//!   batch, failing with `SLUICE_OUTPUT_CHECKSUM` when they differ; the batch's writer
+//!   runs it before writing (the part encoder, on its own thread). The sum runs on across
+//!   batches (see [`crate::sink::checksum`]).
 
 use std::sync::Arc;
 
@@ -35,32 +35,25 @@ use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::{self as mapping, SEQ, UTC};
 use crate::sink::checksum::{CellHasher, EMPTY_SUM, checksum_text, hash_batch_from};
 
-/// A finished, verified batch.
-#[derive(Debug, Clone)]
-pub struct CheckedBatch {
-    pub batch: RecordBatch,
-    /// The running checksum of every row this builder has finished so far, this batch
-    /// included (for the first batch: the batch's own sum).
-    pub checksum: u64,
-}
-
 /// A built batch and the check it must pass before it is written.
 #[derive(Debug)]
 pub struct FinishedBatch {
     pub batch: RecordBatch,
+    /// Its `expected` is the running checksum of every row the builder has finished so
+    /// far, this batch included.
     pub check: BatchCheck,
 }
 
 /// The proof a built batch holds the cells appended: the [`CellHasher`] sum of those cells
 /// must equal [`hash_batch_from`] over the built columns, both continuing from the sum of
 /// the builder's earlier batches. Cheap to move to another thread (the encoder's).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BatchCheck {
     /// The running sum both paths agreed on before this batch.
     from: u64,
     /// The running sum of the appended cells, this batch included.
     pub expected: u64,
-    table: String,
+    table: Arc<TableSchema>,
     rows: usize,
     first_pos: Option<Arc<str>>,
     last_pos: Option<Arc<str>>,
@@ -74,7 +67,10 @@ impl FinishedBatch {
         let check = BatchCheck {
             from: EMPTY_SUM,
             expected,
-            table: "t".to_owned(),
+            table: Arc::new(TableSchema {
+                name: "t".to_owned(),
+                columns: Vec::new(),
+            }),
             rows: batch.num_rows(),
             first_pos: None,
             last_pos: None,
@@ -95,7 +91,7 @@ impl BatchCheck {
             Code::OutputChecksum,
             format!(
                 "table {}: the batch of {} rows (__pos {} to {}) does not hold the decoded cells: cells sum to {}, the built columns to {}",
-                self.table,
+                self.table.name,
                 self.rows,
                 self.first_pos.as_deref().unwrap_or("-"),
                 self.last_pos.as_deref().unwrap_or("-"),
@@ -120,8 +116,8 @@ pub struct RowBatchBuilder {
     /// Scratch: which columns of the current event were not logged.
     unlogged_mask: Vec<bool>,
     hasher: CellHasher,
-    /// The sum both paths agreed on at the last finish.
-    verified: u64,
+    /// The cells' running sum at the last finish (where the next batch's check starts).
+    finished_sum: u64,
     rows: usize,
     approx_bytes: usize,
     first_pos: Option<Arc<str>>,
@@ -163,7 +159,7 @@ impl RowBatchBuilder {
             unlogged: ListBuilder::new(StringBuilder::new()).with_field(unlogged_item),
             columns,
             hasher: CellHasher::new(),
-            verified: EMPTY_SUM,
+            finished_sum: EMPTY_SUM,
             rows: 0,
             approx_bytes: 0,
             first_pos: None,
@@ -328,12 +324,10 @@ impl RowBatchBuilder {
         Ok(())
     }
 
-    /// Builds the batch of the rows appended since the last finish, verifies its checksum,
-    /// and resets the builder for the next batch.
-    /// Builds the batch of the rows appended since the last finish, with the check that
-    /// proves it holds the appended cells ([`BatchCheck::verify`], to run before the
-    /// batch is written anywhere). The builder's running sum moves on to the cells'.
-    pub fn finish_unverified(&mut self) -> Result<FinishedBatch> {
+    /// Builds the batch of the rows appended since the last finish and resets the builder
+    /// for the next batch. The batch carries the check that proves it holds the appended
+    /// cells ([`BatchCheck::verify`]), which its writer runs before writing it.
+    pub fn finish(&mut self) -> Result<FinishedBatch> {
         self.ensure_usable()?;
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         arrays.push(Arc::new(self.op.finish()));
@@ -359,25 +353,27 @@ impl RowBatchBuilder {
             .source(e)
         })?;
         let check = BatchCheck {
-            from: self.verified,
+            from: self.finished_sum,
             expected: self.hasher.sum(),
-            table: self.table.name.clone(),
+            table: self.table.clone(),
             rows,
             first_pos,
             last_pos,
         };
-        self.verified = check.expected;
+        self.finished_sum = check.expected;
         Ok(FinishedBatch { batch, check })
     }
 
-    /// [`RowBatchBuilder::finish_unverified`], verified here.
-    pub fn finish(&mut self) -> Result<CheckedBatch> {
-        let FinishedBatch { batch, check } = self.finish_unverified()?;
-        check.verify(&batch).inspect_err(|_| self.poisoned = true)?;
-        Ok(CheckedBatch {
-            batch,
-            checksum: check.expected,
-        })
+    /// [`RowBatchBuilder::finish`] with the check run here; a builder whose batch failed
+    /// it is not used again.
+    #[cfg(test)]
+    pub fn finish_verified(&mut self) -> Result<FinishedBatch> {
+        let finished = self.finish()?;
+        finished
+            .check
+            .verify(&finished.batch)
+            .inspect_err(|_| self.poisoned = true)?;
+        Ok(finished)
     }
 
     fn ensure_usable(&self) -> Result<()> {

@@ -31,7 +31,7 @@ pub mod spill_budget;
 pub mod spill_sweep;
 
 pub use self::arrow_schema::{arrow_field, arrow_type, change_schema};
-pub use self::batch::{CheckedBatch, RowBatchBuilder};
+pub use self::batch::{FinishedBatch, RowBatchBuilder};
 pub use self::checksum::{
     Algorithm, CellHasher, checksum_text, hash_batch, hash_batch_from, verify_batches,
 };

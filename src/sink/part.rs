@@ -477,7 +477,7 @@ impl OpenPart {
     /// Writes the in-memory batch out as one row group, verified by the encoder first.
     fn flush_batch(&mut self) -> Result<()> {
         let approx = self.builder.approx_bytes() as u64;
-        let finished = self.builder.finish_unverified()?;
+        let finished = self.builder.finish()?;
         self.checksum = finished.check.expected;
         // The encoder verifies the batch before it encodes it (on its own thread).
         self.encoder.write(finished, approx)

@@ -212,9 +212,9 @@ fn edge_values_that_fit_are_accepted() {
         let mut b = RowBatchBuilder::new(table.clone()).unwrap();
         b.append(&event(&table, 0, vec![value.clone()]))
             .unwrap_or_else(|e| panic!("{ty:?} {value:?}: {e}"));
-        let checked = b.finish().unwrap();
+        let checked = b.finish_verified().unwrap();
         assert_eq!(checked.batch.num_rows(), 1);
-        assert_eq!(checked.checksum, hash_batch(&checked.batch).unwrap());
+        assert_eq!(checked.check.expected, hash_batch(&checked.batch).unwrap());
     }
 }
 
@@ -234,7 +234,7 @@ fn a_refused_row_leaves_the_batch_intact() {
     assert!(err.message().contains("column b"), "{err}");
     b.append(&event(&table, 2, vec![Value::Int(3), Value::Null]))
         .unwrap();
-    let checked = b.finish().unwrap();
+    let checked = b.finish_verified().unwrap();
     let a = checked.batch.column(5).as_primitive::<Int64Type>();
     assert_eq!(a.values(), &[1, 3]);
     let seq = checked.batch.column(2).as_primitive::<Int64Type>();
@@ -266,7 +266,7 @@ fn unlogged_cells_are_null_and_named() {
         vec![Value::Int(2), Value::Text("x".into()), Value::Null],
     ))
     .unwrap();
-    let checked = b.finish().unwrap();
+    let checked = b.finish_verified().unwrap();
     let batch = &checked.batch;
     assert!(batch.column(6).is_null(0), "unlogged cell written as data");
     assert!(batch.column(7).is_null(0));
@@ -286,7 +286,7 @@ fn metadata_columns_are_written() {
     ev.op = Op::Delete;
     ev.commit_ts = None;
     b.append(&ev).unwrap();
-    let batch = b.finish().unwrap().batch;
+    let batch = b.finish_verified().unwrap().batch;
     assert_eq!(batch.column(0).as_string::<i32>().value(0), "delete");
     assert_eq!(
         batch.column(1).as_string::<i32>().value(0),
@@ -325,7 +325,7 @@ fn a_checksum_mismatch_fails_finish() {
     b.append(&event(&table, 0, vec![Value::Int(1)])).unwrap();
     // Simulate a builder that stored something other than what was appended.
     b.hasher.int(99);
-    let err = b.finish().unwrap_err();
+    let err = b.finish_verified().unwrap_err();
     assert_eq!(err.code(), Code::OutputChecksum);
     assert!(err.message().contains("00000001/000000A0"), "{err}");
     // A builder that failed its check is not reused.
@@ -352,12 +352,12 @@ fn a_hand_corrupted_batch_hashes_differently() {
         ))
         .unwrap();
     }
-    let checked = b.finish().unwrap();
+    let checked = b.finish_verified().unwrap();
     let mut columns = checked.batch.columns().to_vec();
     columns[5] = Arc::new(Int64Array::from(vec![0, 1, 5]));
     let corrupted = RecordBatch::try_new(checked.batch.schema(), columns).unwrap();
-    assert_eq!(hash_batch(&checked.batch).unwrap(), checked.checksum);
-    assert_ne!(hash_batch(&corrupted).unwrap(), checked.checksum);
+    assert_eq!(hash_batch(&checked.batch).unwrap(), checked.check.expected);
+    assert_ne!(hash_batch(&corrupted).unwrap(), checked.check.expected);
 }
 
 #[test]
@@ -365,17 +365,17 @@ fn the_checksum_runs_on_across_batches() {
     let table = schema(vec![col("id", ColumnType::Int64)]);
     let mut b = RowBatchBuilder::new(table.clone()).unwrap();
     b.append(&event(&table, 0, vec![Value::Int(1)])).unwrap();
-    let first = b.finish().unwrap();
+    let first = b.finish_verified().unwrap();
     b.append(&event(&table, 1, vec![Value::Int(2)])).unwrap();
-    let second = b.finish().unwrap();
-    assert_eq!(first.checksum, hash_batch(&first.batch).unwrap());
+    let second = b.finish_verified().unwrap();
+    assert_eq!(first.check.expected, hash_batch(&first.batch).unwrap());
     assert_eq!(
-        second.checksum,
-        hash_batch_from(first.checksum, &second.batch).unwrap()
+        second.check.expected,
+        hash_batch_from(first.check.expected, &second.batch).unwrap()
     );
-    let empty = b.finish().unwrap();
+    let empty = b.finish_verified().unwrap();
     assert_eq!(empty.batch.num_rows(), 0);
-    assert_eq!(empty.checksum, second.checksum);
+    assert_eq!(empty.check.expected, second.check.expected);
 }
 
 proptest! {
@@ -407,8 +407,8 @@ proptest! {
             if *unlog { cells.null() } else { cells.value(&ColumnType::Utf8, &s) }
             cells.end_row();
         }
-        let checked = b.finish().unwrap();
-        prop_assert_eq!(checked.checksum, cells.sum());
+        let checked = b.finish_verified().unwrap();
+        prop_assert_eq!(checked.check.expected, cells.sum());
         prop_assert_eq!(hash_batch(&checked.batch).unwrap(), cells.sum());
     }
 }

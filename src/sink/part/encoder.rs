@@ -4,10 +4,11 @@
 //!
 //! Guarantees:
 //! * the file holds exactly the batches given to [`Encoder::write`], in that order, each
-//!   as its own row group, and only batches that passed their [`crate::sink::batch::BatchCheck`] (run here,
-//!   on the encoding thread, before the batch is encoded): a batch that fails it stops
-//!   the encoder with `SLUICE_OUTPUT_CHECKSUM` and no footer is ever written; [`Encoder::finish`] returns only after the footer is written
+//!   as its own row group; [`Encoder::finish`] returns only after the footer is written
 //!   and the file fsynced, so the durable order (part durable → checkpoint) is unchanged;
+//! * a batch is encoded only after it passed its [`crate::sink::batch::BatchCheck`] (run
+//!   here, on the encoding thread): one that fails stops the encoder with
+//!   `SLUICE_OUTPUT_CHECKSUM`, and the file never gets a footer;
 //! * at most one batch is handed over at a time (a rendezvous channel): while the thread
 //!   encodes batch N, the caller builds batch N+1 and waits before handing it over, so
 //!   memory holds at most the batch being built, the batch being encoded and its encoded

@@ -110,27 +110,26 @@ fn decode_common(
                 .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
         )
     };
-    // An integer of `n` bytes, sign-extended unless the column is UNSIGNED; as
-    // [`values::convert`] converts the decoder's `Int` for it.
-    let int = |n: usize| -> Option<Result<(Value, usize), CellError>> {
+    // An integer of `n` bytes, sign-extended unless the column is UNSIGNED.
+    let int = |n: usize| -> Option<i64> {
         let v = le(n)?;
         let unused = 64 - 8 * n as u32;
-        let v = if col.unsigned {
+        Some(if col.unsigned {
             v as i64
         } else {
             ((v << unused) as i64) >> unused
-        };
-        Some(done(values::int_value(ty, v), n))
+        })
     };
     Some(match col.raw {
-        MyType::MYSQL_TYPE_TINY => return int(1),
-        MyType::MYSQL_TYPE_SHORT => return int(2),
-        // Unsigned and signed alike unextended; `convert` extends a signed one's sign.
+        MyType::MYSQL_TYPE_TINY => done(values::int_value(ty, int(1)?), 1),
+        MyType::MYSQL_TYPE_SHORT => done(values::int_value(ty, int(2)?), 2),
+        // Unsigned and signed alike unextended: `convert` extends a signed one's sign
+        // (whatever the output type).
         MyType::MYSQL_TYPE_INT24 => {
             let value = mysql_common::value::Value::Int(le(3)? as i64);
             done(values::convert(col, ty, BinlogValue::Value(value)), 3)
         }
-        MyType::MYSQL_TYPE_LONG => return int(4),
+        MyType::MYSQL_TYPE_LONG => done(values::int_value(ty, int(4)?), 4),
         MyType::MYSQL_TYPE_LONGLONG => {
             let v = le(8)?;
             let value = if col.unsigned {
