@@ -189,6 +189,54 @@ impl TableSchema {
     }
 }
 
+/// A well-formed source value that its column's typed output cannot hold (a
+/// two-dimensional array in a one-dimensional column, `NaN` in a bounded numeric, …).
+/// Carried in an [`crate::error::Error`]'s source chain (found with [`UnfitValue::of`]) and
+/// as a stream event: the column moves to its text form, which holds any value exactly,
+/// and the table is re-baselined in that form (docs/types.md, "A value that does not fit").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnfitValue {
+    /// The table as the config names it.
+    pub table: String,
+    pub column: String,
+    /// Why the value does not fit, without the value itself (it may be personal data).
+    pub reason: String,
+}
+
+impl std::fmt::Display for UnfitValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a value of {}.{} does not fit the column's typed form: {}",
+            self.table, self.column, self.reason
+        )
+    }
+}
+
+impl std::error::Error for UnfitValue {}
+
+/// Parquet field metadata key saying why a column holds its text form where its type has
+/// a typed one: [`UNFIT_VALUE`] when a value did not fit the typed form.
+pub const FORM_REASON_KEY: &str = "sluice.form_reason";
+
+/// [`FORM_REASON_KEY`]'s value for a column moved to its text form by an [`UnfitValue`].
+pub const UNFIT_VALUE: &str = "unfit_value";
+
+impl UnfitValue {
+    /// The unfit value an error was caused by, if any (searched along its source chain).
+    pub fn of(error: &crate::error::Error) -> Option<&UnfitValue> {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> =
+            std::error::Error::source(error);
+        while let Some(c) = cause {
+            if let Some(unfit) = c.downcast_ref::<UnfitValue>() {
+                return Some(unfit);
+            }
+            cause = c.source();
+        }
+        None
+    }
+}
+
 /// The kind of a change row (`__op`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

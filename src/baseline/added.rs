@@ -45,10 +45,13 @@ pub async fn want_added(config: &Config, backends: &Backends) -> Result<Vec<Stri
             state,
             &config.job,
             &config.source.tables,
-            table,
-            &checkpoint.position,
-            REASON,
-            Asker::Drain,
+            rebaseline::Ask {
+                table,
+                at: &checkpoint.position,
+                reason: REASON,
+                asker: Asker::Drain,
+                text_column: None,
+            },
         )
         .await?;
         tracing::info!(table = %table, at = %checkpoint.position, "table added to the job: baselining it from the job's checkpoint");

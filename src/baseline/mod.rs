@@ -103,10 +103,13 @@ pub async fn request_table(config: &Config, backends: &Backends, table: &str) ->
         state,
         &config.job,
         &config.source.tables,
-        table,
-        &at,
-        "re-baseline asked by an operator",
-        crate::state::rebaseline::Asker::Operator,
+        crate::state::rebaseline::Ask {
+            table,
+            at: &at,
+            reason: "re-baseline asked by an operator",
+            asker: crate::state::rebaseline::Asker::Operator,
+            text_column: None,
+        },
     )
     .await?;
     Ok(())

@@ -26,6 +26,7 @@ use crate::sink::{
     MANIFEST_FILE, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
 };
 use crate::source::snapshot::{self, ChunkBounds};
+use crate::state::text_form::with_text_columns;
 use crate::state::{
     ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
 };
@@ -197,17 +198,34 @@ async fn own_plan(backends: &Backends, record: &SnapshotRecord) -> Result<Option
     }
 }
 
-/// Gives up `record`'s baseline because the table no longer has the shape its plan was
-/// made under (`change`): the table's re-baseline is wanted anew, so it starts over at a
-/// new anchor with a new plan id, and the rows read so far (of the old shape) are never
-/// in a manifest. Until it is anchored, drains skip the table's changes.
+/// Why a baseline is given up.
+enum GiveUp<'a> {
+    /// The table no longer has the shape its plan was made under.
+    Reshaped(&'a str),
+    /// A value read does not fit its column's typed form: the column moves to its text
+    /// form, a shape the plan was not made under.
+    Unfit(&'a crate::change::UnfitValue),
+}
+
+/// Gives up `record`'s baseline (`why`): the table's re-baseline is wanted anew, so it
+/// starts over at a new anchor with a new plan id, and the rows read so far (of the old
+/// shape) are never in a manifest. Until it is anchored, drains skip the table's changes.
 async fn abandon(
     config: &Config,
     backends: &Backends,
     record: &SnapshotRecord,
-    change: &str,
+    why: GiveUp<'_>,
 ) -> Result<()> {
-    let reason = format!("the table's shape changed while its baseline was read: {change}");
+    let (reason, text_column) = match why {
+        GiveUp::Reshaped(change) => (
+            format!("the table's shape changed while its baseline was read: {change}"),
+            None,
+        ),
+        GiveUp::Unfit(unfit) => (
+            format!("{unfit}; the column moves to its text form"),
+            Some(unfit.column.as_str()),
+        ),
+    };
     tracing::warn!(code = Code::SourceTableRebaselined.as_str(), table = %record.table,
         plan = %plan_id(record), reason = %reason,
         "the baseline starts over at a new anchor (the chunks read so far have the old shape)");
@@ -215,10 +233,13 @@ async fn abandon(
         backends.state.as_ref(),
         &config.job,
         &config.source.tables,
-        &record.table,
-        &record.anchor,
-        &reason,
-        crate::state::rebaseline::Asker::Drain,
+        crate::state::rebaseline::Ask {
+            table: &record.table,
+            at: &record.anchor,
+            reason: &reason,
+            asker: crate::state::rebaseline::Asker::Drain,
+            text_column,
+        },
     )
     .await?;
     Ok(())
@@ -296,14 +317,14 @@ async fn anchor_under_lease(
             anchor.get_or_insert(existing.anchor);
         } else {
             anchor.get_or_insert_with(|| fresh.clone());
-            let record = SnapshotRecord {
-                table: table.clone(),
-                status: SnapshotStatus::Anchored,
-                anchor: fresh.clone(),
-                run_id: run_id.to_owned(),
-                updated_at_ms: now_ms(),
-                reason: None,
-            };
+            let record = SnapshotRecord::next(
+                table,
+                SnapshotStatus::Anchored,
+                fresh.clone(),
+                run_id.to_owned(),
+                None,
+                None,
+            );
             state.put_snapshot(&config.job, &record).await?;
             tracing::info!(table = %table, anchor = %fresh, "baseline anchored");
         }
@@ -329,19 +350,19 @@ async fn reanchor(
     let epoch = super::epoch::at_checkpoint(checkpoint.clone())?;
     let anchor = epoch.anchor.to_string();
     for record in wanted {
-        let anchored = SnapshotRecord {
-            table: record.table.clone(),
-            status: SnapshotStatus::Anchored,
-            anchor: anchor.clone(),
-            run_id: run_id.to_owned(),
-            updated_at_ms: now_ms(),
-            reason: Some(
+        let anchored = SnapshotRecord::next(
+            &record.table,
+            SnapshotStatus::Anchored,
+            anchor.clone(),
+            run_id.to_owned(),
+            Some(
                 record
                     .reason
                     .clone()
                     .unwrap_or_else(|| "re-baseline asked".to_owned()),
             ),
-        };
+            Some(record),
+        );
         backends
             .state
             .replace_snapshot(&config.job, &anchored)
@@ -445,6 +466,7 @@ pub async fn plan(config: &Config, backends: &Backends) -> Result<PlanOutput> {
 /// Step ②a: the chunk list of every table not yet done (planned once, then reused).
 pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<ChunkTask>> {
     let state = backends.state.as_ref();
+    let config = &*with_text_columns(config, state).await?;
     let mut source = None;
     let mut chunks = Vec::new();
     for record in current_records(config, backends).await? {
@@ -509,6 +531,7 @@ fn not_anchored(table: &str) -> Error {
 /// chunk of that plan.
 pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Result<ChunkOutput> {
     let state = backends.state.as_ref();
+    let config = &*with_text_columns(config, state).await?;
     if let Some(done) = state
         .load_chunk(&config.job, &task.table, task.chunk)
         .await?
@@ -545,7 +568,7 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     let mut source = snapshot::open(config).await?;
     let schema = source.schema(&task.table)?;
     if let Some(change) = changed(&schema) {
-        abandon(config, backends, &record, &change).await?;
+        abandon(config, backends, &record, GiveUp::Reshaped(&change)).await?;
         return Ok(abandoned(task));
     }
     crate::faults::hit(crate::faults::FaultPoint::ChunkOpened).await?;
@@ -608,7 +631,13 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     if let Ok(after) = &after
         && let Some(change) = changed(after)
     {
-        abandon(config, backends, &record, &change).await?;
+        abandon(config, backends, &record, GiveUp::Reshaped(&change)).await?;
+        return Ok(abandoned(task));
+    }
+    if let Err(e) = &read
+        && let Some(unfit) = crate::change::UnfitValue::of(e)
+    {
+        abandon(config, backends, &record, GiveUp::Unfit(unfit)).await?;
         return Ok(abandoned(task));
     }
     read?;
@@ -649,6 +678,7 @@ fn output_of(record: &ChunkRecord) -> ChunkOutput {
 /// marks its baseline done.
 pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput> {
     let state = backends.state.as_ref();
+    let config = &*with_text_columns(config, state).await?;
     let mut tables = BTreeMap::new();
     let mut restarted = Vec::new();
     // Opened once, for the first table that needs its shape.
@@ -694,7 +724,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
             }
             let schema = source.as_ref().expect("opened above").schema(table)?;
             if let Some(change) = plan.changed(&schema) {
-                abandon(config, backends, &record, &change).await?;
+                abandon(config, backends, &record, GiveUp::Reshaped(&change)).await?;
                 restarted.push(table.clone());
                 continue;
             }

@@ -33,8 +33,8 @@ pub use run::{
     BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
 };
 pub use source::{
-    Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TimeoutsConfig,
-    engine_for_url,
+    Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TextColumns,
+    TimeoutsConfig, engine_for_url,
 };
 pub use storage::{DestinationConfig, Encryption, SseMode, StateConfig};
 pub use tls::{TlsConfig, TlsMode};

@@ -36,6 +36,24 @@ pub struct SourceConfig {
     /// serialized.
     #[serde(skip)]
     pub secret_url: Option<SecretUrl>,
+    /// The columns, per table, captured in their text form because a value did not fit
+    /// their typed form; read from the tables' baseline records at the start of a run
+    /// (`crate::state::text_form`), never from the file.
+    #[serde(skip)]
+    pub text_columns: TextColumns,
+}
+
+/// Columns captured in their text form because a value did not fit, by table name.
+pub type TextColumns = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+impl SourceConfig {
+    /// True when `table`'s `column` is captured in its text form because a value did not
+    /// fit its typed form.
+    pub fn in_text_form(&self, table: &str, column: &str) -> bool {
+        self.text_columns
+            .get(table)
+            .is_some_and(|columns| columns.contains(column))
+    }
 }
 
 /// `source.timeouts`: bounds on how long a silent source can hold a run. A network that

@@ -57,7 +57,13 @@ pub async fn checks(config: &Config, report: &mut Report) {
     let mut tables = Vec::new();
     for name in &config.source.tables {
         let check = format!("table {name}");
-        match catalog::resolve(&client, std::slice::from_ref(name)).await {
+        match catalog::resolve(
+            &client,
+            std::slice::from_ref(name),
+            &config.source.text_columns,
+        )
+        .await
+        {
             Ok(mut t) => {
                 let table = t.remove(0);
                 report.push(toast_check(&client, &check, &table).await);

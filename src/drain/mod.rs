@@ -117,6 +117,8 @@ pub async fn run(
     options: DrainOptions,
 ) -> Result<RunSummary> {
     crate::sink::spill_sweep::sweep(&config.spill_dir());
+    let config =
+        &*crate::state::text_form::with_text_columns(config, backends.state.as_ref()).await?;
     let job = &config.job;
     let stored = backends.state.load_checkpoint(job).await?;
     let start = Start::of(stored.as_ref())?;
@@ -303,6 +305,15 @@ pub async fn run(
                     }
                 }
 
+                SourceEvent::Unfit(unfit) => {
+                    let asked = Asked {
+                        config,
+                        state,
+                        table: &unfit.table,
+                        at: open_commit.clone(),
+                    };
+                    move_to_text_form(asked, &unfit, &mut router, &mut rebaselined).await?;
+                }
                 SourceEvent::Commit { resume } => {
                     let position = framer.commit(resume)?;
                     last_commit = Some(position.clone());
@@ -484,15 +495,27 @@ async fn rebaseline(
     router: &mut Router,
     rebaselined: &mut BTreeMap<String, Rebaselined>,
 ) -> Result<()> {
+    if router.skipped.contains(asked.table) {
+        return Ok(());
+    }
+    ask(asked, reason, None, router, rebaselined).await
+}
+
+/// Records the re-baseline [`rebaseline`] asks for (moving `text_column` to its text form
+/// with it) and stops writing the table's changes.
+async fn ask(
+    asked: Asked<'_>,
+    reason: &str,
+    text_column: Option<&str>,
+    router: &mut Router,
+    rebaselined: &mut BTreeMap<String, Rebaselined>,
+) -> Result<()> {
     let Asked {
         config,
         state,
         table,
         at,
     } = asked;
-    if router.skipped.contains(table) {
-        return Ok(());
-    }
     let at = at.map(|p| p.to_string()).unwrap_or_default();
     tracing::warn!(code = Code::SourceTableRebaselined.as_str(), table = %table, at = %at, reason = %reason,
         "a change of the table cannot be carried in place: the table alone is re-baselined after this run; the other tables go on");
@@ -500,10 +523,13 @@ async fn rebaseline(
         state,
         &config.job,
         &config.source.tables,
-        table,
-        &at,
-        reason,
-        crate::state::rebaseline::Asker::Drain,
+        crate::state::rebaseline::Ask {
+            table,
+            at: &at,
+            reason,
+            asker: crate::state::rebaseline::Asker::Drain,
+            text_column,
+        },
     )
     .await?;
     router.skipped.insert(table.to_owned());
@@ -516,6 +542,26 @@ async fn rebaseline(
         },
     );
     Ok(())
+}
+
+/// A value of `unfit.column` does not fit the column's typed form: the column moves to
+/// its text form and the table is re-baselined in it ([`rebaseline`]), in one state
+/// write. A table already re-baselined by this run still records the column, so its new
+/// baseline reads it as text.
+async fn move_to_text_form(
+    asked: Asked<'_>,
+    unfit: &crate::change::UnfitValue,
+    router: &mut Router,
+    rebaselined: &mut BTreeMap<String, Rebaselined>,
+) -> Result<()> {
+    let moved = (unfit.table.clone(), unfit.column.clone());
+    if router.moved_to_text.contains(&moved) {
+        return Ok(());
+    }
+    let reason = format!("{unfit}; the column moves to its text form");
+    router.skipped.remove(asked.table);
+    router.moved_to_text.insert(moved);
+    ask(asked, &reason, Some(&unfit.column), router, rebaselined).await
 }
 
 /// Closes every open part, makes them durable, lists them as pending in the run

@@ -43,6 +43,8 @@ pub struct Router {
     /// Tables whose re-baseline is wanted: their changes are not written (the new
     /// snapshot, anchored after them, supersedes them).
     pub skipped: std::collections::BTreeSet<String>,
+    /// `(table, column)` moved to its text form by this run (asked once each).
+    pub moved_to_text: std::collections::BTreeSet<(String, String)>,
     run_id: String,
 }
 
@@ -84,6 +86,7 @@ impl Router {
         Ok(Router {
             tables,
             skipped: Default::default(),
+            moved_to_text: Default::default(),
             run_id: run_id.to_owned(),
         })
     }

@@ -37,6 +37,10 @@ pub enum SourceEvent {
     Change(RowChange),
     /// The open transaction is complete; `resume` is where a checkpoint may move to.
     Commit { resume: Position },
+    /// A change of the open transaction holds a value its column's typed output cannot
+    /// hold: the change is not delivered; the drain moves the column to its text form and
+    /// re-baselines the table (the stream goes on with the other tables).
+    Unfit(crate::change::UnfitValue),
     /// The stream can continue only after everything read so far is durable,
     /// checkpointed and acked (PostgreSQL: the next page starts at the slot's position).
     Barrier,

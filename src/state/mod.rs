@@ -18,6 +18,7 @@ pub mod dynamodb;
 pub mod holder;
 pub mod local;
 pub mod rebaseline;
+pub mod text_form;
 
 use std::time::Duration;
 
@@ -120,6 +121,34 @@ pub struct SnapshotRecord {
     /// records carry the position of the change that asked for it in `anchor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The table's columns captured in their text form because a value did not fit their
+    /// typed form. Every later record of the table keeps them ([`SnapshotRecord::next`]):
+    /// the stream and every baseline read these columns as text from then on.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub text_columns: std::collections::BTreeSet<String>,
+}
+
+impl SnapshotRecord {
+    /// A new record of `table`, keeping what `previous` (the table's record it replaces)
+    /// says must outlive a re-baseline: its text-form columns.
+    pub fn next(
+        table: &str,
+        status: SnapshotStatus,
+        anchor: String,
+        run_id: String,
+        reason: Option<String>,
+        previous: Option<&SnapshotRecord>,
+    ) -> SnapshotRecord {
+        SnapshotRecord {
+            table: table.to_owned(),
+            status,
+            anchor,
+            run_id,
+            updated_at_ms: now_ms(),
+            reason,
+            text_columns: previous.map(|p| p.text_columns.clone()).unwrap_or_default(),
+        }
+    }
 }
 
 /// The `chunk#<table>#<n>` record.

@@ -14,7 +14,7 @@
 //! superseded; a table whose re-baseline is already anchored and not done is resumed, not
 //! started over, when asked again by hand.
 
-use super::{SnapshotRecord, SnapshotStatus, StateStore, now_ms};
+use super::{SnapshotRecord, SnapshotStatus, StateStore};
 use crate::error::{Code, Error, Result};
 
 /// Who asked for a re-baseline.
@@ -28,18 +28,34 @@ pub enum Asker {
     Drain,
 }
 
-/// Records that `table` needs a re-baseline, asked at `at` (a tagged position, or a
-/// description when the stream has none yet) for `reason`. Returns false when an
-/// operator's request found a re-baseline of the table in progress (it is resumed).
+/// One request for a re-baseline of `table`, asked at `at` (a tagged position, or a
+/// description when the stream has none yet) for `reason`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub table: &'a str,
+    pub at: &'a str,
+    pub reason: &'a str,
+    pub asker: Asker,
+    /// A column that moves to its text form with this re-baseline (a value did not fit
+    /// its typed form); it stays in text form in every later record of the table.
+    pub text_column: Option<&'a str>,
+}
+
+/// Records that `ask.table` needs a re-baseline. Returns false when an operator's request
+/// found a re-baseline of the table in progress (it is resumed).
 pub async fn request(
     state: &dyn StateStore,
     job: &str,
     tables: &[String],
-    table: &str,
-    at: &str,
-    reason: &str,
-    asker: Asker,
+    ask: Ask<'_>,
 ) -> Result<bool> {
+    let Ask {
+        table,
+        at,
+        reason,
+        asker,
+        text_column,
+    } = ask;
     if !tables.iter().any(|t| t == table) {
         return Err(Error::new(
             Code::ConfigInvalid,
@@ -59,14 +75,18 @@ pub async fn request(
         tracing::info!(table = %table, anchor = %record.anchor, "a re-baseline of the table is in progress; resuming it");
         return Ok(false);
     }
-    let record = SnapshotRecord {
-        table: table.to_owned(),
-        status: SnapshotStatus::Wanted,
-        anchor: at.to_owned(),
-        run_id: existing.map(|r| r.run_id).unwrap_or_default(),
-        updated_at_ms: now_ms(),
-        reason: Some(reason.to_owned()),
-    };
+    let mut record = SnapshotRecord::next(
+        table,
+        SnapshotStatus::Wanted,
+        at.to_owned(),
+        existing
+            .as_ref()
+            .map(|r| r.run_id.clone())
+            .unwrap_or_default(),
+        Some(reason.to_owned()),
+        existing.as_ref(),
+    );
+    record.text_columns.extend(text_column.map(str::to_owned));
     state.replace_snapshot(job, &record).await?;
     Ok(true)
 }

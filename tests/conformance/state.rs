@@ -356,6 +356,7 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         run_id: "run-a".into(),
         updated_at_ms: 1,
         reason: None,
+        text_columns: Default::default(),
     };
     store.put_snapshot(job, &snapshot).await.unwrap();
     let chunk = ChunkRecord {
@@ -448,6 +449,8 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         status: SnapshotStatus::Wanted,
         anchor: "pg:00000000/00000def".into(),
         reason: Some("a column was renamed".into()),
+        // Kept by the store as a set, and by every later record of the table.
+        text_columns: ["n".to_owned(), "a".to_owned()].into(),
         ..snapshot.clone()
     };
     store.replace_snapshot(job, &wanted).await.unwrap();
@@ -502,6 +505,7 @@ async fn show_reports_everything_in_one_shape(store: &dyn StateStore, job: &str)
                 run_id: "run-1".into(),
                 updated_at_ms: 5,
                 reason: None,
+                text_columns: Default::default(),
             },
         )
         .await
@@ -622,6 +626,7 @@ fn snapshot_record(table: &str) -> SnapshotRecord {
         run_id: "run-a".into(),
         updated_at_ms: 1,
         reason: None,
+        text_columns: Default::default(),
     }
 }
 

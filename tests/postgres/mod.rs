@@ -20,3 +20,4 @@ mod progress;
 mod rebaseline;
 mod security;
 mod types_every;
+mod unfit;

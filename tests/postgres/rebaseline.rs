@@ -12,7 +12,7 @@ use crate::support::{Job, Row, TestDb, column_types, epoch, read_batches, reader
 
 /// Every `.parquet` file under `dir` (recursively; `_`-prefixed folders skipped, as
 /// readers do), rendered, in replay order (`__pos`, then `__seq` as a number).
-fn every_row(dir: &Path) -> Vec<Row> {
+pub(super) fn every_row(dir: &Path) -> Vec<Row> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten() {
             let path = entry.unwrap().path();
@@ -42,7 +42,7 @@ fn every_row(dir: &Path) -> Vec<Row> {
 
 /// The table replayed by the documented rule over every part of its folder, as
 /// `id:c1:c2…` lines in id order (`NULL` for null or absent).
-fn replayed(job: &Job, table: &str, columns: &[&str]) -> String {
+pub(super) fn replayed(job: &Job, table: &str, columns: &[&str]) -> String {
     let mut state: std::collections::BTreeMap<i64, Row> = Default::default();
     for row in every_row(&job.out().join(table)) {
         if epoch(&row) {
@@ -75,7 +75,7 @@ fn replayed(job: &Job, table: &str, columns: &[&str]) -> String {
 }
 
 /// The source's rows in the form of [`replayed`].
-fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
+pub(super) fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
     let cells: Vec<String> = columns
         .iter()
         .map(|c| format!("coalesce({c}::text, 'NULL')"))
@@ -87,7 +87,7 @@ fn source(db: &TestDb, table: &str, columns: &[&str]) -> String {
 }
 
 /// The `snapshot#<table>` record of the job's local state.
-fn record(job: &Job, table: &str) -> serde_json::Value {
+pub(super) fn record(job: &Job, table: &str) -> serde_json::Value {
     job.local_state()["snapshots"][table].clone()
 }
 

@@ -6,7 +6,7 @@
 //! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
 //! publishing a table without one would make the application's own UPDATEs fail.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use tokio_postgres::Client;
@@ -15,6 +15,7 @@ use super::connect::query_error;
 use super::resolve;
 use super::types::Decode;
 use crate::change::{Column, TableSchema};
+use crate::config::TextColumns;
 use crate::error::{Code, Error, Result};
 
 /// A captured table as the catalog describes it.
@@ -41,6 +42,9 @@ pub struct CapturedTable {
     /// `pg_class.oid` as of the open; `None` for a table that no longer exists (dropped or
     /// renamed since the checkpoint: [`CapturedTable::gone`]).
     pub oid: Option<u32>,
+    /// The columns captured in their text form because a value did not fit their typed
+    /// form (`source.text_columns`); a Relation message's column of that name keeps it.
+    pub text_columns: BTreeSet<String>,
 }
 
 impl CapturedTable {
@@ -64,6 +68,7 @@ impl CapturedTable {
             }),
             partitioned: false,
             oid: None,
+            text_columns: BTreeSet::new(),
         }
     }
 
@@ -103,10 +108,11 @@ pub fn split_name(config_name: &str) -> (String, String) {
 pub async fn resolve_present(
     client: &Client,
     tables: &[String],
+    text: &TextColumns,
 ) -> Result<(Vec<CapturedTable>, Vec<String>)> {
     let (mut present, mut gone) = (Vec::new(), Vec::new());
     for name in tables {
-        match resolve_one(client, name).await? {
+        match resolve_one(client, name, text).await? {
             Some(table) => present.push(table),
             None => gone.push(name.clone()),
         }
@@ -114,10 +120,15 @@ pub async fn resolve_present(
     Ok((present, gone))
 }
 
-pub async fn resolve(client: &Client, tables: &[String]) -> Result<Vec<CapturedTable>> {
+/// Resolves every configured table, `text` naming the columns held in their text form.
+pub async fn resolve(
+    client: &Client,
+    tables: &[String],
+    text: &TextColumns,
+) -> Result<Vec<CapturedTable>> {
     let mut out = Vec::with_capacity(tables.len());
     for name in tables {
-        out.push(resolve_one(client, name).await?.ok_or_else(|| {
+        out.push(resolve_one(client, name, text).await?.ok_or_else(|| {
             Error::new(
                 Code::SourcePrerequisite,
                 format!("table {name} does not exist"),
@@ -129,7 +140,12 @@ pub async fn resolve(client: &Client, tables: &[String]) -> Result<Vec<CapturedT
 }
 
 /// The table `config_name` names, or `None` when the catalog has no such relation.
-async fn resolve_one(client: &Client, config_name: &str) -> Result<Option<CapturedTable>> {
+async fn resolve_one(
+    client: &Client,
+    config_name: &str,
+    text: &TextColumns,
+) -> Result<Option<CapturedTable>> {
+    let text_columns = text.get(config_name).cloned().unwrap_or_default();
     let (schema, table) = split_name(config_name);
     let rel = client
         .query_opt(
@@ -175,6 +191,11 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<Option<Captur
         let typmod: i32 = row.get(2);
         let type_name: String = row.get(3);
         let resolved = resolve::column(client, type_oid as u32, typmod, row.get(6)).await?;
+        let resolved = if text_columns.contains(&name) {
+            resolved.in_text_form()
+        } else {
+            resolved
+        };
         type_names.insert(name.clone(), type_name.clone());
         type_oids.push(type_oid as u32);
         decodes.push(resolved.decode);
@@ -245,6 +266,7 @@ async fn resolve_one(client: &Client, config_name: &str) -> Result<Option<Captur
         }),
         partitioned: relkind == "p",
         oid: u32::try_from(oid).ok(),
+        text_columns,
     }))
 }
 

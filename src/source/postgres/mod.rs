@@ -92,7 +92,9 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     let control =
         connect::connect_named(&url, &config.source.tls, &config.source.timeouts, &name).await?;
     // A table gone from the catalog is not published again: its backlog is read as it was.
-    let (tables, _gone) = catalog::resolve_present(&control, &config.source.tables).await?;
+    let (tables, _gone) =
+        catalog::resolve_present(&control, &config.source.tables, &config.source.text_columns)
+            .await?;
     slot::ensure_publication(&control, &pg, &tables).await
 }
 
@@ -126,20 +128,26 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         }
         None => None,
     };
-    let (mut tables, gone) = catalog::resolve_present(&control, &config.source.tables).await?;
+    let (mut tables, gone) =
+        catalog::resolve_present(&control, &config.source.tables, &config.source.text_columns)
+            .await?;
     if let Some(first) = gone.first()
         && checkpoint.is_none()
     {
         // Nothing of it was ever streamed: the configuration names a table that is not there.
-        return Err(catalog::resolve(&control, std::slice::from_ref(first))
-            .await
-            .err()
-            .unwrap_or_else(|| {
-                Error::new(
-                    Code::SourcePrerequisite,
-                    format!("table {first} does not exist"),
-                )
-            }));
+        return Err(catalog::resolve(
+            &control,
+            std::slice::from_ref(first),
+            &config.source.text_columns,
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| {
+            Error::new(
+                Code::SourcePrerequisite,
+                format!("table {first} does not exist"),
+            )
+        }));
     }
     slot::ensure_publication(&control, &pg, &tables).await?;
     // Under the job's lease: a backend an earlier run of this job left holding the slot

@@ -76,6 +76,28 @@ impl Resolved {
     }
 }
 
+impl Resolved {
+    /// The text form of a column whose values did not all fit this resolution's typed
+    /// form ([`crate::change::UnfitValue`]): the type's text output, which holds every
+    /// value exactly, declared with its reason. A text-form resolution stays as it is.
+    pub fn in_text_form(self) -> Resolved {
+        if self.decode == Decode::Text {
+            return self;
+        }
+        Resolved::unfit_text()
+    }
+
+    /// The text form of a column moved to it because a value did not fit its typed form.
+    pub fn unfit_text() -> Resolved {
+        let mut text = Resolved::text();
+        text.field_metadata.insert(
+            crate::change::FORM_REASON_KEY.to_owned(),
+            crate::change::UNFIT_VALUE.to_owned(),
+        );
+        text
+    }
+}
+
 /// Whether `ty` is a date or timestamp type (or a list of one), where PostgreSQL has
 /// `±infinity`.
 fn holds_infinity(ty: &ColumnType) -> bool {

@@ -49,6 +49,8 @@ pub struct PgSnapshot {
     ),
     /// The keyless table whose pinned read is open on `client`.
     pinned: Option<String>,
+    /// The columns held in their text form (`source.text_columns`), for re-reading shapes.
+    text_columns: crate::config::TextColumns,
 }
 
 /// How long the pinning session waits for the table's writers before giving up (the run
@@ -68,7 +70,8 @@ impl PgSnapshot {
             .batch_execute(super::types::TEXT_OUTPUT_SETTINGS)
             .await
             .map_err(|e| query_error("configuring the baseline session", e))?;
-        let mut tables = catalog::resolve(&client, &config.source.tables).await?;
+        let mut tables =
+            catalog::resolve(&client, &config.source.tables, &config.source.text_columns).await?;
         for table in &mut tables {
             table.key = crate::source::snapshot::baseline_key(
                 &config.baseline.keys,
@@ -86,6 +89,7 @@ impl PgSnapshot {
                 config.source.timeouts,
             ),
             pinned: None,
+            text_columns: config.source.text_columns.clone(),
         })
     }
 
@@ -231,7 +235,7 @@ impl SnapshotSource for PgSnapshot {
 
     async fn current_schema(&mut self, name: &str) -> Result<Arc<TableSchema>> {
         let config_name = self.table(name)?.config_name.clone();
-        let mut tables = catalog::resolve(&self.client, &[config_name]).await?;
+        let mut tables = catalog::resolve(&self.client, &[config_name], &self.text_columns).await?;
         Ok(tables.remove(0).shape)
     }
 
@@ -371,14 +375,8 @@ impl SnapshotSource for PgSnapshot {
                 for (i, cell) in tuple.into_iter().enumerate() {
                     let value = match cell {
                         None => Value::Null,
-                        Some(raw) => decode_cell(&columns[i].ty, &table.decodes[i], &raw).map_err(|e| {
-                            Error::new(
-                                e.code(),
-                                format!("{name}.{} ({}) in the baseline: {e}", columns[i].name, columns[i].source_type),
-                            )
-                            .hint("the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]) and run the baseline again")
-                            .source(e)
-                        })?,
+                        Some(raw) => decode_cell(&columns[i].ty, &table.decodes[i], &raw)
+                            .map_err(|e| e.into_error(name, &columns[i], "in the baseline"))?,
                     };
                     values.push(value);
                 }
@@ -416,6 +414,7 @@ mod tests {
         CapturedTable {
             partitioned: false,
             oid: None,
+            text_columns: Default::default(),
             config_name: "app.t".into(),
             schema: "app".into(),
             table: "t".into(),

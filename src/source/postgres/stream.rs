@@ -52,13 +52,10 @@ use super::render::Renderer;
 use super::slot;
 use super::types::{Decode, column_type, decode_cell};
 use super::unchanged;
-use crate::change::{Column, Op, RowChange, TableSchema, Value};
+use crate::change::{Column, Op, RowChange, TableSchema, UnfitValue, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo, next_within};
-
-/// What to do about a value the column's output type cannot hold.
-const UNREPRESENTABLE_HINT: &str = "the column's output type cannot hold this value (numeric NaN in a numeric(p,s) column, a multi-dimensional value in an array column declared with one dimension): change the column's declaration (ALTER TABLE … ALTER COLUMN … TYPE numeric, or int[][]), then re-baseline the table (docs/operations.md#recovery)";
 
 /// A decoded image: the cells, and the indexes of the cells the source did not log.
 type Image = (Vec<Value>, Vec<usize>);
@@ -273,7 +270,15 @@ impl PgStream {
             if let Some(data) = page.ready.pop_front() {
                 page.seen += 1;
                 let message = pgoutput::decode(&data)?;
-                if let Some(mut event) = self.translate(message)? {
+                // A change with a value its column's typed form cannot hold is not
+                // delivered: the drain moves the column to its text form instead.
+                let translated = self
+                    .translate(message)
+                    .or_else(|e| match UnfitValue::of(&e) {
+                        Some(unfit) => Ok(Some(SourceEvent::Unfit(unfit.clone()))),
+                        None => Err(e),
+                    })?;
+                if let Some(mut event) = translated {
                     // Boxed: the rendering future is large and rarely needed, and every
                     // event would otherwise move it around inside this one.
                     if let SourceEvent::Change(change) = &mut event
@@ -500,6 +505,10 @@ impl PgStream {
                 at_open,
                 column_type(col.type_oid, col.type_modifier, &type_name),
             ) {
+                (None, _) if captured.text_columns.contains(&col.name) => {
+                    let r = super::resolve::Resolved::unfit_text();
+                    (r.ty, r.decode, r.field_metadata)
+                }
                 (Some(i), _) if captured.decodes[i] == Decode::Text => {
                     let c = &captured.shape.columns[i];
                     (c.ty.clone(), Decode::Text, c.field_metadata.clone())
@@ -630,18 +639,8 @@ impl PgStream {
             let decode = &known.decodes[i];
             let decoded = |raw: &[u8]| {
                 decode_cell(&column.ty, decode, raw).map_err(|e| {
-                    Error::new(
-                        e.code(),
-                        format!(
-                            "{}.{} ({}) at commit {}: {e}",
-                            schema.name,
-                            column.name,
-                            column.source_type,
-                            self.current_commit.unwrap_or_default()
-                        ),
-                    )
-                    .hint(UNREPRESENTABLE_HINT)
-                    .source(e)
+                    let at = format!("at commit {}", self.current_commit.unwrap_or_default());
+                    e.into_error(&schema.name, column, &at)
                 })
             };
             let value = match cell {

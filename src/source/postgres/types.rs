@@ -48,8 +48,8 @@ use std::fmt;
 
 use postgres_protocol::types as wire;
 
-use crate::change::{ColumnType, Value};
-use crate::error::Code;
+use crate::change::{Column, ColumnType, UnfitValue, Value};
+use crate::error::{Code, Error};
 
 /// Microseconds from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
@@ -338,6 +338,28 @@ impl DecodeError {
     /// The short reason, without the cause.
     pub fn reason(&self) -> &str {
         &self.reason
+    }
+
+    /// The run's error for this cell of `table`'s `column`, met `at` (`at commit …`, `in
+    /// the baseline`). An unrepresentable value carries its [`UnfitValue`] in the chain:
+    /// the drain and the baseline move the column to its text form instead of stopping.
+    pub fn into_error(self, table: &str, column: &Column, at: &str) -> Error {
+        let message = format!(
+            "{table}.{} ({}) {at}: {}",
+            column.name, column.source_type, self.reason
+        );
+        match self.kind {
+            DecodeErrorKind::Unrepresentable => Error::new(Code::ValueUnrepresentable, message)
+                .hint("the column's typed output cannot hold this value: sluice moves the column to its text form and re-baselines the table (docs/types.md, \"A value that does not fit\")")
+                .source(UnfitValue {
+                    table: table.to_owned(),
+                    column: column.name.clone(),
+                    reason: self.reason.into_owned(),
+                }),
+            DecodeErrorKind::Malformed => Error::new(Code::SourceProtocol, message)
+                .hint("the server sent bytes that are not a value of the column's type; report it with the run's log")
+                .source(self),
+        }
     }
 
     /// The error code the caller's [`Error`](crate::error::Error) should carry.

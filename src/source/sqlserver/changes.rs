@@ -294,7 +294,7 @@ mod tests {
                 SourceEvent::Begin { commit, commit_ts } => framer.begin(&commit, commit_ts)?,
                 SourceEvent::Change(c) => framer.change(c, &mut out)?,
                 SourceEvent::Commit { resume } => commits.push(framer.commit(resume)?),
-                SourceEvent::Barrier => unreachable!(),
+                SourceEvent::Barrier | SourceEvent::Unfit(_) => unreachable!(),
             }
         }
         Ok((out, commits))
@@ -392,6 +392,7 @@ mod tests {
                 SourceEvent::Change(_) => "C",
                 SourceEvent::Commit { .. } => "E",
                 SourceEvent::Barrier => "X",
+                SourceEvent::Unfit(_) => "U",
             })
             .collect();
         assert_eq!(kinds.join(""), "BCCEBCE");

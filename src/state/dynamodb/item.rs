@@ -81,6 +81,15 @@ impl<'a> Fields<'a> {
             .ok_or_else(|| self.bad(name, "is missing"))
     }
 
+    /// A string set; absent (DynamoDB stores no empty set) is empty.
+    pub(super) fn string_set(&self, name: &str) -> Result<std::collections::BTreeSet<String>> {
+        match self.item.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(Default::default()),
+            Some(AttributeValue::Ss(set)) => Ok(set.iter().cloned().collect()),
+            Some(_) => Err(self.bad(name, "is not a string set")),
+        }
+    }
+
     pub(super) fn map(&self, name: &str) -> Result<Option<Fields<'a>>> {
         match self.item.get(name) {
             None | Some(AttributeValue::Null(_)) => Ok(None),
@@ -196,6 +205,7 @@ pub(super) fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
         run_id: f.s("run_id")?,
         updated_at_ms: f.n("updated_at_ms")?,
         reason: f.opt_s("reason")?,
+        text_columns: f.string_set("text_columns")?,
     })
 }
 
@@ -254,6 +264,12 @@ pub(super) fn snapshot_item(job: &str, record: &SnapshotRecord) -> Item {
     ]);
     if let Some(reason) = &record.reason {
         item.insert("reason".to_owned(), AttributeValue::S(reason.clone()));
+    }
+    if !record.text_columns.is_empty() {
+        item.insert(
+            "text_columns".to_owned(),
+            AttributeValue::Ss(record.text_columns.iter().cloned().collect()),
+        );
     }
     item
 }
