@@ -147,3 +147,39 @@ fn uf_unfit_values_in_a_first_baseline_move_their_columns_to_text() {
         }
     }
 }
+
+#[test]
+fn uf_a_crash_after_the_move_or_inside_its_baseline_loses_nothing() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "uf_crash");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, a int[], n numeric(10,2))");
+    db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, ARRAY[i], i FROM generate_series(1, 5) i");
+    db.sql("INSERT INTO u SELECT i, 'seed' || i FROM generate_series(1, 5) i");
+    let job = Job::postgres(&db, &["t", "u"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("UPDATE t SET a = '{{1},{2}}' WHERE id = 1; INSERT INTO u VALUES (6, 'six')");
+    db.sql("INSERT INTO t VALUES (6, '{6}', 'NaN'); DELETE FROM u WHERE id = 2");
+
+    // Killed before the run's checkpoint: the move was stored first.
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "before_checkpoint@1")]);
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+    let t = record(&job, "t");
+    assert_eq!(t["status"], "wanted", "{t}");
+    assert_eq!(t["text_columns"], serde_json::json!(["a", "n"]), "{t}");
+
+    // Killed inside the re-baseline's first chunk.
+    let crashed = job.run(&["drain"], &[("SLUICE_FAULT", "chunk_opened@1")]);
+    assert_ne!(crashed.code, 0, "{}", crashed.stderr);
+
+    let summary = job.drain_when_free();
+    assert_eq!(summary["status"], "drained", "{summary}");
+    let t = record(&job, "t");
+    assert_eq!(t["status"], "done", "{t}");
+    assert_eq!(t["text_columns"], serde_json::json!(["a", "n"]), "{t}");
+    assert_eq!(
+        replayed(&job, "t", &["a", "n"]),
+        source(&db, "t", &["a", "n"])
+    );
+    assert_eq!(replayed(&job, "u", &["v"]), source(&db, "u", &["v"]));
+}
