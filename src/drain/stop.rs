@@ -1,11 +1,16 @@
-//! Stopping a run from outside (SIGTERM / SIGINT on the CLI): the first request asks the
-//! drain to stop at its next transaction boundary — a clean `partial` run, as at a
-//! deadline. A run that cannot get there within [`GRACE`] (a source that went silent, one
-//! long transaction), or a second request, is *abandoned*: its work is dropped at the
-//! await it is in, which is what a crash at that point would do — the durable order
-//! (part → fenced checkpoint → ack) makes every such point safe, and nothing is
-//! half-written (a part is an atomic put, a checkpoint one conditional write). Either
-//! way the job room then releases the lease, so the next run starts at once.
+//! Stopping a run from outside (SIGTERM / SIGINT): the first request asks the drain to
+//! stop at its next transaction boundary — a clean `partial` run, as at a deadline. A run
+//! that cannot get there within the request's grace ([`GRACE`] on the CLI; Lambda's is
+//! shorter) — a source that went silent, one long transaction — or that gets a second
+//! request, is *abandoned*: its work is dropped at the await it is in, which is what a
+//! crash at that point would do — the durable order (part → fenced checkpoint → ack)
+//! makes every such point safe, and nothing is half-written (a part is an atomic put, a
+//! checkpoint one conditional write). Either way the job room then releases the lease, so
+//! the next run starts at once.
+//!
+//! One owner of the signals per process: the CLI installs [`StopRequest::on_signals`];
+//! the Lambda face never does — `crate::lambda::shutdown` owns them there and asks the
+//! same kind of request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +64,7 @@ impl StopRequest {
         (count > 0).then_some(signal)
     }
 
-    /// Resolves when the run must be abandoned: [`GRACE`] after the first ask, or at the
+    /// Resolves when the run must be abandoned: its grace after the first ask, or at the
     /// second ask. Never resolves while nobody asks.
     pub async fn abandoned(&self) {
         let mut seen = self.asked.subscribe();
@@ -73,7 +78,8 @@ impl StopRequest {
     }
 
     /// Asks for a stop on every SIGTERM and SIGINT this process receives (from now on;
-    /// the default disposition — die at once — is replaced).
+    /// the default disposition — die at once — is replaced). The CLI's; the Lambda face
+    /// handles its signals itself and never calls this.
     pub fn on_signals(&self) -> std::io::Result<()> {
         use tokio::signal::unix::{SignalKind, signal};
         for kind in [SignalKind::terminate(), SignalKind::interrupt()] {

@@ -103,6 +103,7 @@ async fn run_once(
         start_baseline(config, backends).await?;
     }
     let owner = crate::state::holder::owner(&run_id, None);
+    let stop = options.stop.clone();
     let leased = with_lease(
         backends.state.as_ref(),
         &config.job,
@@ -116,6 +117,9 @@ async fn run_once(
     )
     .await?;
     match leased {
+        // A stopped run starts no new work: a pending re-baseline stays wanted, and
+        // the next run carries it on.
+        Leased::Ran(summary) if stop.as_ref().is_some_and(StopRequest::asked) => Ok(summary),
         Leased::Ran(mut summary) => {
             rebaseline_pending(config, backends, &mut summary).await?;
             Ok(summary)

@@ -11,6 +11,10 @@
 //! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
 //!
+//! Stopping: the function registers an internal extension so that Lambda sends it
+//! SIGTERM before ending its environment, and stops the in-flight invocation at a
+//! transaction boundary then — see [`shutdown`] for what is guaranteed.
+//!
 //! Panic strategy: the release profile aborts on panic. A panic is a bug; aborting ends
 //! the container, its lease expires, and the next invocation resumes from the last
 //! checkpoint — nothing half-done is reused.
@@ -18,6 +22,7 @@
 pub mod deadline;
 pub mod diagnostic;
 pub mod event;
+pub mod shutdown;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,6 +37,7 @@ use crate::drain::DrainOptions;
 use crate::error::{Code, Error};
 use diagnostic::HandlerError;
 use event::Action;
+use shutdown::Shutdown;
 
 /// Environment variable whose presence selects the Lambda face.
 pub const RUNTIME_API_ENV: &str = "AWS_LAMBDA_RUNTIME_API";
@@ -47,6 +53,8 @@ struct Container {
     backends: OnceCell<Backends>,
     /// The URL `source.url_secret_arn` held when last read (none before the first read).
     secret_url: tokio::sync::Mutex<Option<String>>,
+    /// The process's stop request and in-flight flag (it owns SIGTERM and SIGINT).
+    shutdown: Arc<Shutdown>,
 }
 
 /// Runs the Lambda runtime loop until the process is stopped; returns the exit code.
@@ -63,6 +71,15 @@ pub fn main() -> i32 {
         }
     };
     runtime.block_on(async {
+        let shutdown = Arc::new(Shutdown::default());
+        if let Err(e) = shutdown.on_signals() {
+            tracing::warn!(error = %e, "cannot catch SIGTERM/SIGINT; a signal kills the function where it is");
+        }
+        // Before the runtime's first `invocation/next`, which ends the Init phase.
+        match shutdown::register_extension().await {
+            Ok(id) => tracing::debug!(extension = %id, "internal extension registered: Lambda sends SIGTERM before it ends this environment"),
+            Err(e) => tracing::warn!(error = %e, "could not register the internal extension: Lambda will end this environment without SIGTERM, so a run cut off then is not stopped at a boundary (its lease expires on its own)"),
+        }
         let config = crate::job::config::load(None).and_then(refuse_stdout);
         if let Err(e) = &config {
             tracing::error!(error = %e.chain(), "invalid SLUICE_CONFIG; every invocation will fail until it is fixed");
@@ -71,12 +88,18 @@ pub fn main() -> i32 {
             config,
             backends: OnceCell::new(),
             secret_url: tokio::sync::Mutex::new(None),
+            shutdown: shutdown.clone(),
         });
         let handler = service_fn(move |event: LambdaEvent<Value>| {
             let container = container.clone();
             async move { handle(&container, event).await }
         });
-        match lambda_runtime::run(handler).await {
+        // The in-flight layer is the outermost: an invocation is in flight until its
+        // answer is posted.
+        let runtime = lambda_runtime::Runtime::new(handler)
+            .layer(lambda_runtime::layers::TracingLayer::new())
+            .layer(shutdown.layer());
+        match runtime.run().await {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!(error = %e, "lambda runtime stopped");
@@ -86,7 +109,47 @@ pub fn main() -> i32 {
     })
 }
 
+/// One invocation, under the process's stop request: refused once a stop was asked;
+/// otherwise answered by [`shutdown::GRACE`] + [`shutdown::RELEASE_ALLOWANCE`] after a
+/// stop is asked, whatever the work is doing then.
 async fn handle(
+    container: &Container,
+    event: LambdaEvent<Value>,
+) -> std::result::Result<Value, HandlerError> {
+    let stop = container.shutdown.stop();
+    if stop.asked() {
+        return Err(HandlerError(shutting_down(stop.signal())));
+    }
+    let answer = tokio::select! {
+        answer = run_invocation(container, event) => answer,
+        () = async {
+            stop.abandoned().await;
+            tokio::time::sleep(shutdown::RELEASE_ALLOWANCE).await;
+        } => Err(HandlerError(crate::job::interrupted(stop.signal()))),
+    };
+    answer.map_err(|HandlerError(e)| HandlerError(with_lambda_hint(e)))
+}
+
+/// The answer to an invocation that arrives after a stop was asked: nothing ran.
+fn shutting_down(signal: Option<i32>) -> Error {
+    let by = signal.map_or_else(|| "a stop request".to_owned(), |s| format!("signal {s}"));
+    Error::new(
+        Code::RunInterrupted,
+        format!("the execution environment is shutting down ({by}); this invocation ran nothing"),
+    )
+    .hint("nothing was read or leased: the next invocation runs normally")
+}
+
+/// `SLUICE_RUN_INTERRUPTED` with the hint that holds on Lambda (where the time between
+/// SIGTERM and SIGKILL is Lambda's, not the operator's); any other error as it is.
+fn with_lambda_hint(e: Error) -> Error {
+    if e.code() != Code::RunInterrupted {
+        return e;
+    }
+    e.hint("Lambda ended the execution environment (a timeout or a spin-down) and allows 500 ms after SIGTERM; the run was abandoned where it was: nothing was half-written, the lease was released, and the next invocation resumes from the last checkpoint. Runs cut off by the function's timeout: raise the timeout or deadline.safety_margin_seconds")
+}
+
+async fn run_invocation(
     container: &Container,
     event: LambdaEvent<Value>,
 ) -> std::result::Result<Value, HandlerError> {
@@ -108,7 +171,8 @@ async fn handle(
                 chrono::Utc::now().timestamp_millis(),
                 now,
             );
-            let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin());
+            let options = DrainOptions::with_deadline(Some(deadline), config.deadline.margin())
+                .stopped_by(container.shutdown.stop().clone());
             let result = with_rotated_secret(container, config, async |config: &Config| {
                 crate::job::run_with(config, backends, options.clone()).await
             })
@@ -266,5 +330,28 @@ mod stdout_tests {
         assert!(e.hint_text().unwrap().contains("s3"), "{e}");
         let local = crate::job::config::parse(crate::config::tests::MINIMAL, "t").unwrap();
         assert!(refuse_stdout(local).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_runs_carry_the_lambda_hint_and_other_errors_stay_as_they_are() {
+        let interrupted = with_lambda_hint(crate::job::interrupted(Some(15)));
+        assert_eq!(interrupted.code(), Code::RunInterrupted);
+        assert!(interrupted.message().contains("signal 15"), "{interrupted}");
+        assert!(
+            interrupted.hint_text().unwrap().contains("500 ms"),
+            "{interrupted:?}"
+        );
+        let other = with_lambda_hint(Error::new(Code::SourceConnect, "gone").hint("retry"));
+        assert_eq!(other.hint_text(), Some("retry"));
+
+        let refused = shutting_down(Some(15));
+        assert_eq!(refused.code(), Code::RunInterrupted);
+        assert_eq!(refused.class(), crate::error::Class::Transient);
+        assert!(refused.message().contains("ran nothing"), "{refused}");
     }
 }
