@@ -9,6 +9,7 @@
 //! lets the source release the log it retains. Opening refuses — never re-anchors — when
 //! the log can no longer supply the changes after the checkpoint.
 
+pub mod establish;
 pub mod mysql;
 pub mod postgres;
 pub mod snapshot;
