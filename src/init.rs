@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::error::{Code, Error, Result};
 use crate::source::postgres::catalog::{self, split_name};
-use crate::source::postgres::connect::{self, query_error};
+use crate::source::postgres::connect::{self, Session, query_error};
 
 /// A table as `init` lists it.
 #[derive(Debug, Clone)]
@@ -46,11 +46,13 @@ pub async fn run(
             "export {source_env}=postgres://user:password@host:5432/db"
         ))
     })?;
-    let client = connect::connect(&url, &crate::tls::TlsConfig::default()).await?;
-    client
-        .batch_execute("SET default_transaction_read_only = on")
-        .await
-        .map_err(|e| query_error("starting a read-only session", e))?;
+    let timeouts = crate::config::TimeoutsConfig::default();
+    let session = Session::control(&timeouts).setup(
+        "starting a read-only session",
+        "SET default_transaction_read_only = on",
+    );
+    let tls = crate::tls::TlsConfig::default();
+    let client = connect::connect(&url, &tls, &timeouts, &session).await?;
     let database: String = client
         .query_one("SELECT current_database()::text", &[])
         .await

@@ -61,7 +61,9 @@ impl SourceConfig {
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TimeoutsConfig {
-    /// Establishing a connection (TCP, TLS and the login).
+    /// Establishing a connection, all of it: resolving the host, the TCP connect, TLS, the
+    /// protocol's startup and login, and the statements that set the session up. Longer
+    /// is a transient `SLUICE_SOURCE_CONNECT` naming the phase that stalled.
     pub connect_seconds: u64,
     /// Waiting for the next piece of the change stream once it flows (a binlog event, a
     /// page of PostgreSQL changes); a source silent for longer is a transient
@@ -95,6 +97,13 @@ impl TimeoutsConfig {
 
     pub fn page(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.page_seconds)
+    }
+
+    /// The longest one statement of a control connection may run (catalog reads, slot and
+    /// publication changes, a PostgreSQL slot advance — which decodes WAL as a page does —
+    /// MySQL's binlog coordinates): the larger of `page_seconds` and `read_seconds`.
+    pub fn statement(&self) -> std::time::Duration {
+        self.page().max(self.read())
     }
 }
 

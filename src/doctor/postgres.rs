@@ -18,7 +18,7 @@ use crate::position::Position;
 use crate::redact::redact_url;
 use crate::source::Resume;
 use crate::source::postgres::catalog::{self, CapturedTable};
-use crate::source::postgres::connect::{self, query_error};
+use crate::source::postgres::connect::{self, Session, query_error};
 use crate::source::postgres::failover;
 use crate::source::postgres::slot::{self, StartDecision};
 use crate::source::postgres::{check_slot_free, check_wal_level, checkpoint_lsn, identity};
@@ -31,19 +31,15 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(u) => u,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let client = match connect::connect(&url, &config.source.tls).await {
+    let timeouts = &config.source.timeouts;
+    let session = Session::control(timeouts).setup(
+        "starting a read-only session",
+        "SET default_transaction_read_only = on",
+    );
+    let client = match connect::connect(&url, &config.source.tls, timeouts, &session).await {
         Ok(c) => c,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    if let Err(e) = client
-        .batch_execute("SET default_transaction_read_only = on")
-        .await
-    {
-        return report.push(Check::from_error(
-            "source connect",
-            &query_error("starting a read-only session", e),
-        ));
-    }
     report.push(Check::ok("source connect", redact_url(&url)));
     let limits = &config.doctor;
 

@@ -1,18 +1,27 @@
-//! Connecting to PostgreSQL: URL parsing, the TLS gate, and error classification.
+//! Connecting to PostgreSQL: URL parsing, the TLS gate, what a session is for
+//! ([`Session`]), and error classification.
 //!
-//! Guarantees: a host that is not loopback is only ever reached over TLS (rustls, server
-//! certificate verified against the Web PKI roots), decided before any packet is sent;
-//! the URL in every message is redacted; authentication failures are refusals (retrying
-//! will not fix a wrong password), network failures are transient.
+//! Guarantees: [`connect`] is the only way to open a session, and its whole
+//! establishment — DNS, TCP, TLS, startup, authentication and the session's setup — ends
+//! within `source.timeouts.connect_seconds` ([`super::establish`]), past which it is a
+//! transient `SLUICE_SOURCE_CONNECT` naming the phase that stalled; every session runs
+//! under a deliberate `statement_timeout` ([`Session::control`]: the larger of
+//! `page_seconds` and `read_seconds`; [`Session::bulk`]: none); a host that is not
+//! loopback is only ever reached over TLS (rustls, server certificate verified against the
+//! Web PKI roots), decided before any packet is sent; the URL in every message is
+//! redacted; authentication failures are refusals (retrying will not fix a wrong
+//! password), network failures are transient.
 
 use std::time::Duration;
 
-use tokio_postgres::config::{Host, SslMode};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
+use tokio_postgres::config::Host;
 
+use super::establish::{Plan, establish};
 use crate::config::TimeoutsConfig;
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
+use crate::source::establish::Deadline;
 use crate::tls::{TlsConfig, client_config, handshake_hint, rustls_cause};
 
 /// The TLS decision for a set of hosts, taken before any packet is sent: `None` (plain)
@@ -86,79 +95,99 @@ fn parse(url: &str) -> Result<tokio_postgres::Config> {
     })
 }
 
-/// [`connect_with`] under the default `source.timeouts`.
-pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Client> {
-    connect_with(url, tls, &TimeoutsConfig::default()).await
+/// What a session is for: its `application_name`, the `statement_timeout` its statements
+/// run under, and the statements that set it up (run as the last step of the bounded
+/// establishment, so a server that stalls there is given up like one that stalls in the
+/// login).
+#[derive(Debug, Clone)]
+pub struct Session<'a> {
+    application_name: &'a str,
+    /// Zero: none (`statement_timeout = 0`, whatever the role's or database's default).
+    statement_timeout: Duration,
+    setup: (&'a str, &'a str),
 }
 
-/// TCP keepalive: a peer that vanished without a reset is found within about
-/// idle + interval × retries (60 s) even while the server is busy decoding a page — the
-/// probes are answered by the server's kernel, so a long decode is never mistaken for a
-/// dead network.
-const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
-const KEEPALIVE_RETRIES: u32 = 3;
+impl<'a> Session<'a> {
+    /// A session of short statements — catalog reads, publication and slot changes, slot
+    /// advances (which decode WAL like a page), cell rendering: the server cancels any
+    /// statement that runs longer than `timeouts.statement()` (the larger of
+    /// `page_seconds` and `read_seconds`), a transient `SLUICE_SOURCE_QUERY`.
+    pub fn control(timeouts: &TimeoutsConfig) -> Session<'a> {
+        Session {
+            application_name: "sluice",
+            statement_timeout: timeouts.statement(),
+            setup: ("setting the session up", ""),
+        }
+    }
 
-/// The connection settings sluice adds to the URL's: its application name, the connect
-/// timeout of `source.timeouts`, TCP keepalive, and a bound on unacknowledged writes.
-fn tune(config: &mut tokio_postgres::Config, timeouts: &TimeoutsConfig, application_name: &str) {
-    config
-        .application_name(application_name)
-        .connect_timeout(timeouts.connect())
-        .keepalives(true)
-        .keepalives_idle(KEEPALIVE_IDLE)
-        .keepalives_interval(KEEPALIVE_INTERVAL)
-        .keepalives_retries(KEEPALIVE_RETRIES)
-        .tcp_user_timeout(timeouts.read());
+    /// A session whose statements stream for as long as the reader consumes them (the
+    /// stream's page COPY, a baseline's chunk COPYs and its planning scans): no
+    /// `statement_timeout`; the reader bounds its own waits (`page_seconds`,
+    /// `read_seconds`) and TCP keepalive finds a dead peer.
+    pub fn bulk() -> Session<'a> {
+        Session {
+            application_name: "sluice",
+            statement_timeout: Duration::ZERO,
+            setup: ("setting the session up", ""),
+        }
+    }
+
+    /// The same session under `application_name` (a job's stream connections carry
+    /// `sluice/<job>`, see `orphan`).
+    pub fn named(mut self, application_name: &'a str) -> Session<'a> {
+        self.application_name = application_name;
+        self
+    }
+
+    /// The same session set up by `statements` (`what` names them in messages).
+    pub fn setup(mut self, what: &'a str, statements: &'a str) -> Session<'a> {
+        self.setup = (what, statements);
+        self
+    }
+
+    /// The setup statements the server runs: the statement timeout, then the session's own.
+    fn statements(&self) -> String {
+        format!(
+            "SET statement_timeout = {}; {}",
+            self.statement_timeout.as_millis(),
+            self.setup.1
+        )
+    }
 }
 
-/// Opens one connection; the connection task runs on the current runtime. The URL's own
-/// `sslmode` is overridden by `source.tls`.
-pub async fn connect_with(url: &str, tls: &TlsConfig, timeouts: &TimeoutsConfig) -> Result<Client> {
-    connect_named(url, tls, timeouts, "sluice").await
-}
-
-/// [`connect_with`], with the session's `application_name` (a job's stream connections
-/// carry `sluice/<job>`, see `orphan`).
-pub async fn connect_named(
+/// Opens one session, the whole establishment (DNS, TCP, TLS, startup, authentication,
+/// the session's setup) bounded by `timeouts.connect_seconds` — past it, a transient
+/// `SLUICE_SOURCE_CONNECT` naming the phase that stalled (see [`establish`]). The URL's
+/// own `sslmode` is overridden by `source.tls`; the connection task runs on the current
+/// runtime.
+pub async fn connect(
     url: &str,
     tls: &TlsConfig,
     timeouts: &TimeoutsConfig,
-    application_name: &str,
+    session: &Session<'_>,
 ) -> Result<Client> {
+    let deadline = Deadline::after(timeouts.connect());
     let mut config = parse(url)?;
-    tune(&mut config, timeouts, application_name);
-    let connected = match transport_for(&config, tls)? {
-        None => {
-            config.ssl_mode(SslMode::Disable);
-            config.connect(NoTls).await.map(|(client, conn)| {
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "postgres connection closed");
-                    }
-                });
-                client
-            })
-        }
-        Some(client_tls) => {
-            // Require, never Prefer: a server that declines TLS must not get a plain session.
-            config.ssl_mode(SslMode::Require);
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::new((*client_tls).clone());
-            config.connect(tls).await.map(|(client, conn)| {
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "postgres connection closed");
-                    }
-                });
-                client
-            })
-        }
+    config.application_name(session.application_name);
+    let target = redact_url(url);
+    let statements = session.statements();
+    let plan = Plan {
+        url,
+        target: &target,
+        tls: transport_for(&config, tls)?,
+        user_timeout: timeouts.read(),
+        setup: (session.setup.0, &statements),
+        deadline,
     };
-    connected.map_err(|e| connect_error(url, &config, e))
+    establish(&config, &plan).await
 }
 
 /// Classifies a connection failure.
-fn connect_error(url: &str, config: &tokio_postgres::Config, e: tokio_postgres::Error) -> Error {
+pub(super) fn connect_error(
+    url: &str,
+    config: &tokio_postgres::Config,
+    e: tokio_postgres::Error,
+) -> Error {
     let target = redact_url(url);
     if let Some(cause) = rustls_cause(&e) {
         let host = match config.get_hosts().first() {
@@ -235,7 +264,9 @@ pub fn query_error(what: &str, e: tokio_postgres::Error) -> Error {
                 _ => Code::SourceQuery,
             };
             let mut err = Error::new(code, format!("{what}: {} (SQLSTATE {state})", db.message()));
-            if let Some(detail) = db.detail() {
+            if state == "57014" {
+                err = err.hint("the statement ran longer than the session's statement_timeout (on a control connection the larger of source.timeouts.page_seconds and read_seconds): a lock held by another session, a long transaction, or a busy server; nothing was read, and the next run tries again");
+            } else if let Some(detail) = db.detail() {
                 err = err.hint(detail.to_owned());
             } else if state == "42501" && db.message().contains("replication") {
                 err = err.hint("the source user needs the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION (see infra/sql/postgres/grants.sql)");
@@ -255,22 +286,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn connections_carry_the_timeouts_and_keepalive() {
-        let mut config = parse("postgres://u@db.example.com/app").unwrap();
+    fn control_sessions_carry_a_statement_timeout_and_bulk_ones_none() {
         let timeouts = TimeoutsConfig {
             connect_seconds: 7,
             read_seconds: 45,
             page_seconds: 300,
         };
-        tune(&mut config, &timeouts, "sluice");
-        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));
-        assert!(config.get_keepalives());
-        assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);
+        let control = Session::control(&timeouts).setup("x", "SET a = 1");
         assert_eq!(
-            config.get_tcp_user_timeout(),
-            Some(&Duration::from_secs(45))
+            control.statements(),
+            "SET statement_timeout = 300000; SET a = 1"
         );
-        assert_eq!(config.get_application_name(), Some("sluice"));
+        let longer_read = TimeoutsConfig {
+            read_seconds: 600,
+            ..timeouts
+        };
+        assert!(
+            Session::control(&longer_read)
+                .statements()
+                .starts_with("SET statement_timeout = 600000;")
+        );
+        assert_eq!(
+            Session::bulk().named("sluice/j").statements(),
+            "SET statement_timeout = 0; "
+        );
+        assert_eq!(
+            Session::bulk().named("sluice/j").application_name,
+            "sluice/j"
+        );
     }
 
     #[test]

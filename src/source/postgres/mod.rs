@@ -6,7 +6,8 @@
 //! them); each table has a primary key, a replica-identity index, or `REPLICA IDENTITY
 //! FULL`. No replication connection and no `pg_hba.conf` replication line are needed.
 //!
-//! This module only wires the parts: [`connect`] (TLS gate), [`catalog`] (tables and
+//! This module only wires the parts: [`connect`] (TLS gate, the bounded establishment of
+//! `establish`, each session's `statement_timeout`), [`catalog`] (tables and
 //! types at open), [`slot`] (publication, slot, the start decision), [`stream`] (pages of
 //! decoded changes), [`resolve`] (each column's output type and decoder), [`render`]
 //! (text output of binary cells, by the server), [`pgoutput`] and [`types`] (pure decoders), [`unchanged`] (unchanged TOAST values
@@ -15,6 +16,7 @@
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
+mod establish;
 pub mod failover;
 pub mod orphan;
 pub mod pgoutput;
@@ -30,9 +32,9 @@ use crate::config::{Config, PostgresConfig, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{ChangeStream, Resume, StreamInfo};
+use connect::Session;
 use slot::StartDecision;
 
-/// Opens the PostgreSQL stream at `resume` (or creates the stream's resources on a first
 /// Checks the `source.postgres` block: slot and publication names, page size.
 pub fn check_config(config: &Config) -> Result<()> {
     let Some(pg) = &config.source.postgres else {
@@ -60,7 +62,6 @@ pub fn check_config(config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// run), fixing the read bound.
 /// The oids of the captured tables and of every partition under them: a change naming
 /// one of these is never skipped as a table the job does not capture.
 async fn protected_oids(
@@ -89,8 +90,9 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     })?;
     let url = config.source_url()?;
     let name = orphan::application_name(&config.job);
-    let control =
-        connect::connect_named(&url, &config.source.tls, &config.source.timeouts, &name).await?;
+    let timeouts = &config.source.timeouts;
+    let session = Session::control(timeouts).named(&name);
+    let control = connect::connect(&url, &config.source.tls, timeouts, &session).await?;
     // A table gone from the catalog is not published again: its backlog is read as it was.
     let (tables, _gone) =
         catalog::resolve_present(&control, &config.source.tables, &config.source.text_columns)
@@ -98,6 +100,8 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     slot::ensure_publication(&control, &pg, &tables).await
 }
 
+/// Opens the PostgreSQL stream at `resume` (or creates the stream's resources on a first
+/// run), fixing the read bound.
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let pg = config.source.postgres.clone().ok_or_else(|| {
         Error::new(Code::ConfigInvalid, "source.postgres is missing")
@@ -106,16 +110,19 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     let url = config.source_url()?;
     let timeouts = &config.source.timeouts;
     let name = orphan::application_name(&config.job);
-    let control = connect::connect_named(&url, &config.source.tls, timeouts, &name).await?;
-    let data = connect::connect_named(&url, &config.source.tls, timeouts, &name).await?;
     // Text output (text cells of the stream, cells the server renders) prints the same
-    // on every path and run.
-    for client in [&control, &data] {
-        client
-            .batch_execute(types::TEXT_OUTPUT_SETTINGS)
-            .await
-            .map_err(|e| connect::query_error("configuring the session's text output", e))?;
-    }
+    // on every path and run. The control connection's statements are short (see
+    // `Session::control`); the data connection's page COPY streams as long as the drain
+    // consumes it, bounded client-side by page_seconds and read_seconds.
+    let text = "configuring the session's text output";
+    let control = Session::control(timeouts)
+        .named(&name)
+        .setup(text, types::TEXT_OUTPUT_SETTINGS);
+    let data = Session::bulk()
+        .named(&name)
+        .setup(text, types::TEXT_OUTPUT_SETTINGS);
+    let control = connect::connect(&url, &config.source.tls, timeouts, &control).await?;
+    let data = connect::connect(&url, &config.source.tls, timeouts, &data).await?;
 
     check_wal_level(&control).await?;
     let (identity, database) = identity(&control, &pg).await?;
@@ -204,7 +211,15 @@ pub async fn slot_exists(config: &Config) -> Result<bool> {
     let Some(pg) = &config.source.postgres else {
         return Ok(false);
     };
-    let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+    let timeouts = &config.source.timeouts;
+    let session = Session::control(timeouts);
+    let client = connect::connect(
+        &config.source_url()?,
+        &config.source.tls,
+        timeouts,
+        &session,
+    )
+    .await?;
     Ok(slot::slot_info(&client, &pg.slot).await?.is_some())
 }
 
@@ -218,7 +233,15 @@ pub async fn server_name(config: &Config) -> Result<String> {
             "source.postgres is missing",
         ));
     };
-    let client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+    let timeouts = &config.source.timeouts;
+    let session = Session::control(timeouts);
+    let client = connect::connect(
+        &config.source_url()?,
+        &config.source.tls,
+        timeouts,
+        &session,
+    )
+    .await?;
     let (identity, _) = identity(&client, pg).await?;
     Ok(identity
         .rsplit_once("/slot=")

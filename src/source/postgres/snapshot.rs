@@ -26,7 +26,7 @@ use futures_util::StreamExt;
 use tokio_postgres::Client;
 
 use super::catalog::{self, CapturedTable, quote_ident};
-use super::connect::{self, query_error};
+use super::connect::{self, Session, query_error};
 use super::copy_binary::CopyParser;
 use super::types::{Decode, decode_cell};
 use crate::change::{ColumnType, TableSchema, Value};
@@ -60,16 +60,19 @@ const PIN_LOCK_TIMEOUT: &str = "30s";
 impl PgSnapshot {
     /// Connects and resolves the configured tables.
     pub async fn open(config: &Config) -> Result<PgSnapshot> {
-        let client = connect::connect_with(
+        // Chunk COPYs and planning scans run as long as the table needs: no
+        // statement_timeout (`Session::bulk`).
+        let session = Session::bulk().setup(
+            "configuring the baseline session",
+            super::types::TEXT_OUTPUT_SETTINGS,
+        );
+        let client = connect::connect(
             &config.source_url()?,
             &config.source.tls,
             &config.source.timeouts,
+            &session,
         )
         .await?;
-        client
-            .batch_execute(super::types::TEXT_OUTPUT_SETTINGS)
-            .await
-            .map_err(|e| query_error("configuring the baseline session", e))?;
         let mut tables =
             catalog::resolve(&client, &config.source.tables, &config.source.text_columns).await?;
         for table in &mut tables {
@@ -102,7 +105,7 @@ impl PgSnapshot {
     /// insert position of that moment (see the module doc).
     async fn pin(&mut self, name: &str, quoted: &str) -> Result<crate::position::PgLsn> {
         let (url, tls, timeouts) = &self.connect;
-        let holder = connect::connect_with(url, tls, timeouts).await?;
+        let holder = connect::connect(url, tls, timeouts, &Session::control(timeouts)).await?;
         let locking = |e| query_error(&format!("locking {name} to pin its baseline snapshot"), e);
         holder
             .batch_execute(&format!(
