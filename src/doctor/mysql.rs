@@ -26,7 +26,7 @@ use crate::position::Position;
 use crate::redact::redact_url;
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::Resume;
-use crate::source::mysql::connect::{self, errno, query_error, server_errno};
+use crate::source::mysql::connect::{self, Session, errno, query_error, server_errno};
 use crate::source::mysql::failover::{self, FollowVerdict};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
 use crate::source::mysql::schema::{self, CapturedTable};
@@ -44,16 +44,15 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(o) => o.db_name().map(str::to_owned),
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let mut conn = match connect::connect(&url, &config.source.tls).await {
+    let session = Session::setup(
+        "starting a read-only session",
+        "SET SESSION TRANSACTION READ ONLY",
+    );
+    let timeouts = &config.source.timeouts;
+    let mut conn = match connect::connect(&url, &config.source.tls, timeouts, &session).await {
         Ok(c) => c,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    if let Err(e) = conn.query_drop("SET SESSION TRANSACTION READ ONLY").await {
-        return report.push(Check::from_error(
-            "source connect",
-            &query_error("starting a read-only session", e),
-        ));
-    }
     report.push(Check::ok("source connect", redact_url(&url)));
 
     let version = match source::server_version(&mut conn).await {

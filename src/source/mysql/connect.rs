@@ -1,8 +1,12 @@
 //! Connecting to MySQL / MariaDB: URL parsing, `source.tls` mapped onto mysql_async's
-//! rustls options, and error classification.
+//! rustls options, the bounded establishment, and error classification.
 //!
-//! Guarantees: the TLS decision is taken from `source.tls` (never from the URL's own TLS
-//! parameters) before any packet is sent, and a non-loopback host is only ever reached
+//! Guarantees: [`connect`] is the only way to open a connection, and its whole
+//! establishment (DNS, the `verify-ca` probe, TCP, greeting, TLS, login, the session's
+//! setup) ends within `source.timeouts.connect_seconds`, past which it is a transient
+//! `SLUICE_SOURCE_CONNECT` naming the phase that stalled; a control connection's
+//! statements are each bounded client-side ([`bounded`]); the TLS decision is taken from
+//! `source.tls` (never from the URL's own TLS parameters) before any packet is sent, and a non-loopback host is only ever reached
 //! over TLS ([`crate::tls::checked_mode`]); the CA material is loaded by [`crate::tls`];
 //! `verify-full` checks chain and host name, `verify-ca` the chain (see [`probe`] for how
 //! the name check is lifted), `require` encrypts without authenticating and logs so; a
@@ -11,11 +15,14 @@
 //! password is a refusal, a network failure is transient, a rejected certificate is
 //! `SLUICE_SOURCE_TLS`.
 
+use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
 
 use super::probe;
+use crate::config::TimeoutsConfig;
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
+use crate::source::establish::{Deadline, Phase, kernel, resolve, stalled};
 use crate::tls::{TlsConfig, TlsMode, checked_mode, handshake_hint, rustls_cause};
 
 /// MySQL server error numbers sluice reacts to.
@@ -119,36 +126,52 @@ fn prepare(url: &str, tls: &TlsConfig) -> Result<(Opts, TlsMode)> {
 /// TCP keepalive idle time of every source connection.
 const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// [`connect`], given up after `limit` with a transient `SLUICE_SOURCE_CONNECT`.
-pub async fn connect_within(
-    url: &str,
-    tls: &TlsConfig,
-    limit: std::time::Duration,
-) -> Result<Conn> {
-    match tokio::time::timeout(limit, connect(url, tls)).await {
-        Ok(connected) => connected,
-        Err(_) => Err(Error::new(
-            Code::SourceConnect,
-            format!(
-                "connecting to {} took longer than {} s",
-                redact_url(url),
-                limit.as_secs()
-            ),
-        )
-        .hint("check the network path to the server (security groups, routes); source.timeouts.connect_seconds sets the limit")),
+/// The statements that set a session up, run as the last step of its bounded
+/// establishment (`what` names them in messages).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Session<'a> {
+    setup: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> Session<'a> {
+    /// A session used as the server left it.
+    pub fn plain() -> Session<'a> {
+        Session::default()
+    }
+
+    /// A session set up by `statements`.
+    pub fn setup(what: &'a str, statements: &'a str) -> Session<'a> {
+        Session {
+            setup: Some((what, statements)),
+        }
     }
 }
 
-/// Opens one connection.
-pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Conn> {
-    let (mut opts, mode) = prepare(url, tls)?;
+/// Opens one connection, the whole establishment — the DNS lookup, the `verify-ca`
+/// probe, mysql_async's TCP connect, greeting, TLS and login, and the session's setup —
+/// bounded by `timeouts.connect_seconds`; past it, a transient `SLUICE_SOURCE_CONNECT`
+/// naming the phase that stalled. The lookup and the probe are sluice's own steps;
+/// inside mysql_async's `Conn::new` the phase is what the kernel reports for its socket
+/// ([`kernel`]): no answer to the TCP connect, or connected and the handshake unfinished.
+/// No other connection is opened to find out (the server counts aborted connections
+/// against `max_connect_errors`).
+pub async fn connect(
+    url: &str,
+    tls: &TlsConfig,
+    timeouts: &TimeoutsConfig,
+    session: &Session<'_>,
+) -> Result<Conn> {
+    let deadline = Deadline::after(timeouts.connect());
+    let (opts, mode) = prepare(url, tls)?;
+    let target = redact_url(url);
+    let host = opts.ip_or_hostname().to_owned();
+    let addrs = resolve(&host, opts.tcp_port(), &target, &deadline).await?;
+    let ips: Vec<std::net::IpAddr> = addrs.iter().map(|a| a.ip()).collect();
+    let mut opts: Opts = OptsBuilder::from_opts(opts).resolved_ips(Some(ips)).into();
     match mode {
-        TlsMode::Require => crate::tls::warn_unauthenticated(opts.ip_or_hostname()),
+        TlsMode::Require => crate::tls::warn_unauthenticated(&host),
         TlsMode::VerifyCa => {
-            let target = redact_url(url);
-            let name =
-                probe::certificate_name(opts.ip_or_hostname(), opts.tcp_port(), tls, &target)
-                    .await?;
+            let name = probe::certificate_name(&addrs, &host, tls, &target, &deadline).await?;
             if let Some(name) = name {
                 let ssl = opts
                     .ssl_opts()
@@ -159,10 +182,49 @@ pub async fn connect(url: &str, tls: &TlsConfig) -> Result<Conn> {
         }
         TlsMode::Disable | TlsMode::VerifyFull => {}
     }
-    let host = opts.ip_or_hostname().to_owned();
-    Conn::new(opts)
-        .await
-        .map_err(|e| connect_error(url, &host, e))
+    let mark = kernel::Mark::now();
+    let handshake = deadline.run_watching(Conn::new(opts), || match mark.new_socket_to(&addrs) {
+        Some(kernel::TcpState::Connecting(addr)) => Phase::TcpConnect { addr },
+        Some(kernel::TcpState::Connected(addr)) => Phase::Handshake {
+            at: addr.to_string(),
+        },
+        None => Phase::Unknown,
+    });
+    let mut conn = match handshake.await {
+        Ok(connected) => connected.map_err(|e| connect_error(url, &host, e))?,
+        Err(phase) => return Err(stalled(&target, &phase, deadline.limit())),
+    };
+    if let Some((what, statements)) = session.setup {
+        match deadline.run(conn.query_drop(statements)).await {
+            None => {
+                let phase = Phase::Setup {
+                    what: what.to_owned(),
+                };
+                return Err(stalled(&target, &phase, deadline.limit()));
+            }
+            Some(done) => done.map_err(|e| query_error(what, e))?,
+        }
+    }
+    Ok(conn)
+}
+
+/// One statement of a control connection, given up after `limit`
+/// (`TimeoutsConfig::statement`) with a transient `SLUICE_SOURCE_QUERY` naming `what`:
+/// mysql_async has no read timeout of its own, and a server or path that went silent
+/// would otherwise hold the run until TCP keepalive gives up.
+pub async fn bounded<T>(
+    limit: std::time::Duration,
+    what: &str,
+    statement: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(limit, statement).await {
+        Ok(done) => done,
+        Err(_) => Err(Error::new(
+            Code::SourceQuery,
+            format!("{what}: no answer within {} s", limit.as_secs()),
+        )
+        .hint("the server or the network path stalled (a frozen or overloaded server, a path dropping packets); nothing was read, and the next run resumes from the checkpoint — each statement of the control connection is bounded by the larger of source.timeouts.page_seconds and read_seconds")),
+    }
 }
 
 /// Classifies a connection failure.

@@ -55,7 +55,7 @@ use crate::position::{BinlogPosition, Position};
 use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, Resume, StreamInfo};
-use connect::query_error;
+use connect::{Session, bounded, query_error};
 use prerequisites::{Flavor, ServerVersion, Settings};
 use stream::{GtidStart, MyStream, Origin, StreamSettings};
 
@@ -87,19 +87,50 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         .db_name()
         .map(str::to_owned);
     let timeouts = config.source.timeouts;
-    let mut control = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
+    let tls = &config.source.tls;
+    let mut control = connect::connect(&url, tls, &timeouts, &Session::plain()).await?;
+    // Every statement on the control connection is bounded client-side.
+    let limit = timeouts.statement();
 
-    let version = server_version(&mut control).await?;
-    let settings = global_settings(&mut control).await?;
+    let version = bounded(
+        limit,
+        "reading the server version",
+        server_version(&mut control),
+    )
+    .await?;
+    let settings = bounded(
+        limit,
+        "reading the binlog settings",
+        global_settings(&mut control),
+    )
+    .await?;
     prerequisites::check_settings(&version, &settings)?;
-    let grants: Vec<String> = control
-        .query("SHOW GRANTS")
-        .await
-        .map_err(|e| query_error("reading the source user's grants (SHOW GRANTS)", e))?;
+    let grants_read = async {
+        control
+            .query::<String, _>("SHOW GRANTS")
+            .await
+            .map_err(|e| query_error("reading the source user's grants (SHOW GRANTS)", e))
+    };
+    let grants = bounded(
+        limit,
+        "reading the source user's grants (SHOW GRANTS)",
+        grants_read,
+    )
+    .await?;
     prerequisites::check_grants(&version, &grants)?;
-    let (identity, own_server_id) = identity(&mut control, &version).await?;
+    let (identity, own_server_id) = bounded(
+        limit,
+        "reading the server identity",
+        identity(&mut control, &version),
+    )
+    .await?;
     check_server_id(server_id, own_server_id)?;
-    check_replica_logs(&mut control, &settings).await?;
+    bounded(
+        limit,
+        "reading the replica settings",
+        check_replica_logs(&mut control, &settings),
+    )
+    .await?;
     let plan = match resume {
         Some(resume) => Some(resume_plan(resume, &identity, version.flavor)?),
         None => None,
@@ -108,34 +139,42 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         Some(Plan::Same(cp)) => Some(cp.clone()),
         _ => None,
     };
-    let (mut tables, gone) =
-        schema::resolve_present(&mut control, &config.source.tables, default_db.as_deref()).await?;
+    let tables_read =
+        schema::resolve_present(&mut control, &config.source.tables, default_db.as_deref());
+    let (mut tables, gone) = bounded(limit, "reading the captured tables", tables_read).await?;
     if let Some(first) = gone.first()
         && plan.is_none()
     {
         // Nothing of it was ever streamed: the configuration names a table that is not there.
-        return Err(schema::resolve(
+        let table_read = schema::resolve(
             &mut control,
             std::slice::from_ref(first),
             default_db.as_deref(),
-        )
-        .await
-        .err()
-        .unwrap_or_else(|| {
-            Error::new(
-                Code::SourcePrerequisite,
-                format!("table {first} does not exist"),
-            )
-        }));
+        );
+        return Err(bounded(limit, "reading the captured tables", table_read)
+            .await
+            .err()
+            .unwrap_or_else(|| {
+                Error::new(
+                    Code::SourcePrerequisite,
+                    format!("table {first} does not exist"),
+                )
+            }));
     }
-    let collations = schema::collations(&mut control).await?;
+    let collations = bounded(
+        limit,
+        "reading the collations",
+        schema::collations(&mut control),
+    )
+    .await?;
     let anchor = match plan {
         None => {
             let names: Vec<(String, String)> = tables
                 .iter()
                 .map(|t| (t.database.clone(), t.table.clone()))
                 .collect();
-            Some(binlog::consistent_position(&mut control, &version, &names).await?)
+            let anchor = binlog::consistent_position(&mut control, &version, &names);
+            Some(bounded(limit, "taking the baseline anchor", anchor).await?)
         }
         Some(_) => None,
     };
@@ -150,18 +189,33 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             })?
         }
     };
-    let bound = binlog::current_position(&mut control, &version)
-        .await?
-        .with_generation(generation);
+    let bound = bounded(
+        limit,
+        "reading the binlog position",
+        binlog::current_position(&mut control, &version),
+    )
+    .await?
+    .with_generation(generation);
     let maria = version.flavor == Flavor::MariaDb;
     let (start, requested, expect, gtid_start) = match (plan, anchor) {
         (Some(Plan::Follow(cp, gtid)), _) => {
-            let server = failover::server_gtids(&mut control).await?;
+            let server = bounded(
+                limit,
+                "reading the server's GTID state",
+                failover::server_gtids(&mut control),
+            )
+            .await?;
             failover::check_follow(&gtid, &server)?;
-            let (now, checksum): (String, String) = control
-                .query_first("SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.binlog_checksum")
-                .await
-                .map_err(|e| query_error("reading @@gtid_binlog_pos", e))?
+            let now_read = async {
+                control
+                    .query_first::<(String, String), _>(
+                        "SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.binlog_checksum",
+                    )
+                    .await
+                    .map_err(|e| query_error("reading @@gtid_binlog_pos", e))
+            };
+            let (now, checksum) = bounded(limit, "reading @@gtid_binlog_pos", now_read)
+                .await?
                 .unwrap_or_default();
             let caught_up = crate::position::GtidPos::parse(&now) == Some(gtid);
             tracing::warn!(checkpoint = %cp, gtid = %gtid, server = %identity, generation, "the checkpoint was taken on another server; following the failover by GTID");
@@ -187,12 +241,20 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             )
         }
         (Some(Plan::FollowSet(cp, set)), _) => {
-            let server = mysql_gtid::server_sets(&mut control).await?;
+            let server = bounded(
+                limit,
+                "reading the server's GTID sets",
+                mysql_gtid::server_sets(&mut control),
+            )
+            .await?;
             mysql_gtid::check_follow(&set, &server)?;
-            let checksum: Option<String> = control
-                .query_first("SELECT @@GLOBAL.binlog_checksum")
-                .await
-                .map_err(|e| query_error("reading @@binlog_checksum", e))?;
+            let checksum_read = async {
+                control
+                    .query_first::<String, _>("SELECT @@GLOBAL.binlog_checksum")
+                    .await
+                    .map_err(|e| query_error("reading @@binlog_checksum", e))
+            };
+            let checksum = bounded(limit, "reading @@binlog_checksum", checksum_read).await?;
             let caught_up = server.executed == *set;
             tracing::warn!(checkpoint = %cp, gtid_set = %set, server = %identity, generation, "the checkpoint was taken on another server; following the failover by GTID set");
             let requested = if caught_up {
@@ -219,7 +281,14 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         (_, anchor) if checkpoint.is_none() => {
             let start = anchor.unwrap_or_else(|| bound.clone());
             let gtid = match maria {
-                true => failover::gtid_at(&mut control, &start).await?,
+                true => {
+                    bounded(
+                        limit,
+                        "reading the anchor's GTID position",
+                        failover::gtid_at(&mut control, &start),
+                    )
+                    .await?
+                }
                 false => None,
             };
             // The new stream's first checkpoint (and a baseline's anchor) carry it too.
@@ -247,7 +316,12 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             let Some(cp) = checkpoint else {
                 unreachable!("a checkpoint of this server")
             };
-            let logs = binlog::log_files(&mut control, &version).await?;
+            let logs = bounded(
+                limit,
+                "listing the binlog files",
+                binlog::log_files(&mut control, &version),
+            )
+            .await?;
             binlog::decide_start(&logs, &cp)?;
             binlog::check_not_past(&cp, &bound)?;
             let requested = match cp.mark.event {
@@ -258,7 +332,14 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             };
             let gtid = match (cp.gtid(), maria) {
                 (Some(gtid), _) => Some(gtid),
-                (None, true) => failover::gtid_at(&mut control, &cp).await?,
+                (None, true) => {
+                    bounded(
+                        limit,
+                        "reading the checkpoint's GTID position",
+                        failover::gtid_at(&mut control, &cp),
+                    )
+                    .await?
+                }
                 (None, false) => None,
             };
             let start = GtidStart {
@@ -272,7 +353,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
     };
     drop(control);
     tracing::info!(%version, server_id, from = %start, bound = %bound, "opening the binlog dump");
-    let dump_conn = connect::connect_within(&url, &config.source.tls, timeouts.connect()).await?;
+    let dump_conn = connect::connect(&url, tls, &timeouts, &Session::plain()).await?;
     let from = match (gtid_start.origin, &gtid_start.gtid, &gtid_start.gtid_set) {
         (Origin::Position, _, _) => binlog::DumpFrom::Position(&requested),
         (Origin::Gtid { .. }, Some(gtid), _) => binlog::DumpFrom::MariaGtid(&requested, gtid),
@@ -281,7 +362,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             unreachable!("a GTID start has a GTID position or set")
         }
     };
-    let dump = binlog::open_dump(dump_conn, &version, server_id, from).await?;
+    let dump = binlog::open_dump(dump_conn, &version, server_id, from);
+    let dump = bounded(limit, "opening the binlog dump", dump).await?;
     let info = StreamInfo {
         source_identity: identity,
         start: Position::MySql(Box::new(start)),
@@ -385,21 +467,34 @@ pub async fn identity(conn: &mut Conn, version: &ServerVersion) -> Result<(Strin
 /// claims are keyed on): MySQL `mysql:server_uuid=<uuid>`; MariaDB, which has no server
 /// UUID, `mysql:mariadb/hostname=<@@hostname>/port=<@@port>/server_id=<@@server_id>`.
 pub async fn server_name(config: &Config) -> Result<String> {
-    let mut conn = connect::connect(&config.source_url()?, &config.source.tls).await?;
-    let version = server_version(&mut conn).await?;
+    let timeouts = config.source.timeouts;
+    let (url, tls) = (config.source_url()?, &config.source.tls);
+    let mut conn = connect::connect(&url, tls, &timeouts, &Session::plain()).await?;
+    let limit = timeouts.statement();
+    let version = bounded(
+        limit,
+        "reading the server version",
+        server_version(&mut conn),
+    )
+    .await?;
     match version.flavor {
         Flavor::MySql => {
-            let uuid: Option<String> = conn
-                .query_first("SELECT @@server_uuid")
-                .await
-                .map_err(|e| query_error("reading @@server_uuid", e))?;
+            let read = async {
+                conn.query_first::<String, _>("SELECT @@server_uuid")
+                    .await
+                    .map_err(|e| query_error("reading @@server_uuid", e))
+            };
+            let uuid = bounded(limit, "reading @@server_uuid", read).await?;
             Ok(format!("mysql:server_uuid={}", uuid.unwrap_or_default()))
         }
         Flavor::MariaDb => {
-            let row: Option<(String, u32, u32)> = conn
-                .query_first("SELECT @@hostname, @@port, @@server_id")
-                .await
-                .map_err(|e| query_error("reading @@hostname, @@port, @@server_id", e))?;
+            let what = "reading @@hostname, @@port, @@server_id";
+            let read = async {
+                conn.query_first::<(String, u32, u32), _>("SELECT @@hostname, @@port, @@server_id")
+                    .await
+                    .map_err(|e| query_error(what, e))
+            };
+            let row = bounded(limit, what, read).await?;
             let (host, port, id) = row.unwrap_or_default();
             Ok(format!(
                 "mysql:mariadb/hostname={}/port={port}/server_id={id}",

@@ -12,31 +12,33 @@
 //! Guarantees: nothing but the handshake packet and `SSLRequest` is sent before TLS is
 //! up and no credential is ever sent on the probe; a certificate whose chain does not
 //! verify fails the probe with `SLUICE_SOURCE_TLS`; a server that does not offer TLS is
-//! refused (`SLUICE_SOURCE_TLS`); the probe is bounded by a timeout.
+//! refused (`SLUICE_SOURCE_TLS`); the probe runs under the connection's establishment
+//! deadline (`source.timeouts.connect_seconds`), each of its steps — TCP connect,
+//! greeting, TLS handshake — named when it stalls.
 
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::error::{Code, Error, Result};
+use crate::source::establish::{Deadline, Phase, stalled, tcp_connect};
 use crate::tls::{TlsConfig, client_config, handshake_hint, rustls_cause};
-
-/// Bound on the whole probe (connect, greeting, handshake).
-const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// `CLIENT_SSL` in the server greeting's capability flags.
 const CLIENT_SSL: u32 = 0x0800;
 
-/// A name the certificate of the server at `host:port` is valid for, its chain verified
-/// against `tls`; `None` when the certificate already names `host` (no override needed)
-/// or names no DNS host. `target` is the redacted URL, for messages.
+/// A name the certificate of the server at `addrs` (the addresses of `host`) is valid
+/// for, its chain verified against `tls`; `None` when the certificate already names
+/// `host` (no override needed) or names no DNS host. `target` is the redacted URL, for
+/// messages; `deadline` bounds every step.
 pub async fn certificate_name(
+    addrs: &[SocketAddr],
     host: &str,
-    port: u16,
     tls: &TlsConfig,
     target: &str,
+    deadline: &Deadline,
 ) -> Result<Option<String>> {
     let config = client_config(tls, host)?.ok_or_else(|| {
         Error::new(
@@ -51,27 +53,32 @@ pub async fn certificate_name(
         )
         .source(e)
     })?;
-    let probe = async {
-        let mut tcp = TcpStream::connect((host, port)).await.map_err(|e| {
-            Error::new(
-                Code::SourceConnect,
-                format!("connecting to {target} failed"),
-            )
-            .hint("check the host, port and network path (security groups, VPC) to the server")
-            .source(e)
-        })?;
-        let greeting = read_packet(&mut tcp, target).await?;
-        if server_capabilities(&greeting, target)? & CLIENT_SSL == 0 {
-            return Err(Error::new(
-                Code::SourceTls,
-                format!("{target} does not accept TLS connections"),
-            )
-            .hint("enable TLS on the server (ssl_cert/ssl_key), or (loopback only) set source.tls.mode to disable"));
-        }
+    let mut tcp = tcp_connect(addrs, target, deadline).await?;
+    let at = tcp
+        .peer_addr()
+        .map_or_else(|_| host.to_owned(), |a| a.to_string());
+    let late = |phase: Phase| stalled(target, &phase, deadline.limit());
+    let greeting = deadline
+        .run(read_packet(&mut tcp, target))
+        .await
+        .ok_or_else(|| {
+            late(Phase::NoAnswer {
+                at: at.clone(),
+                awaited: "greeting",
+            })
+        })??;
+    if server_capabilities(&greeting, target)? & CLIENT_SSL == 0 {
+        return Err(Error::new(
+            Code::SourceTls,
+            format!("{target} does not accept TLS connections"),
+        )
+        .hint("enable TLS on the server (ssl_cert/ssl_key), or (loopback only) set source.tls.mode to disable"));
+    }
+    let handshake = async {
         tcp.write_all(&ssl_request())
             .await
             .map_err(|e| lost(target, e))?;
-        let stream = tokio_rustls::TlsConnector::from(config)
+        tokio_rustls::TlsConnector::from(config)
             .connect(server_name, tcp)
             .await
             .map_err(|e| match rustls_cause(&e) {
@@ -82,33 +89,30 @@ pub async fn certificate_name(
                 .hint(handshake_hint(cause, host))
                 .source(e),
                 None => lost(target, e),
-            })?;
-        let (_, session) = stream.get_ref();
-        let leaf = session
-            .peer_certificates()
-            .and_then(|certs| certs.first())
-            .ok_or_else(|| {
-                Error::new(
-                    Code::SourceTls,
-                    format!("{target} presented no certificate"),
-                )
-            })?;
-        let cert = webpki::EndEntityCert::try_from(leaf).map_err(|e| {
+            })
+    };
+    let stream = deadline
+        .run(handshake)
+        .await
+        .ok_or_else(|| late(Phase::TlsHandshake { at: at.clone() }))??;
+    let (_, session) = stream.get_ref();
+    let leaf = session
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .ok_or_else(|| {
             Error::new(
                 Code::SourceTls,
-                format!("{target} presented an unparsable certificate: {e}"),
+                format!("{target} presented no certificate"),
             )
         })?;
-        let names: Vec<String> = cert.valid_dns_names().map(str::to_owned).collect();
-        Ok(pick_name(host, &names))
-    };
-    tokio::time::timeout(TIMEOUT, probe).await.map_err(|_| {
+    let cert = webpki::EndEntityCert::try_from(leaf).map_err(|e| {
         Error::new(
-            Code::SourceConnect,
-            format!("connecting to {target}: no TLS handshake within {TIMEOUT:?}"),
+            Code::SourceTls,
+            format!("{target} presented an unparsable certificate: {e}"),
         )
-        .hint("check the host, port and network path (security groups, VPC) to the server")
-    })?
+    })?;
+    let names: Vec<String> = cert.valid_dns_names().map(str::to_owned).collect();
+    Ok(pick_name(host, &names))
 }
 
 /// The override for `host` among the certificate's DNS `names`: none when a name already

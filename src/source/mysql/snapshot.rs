@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Value as MyValue};
 
-use super::connect::{self, query_error};
+use super::connect::{self, Session, query_error};
 use super::forms;
 use super::schema::{self, CapturedTable, quote_ident};
 use super::values::convert_selected;
@@ -59,10 +59,12 @@ impl MySnapshot {
         let default_db = connect::options(&url, &config.source.tls)?
             .db_name()
             .map(str::to_owned);
-        let mut conn = connect::connect(&url, &config.source.tls).await?;
-        conn.query_drop("SET NAMES utf8mb4, time_zone = '+00:00'")
-            .await
-            .map_err(|e| query_error("configuring the baseline session", e))?;
+        let session = Session::setup(
+            "configuring the baseline session",
+            "SET NAMES utf8mb4, time_zone = '+00:00'",
+        );
+        let timeouts = &config.source.timeouts;
+        let mut conn = connect::connect(&url, &config.source.tls, timeouts, &session).await?;
         let mut tables =
             schema::resolve(&mut conn, &config.source.tables, default_db.as_deref()).await?;
         for table in &mut tables {
