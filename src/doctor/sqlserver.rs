@@ -36,7 +36,8 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(u) => u,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };
-    let mut client = match connect::connect(&url, &config.source.tls).await {
+    let mut client = match connect::connect(&url, &config.source.tls, &config.source.timeouts).await
+    {
         Ok(c) => c,
         Err(e) => return report.push(Check::from_error("source connect", &e)),
     };

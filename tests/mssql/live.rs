@@ -86,9 +86,13 @@ fn with_database(url: &str, db: &str) -> String {
 /// Runs a batch and returns the first column of the last result set's rows as text.
 fn run_sql(rt: &tokio::runtime::Runtime, url: &str, sql: &str) -> Vec<Option<String>> {
     rt.block_on(async {
-        let mut client = sluice::source::sqlserver::connect::connect(url, &Default::default())
-            .await
-            .unwrap_or_else(|e| panic!("connecting to SQL Server: {}", e.chain()));
+        let mut client = sluice::source::sqlserver::connect::connect(
+            url,
+            &Default::default(),
+            &Default::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("connecting to SQL Server: {}", e.chain()));
         let results = client
             .simple_query(sql)
             .await
@@ -156,7 +160,7 @@ impl MsDb {
         // scan runs (error 22903 while it is held).
         for attempt in 0.. {
             let result = self.rt.block_on(async {
-                let mut client = sluice::source::sqlserver::connect::connect(&self.url, &Default::default())
+                let mut client = sluice::source::sqlserver::connect::connect(&self.url, &Default::default(), &Default::default())
                     .await
                     .unwrap();
                 client

@@ -16,8 +16,12 @@
 //! `verify-ca` is refused (`SLUICE_CONFIG_INVALID`): tiberius always checks the host
 //! name.
 //!
-//! Guarantees: the decision is taken before any packet is sent, and re-taken for the
-//! address an Azure SQL gateway redirects to; the URL in every message is redacted;
+//! Guarantees: [`connect`] is the only way to open a connection, and its whole
+//! establishment (DNS, TCP, prelogin, TLS, login, a gateway's redirect) ends within
+//! `source.timeouts.connect_seconds`, past which it is a transient
+//! `SLUICE_SOURCE_CONNECT` naming the phase that stalled; the TLS decision is taken
+//! before any packet is sent, and re-taken for the address an Azure SQL gateway
+//! redirects to; the URL in every message is redacted;
 //! login failures are refusals, a rejected certificate is `SLUICE_SOURCE_TLS`, network
 //! failures are transient.
 
@@ -27,12 +31,15 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use rustls::pki_types::CertificateDer;
 
+use crate::config::TimeoutsConfig;
 use crate::error::{Code, Error, Result};
 use crate::redact::{is_loopback_host, redact_url};
+use crate::source::establish::watched::{Progress, Stage, Watched};
+use crate::source::establish::{Deadline, Phase, resolve, stalled, tcp_connect};
 use crate::tls::{TlsConfig, TlsMode, checked_mode};
 
 /// An open connection.
-pub type SqlClient = Client<Compat<TcpStream>>;
+pub type SqlClient = Client<Compat<Watched<TcpStream>>>;
 
 /// The connection settings a URL asks for, before the TLS gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,8 +251,13 @@ pub fn tiberius_config(target: &Target, transport: &Transport) -> Config {
     config
 }
 
-/// Opens one connection (following one gateway redirect, through the same gate).
-pub async fn connect(url: &str, tls: &TlsConfig) -> Result<SqlClient> {
+/// Opens one connection (following one gateway redirect, through the same gate), the
+/// whole establishment — DNS, TCP, prelogin, TLS and login, the redirect's too — bounded
+/// by `timeouts.connect_seconds`; past it, a transient `SLUICE_SOURCE_CONNECT` naming the
+/// phase that stalled (no answer to the prelogin, or the TLS / login exchange unfinished).
+pub async fn connect(url: &str, tls: &TlsConfig, timeouts: &TimeoutsConfig) -> Result<SqlClient> {
+    let deadline = Deadline::after(timeouts.connect());
+    let redacted = redact_url(url);
     let mut target = parse_url(url)?;
     for _ in 0..2 {
         let transport = transport_for(&target, tls)?;
@@ -253,31 +265,37 @@ pub async fn connect(url: &str, tls: &TlsConfig) -> Result<SqlClient> {
             crate::tls::warn_unauthenticated(&target.host);
         }
         let config = tiberius_config(&target, &transport);
-        let tcp = TcpStream::connect(config.get_addr()).await.map_err(|e| {
-            Error::new(
-                Code::SourceConnect,
-                format!("connecting to {} failed", redact_url(url)),
-            )
-            .hint("check the host, port and network path (security groups, VPC, firewall) to the server")
-            .source(e)
-        })?;
-        let _ = tcp.set_nodelay(true);
-        match Client::connect(config, tcp.compat_write()).await {
-            Ok(client) => return Ok(client),
-            Err(tiberius::error::Error::Routing { host, port }) => {
+        let addrs = resolve(&target.host, target.port, &redacted, &deadline).await?;
+        let tcp = tcp_connect(&addrs, &redacted, &deadline).await?;
+        let at = tcp
+            .peer_addr()
+            .map_or_else(|_| target.host.clone(), |a| a.to_string());
+        let progress = Progress::starting_at(Stage::Login);
+        let stream = Watched::new(tcp, progress.clone());
+        let login = deadline.run(Client::connect(config, stream.compat_write()));
+        match login.await {
+            None => {
+                let phase = match progress.now() {
+                    (_, false) => Phase::NoAnswer {
+                        at,
+                        awaited: "prelogin response",
+                    },
+                    (_, true) => Phase::Login { at },
+                };
+                return Err(stalled(&redacted, &phase, deadline.limit()));
+            }
+            Some(Ok(client)) => return Ok(client),
+            Some(Err(tiberius::error::Error::Routing { host, port })) => {
                 tracing::info!(%host, port, "SQL Server gateway redirected the connection");
                 target.host = host;
                 target.port = port;
             }
-            Err(e) => return Err(connect_error(url, e)),
+            Some(Err(e)) => return Err(connect_error(url, e)),
         }
     }
     Err(Error::new(
         Code::SourceConnect,
-        format!(
-            "connecting to {}: redirected more than once",
-            redact_url(url)
-        ),
+        format!("connecting to {redacted}: redirected more than once"),
     )
     .hint("connect to the server the gateway names directly"))
 }

@@ -89,7 +89,7 @@ pub(crate) fn settings(config: &Config) -> Result<SqlServerConfig> {
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
     let ms = settings(config)?;
     let url = config.source_url()?;
-    let mut client = connect::connect(&url, &config.source.tls).await?;
+    let mut client = connect::connect(&url, &config.source.tls, &config.source.timeouts).await?;
     let captured =
         catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
     let checkpoint = match resume {

@@ -50,7 +50,8 @@ impl SqlServerSnapshot {
     /// Connects and loads the capture instance like a drain does (same refusals).
     pub async fn open(config: &Config) -> Result<SqlServerSnapshot> {
         let ms = super::settings(config)?;
-        let mut client = connect::connect(&config.source_url()?, &config.source.tls).await?;
+        let (url, tls) = (config.source_url()?, &config.source.tls);
+        let mut client = connect::connect(&url, tls, &config.source.timeouts).await?;
         let captured =
             catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
         Ok(SqlServerSnapshot {
