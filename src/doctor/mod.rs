@@ -4,8 +4,10 @@
 //! Guarantees: a check that mirrors a refusal of the drain calls the drain's own
 //! decision function (the source's start decision, identity rule, publication rule,
 //! claim rule), so doctor and the run cannot disagree; doctor never creates, advances or
-//! claims anything — its only write is a probe object in the destination, deleted again.
-//! Engines plug in as one module each exposing `checks(config, &mut Report)`; the
+//! claims anything — its only write is a probe object in the destination, deleted again;
+//! a silent source cannot hold it: the connection is bounded by
+//! `source.timeouts.connect_seconds`, the source's checks together by that plus the
+//! larger of `page_seconds` and `read_seconds`. Engines plug in as one module each exposing `checks(config, &mut Report)`; the
 //! engine-independent state, destination and memory budget checks run for every job, the
 //! catalog check for a job with a `catalog` block.
 
@@ -24,7 +26,7 @@ pub mod state;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{Code, Error};
 use crate::source::Engine;
 
 /// The "baseline key" row of a PostgreSQL or MySQL table: its own key or the one
@@ -242,9 +244,23 @@ pub async fn run(config: &Config) -> Report {
     });
     let mysql = matches!(engine, Ok((_, Engine::MySql)));
     match engine {
-        Ok((c, Engine::Postgres)) => postgres::checks(&c, &mut report).await,
-        Ok((c, Engine::MySql)) => mysql::checks(&c, &mut report).await,
-        Ok((c, Engine::SqlServer)) => sqlserver::checks(&c, &mut report).await,
+        Ok((c, engine)) => {
+            // The connection is bounded by connect_seconds; the checks after it together by
+            // one statement's bound more, so a source that stops answering mid-way cannot
+            // hold the report (the checks done so far stay in it).
+            let timeouts = &c.source.timeouts;
+            let limit = timeouts.connect() + timeouts.statement();
+            let checks = async {
+                match engine {
+                    Engine::Postgres => postgres::checks(&c, &mut report).await,
+                    Engine::MySql => mysql::checks(&c, &mut report).await,
+                    Engine::SqlServer => sqlserver::checks(&c, &mut report).await,
+                }
+            };
+            if tokio::time::timeout(limit, checks).await.is_err() {
+                report.push(Check::from_error("source checks", &stalled_checks(limit)));
+            }
+        }
         Err(e) => report.push(Check::from_error("source connect", &e)),
     }
     state::checks(config, &mut report).await;
@@ -253,6 +269,18 @@ pub async fn run(config: &Config) -> Report {
     catalog::checks(config, &mut report).await;
     iceberg::checks(config, &mut report).await;
     report
+}
+
+/// The finding of source checks that did not finish within `limit`.
+fn stalled_checks(limit: std::time::Duration) -> Error {
+    Error::new(
+        Code::SourceQuery,
+        format!(
+            "the source stopped answering: its checks did not finish within {} s",
+            limit.as_secs()
+        ),
+    )
+    .hint("a frozen or overloaded server, or a network path dropping packets; the checks above finished — run doctor again (source.timeouts.connect_seconds plus the larger of page_seconds and read_seconds bound the source's checks)")
 }
 
 pub use crate::sink::spill_budget::human_bytes;
