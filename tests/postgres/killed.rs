@@ -264,3 +264,53 @@ fn a_source_stalled_mid_stream_fails_transient_within_its_timeouts() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_exact(&job.rows("t"), 20_000);
 }
+
+/// A source connection that stalls in its startup *under the lease* (the proxy holds the
+/// startup message of the stream's connections, named `sluice/<job>`, while the claims'
+/// connections before the lease pass): the run ends within `connect_seconds` with a
+/// transient `SLUICE_SOURCE_CONNECT` naming the phase, the lease it took is released, and
+/// the next run is not `skipped` and is exact. Before the bound, tokio-postgres bounded
+/// only the TCP connect, and this run hung until killed.
+#[test]
+fn a_stream_connection_stalled_in_its_startup_ends_within_connect_seconds_and_frees_the_lease() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "stall_startup");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
+    let proxy = Proxy::start(&upstream(&db.url));
+    let mut job = Job::postgres(&db, &["t"], "");
+    job.add_source_setting("timeouts: { connect_seconds: 2 }");
+    job.url_env.1 = through(&proxy, &db.url);
+    job.drain();
+    seed(&db, 1, 100);
+    let leases_before = job.local_state()["lease_token"].as_u64().unwrap_or(0);
+    proxy.stall_at(&format!("sluice/{}", db.name));
+    let started = Instant::now();
+    let run = job.run_within(&["drain"], &[], Duration::from_secs(60));
+    let took = started.elapsed();
+    proxy.sever();
+    proxy.restore();
+    let run = run.expect("a source stalled in its startup held the run past 60 s");
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT", "{}", run.stdout);
+    assert!(
+        run.stdout.contains("no startup response after 2 s"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("source.timeouts.connect_seconds"),
+        "{}",
+        run.stdout
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let leases_after = job.local_state()["lease_token"].as_u64().unwrap_or(0);
+    assert!(
+        leases_after > leases_before,
+        "the stalled connection was opened under a lease"
+    );
+
+    let next = job.run(&["drain"], &[]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert_eq!(next.summary()["status"], "drained", "{}", next.stdout);
+    assert_exact(&job.rows("t"), 100);
+}

@@ -6,6 +6,7 @@
 
 #[macro_use]
 pub mod aws;
+pub mod black_hole;
 pub mod dated;
 pub mod lambda_api;
 pub mod pipe;
