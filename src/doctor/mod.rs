@@ -175,6 +175,14 @@ impl Report {
         self.checks.push(check);
     }
 
+    /// True when the source connection failed: checks that would connect again are not
+    /// run (a silent source would cost another `connect_seconds` each).
+    pub fn source_unreachable(&self) -> bool {
+        self.checks
+            .iter()
+            .any(|c| c.name == "source connect" && c.status == Status::Fail)
+    }
+
     /// The worst status (`ok` for an empty report).
     pub fn worst(&self) -> Status {
         self.checks

@@ -47,6 +47,14 @@ pub async fn checks(config: &Config, report: &mut Report) {
             .join("; ")
     };
     report.push(Check::ok("claims", listed));
+    if report.source_unreachable() {
+        report.push(Check::warn(
+            "claim",
+            "not checked: the claims are named by the server's identity, and the source connection failed",
+            "fix the source connection (see source connect), then run doctor again",
+        ));
+        return;
+    }
     let resources = match crate::claims::claim_names(config).await {
         Ok(r) => r,
         Err(e) => {

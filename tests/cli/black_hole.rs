@@ -158,34 +158,49 @@ fn a_drain_against_a_silent_source_ends_within_connect_seconds_naming_the_phase(
     }
 }
 
-/// The "done when": with default settings (10 s) a drain against a silent
-/// PostgreSQL or MySQL source ends within 30 s with a coded transient error.
+/// The "done when": with default settings (10 s) a drain and `doctor` against a
+/// silent PostgreSQL or MySQL source end within 30 s, with a coded transient error (the
+/// drain) or the failed check (doctor, which does not connect again for the claims).
 #[test]
-fn with_default_settings_a_drain_against_a_silent_source_ends_within_30_s() {
-    let runs: Vec<_> = [POSTGRES, MYSQL]
-        .into_iter()
-        .map(|engine| {
-            thread::spawn(move || {
-                let (run, took) =
-                    against_black_hole(&engine, &["drain"], "", Duration::from_secs(120));
-                (engine, run, took)
-            })
+fn with_default_settings_a_drain_and_doctor_against_a_silent_source_end_within_30_s() {
+    let runs: Vec<_> = [
+        (POSTGRES, "drain"),
+        (MYSQL, "drain"),
+        (POSTGRES, "doctor"),
+        (MYSQL, "doctor"),
+    ]
+    .into_iter()
+    .map(|(engine, command)| {
+        thread::spawn(move || {
+            let limit = Duration::from_secs(120);
+            let (run, took) = against_black_hole(&engine, &[command], "", limit);
+            (engine, command, run, took)
         })
-        .collect();
+    })
+    .collect();
     for run in runs {
-        let (engine, run, took) = run.join().unwrap();
-        assert_eq!(run.code, 3, "{}: {}", engine.name, run.stdout);
-        assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT", "{}", run.stdout);
+        let (engine, command, run, took) = run.join().unwrap();
+        let what = format!("{} {command}", engine.name);
+        match command {
+            "drain" => {
+                assert_eq!(run.code, 3, "{what}: {}", run.stdout);
+                assert_eq!(run.error_code(), "SLUICE_SOURCE_CONNECT", "{}", run.stdout);
+            }
+            _ => {
+                assert_eq!(run.code, 5, "{what}: {}", run.stdout);
+                assert!(
+                    run.stdout.contains("SLUICE_SOURCE_CONNECT"),
+                    "{}",
+                    run.stdout
+                );
+            }
+        }
         assert!(
             run.stdout.contains("after 10 s") || run.stdout.contains("within 10 s"),
-            "{}",
+            "{what}: {}",
             run.stdout
         );
-        assert!(
-            took < Duration::from_secs(30),
-            "{}: took {took:?}",
-            engine.name
-        );
+        assert!(took < Duration::from_secs(30), "{what}: took {took:?}");
     }
 }
 
