@@ -310,3 +310,42 @@ fn an_unanswered_tcp_connect_is_named() {
         );
     }
 }
+
+/// `init` (PostgreSQL; it has no config, so `connect_seconds` is its default 10 s) against
+/// a silent source ends within the bound.
+#[test]
+fn init_against_a_silent_source_ends_within_the_default_bound() {
+    let hole = BlackHole::start();
+    let out = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["init", "--source-env", "INIT_SOURCE_URL", "--out"])
+        .arg(out.path())
+        .env("INIT_SOURCE_URL", hole.url(POSTGRES.url))
+        .env("SLUICE_LOG", "error")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let id = child.id();
+    thread::spawn(move || tx.send(child.wait_with_output()));
+    let output = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            let _ = std::process::Command::new("kill")
+                .arg(id.to_string())
+                .status();
+            panic!("init against a silent source was still running after 60 s")
+        })
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("no startup response after 10 s"),
+        "{stdout}"
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
