@@ -200,3 +200,50 @@ fn seed_rows_from(db: &TestDb, from: usize, to: usize) {
         "INSERT INTO t SELECT i, md5(i::text) FROM generate_series({from}, {to}) i"
     ));
 }
+
+/// A multi-host URL whose first host accepts and never answers still reaches its second
+/// host (each host has its own `connect_seconds`, as libpq applies `connect_timeout` per
+/// host), and a `hostaddr` is the address connected to, the host name kept for TLS.
+#[test]
+fn a_silent_first_host_is_passed_over_and_hostaddr_is_the_address_connected_to() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "multihost");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let hole = support::black_hole::BlackHole::start();
+    let parsed = url::Url::parse(&db.url).unwrap();
+    let server = format!(
+        "{}:{}",
+        parsed.host_str().unwrap(),
+        parsed.port().unwrap_or(5432)
+    );
+    let mut job = Job::postgres(&db, &["t"], "");
+    job.add_source_setting("timeouts: { connect_seconds: 2 }");
+    job.url_env.1 = db.url.replacen(
+        &format!("@{server}"),
+        &format!("@127.0.0.1:{},{server}", hole.addr().port()),
+        1,
+    );
+    assert!(job.url_env.1.contains(','), "{}", job.url_env.1);
+    job.drain();
+    db.sql("INSERT INTO t VALUES (1, 'a')");
+    let summary = job.drain();
+    assert_eq!(summary["rows"], 1, "{summary}");
+    assert!(hole.accepted() > 0, "the silent first host was tried");
+
+    // `localhost` names the server for TLS and the loopback gate; the address is taken
+    // from hostaddr as written (no lookup of the name).
+    let mut by_address = parsed.clone();
+    by_address.set_host(Some("localhost")).unwrap();
+    let separator = if by_address.query().is_some() {
+        '&'
+    } else {
+        '?'
+    };
+    job.url_env.1 = format!(
+        "{by_address}{separator}hostaddr={}",
+        parsed.host_str().unwrap()
+    );
+    db.sql("INSERT INTO t VALUES (2, 'b')");
+    let summary = job.drain();
+    assert_eq!(summary["rows"], 1, "{summary}");
+}

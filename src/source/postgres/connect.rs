@@ -3,8 +3,9 @@
 //!
 //! Guarantees: [`connect`] is the only way to open a session, and its whole
 //! establishment — DNS, TCP, TLS, startup, authentication and the session's setup — ends
-//! within `source.timeouts.connect_seconds` ([`super::establish`]), past which it is a
-//! transient `SLUICE_SOURCE_CONNECT` naming the phase that stalled; every session runs
+//! within `source.timeouts.connect_seconds` (for each host of a multi-host URL:
+//! [`super::establish`]), past which it is a transient `SLUICE_SOURCE_CONNECT` naming
+//! the phase that stalled; every session runs
 //! under a deliberate `statement_timeout` ([`Session::control`]: the larger of
 //! `page_seconds` and `read_seconds`; [`Session::bulk`]: none); a host that is not
 //! loopback is only ever reached over TLS (rustls, server certificate verified against the
@@ -21,7 +22,6 @@ use super::establish::{Plan, establish};
 use crate::config::TimeoutsConfig;
 use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
-use crate::source::establish::Deadline;
 use crate::tls::{TlsConfig, client_config, handshake_hint, rustls_cause};
 
 /// The TLS decision for a set of hosts, taken before any packet is sent: `None` (plain)
@@ -156,8 +156,9 @@ impl<'a> Session<'a> {
 }
 
 /// Opens one session, the whole establishment (DNS, TCP, TLS, startup, authentication,
-/// the session's setup) bounded by `timeouts.connect_seconds` — past it, a transient
-/// `SLUICE_SOURCE_CONNECT` naming the phase that stalled (see [`establish`]). The URL's
+/// the session's setup) bounded by `timeouts.connect_seconds` — per host of a multi-host
+/// URL, as libpq's `connect_timeout` — past it, a transient `SLUICE_SOURCE_CONNECT`
+/// naming the phase that stalled (see [`establish`]). The URL's
 /// own `sslmode` is overridden by `source.tls`; the connection task runs on the current
 /// runtime.
 pub async fn connect(
@@ -166,7 +167,6 @@ pub async fn connect(
     timeouts: &TimeoutsConfig,
     session: &Session<'_>,
 ) -> Result<Client> {
-    let deadline = Deadline::after(timeouts.connect());
     let mut config = parse(url)?;
     config.application_name(session.application_name);
     let target = redact_url(url);
@@ -177,7 +177,7 @@ pub async fn connect(
         tls: transport_for(&config, tls)?,
         user_timeout: timeouts.read(),
         setup: (session.setup.0, &statements),
-        deadline,
+        limit: timeouts.connect(),
     };
     establish(&config, &plan).await
 }

@@ -1,17 +1,20 @@
 //! Establishing one PostgreSQL session within `source.timeouts.connect_seconds`, each
 //! network step done or watched by sluice so a stall is named by its phase.
 //!
-//! Steps, all under one [`Deadline`]: for each host of the URL in its order (shuffled
-//! under `load_balance_hosts=random`), its `hostaddr` or the DNS lookup of its name
+//! Steps, each host of the URL under its own [`Deadline`] of `connect_seconds` (as libpq
+//! applies `connect_timeout` to each host, so a multi-host URL still reaches its second
+//! host when the first is silent; a URL of one host — the usual — is bounded by
+//! `connect_seconds` in all): for each host in the URL's order (shuffled under
+//! `load_balance_hosts=random`), its `hostaddr` or the DNS lookup of its name
 //! ([`resolve`]); for each address, the TCP connect ([`tcp_connect`]) with TCP keepalive
 //! and `TCP_USER_TIMEOUT` set on the socket; then `tokio_postgres::Config::connect_raw`
 //! on that socket through a byte-counting [`Watched`] stream — the TLS request and
 //! handshake (under the TLS decision of `connect`, verified against the URL's host name,
 //! never the `hostaddr`), the startup message and the authentication exchange; then
 //! `target_session_attrs` when the URL asks for it, and the session's setup statements.
-//! A host or address that fails is followed by the next one, as libpq does; the deadline
-//! is shared by all of them, and once it has passed the attempt ends with the phase it
-//! was in.
+//! A host or address that fails is followed by the next one, as libpq does; a host's
+//! addresses share its deadline, and once it has passed that host's attempt ends with the
+//! phase it was in.
 //!
 //! Not kept from tokio-postgres's own `connect`: the client's socket record, which only
 //! query cancellation (`Client::cancel_token`) reads — sluice never cancels a query.
@@ -52,7 +55,8 @@ pub(super) struct Plan<'a> {
     pub user_timeout: Duration,
     /// The statements that set the session up, and what they do (for messages).
     pub setup: (&'a str, &'a str),
-    pub deadline: Deadline,
+    /// `source.timeouts.connect_seconds`: each host's deadline.
+    pub limit: Duration,
 }
 
 /// One place to connect to: the address source (a host name, an IP, a socket
@@ -107,10 +111,9 @@ pub(super) async fn establish(config: &tokio_postgres::Config, plan: &Plan<'_>) 
     let candidates = candidates(config);
     let mut last = None;
     for candidate in &candidates {
-        match candidate_session(config, plan, candidate).await {
+        let deadline = Deadline::after(plan.limit);
+        match candidate_session(config, plan, candidate, &deadline).await {
             Ok(client) => return Ok(client),
-            // The bound is spent: every other host would stall at once.
-            Err(e) if plan.deadline.passed() => return Err(e),
             Err(e) => last = Some(e),
         }
     }
@@ -128,6 +131,7 @@ async fn candidate_session(
     config: &tokio_postgres::Config,
     plan: &Plan<'_>,
     candidate: &Candidate,
+    deadline: &Deadline,
 ) -> Result<Client> {
     let name = match &candidate.connect_to {
         Host::Tcp(name) => name,
@@ -135,15 +139,14 @@ async fn candidate_session(
         Host::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{}", candidate.port));
             let at = path.display().to_string();
-            let stream = plan
-                .deadline
+            let stream = deadline
                 .run(tokio::net::UnixStream::connect(&path))
                 .await
                 .ok_or_else(|| {
                     stalled(
                         plan.target,
                         &Phase::Unknown,
-                        plan.deadline.limit(),
+                        deadline.limit(),
                     )
                 })?
                 .map_err(|e| {
@@ -157,10 +160,10 @@ async fn candidate_session(
             // The TLS decision stands (a socket counts as loopback, see `transport_for`):
             // a server asked for TLS here declines, and that is refused as anywhere.
             let tls = plan.tls.clone();
-            return session(stream, &at, Some("localhost"), config, plan, tls).await;
+            return session(stream, &at, Some("localhost"), config, plan, tls, deadline).await;
         }
     };
-    let mut addrs = resolve(name, candidate.port, plan.target, &plan.deadline).await?;
+    let mut addrs = resolve(name, candidate.port, plan.target, deadline).await?;
     if config.get_load_balance_hosts() == LoadBalanceHosts::Random {
         use rand::seq::SliceRandom;
         addrs.shuffle(&mut rand::rng());
@@ -168,7 +171,7 @@ async fn candidate_session(
     let mut last = None;
     for addr in addrs {
         let attempt = async {
-            let stream = tcp_connect(&[addr], plan.target, &plan.deadline).await?;
+            let stream = tcp_connect(&[addr], plan.target, deadline).await?;
             tune_socket(&stream, plan.user_timeout);
             session(
                 stream,
@@ -177,12 +180,14 @@ async fn candidate_session(
                 config,
                 plan,
                 plan.tls.clone(),
+                deadline,
             )
             .await
         };
         match attempt.await {
             Ok(client) => return Ok(client),
-            Err(e) if plan.deadline.passed() => return Err(e),
+            // The host's bound is spent: its other addresses would stall at once.
+            Err(e) if deadline.passed() => return Err(e),
             Err(e) => last = Some(e),
         }
     }
@@ -218,6 +223,7 @@ async fn session<S>(
     config: &tokio_postgres::Config,
     plan: &Plan<'_>,
     tls: Option<Arc<rustls::ClientConfig>>,
+    deadline: &Deadline,
 ) -> Result<Client>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -271,12 +277,12 @@ where
         };
         connected.map_err(|e| connect_error(plan.url, &config, e))
     };
-    let client = match plan.deadline.run(handshake).await {
+    let client = match deadline.run(handshake).await {
         None => {
             return Err(stalled(
                 plan.target,
                 &phase(&progress, at),
-                plan.deadline.limit(),
+                deadline.limit(),
             ));
         }
         Some(connected) => connected?,
@@ -291,13 +297,13 @@ where
             .await
             .map_err(|e| query_error(what, e))
     };
-    match plan.deadline.run(ready).await {
+    match deadline.run(ready).await {
         None => Err(stalled(
             plan.target,
             &Phase::Setup {
                 what: what.to_owned(),
             },
-            plan.deadline.limit(),
+            deadline.limit(),
         )),
         Some(Err(e)) => Err(e),
         Some(Ok(())) => Ok(client),
