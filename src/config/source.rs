@@ -62,8 +62,9 @@ impl SourceConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct TimeoutsConfig {
     /// Establishing a connection, all of it: resolving the host, the TCP connect, TLS, the
-    /// protocol's startup and login, and the statements that set the session up. Longer
-    /// is a transient `SLUICE_SOURCE_CONNECT` naming the phase that stalled.
+    /// protocol's startup and login, and the statements that set the session up (each host
+    /// of a multi-host PostgreSQL URL in turn). Longer is a transient
+    /// `SLUICE_SOURCE_CONNECT` naming the phase that stalled.
     pub connect_seconds: u64,
     /// Waiting for the next piece of the change stream once it flows (a binlog event, a
     /// page of PostgreSQL changes); a source silent for longer is a transient

@@ -1,7 +1,8 @@
 //! The one bound on establishing a source connection, shared by every engine.
 //!
 //! Guarantee: from the first DNS query to the last setup statement, establishing a source
-//! connection takes at most `source.timeouts.connect_seconds` ([`Deadline`]) — resolving
+//! connection takes at most `source.timeouts.connect_seconds` ([`Deadline`]; each host of
+//! a multi-host PostgreSQL URL has its own, as libpq's `connect_timeout`) — resolving
 //! the host, the TCP connect, the TLS handshake, the protocol's startup and
 //! authentication, and the statements that set the session up. Past it the attempt is
 //! dropped (its socket closed) and the caller gets a transient `SLUICE_SOURCE_CONNECT`
