@@ -204,23 +204,32 @@ pub fn unsupported_column_type_fails_at_open_naming_the_column<E: Engine>() {
     );
 }
 
-/// A value with no Arrow form fails the run naming the column; nothing is written.
-pub fn an_unrepresentable_value_fails_loudly_never_null<E: Engine>() {
-    let Some((column_type, insert)) = E::unrepresentable() else {
+/// A value with no form in its column's typed output stops nothing and is never written
+/// as NULL: the column moves to its text form and the table is re-baselined in that form.
+pub fn an_unrepresentable_value_moves_its_column_to_text_never_null<E: Engine>() {
+    let Some((column_type, insert, text)) = E::unrepresentable() else {
         return;
     };
     let Some(db) = E::for_test("unrepresentable") else {
         return;
     };
-    db.create_table("t", &format!("id int PRIMARY KEY, x {column_type}"));
+    db.create_table("t", &format!("id int PRIMARY KEY, v {column_type}"));
     let job = db.job(&["t"], "");
     job.drain();
     db.sql(insert);
     let run = job.run(&["drain"], &[]);
-    assert_eq!(run.code, 5, "{}", run.stderr);
-    assert_eq!(run.error_code(), "SLUICE_VALUE_UNREPRESENTABLE");
-    assert!(run.stderr.contains("t.x"), "{}", run.stderr);
-    assert!(support::part_files(&job.out().join("t"), "cdc-").is_empty());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    assert!(
+        run.stderr.contains("SLUICE_SOURCE_TABLE_REBASELINED") && run.stderr.contains("t.v"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        support::replayed_text(&job.out().join("t"), &["id"]),
+        format!("1={text}")
+    );
 }
 
 pub fn lease_held_by_another_run_is_skipped_with_exit_zero<E: Engine>() {

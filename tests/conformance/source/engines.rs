@@ -61,8 +61,8 @@ impl Engine for Postgres {
         Job::postgres(&self.0, tables, extra)
     }
 
-    fn unrepresentable() -> Option<(&'static str, &'static str)> {
-        Some(("numeric(10,2)", "INSERT INTO t VALUES (1, 'NaN')"))
+    fn unrepresentable() -> Option<(&'static str, &'static str, &'static str)> {
+        Some(("numeric(10,2)", "INSERT INTO t VALUES (1, 'NaN')", "NaN"))
     }
 
     fn assert_position_forms(pos: &str, checkpoint: &str) {
@@ -151,7 +151,7 @@ impl Engine for Mariadb {
         Job::mysql(&self.0, tables, "", extra)
     }
 
-    fn unrepresentable() -> Option<(&'static str, &'static str)> {
+    fn unrepresentable() -> Option<(&'static str, &'static str, &'static str)> {
         // Zero dates, out-of-day TIMEs and spatial values all have a form now
         // (mysql::types_every); a partial JSON diff is MySQL 8 only (unit-tested).
         None
