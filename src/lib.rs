@@ -43,6 +43,7 @@ pub mod run_id;
 pub mod secret;
 pub mod sink;
 pub mod source;
+pub mod spill;
 pub mod state;
 pub mod status;
 pub mod summary;

@@ -69,7 +69,7 @@ pub trait Destination: Send + Sync {
         };
         std::fs::write(local, body).map_err(|e| {
             let what = format!("writing {} (a copy of {key})", local.display());
-            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
+            crate::spill::errors::io_error(e, what, local.parent().unwrap_or(local))
         })?;
         Ok(true)
     }

@@ -591,7 +591,7 @@ impl Destination for S3Destination {
                 local.display(),
                 self.url(&object_key)
             );
-            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
+            crate::spill::errors::io_error(e, what, local.parent().unwrap_or(local))
         };
         let mut file = std::io::BufWriter::new(std::fs::File::create(local).map_err(written)?);
         while let Some(chunk) = output

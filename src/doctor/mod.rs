@@ -255,7 +255,7 @@ pub async fn run(config: &Config) -> Report {
     report
 }
 
-pub use crate::sink::spill_budget::human_bytes;
+pub use crate::spill::disk_budget::human_bytes;
 
 #[cfg(test)]
 mod tests {

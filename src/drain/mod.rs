@@ -31,9 +31,9 @@ use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::framer::Framer;
 use crate::position::Position;
-use crate::sink::memory_budget::MemoryBudget;
 use crate::sink::{FinishedPart, PartSettings};
 use crate::source::{self, ChangeStream, Resume, SourceEvent};
+use crate::spill::memory_budget::MemoryBudget;
 use crate::state::{Lease, RunRecord};
 use crate::summary::{Rebaselined, RunStatus, RunSummary, TableCounts};
 use manifests::RunManifests;
@@ -116,7 +116,7 @@ pub async fn run(
     started: Instant,
     options: DrainOptions,
 ) -> Result<RunSummary> {
-    crate::sink::spill_sweep::sweep(&config.spill_dir());
+    crate::spill::sweep::sweep(&config.spill_dir());
     let config =
         &*crate::state::text_form::with_text_columns(config, backends.state.as_ref()).await?;
     let job = &config.job;

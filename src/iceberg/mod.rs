@@ -49,6 +49,7 @@ use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::position::Position;
 use crate::sink::ManifestPart;
+use crate::spill::files::{self, SpillKind};
 use catalog::Catalog;
 use commit::{Origin, Outcome};
 use glue::GlueCatalog;
@@ -489,13 +490,17 @@ impl<'a> ChangeLog<'a> {
     /// `output.spill_dir` (a part is never held in memory whole).
     async fn copy_part(&self, from: &str, store: &Warehouse, to: &str) -> Result<()> {
         let dir = self.config.spill_dir();
-        let (local, hold) = crate::sink::spill_sweep::copy_file(&dir).map_err(|e| {
-            let what = format!(
-                "creating a file in {} to copy part {from} through",
-                dir.display()
-            );
-            crate::sink::part::io_error(e, what, &dir)
-        })?;
+        let (local, hold) = match files::create(&dir, SpillKind::Copy) {
+            // The download writes the file by its path: only the hold stays open.
+            Ok(created) => (created.path, created.hold),
+            Err(failed) => {
+                let what = format!(
+                    "creating a file in {} to copy part {from} through",
+                    dir.display()
+                );
+                return Err(crate::spill::errors::io_error(failed.source, what, &dir));
+            }
+        };
         let copied = async {
             if !self.destination.download(from, &local).await? {
                 return Err(Error::new(

@@ -12,7 +12,7 @@
 //! * at most one batch is handed over at a time (a rendezvous channel): while the thread
 //!   encodes batch N, the caller builds batch N+1 and waits before handing it over, so
 //!   memory holds at most the batch being built, the batch being encoded and its encoded
-//!   row group ([`crate::sink::memory_budget`] counts three caps per writer);
+//!   row group ([`crate::spill::memory_budget`] counts three caps per writer);
 //! * an encoding error surfaces at the next [`Encoder::write`] or at [`Encoder::finish`],
 //!   with the same codes as inline encoding (`SLUICE_OUTPUT_WRITE`, `SLUICE_SPILL_FULL`);
 //! * dropping an unfinished encoder stops its thread without writing a footer (the spill
@@ -29,9 +29,10 @@ use std::thread::JoinHandle;
 
 use parquet::arrow::ArrowWriter;
 
-use super::{io_error, parquet_error};
+use super::parquet_error;
 use crate::error::{Code, Error, Result};
 use crate::sink::batch::FinishedBatch;
+use crate::spill::errors::io_error;
 
 /// Encodes one part.
 pub struct Encoder {
