@@ -31,8 +31,9 @@ use mysql_async::BinlogStream;
 use mysql_async::binlog::EventFlags;
 use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
 
-use super::binlog::{classify_dump_error, foreign, log_gap};
+use super::binlog::classify_dump_error;
 use super::events::{self, MappedTable, MariaGtid, Statement, UnknownEvent};
+use super::refusals::{foreign, log_gap};
 use super::schema::CapturedTable;
 use super::spill::{Held, SpillError, TxnBuffer};
 use crate::change::{Op, RowChange};
