@@ -22,6 +22,7 @@
 pub mod arrow_schema;
 pub mod batch;
 pub mod checksum;
+pub mod columns;
 pub mod manifest;
 pub mod part;
 pub mod partition;
@@ -32,8 +33,9 @@ pub use self::batch::{FinishedBatch, RowBatchBuilder};
 pub use self::checksum::{
     Algorithm, CellHasher, checksum_text, hash_batch, hash_batch_from, verify_batches,
 };
+pub use self::columns::ManifestColumn;
 pub use self::manifest::{
-    LEGACY_MANIFEST_FILE, MANIFEST_FILE, Manifest, ManifestColumn, ManifestPart, ManifestRun,
-    ManifestStatus, PendingParts,
+    LEGACY_MANIFEST_FILE, MANIFEST_FILE, Manifest, ManifestPart, ManifestRun, ManifestStatus,
+    PendingParts,
 };
 pub use self::part::{FinishedPart, PartSettings, PartWriter};
