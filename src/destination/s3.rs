@@ -174,16 +174,7 @@ impl S3Destination {
 
     /// The full object key for a destination key.
     fn object_key(&self, key: &str) -> Result<String> {
-        if key.is_empty()
-            || key
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..")
-        {
-            return Err(Error::new(
-                Code::Internal,
-                format!("invalid destination key {key:?}"),
-            ));
-        }
+        super::check_key(key)?;
         Ok(format!("{}{key}", self.prefix))
     }
 
