@@ -38,9 +38,6 @@ use crate::state::{Lease, RunRecord};
 use crate::summary::{Rebaselined, RunStatus, RunSummary, TableCounts};
 use manifests::RunManifests;
 
-/// How long run records are kept (DynamoDB TTL).
-pub const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
-
 /// What one call asks of the source ([`ChangeStream::next_batch`]): one boxed future per
 /// batch instead of one per event; the events wait in memory, in order, only until the
 /// loop takes them — at most this many, and about this many bytes of cells plus one row.
@@ -467,12 +464,10 @@ pub async fn run(
         options.abort_at,
     )
     .await;
-    let record = RunRecord {
-        run_id: summary.run_id.clone(),
-        summary: serde_json::to_value(&summary).unwrap_or_default(),
-        expires_at_s: chrono::Utc::now().timestamp() + RUN_RECORD_TTL_S,
-    };
-    backends.state.put_run(job, &record).await?;
+    backends
+        .state
+        .put_run(job, &RunRecord::of(&summary))
+        .await?;
     Ok(summary)
 }
 
