@@ -14,8 +14,8 @@
 
 use std::time::Instant;
 
-use super::DrainOptions;
 use super::durable::Durable;
+use super::options::DrainOptions;
 use super::progress::Tracker;
 use super::rebaseline::{Rebaselines, Why};
 use super::shapes::Shapes;
