@@ -42,7 +42,6 @@ use std::sync::Arc;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
@@ -55,10 +54,10 @@ use crate::sink::checksum::{EMPTY_SUM, checksum_text};
 use crate::sink::columns::schema_json;
 use crate::sink::manifest::ManifestPart;
 use crate::sink::partition::{self, Bucket};
-use crate::spill::errors::{io_error, volume_error};
+use crate::spill::errors::io_error;
 use crate::spill::files::{self, SpillKind};
 
-use self::encoder::Encoder;
+use self::encoder::{Encoder, parquet_error};
 
 /// Key-value metadata key holding the sluice table schema as JSON.
 pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
@@ -552,22 +551,6 @@ fn refuse_type_changes(old: &TableSchema, new: &TableSchema) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A failure of the Parquet writer on a file in the spill directory: a full or
-/// unwritable volume is the spill room's refusal ([`crate::spill::errors`]), anything
-/// else `SLUICE_OUTPUT_WRITE`.
-fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
-    let refusal = match &err {
-        ParquetError::External(inner) => inner
-            .downcast_ref::<io::Error>()
-            .and_then(|io| volume_error(io, &what, spill_dir)),
-        _ => None,
-    };
-    match refusal {
-        Some(refusal) => refusal.source(err),
-        None => Error::new(Code::OutputWrite, what).source(err),
-    }
 }
 
 mod encoder;

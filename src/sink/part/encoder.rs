@@ -28,11 +28,11 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
 
-use super::parquet_error;
 use crate::error::{Code, Error, Result};
 use crate::sink::batch::FinishedBatch;
-use crate::spill::errors::io_error;
+use crate::spill::errors::{io_error, volume_error};
 
 /// Encodes one part.
 pub struct Encoder {
@@ -237,6 +237,22 @@ fn finish_writer(mut writer: ArrowWriter<File>, path: &Path, spill_dir: &Path) -
         .sync_all()
         .map_err(|e| io_error(e, format!("fsyncing part {}", path.display()), spill_dir))?;
     Ok(writer.bytes_written() as u64)
+}
+
+/// A failure of the Parquet writer on a file in the spill directory: a full or
+/// unwritable volume is the spill room's refusal ([`crate::spill::errors`]), anything
+/// else `SLUICE_OUTPUT_WRITE`.
+pub(super) fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
+    let refusal = match &err {
+        ParquetError::External(inner) => inner
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| volume_error(io, &what, spill_dir)),
+        _ => None,
+    };
+    match refusal {
+        Some(refusal) => refusal.source(err),
+        None => Error::new(Code::OutputWrite, what).source(err),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use arrow_buffer::i256;
 use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{LogicalType, TimeUnit as ParquetTimeUnit};
+use parquet::errors::ParquetError;
 
 fn col(name: &str, ty: ColumnType) -> Column {
     Column {
