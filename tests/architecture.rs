@@ -1,7 +1,9 @@
 //! The import direction of `src/`, checked from the source text: the rooms (top-level
 //! modules) form no cycle and neither do the files, only the job room and the faces
 //! reach the drain, no engine (`src/source/**`) names the sink, `config` names nothing
-//! but core types, and one place writes checkpoints.
+//! but core types, and one place writes checkpoints. Also the map: every room is on the
+//! map of `docs/development.md` and of `src/lib.rs`, and every module opens with its
+//! `//!` paragraph.
 //!
 //! What counts as an import: every path a `use` declaration names — its tree expanded, so
 //! `use crate::{a, b::{c, d}}` names `a`, `b::c` and `b::d` — and every `crate::…`,
@@ -768,6 +770,69 @@ fn one_place_writes_checkpoints() {
         callers,
         ["commit.rs"],
         "checkpoint writes outside the committer"
+    );
+}
+
+#[test]
+fn every_room_is_on_the_map() {
+    let sources = sources();
+    let lib = &sources
+        .iter()
+        .find(|(file, _)| file == "lib.rs")
+        .expect("lib.rs")
+        .1;
+    let rooms: Vec<&str> = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod")?.trim().strip_suffix(';'))
+        .collect();
+    assert!(rooms.len() > 20, "found only {rooms:?} in lib.rs");
+    let lib_doc: String = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/development.md"))
+            .expect("docs/development.md");
+    let map = guide
+        .split("## Map of the rooms")
+        .nth(1)
+        .expect("docs/development.md has a map of the rooms");
+    let on = |text: &str, room: &str| {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == room)
+    };
+    let missing: Vec<String> = rooms
+        .iter()
+        .flat_map(|room| {
+            let mut missing = Vec::new();
+            if !on(map, room) {
+                missing.push(format!("{room} (docs/development.md)"));
+            }
+            if !on(&lib_doc, room) {
+                missing.push(format!("{room} (src/lib.rs)"));
+            }
+            missing
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rooms missing from the map: {missing:?}"
+    );
+}
+
+#[test]
+fn every_module_says_what_it_is() {
+    let krate = Crate::read(&sources());
+    let undocumented: Vec<String> = sources()
+        .into_iter()
+        .filter(|(file, _)| krate.named.contains_key(file))
+        .filter(|(_, text)| !text.starts_with("//!"))
+        .map(|(file, _)| file)
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "modules without a //! paragraph first: {undocumented:?}"
     );
 }
 
