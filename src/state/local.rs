@@ -107,17 +107,9 @@ impl LocalStateStore {
             dir: &self.dir,
             name: job,
             what: "state",
+            if_corrupt: "restore the file from a backup; to start the stream over, move it away and re-baseline",
         };
-        let fresh = || JobDocument {
-            format_version: 1,
-            ..JobDocument::default()
-        };
-        let corrupt = |path: &Path, e| {
-            Error::new(Code::StateCorrupt, format!("state file {} is not a valid sluice state document", path.display()))
-                .hint("restore the file from a backup; to start the stream over, move it away and re-baseline")
-                .source(e)
-        };
-        file.update(fresh, corrupt, f)
+        file.update(f)
     }
 }
 
@@ -142,17 +134,33 @@ impl LocalStateStore {
             dir: &dir,
             name: "claims",
             what: "claims",
+            if_corrupt: "restore the file from a backup, or move it away: every job re-claims its resources at its next run",
         };
-        let fresh = || ClaimsDocument {
+        file.update(f)
+    }
+}
+
+/// A document of the store: JSON with a `format_version`, 1 in a new one.
+trait Document: Default + Serialize + DeserializeOwned {
+    /// The document of a store that has none yet.
+    fn fresh() -> Self;
+}
+
+impl Document for JobDocument {
+    fn fresh() -> Self {
+        JobDocument {
+            format_version: 1,
+            ..JobDocument::default()
+        }
+    }
+}
+
+impl Document for ClaimsDocument {
+    fn fresh() -> Self {
+        ClaimsDocument {
             format_version: 1,
             ..ClaimsDocument::default()
-        };
-        let corrupt = |path: &Path, e| {
-            Error::new(Code::StateCorrupt, format!("claims file {} is not a valid sluice claims document", path.display()))
-                .hint("restore the file from a backup, or move it away: every job re-claims its resources at its next run")
-                .source(e)
-        };
-        file.update(fresh, corrupt, f)
+        }
     }
 }
 
@@ -162,20 +170,17 @@ impl LocalStateStore {
 struct DocumentFile<'a> {
     dir: &'a Path,
     name: &'a str,
-    /// What the document holds, for an encoding error.
+    /// What the document holds (`state`, `claims`), for its errors.
     what: &'a str,
+    /// The fix for a document that does not parse.
+    if_corrupt: &'a str,
 }
 
 impl DocumentFile<'_> {
-    /// Runs `f` on the document (`fresh` when there is none; `corrupt` is the error for
-    /// one that does not parse) under the lock; writes it back ([`Self::replace`]) when
-    /// `f` returns `Ok((true, _))`.
-    fn update<D: Serialize + DeserializeOwned, T>(
-        &self,
-        fresh: impl FnOnce() -> D,
-        corrupt: impl FnOnce(&Path, serde_json::Error) -> Error,
-        f: impl FnOnce(&mut D) -> Result<(bool, T)>,
-    ) -> Result<T> {
+    /// Runs `f` on the document ([`Document::fresh`] when there is none; one that does
+    /// not parse is `SLUICE_STATE_CORRUPT`) under the lock; writes it back
+    /// ([`Self::replace`]) when `f` returns `Ok((true, _))`.
+    fn update<D: Document, T>(&self, f: impl FnOnce(&mut D) -> Result<(bool, T)>) -> Result<T> {
         let lock_path = self.dir.join(format!("{}.lock", self.name));
         let lock = OpenOptions::new()
             .create(true)
@@ -187,8 +192,17 @@ impl DocumentFile<'_> {
         let result = (|| {
             let path = self.dir.join(format!("{}.json", self.name));
             let mut doc = match fs::read(&path) {
-                Ok(bytes) => serde_json::from_slice::<D>(&bytes).map_err(|e| corrupt(&path, e))?,
-                Err(e) if e.kind() == ErrorKind::NotFound => fresh(),
+                Ok(bytes) => serde_json::from_slice::<D>(&bytes).map_err(|e| {
+                    let what = self.what;
+                    let message = format!(
+                        "{what} file {} is not a valid sluice {what} document",
+                        path.display()
+                    );
+                    Error::new(Code::StateCorrupt, message)
+                        .hint(self.if_corrupt)
+                        .source(e)
+                })?,
+                Err(e) if e.kind() == ErrorKind::NotFound => D::fresh(),
                 Err(e) => return Err(io_error(&path, e)),
             };
             let (write, value) = f(&mut doc)?;
