@@ -1,8 +1,11 @@
 //! The durable order, written once: **part durable → fenced checkpoint → ack**.
 //!
-//! This module is the only place that uploads parts and the only caller of
+//! This module is the only place that makes a part durable — a part of the change stream
+//! or of a baseline chunk, uploaded to the destination — and the only caller of
 //! [`StateStore::advance_checkpoint`]. Named fault points ([`crate::faults`]) sit between
-//! the steps.
+//! the steps. (An Iceberg commit to an S3 Tables warehouse, [`crate::iceberg`], copies
+//! parts already durable here into the warehouse before it commits; a copy is not a new
+//! part.)
 //!
 //! * The change stream goes through a [`Committer`], which owns the run's lease, the
 //!   checkpoint version and the stream's acknowledgement. Parts are uploaded

@@ -5,12 +5,17 @@
 //! under a fenced single-writer lease, and exits. `README.md` and `docs/` describe the contract.
 //!
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
-//! `tests/` fails on any cycle): faces (`cli`, `lambda`, `doctor`, `init`, `validate`) →
+//! `tests/` fails on any cycle, between rooms or between files): faces (`cli`, `lambda`,
+//! `doctor`, `init`, `validate`, `replay` — `sluice sql` —, `status`, `recovery`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
-//! owner of part → fenced checkpoint → ack), `backends` → `source`, `sink`,
-//! `destination`, `state`, `claims`, `secret`, `catalog` (registration at a run's end) →
-//! core types and services (`config`, `faults`, `change`, `position`, `framer`,
-//! `summary`, `error`, `redact`, `tls`, `aws`, `arn`).
+//! owner of part → fenced checkpoint → ack), `iceberg` (durable parts committed to
+//! Iceberg tables before the checkpoint), `backends` → `source` (the contracts; one folder
+//! per engine), `sink` (Parquet parts), `destination`, `state`, `claims`, `secret`,
+//! `catalog` (Glue registration at a run's end) → `spill` (memory and disk budgets, spill
+//! files and their sweep; below both the sink and the engines, which never import the
+//! sink) → core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! `summary`, `metrics`, `error`, `redact`, `tls`, `aws`, `arn`, `run_id`, `progress`,
+//! `allocator`).
 
 pub mod allocator;
 pub mod arn;
@@ -43,6 +48,7 @@ pub mod run_id;
 pub mod secret;
 pub mod sink;
 pub mod source;
+pub mod spill;
 pub mod state;
 pub mod status;
 pub mod summary;

@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 
-use super::tasks::{ChunkTask, PlanMode, PlanOutput};
+use super::messages::{ChunkTask, PlanMode, PlanOutput};
 
 /// The folder (under the destination's prefix) of the chunk lists the DISTRIBUTED Map
 /// reads; the state machine's role may read exactly this folder.

@@ -19,6 +19,7 @@
 pub mod added;
 pub mod delivery;
 pub mod epoch;
+pub mod messages;
 pub mod plan;
 pub mod start;
 pub mod tasks;
@@ -43,7 +44,7 @@ pub struct BaselineSummary {
     pub chunks_read: usize,
     pub rows: u64,
     pub duration_ms: u64,
-    pub tables: std::collections::BTreeMap<String, tasks::TableBaseline>,
+    pub tables: std::collections::BTreeMap<String, messages::TableBaseline>,
     /// Tables whose shape changed while their chunks were read: their baseline was given
     /// up and is wanted anew (read again at a new anchor by the next round).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -13,19 +13,17 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::backends::Backends;
 use crate::change::{ChangeEvent, Op};
 use crate::commit::{ChunkId, Committer, Start, commit_chunk};
 use crate::config::Config;
-use crate::destination::S3Object;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
 use crate::sink::{
     MANIFEST_FILE, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
 };
-use crate::source::snapshot::{self, ChunkBounds};
+use crate::source::open_snapshot;
+use crate::source::snapshot::ChunkBounds;
 use crate::state::text_form::with_text_columns;
 use crate::state::{
     ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
@@ -33,87 +31,11 @@ use crate::state::{
 
 use super::plan::Plan;
 
-/// Output of `baseline.anchor`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnchorOutput {
-    /// The stream position the baseline is anchored at (tagged): the first table's
-    /// recorded anchor (a table anchored earlier keeps its own).
-    pub anchor: String,
-    pub tables: Vec<String>,
-}
-
-/// One chunk to read: the item of the Step Functions Map.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChunkTask {
-    pub table: String,
-    /// 1-based chunk number; also the snapshot part number.
-    pub chunk: u32,
-    pub bounds: ChunkBounds,
-    /// The table's snapshot anchor (tagged); its text is the rows' `__pos`.
-    pub anchor: String,
-}
-
-/// Where `baseline.plan` put the chunk list: the state machine's Choice on `mode`
-/// selects the Map that reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanMode {
-    /// In `chunks`, for the INLINE Map.
-    Inline,
-    /// In the S3 object `items` (a JSON array of [`ChunkTask`]), for the DISTRIBUTED Map.
-    S3,
-}
-
-/// Output of `baseline.plan`. Every field is always present (`items` is null inline), so
-/// the state machine's `ResultSelector` paths resolve in both modes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlanOutput {
-    pub mode: PlanMode,
-    /// Every chunk to read (`mode: inline`); empty for `mode: s3`.
-    pub chunks: Vec<ChunkTask>,
-    /// `mode: s3`: the object holding every chunk to read; null for `mode: inline`.
-    pub items: Option<S3Object>,
-    /// How many chunks there are, in either mode.
-    pub chunk_count: usize,
-    /// Chunks to read at once (`baseline.parallel`; the Map's MaxConcurrency).
-    pub parallel: usize,
-}
-
-/// Input of `baseline.chunk`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChunkInput {
-    pub chunk: ChunkTask,
-}
-
-/// Output of `baseline.chunk`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChunkOutput {
-    pub table: String,
-    pub chunk: u32,
-    pub rows: u64,
-    pub part_key: String,
-    /// True when the table's shape changed since its plan: nothing was read, and the
-    /// table's baseline starts over at a new anchor ([`chunk`]).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub abandoned: bool,
-}
-
-/// Per-table result of `baseline.finish`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TableBaseline {
-    pub chunks: u32,
-    pub rows: u64,
-}
-
-/// Output of `baseline.finish`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FinishOutput {
-    pub tables: BTreeMap<String, TableBaseline>,
-    /// Tables whose shape is no longer their plan's: their baseline was given up and is
-    /// wanted anew (the next drain anchors it again).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub restarted: Vec<String>,
-}
+/// What the tasks take and return, the documents the state machine passes between them.
+pub use super::messages::{
+    AnchorOutput, ChunkInput, ChunkOutput, ChunkTask, FinishOutput, PlanMode, PlanOutput,
+    TableBaseline,
+};
 
 /// The id of one anchoring of a table's baseline: the anchoring run's id (so folders
 /// sort in the order the baselines were anchored) and the anchor, as one path segment.
@@ -479,7 +401,7 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
             Some(plan) => plan.chunks,
             None => {
                 if source.is_none() {
-                    source = Some(snapshot::open(config).await?);
+                    source = Some(open_snapshot(config).await?);
                 }
                 let source = source.as_mut().expect("opened above");
                 let planned = Plan::new(
@@ -565,7 +487,7 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
     let plan = plan_id(&record);
     let changed =
         |schema: &crate::change::TableSchema| planned.as_ref().and_then(|p| p.changed(schema));
-    let mut source = snapshot::open(config).await?;
+    let mut source = open_snapshot(config).await?;
     let schema = source.schema(&task.table)?;
     if let Some(change) = changed(&schema) {
         abandon(config, backends, &record, GiveUp::Reshaped(&change)).await?;
@@ -720,7 +642,7 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         // plan's — the shape every chunk was read under — or the baseline starts over.
         let schema = if missing.is_empty() && record.status != SnapshotStatus::Done {
             if source.is_none() {
-                source = Some(snapshot::open(config).await?);
+                source = Some(open_snapshot(config).await?);
             }
             let schema = source.as_ref().expect("opened above").schema(table)?;
             if let Some(change) = plan.changed(&schema) {

@@ -36,16 +36,7 @@ impl LocalDestination {
     }
 
     fn path_of(&self, key: &str) -> Result<PathBuf> {
-        if key.is_empty()
-            || key
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..")
-        {
-            return Err(Error::new(
-                Code::Internal,
-                format!("invalid destination key {key:?}"),
-            ));
-        }
+        super::check_key(key)?;
         Ok(self.root.join(key))
     }
 

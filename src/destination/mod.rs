@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, DestinationConfig};
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 
 /// An object in S3: the bucket and the full object key (destination prefix included).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,8 +31,25 @@ pub struct S3Object {
     pub key: String,
 }
 
+/// Refuses a key that is not a valid destination key: one or more `/`-separated segments,
+/// none empty, `.` or `..` — so no key names the root itself or a place outside it.
+/// Every backend that stores by key checks it first.
+pub fn check_key(key: &str) -> Result<()> {
+    if key.is_empty()
+        || key
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return Err(Error::new(
+            Code::Internal,
+            format!("invalid destination key {key:?}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Object storage for one job's output. Keys are `/`-separated and relative to the
-/// destination's root (bucket prefix or directory).
+/// destination's root (bucket prefix or directory; [`check_key`]).
 #[async_trait]
 pub trait Destination: Send + Sync {
     /// A human-readable, secret-free description (`file:///out`, `s3://bucket/prefix`).
@@ -69,7 +86,7 @@ pub trait Destination: Send + Sync {
         };
         std::fs::write(local, body).map_err(|e| {
             let what = format!("writing {} (a copy of {key})", local.display());
-            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
+            crate::spill::errors::io_error(e, what, local.parent().unwrap_or(local))
         })?;
         Ok(true)
     }

@@ -174,16 +174,7 @@ impl S3Destination {
 
     /// The full object key for a destination key.
     fn object_key(&self, key: &str) -> Result<String> {
-        if key.is_empty()
-            || key
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..")
-        {
-            return Err(Error::new(
-                Code::Internal,
-                format!("invalid destination key {key:?}"),
-            ));
-        }
+        super::check_key(key)?;
         Ok(format!("{}{key}", self.prefix))
     }
 
@@ -591,7 +582,7 @@ impl Destination for S3Destination {
                 local.display(),
                 self.url(&object_key)
             );
-            crate::sink::part::io_error(e, what, local.parent().unwrap_or(local))
+            crate::spill::errors::io_error(e, what, local.parent().unwrap_or(local))
         };
         let mut file = std::io::BufWriter::new(std::fs::File::create(local).map_err(written)?);
         while let Some(chunk) = output

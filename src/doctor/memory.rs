@@ -7,8 +7,8 @@
 use super::Check;
 use crate::config::Config;
 use crate::sink::PartSettings;
-use crate::sink::memory_budget::MemoryBudget;
-use crate::sink::spill_budget::human_bytes;
+use crate::spill::disk_budget::human_bytes;
+use crate::spill::memory_budget::MemoryBudget;
 
 pub fn check(config: &Config, mysql: bool) -> Check {
     let (budget, buffer) = MemoryBudget::for_run(config, mysql);

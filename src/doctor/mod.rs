@@ -291,7 +291,7 @@ fn stalled_checks(limit: std::time::Duration) -> Error {
     .hint("a frozen or overloaded server, or a network path dropping packets; the checks above finished — run doctor again (source.timeouts.connect_seconds plus the larger of page_seconds and read_seconds bound the source's checks)")
 }
 
-pub use crate::sink::spill_budget::human_bytes;
+pub use crate::spill::disk_budget::human_bytes;
 
 #[cfg(test)]
 mod tests {

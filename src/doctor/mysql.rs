@@ -24,13 +24,13 @@ use super::{Check, Report, human_bytes};
 use crate::config::{Config, DoctorConfig, Initial};
 use crate::position::Position;
 use crate::redact::redact_url;
-use crate::sink::spill_budget::TransactionLimit;
 use crate::source::Resume;
 use crate::source::mysql::connect::{self, Session, errno, query_error, server_errno};
 use crate::source::mysql::failover::{self, FollowVerdict};
 use crate::source::mysql::prerequisites::{self, ServerVersion, set_persist};
 use crate::source::mysql::schema::{self, CapturedTable};
 use crate::source::mysql::{self as source, Plan, binlog, mysql_gtid};
+use crate::spill::disk_budget::TransactionLimit;
 
 pub async fn checks(config: &Config, report: &mut Report) {
     let my = config.source.mysql.clone().unwrap_or_default();

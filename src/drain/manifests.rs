@@ -78,7 +78,7 @@ pub async fn settle_interrupted<'a>(
 pub struct RunManifests<'a> {
     pub config: &'a Config,
     pub destination: &'a dyn Destination,
-    pub run_id: &'a str,
+    pub run_id: String,
     /// Position text the run started from.
     pub from: String,
 }
@@ -113,7 +113,7 @@ impl RunManifests<'_> {
             .with_shapes(output.new_shapes.clone());
             self.destination
                 .put_marker(
-                    &run_manifest_key(table, self.run_id),
+                    &run_manifest_key(table, &self.run_id),
                     &manifest.to_json_bytes()?,
                 )
                 .await?;
@@ -143,7 +143,7 @@ impl RunManifests<'_> {
             }
             if !output.parts.is_empty() {
                 self.destination
-                    .put_marker(&run_manifest_key(table, self.run_id), &body)
+                    .put_marker(&run_manifest_key(table, &self.run_id), &body)
                     .await?;
             }
             if summary.status == RunStatus::Drained {

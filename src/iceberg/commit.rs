@@ -29,10 +29,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_schema::Schema as ArrowSchema;
 
-use super::TableRef;
 use super::catalog::Catalog;
 use super::manifest::{self, DataFile, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
+use super::table_ref::TableRef;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;

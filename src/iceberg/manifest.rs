@@ -16,9 +16,58 @@ use serde_json::Value as Json;
 use super::avro::{self, Value};
 use crate::error::Result;
 
-const MANIFEST_ENTRY_SCHEMA: &str = r#"{"type":"record","name":"manifest_entry","fields":[{"name":"status","type":"int","field-id":0},{"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},{"name":"sequence_number","type":["null","long"],"default":null,"field-id":3},{"name":"file_sequence_number","type":["null","long"],"default":null,"field-id":4},{"name":"data_file","type":{"type":"record","name":"r2","fields":[{"name":"content","type":"int","doc":"Contents of the file: 0=data, 1=position deletes, 2=equality deletes","field-id":134},{"name":"file_path","type":"string","doc":"Location URI with FS scheme","field-id":100},{"name":"file_format","type":"string","doc":"File format name: avro, orc, or parquet","field-id":101},{"name":"partition","type":{"type":"record","name":"r102","fields":[]},"doc":"Partition data tuple, schema based on the partition spec","field-id":102},{"name":"record_count","type":"long","doc":"Number of records in the file","field-id":103},{"name":"file_size_in_bytes","type":"long","doc":"Total file size in bytes","field-id":104},{"name":"value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k119_v120","fields":[{"name":"key","type":"int","field-id":119},{"name":"value","type":"long","field-id":120}]},"logicalType":"map"}],"doc":"Map of column id to total count, including null and NaN","default":null,"field-id":109},{"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k121_v122","fields":[{"name":"key","type":"int","field-id":121},{"name":"value","type":"long","field-id":122}]},"logicalType":"map"}],"doc":"Map of column id to null value count","default":null,"field-id":110},{"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k126_v127","fields":[{"name":"key","type":"int","field-id":126},{"name":"value","type":"bytes","field-id":127}]},"logicalType":"map"}],"doc":"Map of column id to lower bound","default":null,"field-id":125},{"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k129_v130","fields":[{"name":"key","type":"int","field-id":129},{"name":"value","type":"bytes","field-id":130}]},"logicalType":"map"}],"doc":"Map of column id to upper bound","default":null,"field-id":128}]},"field-id":2}]}"#;
+// The Iceberg v2 Avro schemas of the two files, one field a line; the text goes into each
+// file's header as it is (`avro.schema`).
+const MANIFEST_ENTRY_SCHEMA: &str = concat!(
+    r#"{"type":"record","name":"manifest_entry","fields":["#,
+    r#"{"name":"status","type":"int","field-id":0},"#,
+    r#"{"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},"#,
+    r#"{"name":"sequence_number","type":["null","long"],"default":null,"field-id":3},"#,
+    r#"{"name":"file_sequence_number","type":["null","long"],"default":null,"field-id":4},"#,
+    r#"{"name":"data_file","type":{"type":"record","name":"r2","fields":["#,
+    r#"{"name":"content","type":"int","doc":"Contents of the file: 0=data, 1=position deletes, 2=equality deletes","field-id":134},"#,
+    r#"{"name":"file_path","type":"string","doc":"Location URI with FS scheme","field-id":100},"#,
+    r#"{"name":"file_format","type":"string","doc":"File format name: avro, orc, or parquet","field-id":101},"#,
+    r#"{"name":"partition","type":{"type":"record","name":"r102","fields":[]},"doc":"Partition data tuple, schema based on the partition spec","field-id":102},"#,
+    r#"{"name":"record_count","type":"long","doc":"Number of records in the file","field-id":103},"#,
+    r#"{"name":"file_size_in_bytes","type":"long","doc":"Total file size in bytes","field-id":104},"#,
+    r#"{"name":"value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k119_v120","fields":["#,
+    r#"{"name":"key","type":"int","field-id":119},"#,
+    r#"{"name":"value","type":"long","field-id":120}"#,
+    r#"]},"logicalType":"map"}],"doc":"Map of column id to total count, including null and NaN","default":null,"field-id":109},"#,
+    r#"{"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k121_v122","fields":["#,
+    r#"{"name":"key","type":"int","field-id":121},"#,
+    r#"{"name":"value","type":"long","field-id":122}"#,
+    r#"]},"logicalType":"map"}],"doc":"Map of column id to null value count","default":null,"field-id":110},"#,
+    r#"{"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k126_v127","fields":["#,
+    r#"{"name":"key","type":"int","field-id":126},"#,
+    r#"{"name":"value","type":"bytes","field-id":127}"#,
+    r#"]},"logicalType":"map"}],"doc":"Map of column id to lower bound","default":null,"field-id":125},"#,
+    r#"{"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k129_v130","fields":["#,
+    r#"{"name":"key","type":"int","field-id":129},"#,
+    r#"{"name":"value","type":"bytes","field-id":130}"#,
+    r#"]},"logicalType":"map"}],"doc":"Map of column id to upper bound","default":null,"field-id":128}"#,
+    r#"]},"field-id":2}"#,
+    r#"]}"#,
+);
 
-const MANIFEST_FILE_SCHEMA: &str = r#"{"type":"record","name":"manifest_file","fields":[{"name":"manifest_path","type":"string","doc":"Location URI with FS scheme","field-id":500},{"name":"manifest_length","type":"long","doc":"Total file size in bytes","field-id":501},{"name":"partition_spec_id","type":"int","doc":"Spec ID used to write","field-id":502},{"name":"content","type":"int","doc":"Contents of the manifest: 0=data, 1=deletes","field-id":517},{"name":"sequence_number","type":"long","doc":"Sequence number when the manifest was added","field-id":515},{"name":"min_sequence_number","type":"long","doc":"Lowest sequence number in the manifest","field-id":516},{"name":"added_snapshot_id","type":"long","doc":"Snapshot ID that added the manifest","field-id":503},{"name":"added_files_count","type":"int","doc":"Added entry count","field-id":504},{"name":"existing_files_count","type":"int","doc":"Existing entry count","field-id":505},{"name":"deleted_files_count","type":"int","doc":"Deleted entry count","field-id":506},{"name":"added_rows_count","type":"long","doc":"Added rows count","field-id":512},{"name":"existing_rows_count","type":"long","doc":"Existing rows count","field-id":513},{"name":"deleted_rows_count","type":"long","doc":"Deleted rows count","field-id":514}]}"#;
+const MANIFEST_FILE_SCHEMA: &str = concat!(
+    r#"{"type":"record","name":"manifest_file","fields":["#,
+    r#"{"name":"manifest_path","type":"string","doc":"Location URI with FS scheme","field-id":500},"#,
+    r#"{"name":"manifest_length","type":"long","doc":"Total file size in bytes","field-id":501},"#,
+    r#"{"name":"partition_spec_id","type":"int","doc":"Spec ID used to write","field-id":502},"#,
+    r#"{"name":"content","type":"int","doc":"Contents of the manifest: 0=data, 1=deletes","field-id":517},"#,
+    r#"{"name":"sequence_number","type":"long","doc":"Sequence number when the manifest was added","field-id":515},"#,
+    r#"{"name":"min_sequence_number","type":"long","doc":"Lowest sequence number in the manifest","field-id":516},"#,
+    r#"{"name":"added_snapshot_id","type":"long","doc":"Snapshot ID that added the manifest","field-id":503},"#,
+    r#"{"name":"added_files_count","type":"int","doc":"Added entry count","field-id":504},"#,
+    r#"{"name":"existing_files_count","type":"int","doc":"Existing entry count","field-id":505},"#,
+    r#"{"name":"deleted_files_count","type":"int","doc":"Deleted entry count","field-id":506},"#,
+    r#"{"name":"added_rows_count","type":"long","doc":"Added rows count","field-id":512},"#,
+    r#"{"name":"existing_rows_count","type":"long","doc":"Existing rows count","field-id":513},"#,
+    r#"{"name":"deleted_rows_count","type":"long","doc":"Deleted rows count","field-id":514}"#,
+    r#"]}"#,
+);
 
 /// One data file a commit adds.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,9 @@ use serde_json::{Value as Json, json};
 use super::schema::{Field, name_mapping};
 use crate::error::{Code, Error, Result};
 
+/// Where a table's metadata files go, below its folder.
+pub const METADATA_DIR: &str = "_iceberg/metadata";
+
 /// The table property Iceberg readers take a name mapping from.
 pub const NAME_MAPPING_PROPERTY: &str = "schema.name-mapping.default";
 
@@ -109,7 +112,7 @@ impl TableMetadata {
         properties.insert(NAME_MAPPING_PROPERTY.to_owned(), name_mapping(&fields));
         properties.insert(
             "write.metadata.path".to_owned(),
-            format!("{location}/{}", super::METADATA_DIR),
+            format!("{location}/{}", METADATA_DIR),
         );
         TableMetadata {
             format_version: 2,

@@ -27,7 +27,8 @@
 //! Submodules: [`schema`] (Arrow → Iceberg types, field ids), [`metadata`] (the table
 //! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files),
 //! [`catalog`] (the calls a commit makes of its catalog), [`sql`], [`glue`] and
-//! [`s3tables`] (the catalogs), [`commit`] (one commit).
+//! [`s3tables`] (the catalogs), [`table_ref`] (where one table's files lie), [`commit`]
+//! (one commit).
 
 pub mod avro;
 pub mod catalog;
@@ -39,6 +40,7 @@ pub mod s3tables;
 pub mod schema;
 pub mod sql;
 pub mod stats;
+pub mod table_ref;
 
 use std::sync::Arc;
 
@@ -49,19 +51,18 @@ use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::position::Position;
 use crate::sink::ManifestPart;
+use crate::spill::files::{self, SpillKind};
 use catalog::Catalog;
 use commit::{Origin, Outcome};
 use glue::GlueCatalog;
 use manifest::DataFile;
 use s3tables::{S3TablesCatalog, Warehouse};
 use sql::SqlCatalog;
+use table_ref::TableRef;
 
 /// How many parts a commit reads the footers of at once (copies into a warehouse go one
 /// at a time).
 const PARTS_AT_ONCE: usize = 8;
-
-/// Where a table's metadata files go, below its folder.
-pub const METADATA_DIR: &str = "_iceberg/metadata";
 
 /// Checks `table_format` and the `iceberg` block: the block is there exactly with
 /// `table_format: iceberg`, the catalog URI is a `sqlite:///` path, the names are usable,
@@ -242,57 +243,6 @@ fn check_s3tables(iceberg: &IcebergConfig, arn: &str, endpoint_url: Option<&str>
     Ok(())
 }
 
-/// One table as the catalog and the store of its Iceberg files (the destination, or the
-/// table's warehouse location) see it.
-pub struct TableRef<'a> {
-    /// The table as `source.tables` names it (its folder).
-    pub table: &'a str,
-    pub namespace: &'a str,
-    /// The Iceberg table name.
-    pub name: String,
-    /// The Iceberg table's location URI, without a trailing `/`.
-    pub location: String,
-    /// The store's root URI, ending in `/`.
-    root: String,
-    /// The table's folder as a key of the store: the table folder in the destination,
-    /// empty for a warehouse location (the store is the table).
-    dir: String,
-}
-
-impl TableRef<'_> {
-    /// `namespace.name`, as a catalog names the table.
-    pub fn qualified(&self) -> String {
-        format!("{}.{}", self.namespace, self.name)
-    }
-
-    /// The store key of metadata file `file`: `<table>/_iceberg/metadata/<file>` in the
-    /// destination, `metadata/<file>` in a warehouse location (Iceberg's own layout).
-    pub fn metadata_key(&self, file: &str) -> String {
-        match self.dir.as_str() {
-            "" => format!("metadata/{file}"),
-            dir => format!("{dir}/{METADATA_DIR}/{file}"),
-        }
-    }
-
-    /// The URI of destination key `key`.
-    pub fn uri(&self, key: &str) -> String {
-        format!("{}{key}", self.root)
-    }
-
-    /// The destination key of `uri`; refused when the file lies outside the destination.
-    pub fn key_of(&self, uri: &str) -> Result<String> {
-        uri.strip_prefix(&self.root)
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::IcebergMetadata,
-                    format!("Iceberg table {}.{} names {uri}, which is outside the destination {}", self.namespace, self.name, self.root),
-                )
-                .hint("the table was created or moved by another tool: commit to a new table (another `iceberg.table_prefix`), or move the table back under the destination")
-            })
-    }
-}
-
 /// The checkpoint stored when a commit runs: its position and the source identity it was
 /// written with (after a failover, the former primary's until the stream's first
 /// checkpoint on the new one).
@@ -388,21 +338,16 @@ impl<'a> ChangeLog<'a> {
     fn table<'t>(&'t self, table: &'t str) -> TableRef<'t> {
         let iceberg = self.config.iceberg.as_ref();
         let prefix = iceberg.map_or("", |i| i.table_prefix.as_str());
-        TableRef {
-            table,
-            namespace: iceberg.map_or("sluice", |i| i.namespace.as_str()),
-            name: crate::catalog::table::table_name(prefix, table),
-            location: format!("{}{table}", self.root),
-            root: self.root.clone(),
-            dir: table.to_owned(),
-        }
+        let namespace = iceberg.map_or("sluice", |i| i.namespace.as_str());
+        let name = crate::catalog::table::table_name(prefix, table);
+        TableRef::in_destination(table, namespace, name, &self.root)
     }
 
     /// Where `table`'s Iceberg files lie. With S3 Tables the table's warehouse location,
     /// the table created first (without metadata) when `create` is set; `None` when it
     /// does not exist and `create` is not (`sluice doctor`). Otherwise the destination.
     async fn place<'t>(&'t self, table: &'t str, create: bool) -> Result<Option<Place<'t>>> {
-        let mut at = self.table(table);
+        let at = self.table(table);
         let Catalog::S3Tables(catalog) = &self.catalog else {
             return Ok(Some(Place {
                 at,
@@ -427,9 +372,10 @@ impl<'a> ChangeLog<'a> {
                 store
             }
         };
-        at.root = store.root_uri().unwrap_or_default();
-        at.location = store.location().to_owned();
-        at.dir = String::new();
+        let at = at.in_warehouse(
+            store.root_uri().unwrap_or_default(),
+            store.location().to_owned(),
+        );
         Ok(Some(Place {
             at,
             warehouse: Some(store),
@@ -489,13 +435,17 @@ impl<'a> ChangeLog<'a> {
     /// `output.spill_dir` (a part is never held in memory whole).
     async fn copy_part(&self, from: &str, store: &Warehouse, to: &str) -> Result<()> {
         let dir = self.config.spill_dir();
-        let (local, hold) = crate::sink::spill_sweep::copy_file(&dir).map_err(|e| {
-            let what = format!(
-                "creating a file in {} to copy part {from} through",
-                dir.display()
-            );
-            crate::sink::part::io_error(e, what, &dir)
-        })?;
+        let (local, hold) = match files::create(&dir, SpillKind::Copy) {
+            // The download writes the file by its path: only the hold stays open.
+            Ok(created) => (created.path, created.hold),
+            Err(failed) => {
+                let what = format!(
+                    "creating a file in {} to copy part {from} through",
+                    dir.display()
+                );
+                return Err(crate::spill::errors::io_error(failed.source, what, &dir));
+            }
+        };
         let copied = async {
             if !self.destination.download(from, &local).await? {
                 return Err(Error::new(

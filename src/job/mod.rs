@@ -20,7 +20,7 @@ use crate::config::{Config, Initial};
 use crate::drain::stop::StopRequest;
 use crate::drain::{self, DrainOptions};
 use crate::error::{Code, Error, Result};
-use crate::state::{Leased, with_lease};
+use crate::state::{Leased, RunRecord, with_lease};
 use crate::summary::{RunStatus, RunSummary};
 
 /// Runs the job once, opening its backends.
@@ -58,18 +58,8 @@ async fn record_failure(
     started: Instant,
     e: &Error,
 ) {
-    let record = crate::state::RunRecord {
-        run_id: run_id.to_owned(),
-        summary: serde_json::json!({
-            "status": "failed",
-            "job": config.job,
-            "run_id": run_id,
-            "code": e.code().as_str(),
-            "error": e.to_string(),
-            "duration_ms": started.elapsed().as_millis() as u64,
-        }),
-        expires_at_s: chrono::Utc::now().timestamp() + drain::RUN_RECORD_TTL_S,
-    };
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let record = RunRecord::failed(&config.job, run_id, e, duration_ms);
     let write = backends.state.put_run(&config.job, &record);
     match tokio::time::timeout(FAILURE_RECORD_ALLOWANCE, write).await {
         Ok(Ok(())) => {}
@@ -248,12 +238,10 @@ async fn rebaseline_pending(
     }
     if !summary.rebaselined.is_empty() {
         // The run record says what the summary says.
-        let record = crate::state::RunRecord {
-            run_id: summary.run_id.clone(),
-            summary: serde_json::to_value(&*summary).unwrap_or_default(),
-            expires_at_s: chrono::Utc::now().timestamp() + drain::RUN_RECORD_TTL_S,
-        };
-        backends.state.put_run(&config.job, &record).await?;
+        backends
+            .state
+            .put_run(&config.job, &RunRecord::of(summary))
+            .await?;
     }
     Ok(())
 }

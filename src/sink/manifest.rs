@@ -7,16 +7,15 @@
 //!
 //! Guarantees: the document is a public contract (docs/output.md, Manifests), versioned by
 //! `format_version` (currently 1); `rows` and `bytes` are the sums over `parts`, which are
-//! listed in the order they were written; column types use the stable sluice type names of
-//! [`type_name`] (`int32`, `decimal(12,2)`, `timestamp_tz`, `list<utf8>`). The same column
-//! list, as JSON, is each part's `sluice.schema` metadata ([`schema_json`]).
+//! listed in the order they were written; columns are listed as [`ManifestColumn`]s, in
+//! the stable sluice type names (`int32`, `decimal(12,2)`, `timestamp_tz`, `list<utf8>`).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
-use crate::sink::arrow_schema::type_name;
+use crate::sink::columns::ManifestColumn;
 use crate::sink::schema_history::Shape;
 
 /// The manifest's file name in a table folder and in its `snapshot/` folder.
@@ -71,45 +70,6 @@ pub struct ManifestPart {
     /// (`_schema_history.json`, [`crate::sink::schema_history`]); change parts only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<u32>,
-}
-
-/// One column in a manifest (and in a part's `sluice.schema`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestColumn {
-    pub name: String,
-    /// Sluice type name ([`type_name`]).
-    #[serde(rename = "type")]
-    pub ty: String,
-    pub source_type: String,
-    pub nullable: bool,
-    pub key: bool,
-}
-
-impl ManifestColumn {
-    /// The columns of `table`, in order.
-    pub fn of(table: &TableSchema) -> Vec<ManifestColumn> {
-        table
-            .columns
-            .iter()
-            .map(|c| ManifestColumn {
-                name: c.name.clone(),
-                ty: type_name(&c.ty),
-                source_type: c.source_type.clone(),
-                nullable: c.nullable,
-                key: c.key,
-            })
-            .collect()
-    }
-}
-
-/// `{"table": …, "columns": [{name, type, source_type, nullable, key}, …]}`: the
-/// `sluice.schema` key-value metadata of a part.
-pub fn schema_json(table: &TableSchema) -> String {
-    serde_json::json!({
-        "table": table.name,
-        "columns": ManifestColumn::of(table),
-    })
-    .to_string()
 }
 
 /// Who wrote the manifest and over what range.
@@ -233,6 +193,7 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::change::{Column, ColumnType};
+    use crate::sink::columns::schema_json;
 
     fn table() -> TableSchema {
         TableSchema {

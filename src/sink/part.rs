@@ -34,16 +34,14 @@
 //! Rolling at a size threshold happens only where the caller says: [`PartWriter::should_roll`]
 //! reports it, and the caller calls [`PartWriter::finish`] at a transaction boundary.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
@@ -53,10 +51,13 @@ use crate::error::{Code, Error, Result};
 use crate::sink::arrow_schema::type_name;
 use crate::sink::batch::RowBatchBuilder;
 use crate::sink::checksum::{EMPTY_SUM, checksum_text};
-use crate::sink::manifest::{ManifestPart, schema_json};
+use crate::sink::columns::schema_json;
+use crate::sink::manifest::ManifestPart;
 use crate::sink::partition::{self, Bucket};
+use crate::spill::errors::io_error;
+use crate::spill::files::{self, SpillKind};
 
-use self::encoder::Encoder;
+use self::encoder::{Encoder, parquet_error};
 
 /// Key-value metadata key holding the sluice table schema as JSON.
 pub const SCHEMA_METADATA_KEY: &str = "sluice.schema";
@@ -90,7 +91,7 @@ pub struct PartSettings {
     pub row_group_rows: usize,
     /// A batch is also written out once it holds about this many bytes of cells, so wide
     /// rows cannot grow the heap past it. The drain lowers it to each table's share of
-    /// `output.memory_budget_bytes` ([`crate::sink::memory_budget`]). Each batch is closed
+    /// `output.memory_budget_bytes` ([`crate::spill::memory_budget`]). Each batch is closed
     /// as its own row group at once, so the Parquet writer's in-progress row group never
     /// holds more than one batch's encoding.
     pub row_group_bytes: usize,
@@ -489,56 +490,28 @@ impl OpenPart {
 struct SpillFile {
     path: PathBuf,
     keep: bool,
-    /// The in-use mark ([`crate::sink::spill_sweep::hold`]), passed on to the finished part.
+    /// The in-use mark ([`crate::spill::files::hold`]), passed on to the finished part.
     hold: Option<File>,
 }
 
-static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl SpillFile {
-    /// Creates `sluice-<pid>-<counter>-<table>.parquet.partial` (`create_new`: an existing
-    /// file is never reused) and returns it with its open handle.
+    /// Creates the part's spill file ([`SpillKind::Part`]) and returns it with its open
+    /// handle.
     fn create(dir: &Path, table: &str) -> Result<(Self, File)> {
-        let safe: String = table
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        // A leftover from a crashed process with the same pid (Lambda reuses /tmp) is
-        // skipped, never reused.
-        let mut attempts = 0;
-        loop {
-            let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!(
-                "sluice-{}-{n:06}-{safe}.parquet.partial",
-                std::process::id()
-            ));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    let hold = crate::sink::spill_sweep::hold(&file);
-                    let spill = SpillFile {
-                        path,
-                        keep: false,
-                        hold,
-                    };
-                    return Ok((spill, file));
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 1000 => {
-                    attempts += 1;
-                }
-                Err(e) => {
-                    return Err(io_error(
-                        e,
-                        format!("creating spill file {}", path.display()),
-                        dir,
-                    ));
-                }
+        match files::create(dir, SpillKind::Part { table }) {
+            Ok(created) => {
+                let spill = SpillFile {
+                    path: created.path,
+                    keep: false,
+                    hold: created.hold,
+                };
+                Ok((spill, created.file))
             }
+            Err(failed) => Err(io_error(
+                failed.source,
+                format!("creating spill file {}", failed.path.display()),
+                dir,
+            )),
         }
     }
 }
@@ -578,61 +551,6 @@ fn refuse_type_changes(old: &TableSchema, new: &TableSchema) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A failure of a file in the spill directory: full or not writable (with the hint that
-/// fixes each), another write failure otherwise.
-pub(crate) fn io_error(err: io::Error, what: String, spill_dir: &Path) -> Error {
-    if err.kind() == io::ErrorKind::StorageFull {
-        return spill_full(what, spill_dir).source(err);
-    }
-    if denied(&err) {
-        return spill_denied(what, spill_dir).source(err);
-    }
-    Error::new(Code::OutputWrite, what).source(err)
-}
-
-fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
-    if let ParquetError::External(inner) = &err
-        && let Some(io) = inner.downcast_ref::<io::Error>()
-        && io.kind() == io::ErrorKind::StorageFull
-    {
-        return spill_full(what, spill_dir).source(err);
-    }
-    if let ParquetError::External(inner) = &err
-        && let Some(io) = inner.downcast_ref::<io::Error>()
-        && denied(io)
-    {
-        return spill_denied(what, spill_dir).source(err);
-    }
-    Error::new(Code::OutputWrite, what).source(err)
-}
-
-/// A spill directory we may not write to: retrying changes nothing.
-fn denied(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-    )
-}
-
-fn spill_denied(what: String, spill_dir: &Path) -> Error {
-    Error::new(
-        Code::SpillDenied,
-        format!(
-            "{what}: the spill directory {} is not writable",
-            spill_dir.display()
-        ),
-    )
-    .hint("point output.spill_dir at a writable directory (or make it writable for the user sluice runs as)")
-}
-
-fn spill_full(what: String, spill_dir: &Path) -> Error {
-    Error::new(
-        Code::SpillFull,
-        format!("{what}: the spill directory {} is full", spill_dir.display()),
-    )
-    .hint("point output.spill_dir at a larger volume, raise the Lambda function's ephemeral storage (up to 10240 MB; /tmp), or lower output.rollover_bytes so parts are uploaded sooner")
 }
 
 mod encoder;

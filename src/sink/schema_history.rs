@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::ManifestColumn;
+use super::columns::ManifestColumn;
 use crate::error::{Code, Error, Result};
 
 /// What changed about one column between two consecutive shapes.

@@ -1,5 +1,6 @@
 //! The pull-based change-stream contract every engine implements, and the factory that
-//! opens the engine a config names.
+//! opens the engine a config names: its change stream ([`open`]) or its baseline reader
+//! ([`open_snapshot`], whose contract is [`snapshot`]).
 //!
 //! Contract (all engines): a stream is opened at the stored checkpoint with a read bound
 //! fixed at open (the end of the log *as of the start of the run*); `next` yields
@@ -232,6 +233,19 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     match engine_for_url(&config.source_url()?)? {
         Engine::Postgres => postgres::prepare_capture(config).await,
         Engine::MySql | Engine::SqlServer => Ok(()),
+    }
+}
+
+/// Opens a baseline reader ([`snapshot::SnapshotSource`]) for the source the config names.
+pub async fn open_snapshot(config: &Config) -> Result<Box<dyn snapshot::SnapshotSource>> {
+    match engine_for_url(&config.source_url()?)? {
+        Engine::Postgres => Ok(Box::new(
+            postgres::snapshot::PgSnapshot::open(config).await?,
+        )),
+        Engine::MySql => Ok(Box::new(mysql::snapshot::MySnapshot::open(config).await?)),
+        Engine::SqlServer => Ok(Box::new(
+            sqlserver::snapshot::SqlServerSnapshot::open(config).await?,
+        )),
     }
 }
 

@@ -1,5 +1,7 @@
 //! The baseline read contract every engine implements: plan keyset chunks of a table and
-//! read one chunk as rows of the table's schema.
+//! read one chunk as rows of the table's schema; the rules every engine shares (which key
+//! a table is chunked by, the chunk bounds, a keyless table's pinned read). The contract
+//! knows no engine: [`crate::source::open_snapshot`] opens the one a config names.
 //!
 //! Contract: a chunk is `lower < key <= upper` in the primary key's order (`None` = open
 //! end), so the chunks of one plan partition the table with no gap and no overlap
@@ -20,7 +22,6 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::change::{Column, TableSchema, Value};
-use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
 
@@ -233,21 +234,6 @@ pub fn check_pinned(table: &str, pinned: Option<&str>, bounds: &ChunkBounds) -> 
         ));
     }
     Ok(())
-}
-
-/// Opens a baseline reader for the config's source.
-pub async fn open(config: &Config) -> Result<Box<dyn SnapshotSource>> {
-    match super::engine_for_url(&config.source_url()?)? {
-        super::Engine::Postgres => Ok(Box::new(
-            super::postgres::snapshot::PgSnapshot::open(config).await?,
-        )),
-        super::Engine::MySql => Ok(Box::new(
-            super::mysql::snapshot::MySnapshot::open(config).await?,
-        )),
-        super::Engine::SqlServer => Ok(Box::new(
-            super::sqlserver::snapshot::SqlServerSnapshot::open(config).await?,
-        )),
-    }
 }
 
 /// Evenly spaced split points of the integer range `[min, max]` into `chunks` chunks:

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use fs4::fs_std::FileExt;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::decide::{self, LeaseDecision};
@@ -95,10 +96,6 @@ impl LocalStateStore {
         })
     }
 
-    fn doc_path(&self, job: &str) -> PathBuf {
-        self.dir.join(format!("{job}.json"))
-    }
-
     /// Runs `f` on the job's document under the job's exclusive lock; writes the
     /// document back when `f` returns `Ok((true, _))`.
     fn with_doc<T>(
@@ -106,57 +103,13 @@ impl LocalStateStore {
         job: &str,
         f: impl FnOnce(&mut JobDocument) -> Result<(bool, T)>,
     ) -> Result<T> {
-        let lock_path = self.dir.join(format!("{job}.lock"));
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io_error(&lock_path, e))?;
-        lock.lock_exclusive().map_err(|e| io_error(&lock_path, e))?;
-        let result = self.read_modify_write(job, f);
-        let _ = FileExt::unlock(&lock);
-        result
-    }
-
-    fn read_modify_write<T>(
-        &self,
-        job: &str,
-        f: impl FnOnce(&mut JobDocument) -> Result<(bool, T)>,
-    ) -> Result<T> {
-        let path = self.doc_path(job);
-        let mut doc = match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice::<JobDocument>(&bytes).map_err(|e| {
-                Error::new(Code::StateCorrupt, format!("state file {} is not a valid sluice state document", path.display()))
-                    .hint("restore the file from a backup; to start the stream over, move it away and re-baseline")
-                    .source(e)
-            })?,
-            Err(e) if e.kind() == ErrorKind::NotFound => JobDocument {
-                format_version: 1,
-                ..JobDocument::default()
-            },
-            Err(e) => return Err(io_error(&path, e)),
+        let file = DocumentFile {
+            dir: &self.dir,
+            name: job,
+            what: "state",
+            if_corrupt: "restore the file from a backup; to start the stream over, move it away and re-baseline",
         };
-        let (write, value) = f(&mut doc)?;
-        if write {
-            let tmp = self
-                .dir
-                .join(format!(".{job}.json.tmp-{}", std::process::id()));
-            let bytes = serde_json::to_vec_pretty(&doc)
-                .map_err(|e| Error::new(Code::Internal, "encoding state").source(e))?;
-            let written = File::create(&tmp).and_then(|mut file| {
-                file.write_all(&bytes)?;
-                file.sync_all()
-            });
-            written
-                .and_then(|_| fs::rename(&tmp, &path))
-                .and_then(|_| File::open(&self.dir)?.sync_all())
-                .map_err(|e| {
-                    let _ = fs::remove_file(&tmp);
-                    io_error(&path, e)
-                })?;
-        }
-        Ok(value)
+        file.update(f)
     }
 }
 
@@ -170,14 +123,65 @@ struct ClaimsDocument {
 
 impl LocalStateStore {
     /// Runs `f` on the claims document under the claims lock; writes it back when `f`
-    /// returns `Ok((true, _))` (temporary file, fsync, rename, directory fsync).
+    /// returns `Ok((true, _))`.
     fn with_claims<T>(
         &self,
         f: impl FnOnce(&mut ClaimsDocument) -> Result<(bool, T)>,
     ) -> Result<T> {
         let dir = self.dir.join("claims");
         fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-        let lock_path = dir.join("claims.lock");
+        let file = DocumentFile {
+            dir: &dir,
+            name: "claims",
+            what: "claims",
+            if_corrupt: "restore the file from a backup, or move it away: every job re-claims its resources at its next run",
+        };
+        file.update(f)
+    }
+}
+
+/// A document of the store: JSON with a `format_version`, 1 in a new one.
+trait Document: Default + Serialize + DeserializeOwned {
+    /// The document of a store that has none yet.
+    fn fresh() -> Self;
+}
+
+impl Document for JobDocument {
+    fn fresh() -> Self {
+        JobDocument {
+            format_version: 1,
+            ..JobDocument::default()
+        }
+    }
+}
+
+impl Document for ClaimsDocument {
+    fn fresh() -> Self {
+        ClaimsDocument {
+            format_version: 1,
+            ..ClaimsDocument::default()
+        }
+    }
+}
+
+/// One JSON document of the store, `<dir>/<name>.json`, changed only under the exclusive
+/// `flock` of `<dir>/<name>.lock` and only by replacing it whole: a reader sees the old
+/// document or the new one, never a torn one.
+struct DocumentFile<'a> {
+    dir: &'a Path,
+    name: &'a str,
+    /// What the document holds (`state`, `claims`), for its errors.
+    what: &'a str,
+    /// The fix for a document that does not parse.
+    if_corrupt: &'a str,
+}
+
+impl DocumentFile<'_> {
+    /// Runs `f` on the document ([`Document::fresh`] when there is none; one that does
+    /// not parse is `SLUICE_STATE_CORRUPT`) under the lock; writes it back
+    /// ([`Self::replace`]) when `f` returns `Ok((true, _))`.
+    fn update<D: Document, T>(&self, f: impl FnOnce(&mut D) -> Result<(bool, T)>) -> Result<T> {
+        let lock_path = self.dir.join(format!("{}.lock", self.name));
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -186,40 +190,51 @@ impl LocalStateStore {
             .map_err(|e| io_error(&lock_path, e))?;
         lock.lock_exclusive().map_err(|e| io_error(&lock_path, e))?;
         let result = (|| {
-            let path = dir.join("claims.json");
+            let path = self.dir.join(format!("{}.json", self.name));
             let mut doc = match fs::read(&path) {
-                Ok(bytes) => serde_json::from_slice::<ClaimsDocument>(&bytes).map_err(|e| {
-                    Error::new(Code::StateCorrupt, format!("claims file {} is not a valid sluice claims document", path.display()))
-                        .hint("restore the file from a backup, or move it away: every job re-claims its resources at its next run")
+                Ok(bytes) => serde_json::from_slice::<D>(&bytes).map_err(|e| {
+                    let what = self.what;
+                    let message = format!(
+                        "{what} file {} is not a valid sluice {what} document",
+                        path.display()
+                    );
+                    Error::new(Code::StateCorrupt, message)
+                        .hint(self.if_corrupt)
                         .source(e)
                 })?,
-                Err(e) if e.kind() == ErrorKind::NotFound => ClaimsDocument {
-                    format_version: 1,
-                    ..ClaimsDocument::default()
-                },
+                Err(e) if e.kind() == ErrorKind::NotFound => D::fresh(),
                 Err(e) => return Err(io_error(&path, e)),
             };
             let (write, value) = f(&mut doc)?;
             if write {
-                let tmp = dir.join(format!(".claims.json.tmp-{}", std::process::id()));
-                let bytes = serde_json::to_vec_pretty(&doc)
-                    .map_err(|e| Error::new(Code::Internal, "encoding claims").source(e))?;
-                File::create(&tmp)
-                    .and_then(|mut file| {
-                        file.write_all(&bytes)?;
-                        file.sync_all()
-                    })
-                    .and_then(|_| fs::rename(&tmp, &path))
-                    .and_then(|_| File::open(&dir)?.sync_all())
-                    .map_err(|e| {
-                        let _ = fs::remove_file(&tmp);
-                        io_error(&path, e)
-                    })?;
+                self.replace(&path, &doc)?;
             }
             Ok(value)
         })();
         let _ = FileExt::unlock(&lock);
         result
+    }
+
+    /// Replaces the document at `path` with `doc`: written to a temporary file that is
+    /// fsynced and renamed over it, then the directory is fsynced. On failure the
+    /// temporary file is removed and the old document stands.
+    fn replace(&self, path: &Path, doc: &impl Serialize) -> Result<()> {
+        let tmp = self
+            .dir
+            .join(format!(".{}.json.tmp-{}", self.name, std::process::id()));
+        let bytes = serde_json::to_vec_pretty(doc)
+            .map_err(|e| Error::new(Code::Internal, format!("encoding {}", self.what)).source(e))?;
+        File::create(&tmp)
+            .and_then(|mut file| {
+                file.write_all(&bytes)?;
+                file.sync_all()
+            })
+            .and_then(|_| fs::rename(&tmp, path))
+            .and_then(|_| File::open(self.dir)?.sync_all())
+            .map_err(|e| {
+                let _ = fs::remove_file(&tmp);
+                io_error(path, e)
+            })
     }
 }
 

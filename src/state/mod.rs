@@ -26,8 +26,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, StateConfig};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::position::Position;
+use crate::summary::RunSummary;
 
 /// A granted lease. Whoever holds the highest token is the only writer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,6 +177,42 @@ pub struct RunRecord {
     pub summary: serde_json::Value,
     /// When the record may be dropped, s since the Unix epoch (DynamoDB TTL).
     pub expires_at_s: i64,
+}
+
+/// How long run records are kept (DynamoDB TTL).
+pub const RUN_RECORD_TTL_S: i64 = 14 * 24 * 3600;
+
+impl RunRecord {
+    /// The record of a run that ended with `summary` (what it printed), kept for
+    /// [`RUN_RECORD_TTL_S`] from now.
+    pub fn of(summary: &RunSummary) -> RunRecord {
+        RunRecord {
+            run_id: summary.run_id.clone(),
+            summary: serde_json::to_value(summary).unwrap_or_default(),
+            expires_at_s: Self::expiry(),
+        }
+    }
+
+    /// The record of run `run_id` of `job` that failed with `error` after `duration_ms`:
+    /// its status `failed`, the error's code and message.
+    pub fn failed(job: &str, run_id: &str, error: &Error, duration_ms: u64) -> RunRecord {
+        RunRecord {
+            run_id: run_id.to_owned(),
+            summary: serde_json::json!({
+                "status": "failed",
+                "job": job,
+                "run_id": run_id,
+                "code": error.code().as_str(),
+                "error": error.to_string(),
+                "duration_ms": duration_ms,
+            }),
+            expires_at_s: Self::expiry(),
+        }
+    }
+
+    fn expiry() -> i64 {
+        chrono::Utc::now().timestamp() + RUN_RECORD_TTL_S
+    }
 }
 
 /// The answer to a resource claim.

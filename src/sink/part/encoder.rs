@@ -12,7 +12,7 @@
 //! * at most one batch is handed over at a time (a rendezvous channel): while the thread
 //!   encodes batch N, the caller builds batch N+1 and waits before handing it over, so
 //!   memory holds at most the batch being built, the batch being encoded and its encoded
-//!   row group ([`crate::sink::memory_budget`] counts three caps per writer);
+//!   row group ([`crate::spill::memory_budget`] counts three caps per writer);
 //! * an encoding error surfaces at the next [`Encoder::write`] or at [`Encoder::finish`],
 //!   with the same codes as inline encoding (`SLUICE_OUTPUT_WRITE`, `SLUICE_SPILL_FULL`);
 //! * dropping an unfinished encoder stops its thread without writing a footer (the spill
@@ -28,10 +28,11 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
 
-use super::{io_error, parquet_error};
 use crate::error::{Code, Error, Result};
 use crate::sink::batch::FinishedBatch;
+use crate::spill::errors::{io_error, volume_error};
 
 /// Encodes one part.
 pub struct Encoder {
@@ -236,6 +237,22 @@ fn finish_writer(mut writer: ArrowWriter<File>, path: &Path, spill_dir: &Path) -
         .sync_all()
         .map_err(|e| io_error(e, format!("fsyncing part {}", path.display()), spill_dir))?;
     Ok(writer.bytes_written() as u64)
+}
+
+/// A failure of the Parquet writer on a file in the spill directory: a full or
+/// unwritable volume is the spill room's refusal ([`crate::spill::errors`]), anything
+/// else `SLUICE_OUTPUT_WRITE`.
+pub(super) fn parquet_error(err: ParquetError, what: String, spill_dir: &Path) -> Error {
+    let refusal = match &err {
+        ParquetError::External(inner) => inner
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| volume_error(io, &what, spill_dir)),
+        _ => None,
+    };
+    match refusal {
+        Some(refusal) => refusal.source(err),
+        None => Error::new(Code::OutputWrite, what).source(err),
+    }
 }
 
 #[cfg(test)]

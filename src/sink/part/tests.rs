@@ -9,6 +9,7 @@ use arrow_buffer::i256;
 use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{LogicalType, TimeUnit as ParquetTimeUnit};
+use parquet::errors::ParquetError;
 
 fn col(name: &str, ty: ColumnType) -> Column {
     Column {
@@ -986,7 +987,7 @@ fn manifest_entries_mirror_the_part() {
 #[test]
 fn leftover_spill_files_are_skipped_not_reused() {
     let dir = tempfile::tempdir().unwrap();
-    let next = SPILL_COUNTER.load(Ordering::Relaxed);
+    let next = crate::spill::files::next_number(crate::spill::files::SpillKind::Part { table: "" });
     let mut leftovers = Vec::new();
     for n in next..next + 20 {
         let path = dir.path().join(format!(

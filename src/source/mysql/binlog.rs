@@ -5,7 +5,9 @@
 //! * the read bound is the server's coordinates at open (`SHOW MASTER STATUS` /
 //!   `SHOW BINARY LOG STATUS`, by version), a transaction boundary;
 //! * a new stream starts at a [`consistent_position`]: every transaction before it is
-//!   visible to later reads, so a baseline anchored there has no gap;
+//!   visible to later reads, so a baseline anchored there has no gap; with GTIDs on, the
+//!   anchor carries the set executed up to it, read with the coordinates in one step
+//!   ([`anchor_with_set`]);
 //! * a checkpoint is never re-anchored ([`decide_start`], pure): its file purged while
 //!   newer files exist is `SLUICE_SOURCE_LOG_GAP`; its file missing with only
 //!   lower-numbered files present, or shorter than the checkpoint offset, means the binlog
@@ -17,14 +19,17 @@
 //! * ERROR 1236 while dumping is classified ([`classify_dump_error`]); a peer that does not
 //!   implement the dump (a proxy) is reported as such.
 
+use std::sync::Arc;
+
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Row};
 
 use super::connect::{errno, query_error, server_errno};
 use super::prerequisites::{Flavor, ServerVersion};
+use super::refusals::{foreign, log_gap};
 use super::schema::quote_ident;
 use crate::error::{Code, Error, Result};
-use crate::position::{BinlogPosition, GtidPos, GtidSet};
+use crate::position::{BinlogMark, BinlogPosition, GtidPos, GtidSet};
 
 /// One `SHOW BINARY LOGS` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +136,7 @@ pub async fn consistent_position(
             // With GTIDs on, the anchor also carries the set executed up to it, read with
             // the coordinates in one consistent step (performance_schema.log_status, which
             // needs BACKUP_ADMIN); otherwise the stream learns it at the next rotation.
-            let result = match super::mysql_gtid::anchor_with_set(conn).await {
+            let result = match anchor_with_set(conn).await {
                 Some(anchor) => Ok(anchor),
                 None => current_position(conn, version).await,
             };
@@ -199,6 +204,46 @@ pub fn position(file: &str, offset: u64) -> Result<BinlogPosition> {
     })
 }
 
+/// The binlog's end and the GTID set executed up to it, read consistently from
+/// `performance_schema.log_status` (MySQL ≥ 8.0.14; the server holds its logs still while
+/// it fills the row). `None` when it cannot be read (no BACKUP_ADMIN, GTIDs off, MariaDB)
+/// — then the stream learns the set at its first binlog rotation.
+pub async fn anchor_with_set(conn: &mut mysql_async::Conn) -> Option<BinlogPosition> {
+    use mysql_async::prelude::Queryable;
+    let local: Option<String> = match conn
+        .query_first("SELECT CAST(LOCAL AS CHAR) FROM performance_schema.log_status")
+        .await
+    {
+        Ok(row) => row,
+        Err(e) => {
+            tracing::info!(error = %e, "performance_schema.log_status is not readable (BACKUP_ADMIN): the first checkpoints carry no GTID set until the next binlog rotation");
+            None
+        }
+    };
+    let parsed = local.as_deref().and_then(parse_log_status);
+    if local.is_some() && parsed.is_none() {
+        tracing::info!(local = ?local, "performance_schema.log_status names no binlog position with a GTID set");
+    }
+    parsed
+}
+
+/// The anchor in a `log_status` LOCAL document:
+/// `{"gtid_executed": "<set>", "binary_log_file": "<file>", "binary_log_position": <n>}`.
+/// `None` when a field is missing or malformed, or GTIDs are off (an empty set on a
+/// server that has written transactions cannot be told from "off": both are kept). Pure.
+pub fn parse_log_status(local: &str) -> Option<BinlogPosition> {
+    let doc: serde_json::Value = serde_json::from_str(local).ok()?;
+    let file = doc.get("binary_log_file")?.as_str()?;
+    let offset = doc.get("binary_log_position")?.as_u64()?;
+    let set = GtidSet::parse(doc.get("gtid_executed")?.as_str()?).ok()?;
+    let position = position(file, offset).ok()?;
+    let mark = BinlogMark {
+        gtid_set: Some(Arc::new(set)),
+        ..BinlogMark::default()
+    };
+    Some(position.with_mark(mark))
+}
+
 /// Checks that the binlog still holds the checkpoint's file as it was. Pure.
 pub fn decide_start(logs: &[LogFile], checkpoint: &BinlogPosition) -> Result<()> {
     let file = checkpoint.file();
@@ -235,23 +280,6 @@ pub fn check_not_past(checkpoint: &BinlogPosition, bound: &BinlogPosition) -> Re
         )));
     }
     Ok(())
-}
-
-/// `SLUICE_SOURCE_LOG_GAP` with the re-baseline steps.
-pub fn log_gap(message: String) -> Error {
-    Error::new(Code::SourceLogGap, message).hint(
-        "the changes after the checkpoint are gone from the binlog: re-baseline the table(s) — clear the job's state \
-         with `sluice state clear --config FILE` and run a new baseline; then keep binlogs longer than the schedule interval \
-         (binlog_expire_logs_seconds / expire_logs_days; RDS: CALL mysql.rds_set_configuration('binlog retention hours', 24))",
-    )
-}
-
-/// `SLUICE_SOURCE_FOREIGN_CHECKPOINT` with the recovery steps.
-pub fn foreign(message: String) -> Error {
-    Error::new(Code::SourceForeignCheckpoint, message).hint(
-        "the checkpoint does not belong to this server's binlog: point source.url at the original server, or — if the \
-         binlog was reset or the server replaced — clear the job's state with `sluice state clear --config FILE` and re-baseline",
-    )
 }
 
 /// Where a dump starts.
@@ -504,5 +532,35 @@ mod tests {
         assert!(proxied.hint_text().unwrap().contains("proxy"));
         let other = classify_dump_error(server(1105, "boom"), &at, 7);
         assert!(other.hint_text().unwrap().contains("server_id 7"));
+    }
+
+    /// `performance_schema.log_status`'s LOCAL column as MySQL 8.0 documents it
+    /// ("The log_status Table"), with the newline `gtid_executed` puts after a comma.
+    #[test]
+    fn the_anchor_carries_the_set_log_status_reports_with_it() {
+        const A: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+        const B: &str = "8a94f357-aab4-11df-86ab-c80aa9429562";
+        let local = format!(
+            r#"{{"gtid_executed": "{B}:1-3,\n{A}:1-5", "binary_log_file": "binlog.000002", "binary_log_position": 1234}}"#
+        );
+        let anchor = parse_log_status(&local).unwrap();
+        assert_eq!(anchor.to_string(), "binlog.000002:1234");
+        assert_eq!(
+            anchor.checkpoint_text(),
+            format!("binlog.000002:1234;s={A}:1-5,{B}:1-3")
+        );
+        for bad in [
+            "not json".to_owned(),
+            r#"{"binary_log_file": "binlog.000002", "binary_log_position": 4}"#.to_owned(),
+            format!(r#"{{"gtid_executed": "{A}:1-5", "binary_log_position": 4}}"#),
+            format!(
+                r#"{{"gtid_executed": "{A}:0", "binary_log_file": "binlog.000002", "binary_log_position": 4}}"#
+            ),
+            format!(
+                r#"{{"gtid_executed": "{A}:1", "binary_log_file": "nodot", "binary_log_position": 4}}"#
+            ),
+        ] {
+            assert!(parse_log_status(&bad).is_none(), "{bad}");
+        }
     }
 }

@@ -39,6 +39,7 @@ pub mod forms;
 pub mod mysql_gtid;
 pub mod prerequisites;
 pub mod probe;
+pub mod refusals;
 pub mod rows;
 pub mod schema;
 pub mod snapshot;
@@ -52,9 +53,9 @@ use mysql_async::{Conn, Row};
 use crate::config::{Config, invalid};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogPosition, Position};
-use crate::sink::memory_budget::MemoryBudget;
-use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{ChangeStream, Resume, StreamInfo};
+use crate::spill::disk_budget::TransactionLimit;
+use crate::spill::memory_budget::MemoryBudget;
 use connect::{Session, bounded, query_error};
 use prerequisites::{Flavor, ServerVersion, Settings};
 use stream::{GtidStart, MyStream, Origin, StreamSettings};
@@ -569,7 +570,7 @@ pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Pl
     let position = match &resume.position {
         Position::MySql(position) => (**position).clone(),
         other => {
-            return Err(binlog::foreign(format!(
+            return Err(refusals::foreign(format!(
                 "the checkpoint {other} is not a binlog position"
             )));
         }
@@ -580,7 +581,7 @@ pub fn resume_plan(resume: &Resume, identity: &str, flavor: Flavor) -> Result<Pl
     match (flavor, position.gtid(), position.mark.gtid_set.clone()) {
         (Flavor::MariaDb, Some(gtid), _) => Ok(Plan::Follow(position, gtid)),
         (Flavor::MySql, _, Some(set)) => Ok(Plan::FollowSet(position, set)),
-        _ => Err(binlog::foreign(format!(
+        _ => Err(refusals::foreign(format!(
             "the checkpoint was written for source {:?}, but this server is {identity:?}, and the checkpoint has no GTID position to follow a failover by",
             resume.source_identity
         ))),

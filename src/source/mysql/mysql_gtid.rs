@@ -20,10 +20,10 @@ use mysql_common::binlog::events::{GtidEvent, PreviousGtidsEvent};
 use mysql_common::packets::binlog_request::BinlogRequest;
 use mysql_common::packets::{BinlogDumpFlags, GnoInterval, Sid};
 
-use super::binlog::log_gap;
 use super::failover::gap;
+use super::refusals::log_gap;
 use crate::error::{Code, Error, Result};
-use crate::position::{BinlogMark, BinlogPosition, GtidSet, SourceUuid};
+use crate::position::{GtidSet, SourceUuid};
 
 /// The transaction a GTID_LOG_EVENT starts (`at`: where, for the error).
 pub fn gtid_of(event: &GtidEvent, at: &dyn std::fmt::Display) -> Result<(SourceUuid, u64)> {
@@ -149,46 +149,6 @@ pub struct ServerGtidSets {
     pub executed: GtidSet,
     /// `@@GLOBAL.gtid_purged`: executed but no longer in the binlog.
     pub purged: GtidSet,
-}
-
-/// The binlog's end and the GTID set executed up to it, read consistently from
-/// `performance_schema.log_status` (MySQL ≥ 8.0.14; the server holds its logs still while
-/// it fills the row). `None` when it cannot be read (no BACKUP_ADMIN, GTIDs off, MariaDB)
-/// — then the stream learns the set at its first binlog rotation.
-pub async fn anchor_with_set(conn: &mut mysql_async::Conn) -> Option<BinlogPosition> {
-    use mysql_async::prelude::Queryable;
-    let local: Option<String> = match conn
-        .query_first("SELECT CAST(LOCAL AS CHAR) FROM performance_schema.log_status")
-        .await
-    {
-        Ok(row) => row,
-        Err(e) => {
-            tracing::info!(error = %e, "performance_schema.log_status is not readable (BACKUP_ADMIN): the first checkpoints carry no GTID set until the next binlog rotation");
-            None
-        }
-    };
-    let parsed = local.as_deref().and_then(parse_log_status);
-    if local.is_some() && parsed.is_none() {
-        tracing::info!(local = ?local, "performance_schema.log_status names no binlog position with a GTID set");
-    }
-    parsed
-}
-
-/// The anchor in a `log_status` LOCAL document:
-/// `{"gtid_executed": "<set>", "binary_log_file": "<file>", "binary_log_position": <n>}`.
-/// `None` when a field is missing or malformed, or GTIDs are off (an empty set on a
-/// server that has written transactions cannot be told from "off": both are kept). Pure.
-pub fn parse_log_status(local: &str) -> Option<BinlogPosition> {
-    let doc: serde_json::Value = serde_json::from_str(local).ok()?;
-    let file = doc.get("binary_log_file")?.as_str()?;
-    let offset = doc.get("binary_log_position")?.as_u64()?;
-    let set = GtidSet::parse(doc.get("gtid_executed")?.as_str()?).ok()?;
-    let position = super::binlog::position(file, offset).ok()?;
-    let mark = BinlogMark {
-        gtid_set: Some(Arc::new(set)),
-        ..BinlogMark::default()
-    };
-    Some(position.with_mark(mark))
 }
 
 /// Reads `@@GLOBAL.gtid_executed` and `@@GLOBAL.gtid_purged`.
@@ -462,34 +422,6 @@ mod tests {
         ServerGtidSets {
             executed: set(executed),
             purged: set(purged),
-        }
-    }
-
-    /// `performance_schema.log_status`'s LOCAL column as MySQL 8.0 documents it
-    /// ("The log_status Table"), with the newline `gtid_executed` puts after a comma.
-    #[test]
-    fn the_anchor_carries_the_set_log_status_reports_with_it() {
-        let local = format!(
-            r#"{{"gtid_executed": "{B}:1-3,\n{A}:1-5", "binary_log_file": "binlog.000002", "binary_log_position": 1234}}"#
-        );
-        let anchor = parse_log_status(&local).unwrap();
-        assert_eq!(anchor.to_string(), "binlog.000002:1234");
-        assert_eq!(
-            anchor.checkpoint_text(),
-            format!("binlog.000002:1234;s={A}:1-5,{B}:1-3")
-        );
-        for bad in [
-            "not json".to_owned(),
-            r#"{"binary_log_file": "binlog.000002", "binary_log_position": 4}"#.to_owned(),
-            format!(r#"{{"gtid_executed": "{A}:1-5", "binary_log_position": 4}}"#),
-            format!(
-                r#"{{"gtid_executed": "{A}:0", "binary_log_file": "binlog.000002", "binary_log_position": 4}}"#
-            ),
-            format!(
-                r#"{{"gtid_executed": "{A}:1", "binary_log_file": "nodot", "binary_log_position": 4}}"#
-            ),
-        ] {
-            assert!(parse_log_status(&bad).is_none(), "{bad}");
         }
     }
 

@@ -138,7 +138,7 @@ pub fn declared_type(
         "mediumint" | "int" | "integer" => int(ColumnType::Int32, ColumnType::UInt32),
         "bigint" => int(ColumnType::Int64, ColumnType::UInt64),
         "decimal" | "numeric" => {
-            let (precision, scale) = decimal_args(column_type)
+            let (precision, scale) = super::values::decimal_args(column_type)
                 .ok_or_else(|| format!("cannot read precision and scale from {column_type}"))?;
             super::values::decimal_type(precision, scale)
         }
@@ -183,16 +183,6 @@ pub fn declared_metadata(data_type: &str, charset: Option<&str>) -> BTreeMap<Str
         },
         _ => BTreeMap::new(),
     }
-}
-
-/// `decimal(12,2) unsigned` → (12, 2).
-pub(super) fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
-    let inner = column_type.split_once('(')?.1.split_once(')')?.0;
-    let (p, s) = inner.split_once(',').unwrap_or((inner, "0"));
-    let precision: u8 = p.trim().parse().ok()?;
-    let scale: i8 = s.trim().parse().ok()?;
-    ((1..=76).contains(&precision) && scale >= 0 && scale as u8 <= precision)
-        .then_some((precision, scale))
 }
 
 /// Resolves the configured tables the server shows; returns them and the names of those

@@ -148,7 +148,7 @@ fn placeholder(column: &Column) -> String {
         ColumnType::Decimal { precision, scale } => Some((precision, scale)),
         // A DECIMAL wider than 38 digits is written as its text; bound as a DECIMAL all
         // the same, so the server never compares it as a string or a float.
-        ColumnType::Utf8 => super::schema::decimal_args(&column.source_type).filter(|_| {
+        ColumnType::Utf8 => super::values::decimal_args(&column.source_type).filter(|_| {
             column
                 .source_type
                 .to_ascii_lowercase()

@@ -23,17 +23,15 @@
 //!   directory; the name carries the pid).
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::events::{LoggedRows, MappedTable};
 use super::rows::ImageColumns;
 use crate::change::{Op, RowChange, TableSchema, Value};
-
-static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
+use crate::spill::files::{self, SpillKind};
 
 /// Why a row could not be buffered.
 #[derive(Debug, thiserror::Error)]
@@ -247,32 +245,19 @@ impl TxnBuffer {
     }
 
     fn open_file(&mut self) -> Result<(), SpillError> {
-        loop {
-            let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = self
-                .dir
-                .join(format!("sluice-txn-{}-{n:06}.spill", std::process::id()));
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(handle) => {
-                    tracing::info!(path = %path.display(), "transaction exceeds the memory cap; spilling to disk");
-                    let hold = crate::sink::spill_sweep::hold(&handle);
-                    self.file = Some(SpillFile {
-                        path,
-                        _hold: hold,
-                        writer: Some(BufWriter::with_capacity(256 * 1024, handle)),
-                        reader: None,
-                    });
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(source) => return Err(SpillError::Io { path, source }),
-            }
-        }
+        let created =
+            files::create(&self.dir, SpillKind::Transaction).map_err(|failed| SpillError::Io {
+                path: failed.path,
+                source: failed.source,
+            })?;
+        tracing::info!(path = %created.path.display(), "transaction exceeds the memory cap; spilling to disk");
+        self.file = Some(SpillFile {
+            path: created.path,
+            _hold: created.hold,
+            writer: Some(BufWriter::with_capacity(256 * 1024, created.file)),
+            reader: None,
+        });
+        Ok(())
     }
 
     /// Writes the record in `scratch` to the spill file, opening it first if needed.

@@ -31,15 +31,16 @@ use mysql_async::BinlogStream;
 use mysql_async::binlog::EventFlags;
 use mysql_async::binlog::events::{Event, EventData, TableMapEvent};
 
-use super::binlog::{classify_dump_error, foreign, log_gap};
+use super::binlog::classify_dump_error;
 use super::events::{self, MappedTable, MariaGtid, Statement, UnknownEvent};
+use super::refusals::{foreign, log_gap};
 use super::schema::CapturedTable;
 use super::spill::{Held, SpillError, TxnBuffer};
 use crate::change::{Op, RowChange};
 use crate::error::{Code, Error, Result};
 use crate::position::{BinlogMark, BinlogPosition, Gtid, GtidPos, GtidSet, Position};
-use crate::sink::spill_budget::TransactionLimit;
 use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo, TableSchema};
+use crate::spill::disk_budget::TransactionLimit;
 
 const FORMAT_DESCRIPTION: u8 = 15;
 
@@ -99,7 +100,7 @@ pub struct StreamSettings {
     pub server_id: u32,
     pub spill_dir: std::path::PathBuf,
     pub memory_cap: u64,
-    pub max_transaction: crate::sink::spill_budget::TransactionLimit,
+    pub max_transaction: TransactionLimit,
     /// The longest the dump may be silent before the run gives up (`source.timeouts`).
     pub read_timeout: std::time::Duration,
 }

@@ -318,7 +318,7 @@ pub fn convert_selected(column: &Column, result: MyType, value: MyValue) -> Resu
             ColumnType::Binary => Ok(Value::Bytes(bytes)),
             ColumnType::Decimal { precision, scale } => decimal(*precision, *scale, ascii(&bytes)?),
             ColumnType::Utf8 if result == MyType::MYSQL_TYPE_NEWDECIMAL => {
-                let (precision, scale) = super::schema::decimal_args(&column.source_type)
+                let (precision, scale) = decimal_args(&column.source_type)
                     .ok_or_else(|| format!("no precision and scale in {}", column.source_type))?;
                 decimal(precision, scale, ascii(&bytes)?)
             }
@@ -419,6 +419,16 @@ fn string_width(meta: &[u8]) -> usize {
 fn text(col: &BinlogColumn, bytes: Vec<u8>) -> Result<String, String> {
     let decoding = charset_of(col)?;
     charset::decode(decoding, col.charset.as_deref().unwrap_or("UTF-8"), bytes)
+}
+
+/// `decimal(12,2) unsigned` → (12, 2).
+pub(super) fn decimal_args(column_type: &str) -> Option<(u8, i8)> {
+    let inner = column_type.split_once('(')?.1.split_once(')')?.0;
+    let (p, s) = inner.split_once(',').unwrap_or((inner, "0"));
+    let precision: u8 = p.trim().parse().ok()?;
+    let scale: i8 = s.trim().parse().ok()?;
+    ((1..=76).contains(&precision) && scale >= 0 && scale as u8 <= precision)
+        .then_some((precision, scale))
 }
 
 /// The output type of a `DECIMAL(precision, scale)`: a Decimal128 up to 38 digits, the

@@ -29,7 +29,7 @@ use tokio_postgres::config::{Host, LoadBalanceHosts, SslMode, TargetSessionAttrs
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use super::connect::{connect_error, query_error};
+use super::errors::{connect_error, query_error};
 use crate::error::{Code, Error, Result};
 use crate::source::establish::watched::{Progress, Stage, Watched};
 use crate::source::establish::{Deadline, Phase, resolve, stalled, tcp_connect};

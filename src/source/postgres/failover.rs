@@ -1,10 +1,8 @@
-//! PostgreSQL failover: failover slots (PostgreSQL ≥ 17) and what a timeline change — a
-//! promoted standby, or a point-in-time restore — means for a checkpoint.
+//! PostgreSQL failover: what a timeline change — a promoted standby, or a point-in-time
+//! restore — means for a checkpoint, given the job's slot (a failover slot from
+//! PostgreSQL 17 on, [`super::slot::create_slot_sql`]).
 //!
 //! Guarantees:
-//! * [`create_slot_sql`] creates the job's slot with `failover = true` on a primary that
-//!   supports it (≥ 17, so a standby with `sync_replication_slots = on` keeps a copy) and
-//!   with the two-argument call before and on a standby (which refuses failover slots);
 //! * [`check_timeline`] (pure) lets a checkpoint written on timeline `n` continue on
 //!   timeline `m ≠ n` only when the server is ≥ 17 and the job's slot is there as a
 //!   failover slot synchronized from the old primary (`failover` and `synced` both true:
@@ -14,22 +12,8 @@
 //!   re-baseline steps; the drain and `doctor` decide by this one function;
 //! * [`follow_check`] (pure) says, for `doctor`, whether the job can follow a failover.
 
+use super::slot::{FAILOVER_SLOTS, SlotInfo};
 use crate::error::{Code, Error, Result};
-
-/// `server_version_num` of the first release with failover slots.
-pub const FAILOVER_SLOTS: i32 = 170_000;
-
-/// The statement creating the job's slot (`$1`: its name) on a server of `version_num`;
-/// `standby`: the server is in recovery (a slot made on a standby cannot be a failover
-/// slot).
-pub fn create_slot_sql(version_num: i32, standby: bool) -> &'static str {
-    if version_num >= FAILOVER_SLOTS && !standby {
-        // (slot_name, plugin, temporary, twophase, failover)
-        "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
-    } else {
-        "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')"
-    }
-}
 
 /// `server_version_num` of the server.
 pub async fn server_version_num(client: &tokio_postgres::Client) -> Result<i32> {
@@ -40,20 +24,8 @@ pub async fn server_version_num(client: &tokio_postgres::Client) -> Result<i32> 
         .map_err(|e| super::connect::query_error("reading server_version_num", e))
 }
 
-/// `server_version_num`, and whether the server is a standby (`pg_is_in_recovery()`).
-pub async fn server_kind(client: &tokio_postgres::Client) -> Result<(i32, bool)> {
-    client
-        .query_one(
-            "SELECT current_setting('server_version_num')::int, pg_is_in_recovery()",
-            &[],
-        )
-        .await
-        .map(|row| (row.get(0), row.get(1)))
-        .map_err(|e| super::connect::query_error("reading server_version_num", e))
-}
-
 /// The facts for `slot` on a server of `version_num`.
-pub fn facts(version_num: i32, slot: Option<&super::slot::SlotInfo>) -> FailoverFacts {
+pub fn facts(version_num: i32, slot: Option<&SlotInfo>) -> FailoverFacts {
     FailoverFacts {
         version_num,
         slot_exists: slot.is_some(),
@@ -164,28 +136,6 @@ mod tests {
             slot_exists: exists,
             slot_failover: failover,
             slot_synced: synced,
-        }
-    }
-
-    #[test]
-    fn the_slot_is_created_with_failover_from_postgresql_17_on() {
-        for (v, standby) in [
-            (140_011, false),
-            (150_008, false),
-            (160_004, false),
-            (169_999, false),
-            (170_002, true),
-        ] {
-            assert_eq!(
-                create_slot_sql(v, standby),
-                "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')"
-            );
-        }
-        for v in [170_000, 170_002, 180_000] {
-            assert_eq!(
-                create_slot_sql(v, false),
-                "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
-            );
         }
     }
 

@@ -16,6 +16,7 @@
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
+pub mod errors;
 mod establish;
 pub mod failover;
 pub mod orphan;

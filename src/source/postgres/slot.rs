@@ -7,7 +7,10 @@
 //! a vanished or invalidated slot, or a slot moved past the checkpoint by someone else, is
 //! `SLUICE_SOURCE_LOG_GAP`; a checkpoint from another server or database is
 //! `SLUICE_SOURCE_FOREIGN_CHECKPOINT`. [`decide_start`] is a pure function so `doctor`
-//! and the drain refuse by the same rule.
+//! and the drain refuse by the same rule. [`create_slot_sql`] creates the job's slot with
+//! `failover = true` on a primary that supports it (≥ 17, so a standby with
+//! `sync_replication_slots = on` keeps a copy) and with the two-argument call before and
+//! on a standby (which refuses failover slots).
 
 use tokio_postgres::Client;
 
@@ -154,18 +157,42 @@ pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> 
     }))
 }
 
+/// `server_version_num` of the first release with failover slots.
+pub const FAILOVER_SLOTS: i32 = 170_000;
+
+/// The statement creating the job's slot (`$1`: its name) on a server of `version_num`;
+/// `standby`: the server is in recovery (a slot made on a standby cannot be a failover
+/// slot).
+pub fn create_slot_sql(version_num: i32, standby: bool) -> &'static str {
+    if version_num >= FAILOVER_SLOTS && !standby {
+        // (slot_name, plugin, temporary, twophase, failover)
+        "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
+    } else {
+        "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')"
+    }
+}
+
+/// `server_version_num`, and whether the server is a standby (`pg_is_in_recovery()`).
+pub async fn server_kind(client: &Client) -> Result<(i32, bool)> {
+    client
+        .query_one(
+            "SELECT current_setting('server_version_num')::int, pg_is_in_recovery()",
+            &[],
+        )
+        .await
+        .map(|row| (row.get(0), row.get(1)))
+        .map_err(|e| query_error("reading server_version_num", e))
+}
+
 /// Creates the slot (the publication must exist already); returns its start position.
 pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> {
     if !pg.create {
         return Err(Error::new(Code::SourcePrerequisite, format!("replication slot {} does not exist", pg.slot))
             .hint(format!("run SELECT pg_create_logical_replication_slot('{}', 'pgoutput'); as a user with REPLICATION and set source.postgres.adopt_slot: true, or set source.postgres.create: true", pg.slot)));
     }
-    let (version, standby) = super::failover::server_kind(client).await?;
+    let (version, standby) = server_kind(client).await?;
     let row = client
-        .query_one(
-            super::failover::create_slot_sql(version, standby),
-            &[&pg.slot],
-        )
+        .query_one(create_slot_sql(version, standby), &[&pg.slot])
         .await
         .map_err(|e| query_error(&format!("creating replication slot {}", pg.slot), e))?;
     let text: String = row.get(0);
@@ -549,5 +576,27 @@ mod tests {
             gap(decide_start("s", Some(&slot(5)), None, "other")),
             Code::SourcePrerequisite
         );
+    }
+
+    #[test]
+    fn the_slot_is_created_with_failover_from_postgresql_17_on() {
+        for (v, standby) in [
+            (140_011, false),
+            (150_008, false),
+            (160_004, false),
+            (169_999, false),
+            (170_002, true),
+        ] {
+            assert_eq!(
+                create_slot_sql(v, standby),
+                "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')"
+            );
+        }
+        for v in [170_000, 170_002, 180_000] {
+            assert_eq!(
+                create_slot_sql(v, false),
+                "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
+            );
+        }
     }
 }

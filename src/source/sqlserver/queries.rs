@@ -8,10 +8,12 @@
 //! [`keys`](super::keys) to letters, digits and `_`), so a comparison never converts the
 //! column (which would defeat its index) and orders exactly as `ORDER BY` the key does.
 //! Baseline key comparisons are row-value comparisons spelled out (T-SQL has none), led
-//! by a range on the key's first column so the optimizer seeks the key's index.
+//! by a range on the key's first column so the optimizer seeks the key's index. Every
+//! column is read by [`select_expr`], under its own name, in the form its output type
+//! takes (money through an exact `CAST`, a type without a typed mapping as WKB or text).
 
 use super::keys::KeyColumn;
-use super::values::{CaptureColumn, select_expr};
+use super::values::{CaptureColumn, Form};
 
 /// The row filter that makes an UPDATE two rows: its old image (operation 3) and its new
 /// image (operation 4).
@@ -255,6 +257,57 @@ fn keyset_compare(keys: &[KeyColumn], first: usize, op: &str, last: &str, lead: 
     }
 }
 
+/// The select-list expression reading `column` from the row source `alias`: the column
+/// itself; for money types an exact `CAST` to decimal; for a type without a typed mapping
+/// its WKB or text ([`CaptureColumn::form`]) — always under the column's own name.
+pub fn select_expr(alias: &str, column: &CaptureColumn) -> String {
+    let quoted = quote(&column.name);
+    let c = format!("{alias}.{quoted}");
+    match column.type_name.as_str() {
+        "money" => format!("CAST({c} AS decimal(19,4)) AS {quoted}"),
+        "smallmoney" => format!("CAST({c} AS decimal(10,4)) AS {quoted}"),
+        "geometry" | "geography" => format!("{c}.AsBinaryZM() AS {quoted}"),
+        "hierarchyid" => format!("{c}.ToString() AS {quoted}"),
+        "sql_variant" => format!("{} AS {quoted}", variant_text(&c)),
+        _ if column.form() == Some(Form::Text) => {
+            format!("CONVERT(nvarchar(max), {c}) AS {quoted}")
+        }
+        _ => c,
+    }
+}
+
+/// The text of a `sql_variant` value `c`, in a style that keeps every digit of its base
+/// type: floats with 17 significant digits (style 3), date and time types in ISO 8601
+/// (126/127, offset kept), binary as `0x…` hex (style 1), money with its 4 decimals
+/// (style 2); other base types (integers, decimals, strings, uniqueidentifier) convert
+/// exactly by default.
+fn variant_text(c: &str) -> String {
+    let as_text =
+        |ty: &str, style: u8| format!("CONVERT(nvarchar(4000), CAST({c} AS {ty}), {style})");
+    let time = format!("CONVERT(nvarchar(4000), CAST({c} AS time(7)))");
+    format!(
+        "CASE CAST(SQL_VARIANT_PROPERTY({c}, 'BaseType') AS sysname) \
+         WHEN 'float' THEN {} WHEN 'real' THEN {} \
+         WHEN 'datetime' THEN {} WHEN 'smalldatetime' THEN {} WHEN 'datetime2' THEN {} \
+         WHEN 'datetimeoffset' THEN {} WHEN 'date' THEN {} WHEN 'time' THEN {} \
+         WHEN 'binary' THEN {} WHEN 'varbinary' THEN {} \
+         WHEN 'money' THEN {} WHEN 'smallmoney' THEN {} \
+         ELSE CONVERT(nvarchar(4000), {c}) END",
+        as_text("float", 3),
+        as_text("real", 3),
+        as_text("datetime", 126),
+        as_text("smalldatetime", 126),
+        as_text("datetime2(7)", 126),
+        as_text("datetimeoffset(7)", 127),
+        as_text("date", 23),
+        time,
+        as_text("varbinary(8000)", 1),
+        as_text("varbinary(8000)", 1),
+        as_text("money", 2),
+        as_text("smallmoney", 2),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,5 +490,54 @@ mod tests {
         assert!(text.contains("@source_name = N'o''rders'"));
         assert!(text.contains("sys.sp_cdc_disable_table"));
         assert!(enable_statements("dbo", "t", "i").contains("sys.sp_cdc_enable_db"));
+    }
+
+    #[test]
+    fn money_is_read_through_an_exact_cast() {
+        let mut m = CaptureColumn::sample("c", "money", 8, 19, 4);
+        m.name = "pri]ce".into();
+        assert_eq!(
+            select_expr("c", &m),
+            "CAST(c.[pri]]ce] AS decimal(19,4)) AS [pri]]ce]"
+        );
+        assert_eq!(
+            select_expr("t", &CaptureColumn::sample("c", "int", 4, 10, 0)),
+            "t.[c]"
+        );
+    }
+
+    #[test]
+    fn types_without_a_typed_mapping_are_read_as_wkb_or_text_under_their_own_name() {
+        assert_eq!(
+            select_expr("c", &CaptureColumn::sample("c", "geography", -1, 0, 0)),
+            "c.[c].AsBinaryZM() AS [c]"
+        );
+        assert_eq!(
+            select_expr("t", &CaptureColumn::sample("c", "hierarchyid", 892, 0, 0)),
+            "t.[c].ToString() AS [c]"
+        );
+        assert_eq!(
+            select_expr("t", &CaptureColumn::sample("c", "my_clr_type", -1, 0, 0)),
+            "CONVERT(nvarchar(max), t.[c]) AS [c]"
+        );
+        let variant = select_expr("c", &CaptureColumn::sample("c", "sql_variant", 8016, 0, 0));
+        assert!(
+            variant.starts_with("CASE CAST(SQL_VARIANT_PROPERTY(c.[c], 'BaseType') AS sysname)"),
+            "{variant}"
+        );
+        for exact in [
+            "WHEN 'float' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS float), 3)",
+            "WHEN 'datetime2' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetime2(7)), 126)",
+            "WHEN 'datetimeoffset' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetimeoffset(7)), 127)",
+            "WHEN 'time' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS time(7)))",
+            "WHEN 'varbinary' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS varbinary(8000)), 1)",
+            "WHEN 'money' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS money), 2)",
+        ] {
+            assert!(variant.contains(exact), "{exact} not in {variant}");
+        }
+        assert!(
+            variant.ends_with("ELSE CONVERT(nvarchar(4000), c.[c]) END AS [c]"),
+            "{variant}"
+        );
     }
 }

@@ -15,7 +15,7 @@
 //! * No column is refused for its type: `geometry` / `geography` are read as WKB
 //!   (`AsBinaryZM()`, Z and M kept; the SRID is not in WKB), declared `sluice.form = wkb`;
 //!   `hierarchyid` as its path text (`ToString()`), `sql_variant` as the text of its value
-//!   in an exact style for its base type ([`select_expr`]), and any other type (a CLR
+//!   in an exact style for its base type ([`super::queries::select_expr`]), and any other type (a CLR
 //!   type, one added in a later SQL Server) as `CONVERT(nvarchar(max), …)` — all declared
 //!   `sluice.form = text`.
 
@@ -204,57 +204,6 @@ pub enum Form {
     Wkb,
     /// The value's text.
     Text,
-}
-
-/// The select-list expression reading `column` from the row source `alias`: the column
-/// itself; for money types an exact `CAST` to decimal; for a type without a typed mapping
-/// its WKB or text ([`CaptureColumn::form`]) — always under the column's own name.
-pub fn select_expr(alias: &str, column: &CaptureColumn) -> String {
-    let quoted = super::queries::quote(&column.name);
-    let c = format!("{alias}.{quoted}");
-    match column.type_name.as_str() {
-        "money" => format!("CAST({c} AS decimal(19,4)) AS {quoted}"),
-        "smallmoney" => format!("CAST({c} AS decimal(10,4)) AS {quoted}"),
-        "geometry" | "geography" => format!("{c}.AsBinaryZM() AS {quoted}"),
-        "hierarchyid" => format!("{c}.ToString() AS {quoted}"),
-        "sql_variant" => format!("{} AS {quoted}", variant_text(&c)),
-        _ if column.form() == Some(Form::Text) => {
-            format!("CONVERT(nvarchar(max), {c}) AS {quoted}")
-        }
-        _ => c,
-    }
-}
-
-/// The text of a `sql_variant` value `c`, in a style that keeps every digit of its base
-/// type: floats with 17 significant digits (style 3), date and time types in ISO 8601
-/// (126/127, offset kept), binary as `0x…` hex (style 1), money with its 4 decimals
-/// (style 2); other base types (integers, decimals, strings, uniqueidentifier) convert
-/// exactly by default.
-fn variant_text(c: &str) -> String {
-    let as_text =
-        |ty: &str, style: u8| format!("CONVERT(nvarchar(4000), CAST({c} AS {ty}), {style})");
-    let time = format!("CONVERT(nvarchar(4000), CAST({c} AS time(7)))");
-    format!(
-        "CASE CAST(SQL_VARIANT_PROPERTY({c}, 'BaseType') AS sysname) \
-         WHEN 'float' THEN {} WHEN 'real' THEN {} \
-         WHEN 'datetime' THEN {} WHEN 'smalldatetime' THEN {} WHEN 'datetime2' THEN {} \
-         WHEN 'datetimeoffset' THEN {} WHEN 'date' THEN {} WHEN 'time' THEN {} \
-         WHEN 'binary' THEN {} WHEN 'varbinary' THEN {} \
-         WHEN 'money' THEN {} WHEN 'smallmoney' THEN {} \
-         ELSE CONVERT(nvarchar(4000), {c}) END",
-        as_text("float", 3),
-        as_text("real", 3),
-        as_text("datetime", 126),
-        as_text("smalldatetime", 126),
-        as_text("datetime2(7)", 126),
-        as_text("datetimeoffset(7)", 127),
-        as_text("date", 23),
-        time,
-        as_text("varbinary(8000)", 1),
-        as_text("varbinary(8000)", 1),
-        as_text("money", 2),
-        as_text("smallmoney", 2),
-    )
 }
 
 /// Converts one cell to the column's output type. The error says why, without naming the
@@ -669,52 +618,6 @@ mod tests {
         assert_eq!(
             convert(&ColumnType::Timestamp, ColumnData::SmallDateTime(Some(sdt))).unwrap(),
             Value::Timestamp(base + 3_660_000_000)
-        );
-    }
-
-    #[test]
-    fn money_is_read_through_an_exact_cast() {
-        let mut m = col("money", 8, 19, 4);
-        m.name = "pri]ce".into();
-        assert_eq!(
-            select_expr("c", &m),
-            "CAST(c.[pri]]ce] AS decimal(19,4)) AS [pri]]ce]"
-        );
-        assert_eq!(select_expr("t", &col("int", 4, 10, 0)), "t.[c]");
-    }
-
-    #[test]
-    fn types_without_a_typed_mapping_are_read_as_wkb_or_text_under_their_own_name() {
-        assert_eq!(
-            select_expr("c", &col("geography", -1, 0, 0)),
-            "c.[c].AsBinaryZM() AS [c]"
-        );
-        assert_eq!(
-            select_expr("t", &col("hierarchyid", 892, 0, 0)),
-            "t.[c].ToString() AS [c]"
-        );
-        assert_eq!(
-            select_expr("t", &col("my_clr_type", -1, 0, 0)),
-            "CONVERT(nvarchar(max), t.[c]) AS [c]"
-        );
-        let variant = select_expr("c", &col("sql_variant", 8016, 0, 0));
-        assert!(
-            variant.starts_with("CASE CAST(SQL_VARIANT_PROPERTY(c.[c], 'BaseType') AS sysname)"),
-            "{variant}"
-        );
-        for exact in [
-            "WHEN 'float' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS float), 3)",
-            "WHEN 'datetime2' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetime2(7)), 126)",
-            "WHEN 'datetimeoffset' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS datetimeoffset(7)), 127)",
-            "WHEN 'time' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS time(7)))",
-            "WHEN 'varbinary' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS varbinary(8000)), 1)",
-            "WHEN 'money' THEN CONVERT(nvarchar(4000), CAST(c.[c] AS money), 2)",
-        ] {
-            assert!(variant.contains(exact), "{exact} not in {variant}");
-        }
-        assert!(
-            variant.ends_with("ELSE CONVERT(nvarchar(4000), c.[c]) END AS [c]"),
-            "{variant}"
         );
     }
 }

@@ -35,6 +35,7 @@
 //!   absent (`attribute_not_exists`), so the first record wins.
 //! * Every read is strongly consistent.
 
+mod condition;
 mod item;
 mod table;
 
@@ -57,6 +58,7 @@ use super::{
 };
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
+use condition::{condition_failed, written};
 use item::{
     Fields, Item, JobItem, checkpoint_value, chunk_item, chunk_sk, key, number, parse_chunk,
     parse_run, parse_snapshot, run_item, sk_of, snapshot_item, snapshot_sk,
@@ -301,10 +303,7 @@ impl StateStore for DynamoStateStore {
                         expires_at_ms: expires,
                     }));
                 }
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                {
+                Err(e) if condition_failed(&e) => {
                     let current = self.job_state(job).await?;
                     let decision = decide::lease(
                         current.lease_owner.as_deref(),
@@ -376,12 +375,7 @@ impl StateStore for DynamoStateStore {
                 expires_at_ms: expires,
                 ..lease.clone()
             }),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Err(self.fenced(lease, None).await.source(e))
-            }
+            Err(e) if condition_failed(&e) => Err(self.fenced(lease, None).await.source(e)),
             Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
         }
     }
@@ -398,15 +392,9 @@ impl StateStore for DynamoStateStore {
             .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
             .send()
             .await;
-        match released {
+        // Taken over meanwhile (not written): the new holder's lease is left alone.
+        match written(released) {
             Ok(_) => Ok(()),
-            // Taken over meanwhile: the new holder's lease is left alone.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
             Err(e) => Err(self.job_write_error(e, &lease.job, "lease").await),
         }
     }
@@ -456,10 +444,7 @@ impl StateStore for DynamoStateStore {
                     ..lease.clone()
                 },
             )),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
+            Err(e) if condition_failed(&e) => {
                 // Refused: unless the stored checkpoint is this very write (its first
                 // answer was lost and the SDK sent it again), we are fenced.
                 if let Ok(current) = self.job_state(&lease.job).await
@@ -518,14 +503,9 @@ impl StateStore for DynamoStateStore {
                 AttributeValue::S((*status).to_owned()),
             );
         }
-        match request.send().await {
+        // A record at a later status is kept (not written).
+        match written(request.send().await) {
             Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
             Err(e) => Err(self.error(
                 e,
                 "dynamodb:PutItem",
@@ -599,10 +579,7 @@ impl StateStore for DynamoStateStore {
             .await;
         match sent {
             Ok(_) => Ok(record.clone()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
+            Err(e) if condition_failed(&e) => {
                 let item = self.get_item(job, &sk).await?.ok_or_else(|| {
                     Error::new(
                         Code::StateUnavailable,
@@ -632,10 +609,7 @@ impl StateStore for DynamoStateStore {
             .await;
         match sent {
             Ok(_) => Ok(ClaimOutcome::Ours),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
+            Err(e) if condition_failed(&e) => {
                 let holder = self
                     .get_item(&pk, "claim")
                     .await?
@@ -692,16 +666,7 @@ impl StateStore for DynamoStateStore {
             .expression_attribute_values(":job", AttributeValue::S(job.to_owned()))
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(self.error(e, "dynamodb:DeleteItem", &pk)),
-        }
+        written(sent).map_err(|e| self.error(e, "dynamodb:DeleteItem", &pk))
     }
 
     async fn break_lease(&self, job: &str, owner: &str) -> Result<bool> {
@@ -715,14 +680,8 @@ impl StateStore for DynamoStateStore {
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
+        match written(sent) {
+            Ok(broken) => Ok(broken),
             Err(e) => Err(self.job_write_error(e, job, "lease").await),
         }
     }
@@ -764,12 +723,7 @@ impl StateStore for DynamoStateStore {
                 cleared.checkpoint = JobItem::parse(&self.table, job, &old)?.checkpoint;
                 Ok(cleared)
             }
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Err(self.fenced(lease, None).await.source(e))
-            }
+            Err(e) if condition_failed(&e) => Err(self.fenced(lease, None).await.source(e)),
             Err(e) => Err(self.job_write_error(e, job, "clear").await),
         }
     }

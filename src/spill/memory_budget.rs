@@ -13,7 +13,7 @@
 //! ([`MemoryBudget::transaction_memory`], [`MemoryBudget::less`]): the writers share what
 //! is left.
 
-use crate::sink::spill_budget::human_bytes;
+use super::disk_budget::human_bytes;
 
 const MIB: u64 = 1024 * 1024;
 

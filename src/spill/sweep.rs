@@ -4,11 +4,11 @@
 //! construction as `sluice-<pid>-<n>-<table>.parquet.partial`, a MySQL run its
 //! transaction buffer as `sluice-txn-<pid>-<n>.spill`, an Iceberg commit to S3 Tables the
 //! part it was copying into a warehouse as `sluice-copy-<pid>-<n>.parquet`
-//! ([`copy_file`]). Lambda keeps `/tmp`
+//! ([`super::files`] makes and names them). Lambda keeps `/tmp`
 //! between invocations of a warm sandbox, so without a sweep a few crashed runs fill it
 //! and every later run fails with `SLUICE_SPILL_FULL`. [`sweep`] runs at the start of a
 //! drain and removes only files no live process can own. A live process holds an
-//! exclusive lock ([`hold`]) on each of its spill files for as long as the file is in use
+//! exclusive lock ([`super::files::hold`]) on each of its spill files for as long as the file is in use
 //! (a finished part until it is uploaded and removed), so a locked file is never removed
 //! — also when another container sharing the volume runs under the same pid (each
 //! container's first process is pid 1). An unlocked file is removed when it is named
@@ -17,9 +17,11 @@
 //! Every file not named like a spill file is left alone.
 
 use std::fs::File;
+use std::path::Path;
 
 use fs4::fs_std::FileExt;
-use std::path::Path;
+
+use super::files::spill_pid;
 
 /// Removes the dead runs' spill files in `dir`; returns how many were removed.
 pub fn sweep(dir: &Path) -> usize {
@@ -45,73 +47,15 @@ pub fn sweep(dir: &Path) -> usize {
     removed
 }
 
-/// Marks a new spill file (through its open handle) as in use by this process until the
-/// returned handle is dropped. `None` when the file system has no locks; the pid rule
-/// alone then protects the file.
-pub fn hold(file: &File) -> Option<File> {
-    let held = file.try_clone().ok()?;
-    FileExt::try_lock_exclusive(&held)
-        .ok()
-        .filter(|locked| *locked)?;
-    Some(held)
-}
-
-/// A new local file in `dir` for a copy of a part on its way elsewhere, named so a sweep
-/// removes it once its process is gone, and held (in use) until the returned hold is
-/// dropped; a name a crashed process with this pid left is skipped.
-pub fn copy_file(dir: &Path) -> std::io::Result<(std::path::PathBuf, Option<File>)> {
-    static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    loop {
-        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!("sluice-copy-{}-{n:06}.parquet", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => return Ok((path, hold(&file))),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// True when a live process holds the file's lock.
 fn in_use(path: &Path) -> bool {
     File::open(path).is_ok_and(|f| matches!(FileExt::try_lock_exclusive(&f), Ok(false)))
 }
 
-/// The pid in a spill file name: `sluice-<pid>-<n>-<table>.parquet.partial`,
-/// `sluice-txn-<pid>-<n>.spill` or `sluice-copy-<pid>-<n>.parquet`.
-fn spill_pid(name: &str) -> Option<u32> {
-    let pid_and_n = |rest: &str| {
-        let (pid, n) = rest.split_once('-')?;
-        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        pid.parse().ok()
-    };
-    if let Some(rest) = name.strip_prefix("sluice-txn-") {
-        return pid_and_n(rest.strip_suffix(".spill")?);
-    }
-    if let Some(rest) = name.strip_prefix("sluice-copy-") {
-        return pid_and_n(rest.strip_suffix(".parquet")?);
-    }
-    let rest = name.strip_prefix("sluice-")?;
-    if !name.ends_with(".parquet.partial") {
-        return None;
-    }
-    let (pid, rest) = rest.split_once('-')?;
-    let (n, _) = rest.split_once('-')?;
-    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    pid.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spill::files::{Created, SpillKind, create, hold};
 
     #[test]
     fn removes_only_files_no_live_process_owns() {
@@ -153,7 +97,9 @@ mod tests {
     #[test]
     fn a_copy_is_removed_once_its_process_is_gone_and_kept_while_held() {
         let dir = tempfile::tempdir().unwrap();
-        let (held, hold) = copy_file(dir.path()).unwrap();
+        let Created {
+            path: held, hold, ..
+        } = create(dir.path(), SpillKind::Copy).unwrap();
         let name = held.file_name().unwrap().to_str().unwrap().to_owned();
         assert_eq!(spill_pid(&name), Some(std::process::id()), "{name}");
         let dead = dir.path().join("sluice-copy-4194322-000007.parquet");
@@ -172,8 +118,8 @@ mod tests {
             assert_eq!(sweep(dir.path()), 1, "released under this pid: a leftover");
             assert!(!held.exists());
         }
-        let (next, _hold) = copy_file(dir.path()).unwrap();
-        assert_ne!(next, held);
+        let next = create(dir.path(), SpillKind::Copy).unwrap();
+        assert_ne!(next.path, held);
     }
 
     #[test]
@@ -196,19 +142,5 @@ mod tests {
         drop(held);
         assert_eq!(sweep(dir.path()), 1);
         assert!(!live.exists(), "released, the file is a leftover");
-    }
-
-    #[test]
-    fn parses_spill_names() {
-        assert_eq!(
-            spill_pid("sluice-42-000007-shop.items.parquet.partial"),
-            Some(42)
-        );
-        assert_eq!(spill_pid("sluice-42-000007-shop.items.parquet"), None);
-        assert_eq!(spill_pid("sluice-42-x-t.parquet.partial"), None);
-        assert_eq!(spill_pid("other-42-000007-t.parquet.partial"), None);
-        assert_eq!(spill_pid("sluice-txn-42-000003.spill"), Some(42));
-        assert_eq!(spill_pid("sluice-txn-42-.spill"), None);
-        assert_eq!(spill_pid("sluice-txn-42-000003.spill.tmp"), None);
     }
 }
