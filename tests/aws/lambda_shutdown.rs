@@ -12,7 +12,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{self, Job, TestDb, proxy::Proxy};
+use crate::support::{
+    self, Job, TestDb,
+    proxy::{self, Proxy},
+};
 use support::lambda_api::{Function, Outcome, RuntimeApi};
 
 /// How long the emulator lets the function take after SIGTERM before SIGKILL. Lambda
@@ -120,30 +123,6 @@ fn sigterm_mid_drain_stops_at_a_boundary_releases_the_lease_and_exits() {
     assert_exact(&job.rows("t"), 3000);
 }
 
-/// `url` with its host and port replaced by the proxy's.
-fn through(proxy: &Proxy, url: &str) -> String {
-    let port = proxy
-        .url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse::<u16>()
-        .unwrap();
-    let mut parsed = url::Url::parse(url).unwrap();
-    parsed.set_host(Some("127.0.0.1")).unwrap();
-    parsed.set_port(Some(port)).unwrap();
-    parsed.to_string()
-}
-
-fn upstream(url: &str) -> String {
-    let parsed = url::Url::parse(url).unwrap();
-    format!(
-        "{}:{}",
-        parsed.host_str().unwrap(),
-        parsed.port().unwrap_or(5432)
-    )
-}
-
 /// The page query: a proxy armed with it stops a drain as it asks for its first page.
 const PAGE_QUERY: &str = "COPY (SELECT data FROM pg_logical_slot_peek_binary_changes";
 
@@ -152,9 +131,9 @@ fn sigterm_to_a_stuck_drain_answers_interrupted_within_lambdas_budget() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "lambda_sigterm_stuck");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     db.sql("INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 100) i");
     let before = checkpoint(&job);

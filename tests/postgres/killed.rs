@@ -11,31 +11,11 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, Job, TestDb, aws::AwsTarget, proxy::Proxy};
-
-/// `url` with its host and port replaced by the proxy's.
-fn through(proxy: &Proxy, url: &str) -> String {
-    let port = proxy
-        .url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse::<u16>()
-        .unwrap();
-    let mut parsed = url::Url::parse(url).unwrap();
-    parsed.set_host(Some("127.0.0.1")).unwrap();
-    parsed.set_port(Some(port)).unwrap();
-    parsed.to_string()
-}
-
-fn upstream(url: &str) -> String {
-    let parsed = url::Url::parse(url).unwrap();
-    format!(
-        "{}:{}",
-        parsed.host_str().unwrap(),
-        parsed.port().unwrap_or(5432)
-    )
-}
+use crate::support::{
+    self, Job, TestDb,
+    aws::AwsTarget,
+    proxy::{self, Proxy},
+};
 
 fn seed(db: &TestDb, from: usize, to: usize) {
     db.sql(&format!(
@@ -113,9 +93,9 @@ fn killed_drain_is_taken_over_at_once_with_local_state() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "lease_kill_local");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     killed_run_is_taken_over(&job, &db, &proxy);
     assert_exact(&job.rows("t"), 150);
 }
@@ -126,10 +106,10 @@ fn killed_drain_is_taken_over_at_once_with_dynamodb_state() {
     let moto = aws_or_skip!();
     let db = TestDb::new(&admin, "lease_kill_ddb");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let target = AwsTarget::new(&moto);
     let mut job = target.job(&db, &["t"], "");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     killed_run_is_taken_over(&job, &db, &proxy);
     target.fetch_output(&job);
     assert_exact(&job.rows("t"), 150);
@@ -197,9 +177,9 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "lease_sigterm_stuck");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     seed(&db, 1, 100);
     let before = checkpoint(&job);
@@ -238,10 +218,10 @@ fn a_source_stalled_mid_stream_fails_transient_within_its_timeouts() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "stall_source");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
     job.add_source_setting("timeouts: { read_seconds: 2, page_seconds: 4 }");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     seed(&db, 1, 20_000);
     let started = Instant::now();
@@ -276,10 +256,10 @@ fn a_stream_connection_stalled_in_its_startup_ends_within_connect_seconds_and_fr
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "stall_startup");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, pad text)");
-    let proxy = Proxy::start(&upstream(&db.url));
+    let proxy = Proxy::start(&proxy::upstream_of(&db.url));
     let mut job = Job::postgres(&db, &["t"], "");
     job.add_source_setting("timeouts: { connect_seconds: 2 }");
-    job.url_env.1 = through(&proxy, &db.url);
+    job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     seed(&db, 1, 100);
     let leases_before = job.local_state()["lease_token"].as_u64().unwrap_or(0);

@@ -112,6 +112,21 @@ impl Proxy {
     }
 
     /// The proxy's URL (`http://127.0.0.1:<port>`).
+    /// `url` with its host and port replaced by the proxy's.
+    pub fn url_through(&self, url: &str) -> String {
+        let port = self
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse::<u16>()
+            .unwrap();
+        let mut parsed = url::Url::parse(url).unwrap();
+        parsed.set_host(Some("127.0.0.1")).unwrap();
+        parsed.set_port(Some(port)).unwrap();
+        parsed.to_string()
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -293,4 +308,14 @@ fn read_whole_request(from: &mut TcpStream, first: &[u8]) {
             Ok(n) => seen.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// The `host:port` a PostgreSQL `url` connects to, for [`Proxy::start`].
+pub fn upstream_of(url: &str) -> String {
+    let parsed = url::Url::parse(url).unwrap();
+    format!(
+        "{}:{}",
+        parsed.host_str().unwrap(),
+        parsed.port().unwrap_or(5432)
+    )
 }
