@@ -17,8 +17,8 @@ mod catalog;
 mod iceberg;
 mod run;
 mod source;
+mod source_tls;
 mod storage;
-mod tls;
 
 use std::path::{Path, PathBuf};
 
@@ -36,8 +36,8 @@ pub use source::{
     Engine, MysqlConfig, PostgresConfig, SecretUrl, SourceConfig, SqlServerConfig, TextColumns,
     TimeoutsConfig, engine_for_url,
 };
+pub use source_tls::{TlsConfig, TlsMode};
 pub use storage::{DestinationConfig, Encryption, SseMode, StateConfig};
-pub use tls::{TlsConfig, TlsMode};
 
 /// Name of the environment variable that may carry the whole config document.
 pub const CONFIG_ENV: &str = "SLUICE_CONFIG";

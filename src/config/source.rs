@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
 
-use super::tls::TlsConfig;
+use super::source_tls::TlsConfig;
 
 /// Where the changes come from.
 #[derive(Debug, Clone, Deserialize, Serialize)]

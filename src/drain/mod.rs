@@ -14,7 +14,7 @@
 //! Guarantees: nothing is acked before it is durable and checkpointed (the order is
 //! [`crate::commit::Committer`]'s); an early stop ([`DrainOptions`]) happens only at a
 //! transaction boundary and is reported as `partial`. Progress (position, rows, rate,
-//! parts) is shown while it runs when the process asked for it ([`progress`]).
+//! parts) is shown while it runs when the process asked for it ([`tracker`]).
 
 pub mod durable;
 pub mod end;
@@ -23,11 +23,11 @@ pub mod manifests;
 pub mod open;
 pub mod options;
 pub mod pass;
-pub mod progress;
 pub mod rebaseline;
 pub mod shapes;
 pub mod stop;
 pub mod tables;
+pub mod tracker;
 
 use std::time::Instant;
 

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use super::durable::Durable;
 use super::options::DrainOptions;
-use super::progress::Tracker;
 use super::rebaseline::{Rebaselines, Why};
 use super::shapes::Shapes;
 use super::tables::Router;
+use super::tracker::Tracker;
 use crate::change::{ChangeEvent, Op};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};

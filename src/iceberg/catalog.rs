@@ -11,7 +11,7 @@
 //! the table's files lie (the destination, or S3 Tables' warehouse location) is the
 //! change log's choice (`super::ChangeLog`).
 
-use super::glue::GlueCatalog;
+use super::glue_catalog::GlueCatalog;
 use super::metadata::TableMetadata;
 use super::s3tables::S3TablesCatalog;
 use super::sql::SqlCatalog;

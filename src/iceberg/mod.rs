@@ -12,7 +12,7 @@
 //! * one snapshot per table and checkpoint that wrote parts of it (usually one per run),
 //!   a fast append of those parts; a crash between the commit and the checkpoint never
 //!   duplicates rows: the next commit of the stream drops the snapshot whose checkpoint
-//!   was never written ([`commit`]);
+//!   was never written ([`table_commit`]);
 //! * a baseline's parts become one snapshot per plan, made once, before the baseline is
 //!   marked done ([`ChangeLog::baseline`]);
 //! * with the SQL and Glue catalogs the metadata files (JSON, Avro) are written through
@@ -26,20 +26,20 @@
 //!
 //! Submodules: [`schema`] (Arrow → Iceberg types, field ids), [`metadata`] (the table
 //! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files),
-//! [`catalog`] (the calls a commit makes of its catalog), [`sql`], [`glue`] and
-//! [`s3tables`] (the catalogs), [`table_ref`] (where one table's files lie), [`commit`]
+//! [`catalog`] (the calls a commit makes of its catalog), [`sql`], [`glue_catalog`] and
+//! [`s3tables`] (the catalogs), [`table_ref`] (where one table's files lie), [`table_commit`]
 //! (one commit).
 
 pub mod avro;
 pub mod catalog;
-pub mod commit;
-pub mod glue;
+pub mod glue_catalog;
 pub mod manifest;
 pub mod metadata;
 pub mod s3tables;
 pub mod schema;
 pub mod sql;
 pub mod stats;
+pub mod table_commit;
 pub mod table_ref;
 
 use std::sync::Arc;
@@ -53,11 +53,11 @@ use crate::position::Position;
 use crate::sink::ManifestPart;
 use crate::spill::files::{self, SpillKind};
 use catalog::Catalog;
-use commit::{Origin, Outcome};
-use glue::GlueCatalog;
+use glue_catalog::GlueCatalog;
 use manifest::DataFile;
 use s3tables::{S3TablesCatalog, Warehouse};
 use sql::SqlCatalog;
+use table_commit::{Origin, Outcome};
 use table_ref::TableRef;
 
 /// How many parts a commit reads the footers of at once (copies into a warehouse go one
@@ -504,7 +504,8 @@ impl<'a> ChangeLog<'a> {
             return Ok(None);
         };
         let at = &place.at;
-        let metadata = commit::read_metadata(place.store(self.destination), at, &location).await?;
+        let metadata =
+            table_commit::read_metadata(place.store(self.destination), at, &location).await?;
         Ok(Some(Inspected {
             name: at.qualified(),
             snapshots: metadata.snapshots.len(),
@@ -617,7 +618,7 @@ impl<'a> ChangeLog<'a> {
         };
         let store = place.store(self.destination);
         let outcome =
-            commit::append(store, &self.catalog, &place.at, arrow, files, &origin).await?;
+            table_commit::append(store, &self.catalog, &place.at, arrow, files, &origin).await?;
         self.committed
             .lock()
             .unwrap()
@@ -650,8 +651,8 @@ impl<'a> ChangeLog<'a> {
             .await?;
         // A plan already in the table is not copied again.
         if let Some(location) = &existing
-            && commit::holds_plan(
-                &commit::read_metadata(store, &place.at, location).await?,
+            && table_commit::holds_plan(
+                &table_commit::read_metadata(store, &place.at, location).await?,
                 plan_id,
             )
         {
@@ -660,7 +661,7 @@ impl<'a> ChangeLog<'a> {
         }
         let files = self.data_files(&place, parts).await?;
         let outcome =
-            commit::append(store, &self.catalog, &place.at, &arrow, &files, &origin).await?;
+            table_commit::append(store, &self.catalog, &place.at, &arrow, &files, &origin).await?;
         tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
         hit(FaultPoint::IcebergCommitted).await?;
         Ok(outcome)

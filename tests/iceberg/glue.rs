@@ -228,7 +228,9 @@ fn iceberg_glue_two_writers_of_the_same_metadata_one_moves_it() {
     let database = glue_database();
     let metadata = sluice::iceberg::metadata::TableMetadata::new("s3://b/cdc/t", Vec::new(), 0, 0);
     runtime().block_on(async {
-        let open = || sluice::iceberg::glue::GlueCatalog::new(Some(&moto), Some("us-east-1"), None);
+        let open = || {
+            sluice::iceberg::glue_catalog::GlueCatalog::new(Some(&moto), Some("us-east-1"), None)
+        };
         let (a, b) = (open(), open());
         a.ensure_namespace(&database).await.unwrap();
         b.ensure_namespace(&database).await.unwrap();
@@ -297,8 +299,11 @@ fn iceberg_glue_a_stale_version_is_a_lost_race_and_the_commit_redoes_itself() {
     let database = glue_database();
     let metadata = sluice::iceberg::metadata::TableMetadata::new("s3://b/cdc/x", Vec::new(), 0, 0);
     runtime().block_on(async {
-        let glue =
-            sluice::iceberg::glue::GlueCatalog::new(Some(&proxy.url()), Some("us-east-1"), None);
+        let glue = sluice::iceberg::glue_catalog::GlueCatalog::new(
+            Some(&proxy.url()),
+            Some("us-east-1"),
+            None,
+        );
         glue.ensure_namespace(&database).await.unwrap();
         assert!(
             glue.create(&database, "x", "s3://b/cdc/x/m0", &metadata)
