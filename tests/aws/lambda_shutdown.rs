@@ -26,26 +26,6 @@ const LIMIT: Duration = Duration::from_secs(2);
 /// The name the function registers its internal extension under.
 const EXTENSION: &str = "sluice-graceful-stop";
 
-fn lease_owner(job: &Job) -> serde_json::Value {
-    job.local_state()["lease_owner"].clone()
-}
-
-fn checkpoint(job: &Job) -> serde_json::Value {
-    job.local_state()["checkpoint"].clone()
-}
-
-/// Every change once (duplicates identical) and exactly `n` distinct changes.
-fn assert_exact(rows: &[support::Row], n: usize) {
-    let mut seen = std::collections::BTreeMap::new();
-    for row in rows {
-        let at = (row["__pos"].clone(), row["__seq"].clone());
-        if let Some(previous) = seen.insert(at.clone(), row.clone()) {
-            assert_eq!(previous, *row, "duplicate at {at:?} differs");
-        }
-    }
-    assert_eq!(seen.len(), n, "distinct changes");
-}
-
 /// The function registered exactly its one internal extension, with no events, and the
 /// extension called `event/next`.
 fn assert_extension_registered(api: &RuntimeApi) {
@@ -73,7 +53,7 @@ fn sigterm_mid_drain_stops_at_a_boundary_releases_the_lease_and_exits() {
         "DO $$ BEGIN FOR i IN 1..3000 LOOP \
          INSERT INTO t VALUES (i, md5(i::text)); COMMIT; END LOOP; END $$",
     );
-    let before = checkpoint(&job);
+    let before = support::checkpoint(&job);
     let api = RuntimeApi::start();
     let mut function = Function::start(&api, &job, &[]);
     let id = api.invoke(
@@ -103,9 +83,12 @@ fn sigterm_mid_drain_stops_at_a_boundary_releases_the_lease_and_exits() {
     let rows = answer["rows"].as_u64().unwrap();
     assert!(rows > 0 && rows < 3000, "{answer}");
     assert_eq!(answer["from"], before["position"], "{answer}");
-    assert!(lease_owner(&job).is_null(), "the lease was released");
+    assert!(
+        support::lease_owner(&job).is_null(),
+        "the lease was released"
+    );
     assert_eq!(
-        checkpoint(&job)["position"].as_str(),
+        support::checkpoint(&job)["position"].as_str(),
         answer["to"].as_str(),
         "the checkpoint is where the run stopped"
     );
@@ -120,7 +103,7 @@ fn sigterm_mid_drain_stops_at_a_boundary_releases_the_lease_and_exits() {
         3000,
         "nothing lost, nothing read twice"
     );
-    assert_exact(&job.rows("t"), 3000);
+    support::assert_exact(&job.rows("t"), 3000);
 }
 
 /// The page query: a proxy armed with it stops a drain as it asks for its first page.
@@ -136,7 +119,7 @@ fn sigterm_to_a_stuck_drain_answers_interrupted_within_lambdas_budget() {
     job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     db.sql("INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 100) i");
-    let before = checkpoint(&job);
+    let before = support::checkpoint(&job);
     proxy.stall_at(PAGE_QUERY);
     let api = RuntimeApi::start();
     let mut function = Function::start(&api, &job, &[]);
@@ -167,19 +150,15 @@ fn sigterm_to_a_stuck_drain_answers_interrupted_within_lambdas_budget() {
     let message = error["errorMessage"].as_str().unwrap();
     assert!(message.starts_with("SLUICE_RUN_INTERRUPTED"), "{error}");
     assert!(message.contains("Lambda"), "the hint is Lambda's: {error}");
-    assert!(lease_owner(&job).is_null(), "the lease was released");
-    assert_eq!(checkpoint(&job), before, "nothing moved");
+    assert!(
+        support::lease_owner(&job).is_null(),
+        "the lease was released"
+    );
+    assert_eq!(support::checkpoint(&job), before, "nothing moved");
     proxy.sever();
     proxy.restore();
 
-    let next = job.run(&["drain"], &[]);
-    assert_eq!(next.code, 0, "{}", next.stderr);
-    assert_eq!(next.summary()["status"], "drained");
-    assert!(
-        !next.stderr.contains("provably gone"),
-        "no takeover was needed"
-    );
-    assert_exact(&job.rows("t"), 100);
+    support::next_drain_is_exact(&job, 100);
 }
 
 #[test]
@@ -209,7 +188,7 @@ fn sigterm_between_invocations_exits_at_once() {
         "an idle function exits at once, took {:?}",
         ended.took
     );
-    assert!(lease_owner(&job).is_null());
+    assert!(support::lease_owner(&job).is_null());
     let next = job.run(&["drain"], &[]);
     assert_eq!(next.code, 0, "{}", next.stderr);
     assert_eq!(next.summary()["status"], "drained");

@@ -23,18 +23,6 @@ fn seed(db: &TestDb, from: usize, to: usize) {
     ));
 }
 
-/// Every change once (duplicates identical) and exactly `n` distinct changes.
-fn assert_exact(rows: &[support::Row], n: usize) {
-    let mut seen = std::collections::BTreeMap::new();
-    for row in rows {
-        let at = (row["__pos"].clone(), row["__seq"].clone());
-        if let Some(previous) = seen.insert(at.clone(), row.clone()) {
-            assert_eq!(previous, *row, "duplicate at {at:?} differs");
-        }
-    }
-    assert_eq!(seen.len(), n, "distinct changes");
-}
-
 /// The page query: a proxy armed with it stops a drain as it asks for its first page.
 const PAGE_QUERY: &str = "COPY (SELECT data FROM pg_logical_slot_peek_binary_changes";
 
@@ -97,7 +85,7 @@ fn killed_drain_is_taken_over_at_once_with_local_state() {
     let mut job = Job::postgres(&db, &["t"], "");
     job.url_env.1 = proxy.url_through(&db.url);
     killed_run_is_taken_over(&job, &db, &proxy);
-    assert_exact(&job.rows("t"), 150);
+    support::assert_exact(&job.rows("t"), 150);
 }
 
 #[test]
@@ -112,15 +100,7 @@ fn killed_drain_is_taken_over_at_once_with_dynamodb_state() {
     job.url_env.1 = proxy.url_through(&db.url);
     killed_run_is_taken_over(&job, &db, &proxy);
     target.fetch_output(&job);
-    assert_exact(&job.rows("t"), 150);
-}
-
-fn lease_owner(job: &Job) -> serde_json::Value {
-    job.local_state()["lease_owner"].clone()
-}
-
-fn checkpoint(job: &Job) -> serde_json::Value {
-    job.local_state()["checkpoint"].clone()
+    support::assert_exact(&job.rows("t"), 150);
 }
 
 fn sigterm(child: &std::process::Child) {
@@ -155,21 +135,17 @@ fn sigterm_stops_a_drain_at_a_transaction_boundary_and_releases_the_lease() {
     assert_eq!(summary["status"], "partial", "{summary}");
     let rows = summary["rows"].as_u64().unwrap();
     assert!(rows > 0 && rows < 3000, "{summary}");
-    assert!(lease_owner(&job).is_null(), "the lease was released");
+    assert!(
+        support::lease_owner(&job).is_null(),
+        "the lease was released"
+    );
     assert_eq!(
-        checkpoint(&job)["position"].as_str(),
+        support::checkpoint(&job)["position"].as_str(),
         summary["to"].as_str(),
         "the checkpoint is where the run stopped"
     );
 
-    let next = job.run(&["drain"], &[]);
-    assert_eq!(next.code, 0, "{}", next.stderr);
-    assert_eq!(next.summary()["status"], "drained");
-    assert!(
-        !next.stderr.contains("provably gone"),
-        "no takeover was needed"
-    );
-    assert_exact(&job.rows("t"), 3000);
+    support::next_drain_is_exact(&job, 3000);
 }
 
 #[test]
@@ -182,7 +158,7 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     job.url_env.1 = proxy.url_through(&db.url);
     job.drain();
     seed(&db, 1, 100);
-    let before = checkpoint(&job);
+    let before = support::checkpoint(&job);
     proxy.stall_at(PAGE_QUERY);
     let child = job
         .command(&["drain"], &[])
@@ -198,15 +174,18 @@ fn sigterm_to_a_stuck_drain_abandons_it_after_the_grace_and_releases_the_lease()
     assert_eq!(run.code, 143, "{}", run.stdout);
     assert_eq!(run.error_code(), "SLUICE_RUN_INTERRUPTED", "{}", run.stdout);
     assert!(took < Duration::from_secs(9), "took {took:?}");
-    assert!(lease_owner(&job).is_null(), "the lease was released");
-    assert_eq!(checkpoint(&job), before, "nothing moved");
+    assert!(
+        support::lease_owner(&job).is_null(),
+        "the lease was released"
+    );
+    assert_eq!(support::checkpoint(&job), before, "nothing moved");
     proxy.sever();
     proxy.restore();
 
     let next = job.run(&["drain"], &[]);
     assert_eq!(next.code, 0, "{}", next.stderr);
     assert_eq!(next.summary()["status"], "drained");
-    assert_exact(&job.rows("t"), 100);
+    support::assert_exact(&job.rows("t"), 100);
 }
 
 /// The source goes silent (a path that keeps TCP alive but forwards nothing, which
@@ -242,7 +221,7 @@ fn a_source_stalled_mid_stream_fails_transient_within_its_timeouts() {
 
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_exact(&job.rows("t"), 20_000);
+    support::assert_exact(&job.rows("t"), 20_000);
 }
 
 /// A source connection that stalls in its startup *under the lease* (the proxy holds the
@@ -292,5 +271,5 @@ fn a_stream_connection_stalled_in_its_startup_ends_within_connect_seconds_and_fr
     let next = job.run(&["drain"], &[]);
     assert_eq!(next.code, 0, "{}", next.stderr);
     assert_eq!(next.summary()["status"], "drained", "{}", next.stdout);
-    assert_exact(&job.rows("t"), 100);
+    support::assert_exact(&job.rows("t"), 100);
 }

@@ -1043,3 +1043,38 @@ pub fn baseline_crash_then_resume(
     );
     summary
 }
+
+/// The local state's lease holder (`null` when free).
+pub fn lease_owner(job: &Job) -> serde_json::Value {
+    job.local_state()["lease_owner"].clone()
+}
+
+/// The local state's checkpoint.
+pub fn checkpoint(job: &Job) -> serde_json::Value {
+    job.local_state()["checkpoint"].clone()
+}
+
+/// Every change once (duplicates identical) and exactly `n` distinct changes.
+pub fn assert_exact(rows: &[Row], n: usize) {
+    let mut seen = std::collections::BTreeMap::new();
+    for row in rows {
+        let at = (row["__pos"].clone(), row["__seq"].clone());
+        if let Some(previous) = seen.insert(at.clone(), row.clone()) {
+            assert_eq!(previous, *row, "duplicate at {at:?} differs");
+        }
+    }
+    assert_eq!(seen.len(), n, "distinct changes");
+}
+
+/// The next drain after a stopped run: drained without taking a lease over, and table
+/// `t` then holds exactly `n` distinct changes.
+pub fn next_drain_is_exact(job: &Job, n: usize) {
+    let next = job.run(&["drain"], &[]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert_eq!(next.summary()["status"], "drained");
+    assert!(
+        !next.stderr.contains("provably gone"),
+        "no takeover was needed"
+    );
+    assert_exact(&job.rows("t"), n);
+}
