@@ -28,8 +28,8 @@ use crate::backends::Backends;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
+use crate::parts::FinishedPart;
 use crate::position::Position;
-use crate::sink::FinishedPart;
 use crate::source::ChangeStream;
 use crate::state::{Checkpoint, CheckpointWrite, ChunkRecord, Lease, StateStore, now_ms};
 
@@ -329,7 +329,7 @@ fn part_facts(bytes: Vec<u8>) -> Result<PartFacts> {
         .key_value_metadata()
         .into_iter()
         .flatten()
-        .find(|kv| kv.key == crate::sink::part::IDENTITY_METADATA_KEY)
+        .find(|kv| kv.key == crate::parts::part::IDENTITY_METADATA_KEY)
         .and_then(|kv| kv.value.clone());
     Ok(PartFacts {
         rows: meta.num_rows().max(0) as u64,

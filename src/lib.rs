@@ -10,10 +10,10 @@
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
 //! owner of part → fenced checkpoint → ack), `iceberg` (durable parts committed to
 //! Iceberg tables before the checkpoint), `backends` → `source` (the contracts; one folder
-//! per engine), `sink` (Parquet parts), `destination`, `state`, `claims`, `secret`,
-//! `catalog` (Glue registration at a run's end) → `spill` (memory and disk budgets, spill
-//! files and their sweep; below both the sink and the engines, which never import the
-//! sink) → core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! per engine), `parts` (Parquet parts and their manifests), `destination`, `state`, `claims`, `secret`,
+//! `registration` (Glue registration at a run's end) → `spill` (memory and disk budgets, spill
+//! files and their sweep; below both the part writers and the engines, which never import
+//! `parts`) → core types and services (`config`, `faults`, `change`, `position`, `framer`,
 //! `summary`, `metrics`, `error`, `redact`, `tls`, `aws`, `arn`, `run_id`, `progress`,
 //! `allocator`).
 
@@ -22,7 +22,6 @@ pub mod arn;
 pub mod aws;
 pub mod backends;
 pub mod baseline;
-pub mod catalog;
 pub mod change;
 pub mod claims;
 pub mod cli;
@@ -39,14 +38,15 @@ pub mod init;
 pub mod job;
 pub mod lambda;
 pub mod metrics;
+pub mod parts;
 pub mod position;
 pub mod progress;
 pub mod recovery;
 pub mod redact;
+pub mod registration;
 pub mod replay;
 pub mod run_id;
 pub mod secret;
-pub mod sink;
 pub mod source;
 pub mod spill;
 pub mod state;

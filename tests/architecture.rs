@@ -1,6 +1,6 @@
 //! The import direction of `src/`, checked from the source text: the rooms (top-level
 //! modules) form no cycle and neither do the files, only the job room and the faces
-//! reach the drain, no engine (`src/source/**`) names the sink, `config` names nothing
+//! reach the drain, no engine (`src/source/**`) names the parts room, `config` names nothing
 //! but core types, and one place writes checkpoints. Also the map: every room is on the
 //! map of `docs/development.md` and of `src/lib.rs`, and every module opens with its
 //! `//!` paragraph.
@@ -10,8 +10,8 @@
 //! `super::…` and `self::…` path written in code; comments, doc comments, string
 //! literals and `#[cfg(test)]` items are not code that ships, and test files are not
 //! rooms. A path is followed to the file that defines what it names, through `pub use`
-//! re-exports, so `crate::sink::FinishedPart` is an import of `sink/part.rs`, not of
-//! `sink/mod.rs`. A parent naming its own child module without `self::` (`local::Local
+//! re-exports, so `crate::parts::FinishedPart` is an import of `parts/part.rs`, not of
+//! `parts/mod.rs`. A parent naming its own child module without `self::` (`local::Local
 //! Destination::new(…)` in `destination/mod.rs`) is the parent wiring its children, not
 //! an import.
 
@@ -25,7 +25,7 @@ const CONFIG_MAY_IMPORT: &[&str] = &["error", "redact", "arn"];
 /// The engines' folder and the room no engine may name (engines know only the stream
 /// contract and the rooms below it).
 const ENGINES: &str = "source/";
-const NOT_FOR_ENGINES: &str = "sink";
+const NOT_FOR_ENGINES: &str = "parts";
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -70,7 +70,7 @@ fn room_of(relative: &str) -> Option<String> {
     (!matches!(room, "lib" | "main")).then(|| room.to_owned())
 }
 
-/// The module path of a file (`sink/part.rs` and `sink/part/mod.rs` → `[sink, part]`,
+/// The module path of a file (`parts/part.rs` and `parts/part/mod.rs` → `[parts, part]`,
 /// `lib.rs` → `[]`); `None` for `main.rs`, the binary's root.
 fn module_of(relative: &str) -> Option<Vec<String>> {
     if relative == "main.rs" {
@@ -711,7 +711,7 @@ fn the_files_form_no_import_cycle() {
 }
 
 #[test]
-fn no_engine_imports_the_sink() {
+fn no_engine_imports_the_part_writers() {
     let krate = Crate::read(&sources());
     let offenders: Vec<String> = krate
         .named

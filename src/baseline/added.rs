@@ -32,7 +32,7 @@ pub async fn want_added(config: &Config, backends: &Backends) -> Result<Vec<Stri
     }
     let mut added = Vec::new();
     for table in &config.source.tables {
-        if state.load_snapshot(&config.job, table).await?.is_none() {
+        if state.load_baseline(&config.job, table).await?.is_none() {
             added.push(table.clone());
         }
     }

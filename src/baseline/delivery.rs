@@ -105,7 +105,7 @@ mod tests {
     use super::*;
     use crate::destination::S3Object;
     use crate::destination::local::LocalDestination;
-    use crate::source::snapshot::ChunkBounds;
+    use crate::source::baseline_read::ChunkBounds;
 
     fn config(inline_max: u64) -> Config {
         let text = format!(

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::destination::S3Object;
-use crate::source::snapshot::ChunkBounds;
+use crate::source::baseline_read::ChunkBounds;
 
 /// Output of `baseline.anchor`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@
 //! baseline is being read is in the stream too (overlap, never a gap). A table without a
 //! key replays as a multiset, where an overlap would count twice: it is one chunk read at
 //! an exact snapshot point, written after a `rebaseline` marker there
-//! ([`crate::source::snapshot::SnapshotSource::snapshot_point`], [`tasks::chunk`]).
+//! ([`crate::source::baseline_read::BaselineReader::snapshot_point`], [`tasks::chunk`]).
 //!
 //! [`run_inline`] runs the four [`tasks`] in one process (CLI, small tables); the Step
 //! Functions machine in `infra/stepfunctions/baseline.asl.json` runs them as separate
@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::backends::Backends;
 use crate::config::{BaselineConfig, Config, invalid};
 use crate::error::{Code, Error, Result};
-use crate::state::SnapshotStatus;
+use crate::state::BaselineStatus;
 
 /// What `sluice baseline` prints.
 #[derive(Debug, Serialize)]
@@ -128,11 +128,11 @@ pub async fn ready_to_drain(config: &Config, backends: &Backends) -> Result<bool
     for table in &config.source.tables {
         let settled = backends
             .state
-            .load_snapshot(&config.job, table)
+            .load_baseline(&config.job, table)
             .await?
             .is_some_and(|s| {
                 s.reason.is_some()
-                    || matches!(s.status, SnapshotStatus::Done | SnapshotStatus::Wanted)
+                    || matches!(s.status, BaselineStatus::Done | BaselineStatus::Wanted)
             });
         if !settled {
             return Ok(false);
@@ -276,8 +276,8 @@ pub async fn reset(config: &Config, backends: &Backends) -> Result<serde_json::V
             )
             .hint(format!("parts are never overwritten: move or delete {prefix} first, then run `sluice baseline --reset` again")));
         }
-        let record = backends.state.load_snapshot(&config.job, table).await?;
-        backends.state.clear_snapshot(&config.job, table).await?;
+        let record = backends.state.load_baseline(&config.job, table).await?;
+        backends.state.clear_baseline(&config.job, table).await?;
         if let Some(record) = &record {
             tracing::info!(table = %table, status = ?record.status, anchor = %record.anchor,
                 "baseline records cleared (the snapshot record and every chunk record)");

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
-use crate::source::snapshot::ChunkBounds;
+use crate::source::baseline_read::ChunkBounds;
 
 /// A stored plan: the chunk bounds, and the shape of the table when they were planned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -146,7 +146,7 @@ async fn start_execution(
 async fn recorded_anchor(config: &Config, backends: &Backends) -> Result<Option<String>> {
     let mut anchor = None;
     for table in &config.source.tables {
-        match backends.state.load_snapshot(&config.job, table).await? {
+        match backends.state.load_baseline(&config.job, table).await? {
             Some(record) => {
                 anchor.get_or_insert(record.anchor);
             }

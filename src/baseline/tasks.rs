@@ -18,15 +18,15 @@ use crate::change::{ChangeEvent, Op};
 use crate::commit::{ChunkId, Committer, Start, commit_chunk};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
-use crate::position::Position;
-use crate::sink::{
+use crate::parts::{
     MANIFEST_FILE, Manifest, ManifestPart, ManifestRun, ManifestStatus, PartSettings, PartWriter,
 };
-use crate::source::open_snapshot;
-use crate::source::snapshot::ChunkBounds;
+use crate::position::Position;
+use crate::source::baseline_read::ChunkBounds;
+use crate::source::open_baseline_reader;
 use crate::state::text_form::with_text_columns;
 use crate::state::{
-    ChunkRecord, Lease, Leased, SnapshotRecord, SnapshotStatus, now_ms, with_lease,
+    BaselineRecord, BaselineStatus, ChunkRecord, Lease, Leased, now_ms, with_lease,
 };
 
 use super::plan::Plan;
@@ -42,7 +42,7 @@ pub use super::messages::{
 /// A baseline anchored again — after `--reset`, or after the job's state was removed —
 /// gets a new id even where the log repeats a position, so its plan and parts never meet
 /// an earlier baseline's.
-pub fn plan_id(record: &SnapshotRecord) -> String {
+pub fn plan_id(record: &BaselineRecord) -> String {
     let anchor: String = record
         .anchor
         .chars()
@@ -63,7 +63,7 @@ pub fn plan_folder(table: &str, plan_id: &str) -> String {
 }
 
 /// The identity stamped into a snapshot part's metadata
-/// ([`crate::sink::part::IDENTITY_METADATA_KEY`]).
+/// ([`crate::parts::part::IDENTITY_METADATA_KEY`]).
 fn part_identity(plan_id: &str) -> String {
     format!("plan:{plan_id}")
 }
@@ -84,7 +84,7 @@ fn legacy_plan_key(table: &str) -> String {
 async fn stored_plan(
     config: &Config,
     backends: &Backends,
-    record: &SnapshotRecord,
+    record: &BaselineRecord,
 ) -> Result<Option<Plan>> {
     let table = &record.table;
     if let Some(plan) = own_plan(backends, record).await? {
@@ -112,7 +112,7 @@ async fn stored_plan(
 }
 
 /// The plan stored in `record`'s own plan folder, if any.
-async fn own_plan(backends: &Backends, record: &SnapshotRecord) -> Result<Option<Plan>> {
+async fn own_plan(backends: &Backends, record: &BaselineRecord) -> Result<Option<Plan>> {
     let key = plan_key(&record.table, &plan_id(record));
     match backends.destination.get(&key).await? {
         Some(bytes) => Plan::parse(&key, &bytes).map(Some),
@@ -135,7 +135,7 @@ enum GiveUp<'a> {
 async fn abandon(
     config: &Config,
     backends: &Backends,
-    record: &SnapshotRecord,
+    record: &BaselineRecord,
     why: GiveUp<'_>,
 ) -> Result<()> {
     let (reason, text_column) = match why {
@@ -235,19 +235,19 @@ async fn anchor_under_lease(
     let fresh = position.just_before().to_string();
     let mut anchor = None;
     for table in &config.source.tables {
-        if let Some(existing) = state.load_snapshot(&config.job, table).await? {
+        if let Some(existing) = state.load_baseline(&config.job, table).await? {
             anchor.get_or_insert(existing.anchor);
         } else {
             anchor.get_or_insert_with(|| fresh.clone());
-            let record = SnapshotRecord::next(
+            let record = BaselineRecord::next(
                 table,
-                SnapshotStatus::Anchored,
+                BaselineStatus::Anchored,
                 fresh.clone(),
                 run_id.to_owned(),
                 None,
                 None,
             );
-            state.put_snapshot(&config.job, &record).await?;
+            state.put_baseline(&config.job, &record).await?;
             tracing::info!(table = %table, anchor = %fresh, "baseline anchored");
         }
     }
@@ -265,16 +265,16 @@ async fn anchor_under_lease(
 async fn reanchor(
     config: &Config,
     backends: &Backends,
-    wanted: &[SnapshotRecord],
+    wanted: &[BaselineRecord],
     checkpoint: Position,
     run_id: &str,
 ) -> Result<AnchorOutput> {
     let epoch = super::epoch::at_checkpoint(checkpoint.clone())?;
     let anchor = epoch.anchor.to_string();
     for record in wanted {
-        let anchored = SnapshotRecord::next(
+        let anchored = BaselineRecord::next(
             &record.table,
-            SnapshotStatus::Anchored,
+            BaselineStatus::Anchored,
             anchor.clone(),
             run_id.to_owned(),
             Some(
@@ -302,12 +302,12 @@ async fn reanchor(
 /// `wanted` (a table without one is not part of it — it is anchored by a baseline of all
 /// tables; a wanted one waits for its anchor). Refuses when no table has a record (the
 /// anchor step has not run).
-async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<SnapshotRecord>> {
+async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<BaselineRecord>> {
     let mut records = Vec::new();
     let mut wanted = false;
     for table in &config.source.tables {
-        if let Some(record) = backends.state.load_snapshot(&config.job, table).await? {
-            if record.status == SnapshotStatus::Wanted {
+        if let Some(record) = backends.state.load_baseline(&config.job, table).await? {
+            if record.status == BaselineStatus::Wanted {
                 wanted = true;
             } else {
                 records.push(record);
@@ -328,7 +328,7 @@ async fn current_records(config: &Config, backends: &Backends) -> Result<Vec<Sna
 async fn write_marker(
     config: &Config,
     backends: &Backends,
-    record: &SnapshotRecord,
+    record: &BaselineRecord,
     schema: std::sync::Arc<crate::change::TableSchema>,
 ) -> Result<()> {
     let table = &record.table;
@@ -394,14 +394,14 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
     for record in current_records(config, backends).await? {
         let name = record.table.clone();
         let table = &name;
-        if record.status == SnapshotStatus::Done {
+        if record.status == BaselineStatus::Done {
             continue;
         }
         let bounds: Vec<ChunkBounds> = match stored_plan(config, backends, &record).await? {
             Some(plan) => plan.chunks,
             None => {
                 if source.is_none() {
-                    source = Some(open_snapshot(config).await?);
+                    source = Some(open_baseline_reader(config).await?);
                 }
                 let source = source.as_mut().expect("opened above");
                 let planned = Plan::new(
@@ -416,10 +416,10 @@ pub async fn plan_chunks(config: &Config, backends: &Backends) -> Result<Vec<Chu
             }
         };
         state
-            .put_snapshot(
+            .put_baseline(
                 &config.job,
-                &SnapshotRecord {
-                    status: SnapshotStatus::Running,
+                &BaselineRecord {
+                    status: BaselineStatus::Running,
                     updated_at_ms: now_ms(),
                     ..record.clone()
                 },
@@ -461,7 +461,7 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         return Ok(output_of(&done));
     }
     let record = state
-        .load_snapshot(&config.job, &task.table)
+        .load_baseline(&config.job, &task.table)
         .await?
         .ok_or_else(|| not_anchored(&task.table))?;
     let planned = own_plan(backends, &record).await?;
@@ -481,13 +481,13 @@ pub async fn chunk(config: &Config, backends: &Backends, task: &ChunkTask) -> Re
         )
         .hint("this task belongs to an earlier baseline (an old Step Functions execution or chunk list): stop it; the current baseline's own execution reads its chunks"));
     }
-    if record.status == SnapshotStatus::Wanted {
+    if record.status == BaselineStatus::Wanted {
         return Ok(abandoned(task));
     }
     let plan = plan_id(&record);
     let changed =
         |schema: &crate::change::TableSchema| planned.as_ref().and_then(|p| p.changed(schema));
-    let mut source = open_snapshot(config).await?;
+    let mut source = open_baseline_reader(config).await?;
     let schema = source.schema(&task.table)?;
     if let Some(change) = changed(&schema) {
         abandon(config, backends, &record, GiveUp::Reshaped(&change)).await?;
@@ -640,9 +640,9 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
         }
         // Every chunk read: the manifest names the table's shape now, which must be the
         // plan's — the shape every chunk was read under — or the baseline starts over.
-        let schema = if missing.is_empty() && record.status != SnapshotStatus::Done {
+        let schema = if missing.is_empty() && record.status != BaselineStatus::Done {
             if source.is_none() {
-                source = Some(open_snapshot(config).await?);
+                source = Some(open_baseline_reader(config).await?);
             }
             let schema = source.as_ref().expect("opened above").schema(table)?;
             if let Some(change) = plan.changed(&schema) {
@@ -724,12 +724,12 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 success.to_string().as_bytes(),
             )
             .await?;
-            let done = SnapshotRecord {
-                status: SnapshotStatus::Done,
+            let done = BaselineRecord {
+                status: BaselineStatus::Done,
                 updated_at_ms: now_ms(),
                 ..record
             };
-            state.put_snapshot(&config.job, &done).await?;
+            state.put_baseline(&config.job, &done).await?;
             tracing::info!(table = %table, rows, chunks = plan.chunks.len(), "baseline done");
         }
         tables.insert(

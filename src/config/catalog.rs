@@ -1,5 +1,5 @@
 //! The `catalog` block: where sluice registers each captured table's parts as a catalog
-//! table (the Glue Data Catalog). Data only: the catalog room (`crate::catalog`) checks
+//! table (the Glue Data Catalog). Data only: the catalog room (`crate::registration`) checks
 //! the block (names, an S3 destination) and does the registering.
 
 use serde::{Deserialize, Serialize};

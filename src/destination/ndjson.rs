@@ -24,7 +24,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Field, TimeUnit};
 
 use crate::error::{Code, Error, Result};
-use crate::sink::arrow_schema::{METADATA_COLUMNS, OP, POS, SEQ, TS, UNLOGGED};
+use crate::parts::arrow_schema::{METADATA_COLUMNS, OP, POS, SEQ, TS, UNLOGGED};
 
 /// Largest magnitude written as a JSON number: 2^53 − 1 (every reader's doubles hold it).
 pub const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;

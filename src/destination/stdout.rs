@@ -151,7 +151,7 @@ fn table_of(meta: &parquet::file::metadata::FileMetaData) -> Result<String> {
     meta.key_value_metadata()
         .into_iter()
         .flatten()
-        .find(|kv| kv.key == crate::sink::part::SCHEMA_METADATA_KEY)
+        .find(|kv| kv.key == crate::parts::part::SCHEMA_METADATA_KEY)
         .and_then(|kv| kv.value.as_deref())
         .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
         .and_then(|v| v["table"].as_str().map(str::to_owned))

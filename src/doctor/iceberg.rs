@@ -40,7 +40,7 @@ pub async fn checks(config: &Config, report: &mut Report) {
     // (types Iceberg has, promotions it allows); a source that cannot be read is the
     // source rows' finding, and the schemas are then not compared.
     let source = match crate::secret::resolve(config).await {
-        Ok(resolved) => crate::source::open_snapshot(&resolved).await.ok(),
+        Ok(resolved) => crate::source::open_baseline_reader(&resolved).await.ok(),
         Err(_) => None,
     };
     let mut found = Vec::new();

@@ -6,7 +6,7 @@
 use super::{Check, Report};
 use crate::config::Config;
 use crate::destination::Destination;
-use crate::sink::{LEGACY_MANIFEST_FILE, MANIFEST_FILE};
+use crate::parts::{LEGACY_MANIFEST_FILE, MANIFEST_FILE};
 
 pub async fn checks(config: &Config, destination: &dyn Destination, report: &mut Report) {
     let mut found = Vec::new();

@@ -6,7 +6,7 @@
 
 use super::Check;
 use crate::config::Config;
-use crate::sink::PartSettings;
+use crate::parts::PartSettings;
 use crate::spill::disk_budget::human_bytes;
 use crate::spill::memory_budget::MemoryBudget;
 

@@ -11,7 +11,6 @@
 //! engine-independent state, destination and memory budget checks run for every job, the
 //! catalog check for a job with a `catalog` block.
 
-pub mod catalog;
 pub mod destination;
 pub mod encryption;
 pub mod iceberg;
@@ -19,6 +18,7 @@ pub mod layout;
 pub mod memory;
 pub mod mysql;
 pub mod postgres;
+pub mod registration;
 pub mod s3;
 pub mod sqlserver;
 pub mod state;
@@ -30,7 +30,7 @@ use crate::error::{Code, Error};
 use crate::source::Engine;
 
 /// The "baseline key" row of a PostgreSQL or MySQL table: its own key or the one
-/// `baseline.keys` declares, judged by the baselines' [`crate::source::snapshot::baseline_key`];
+/// `baseline.keys` declares, judged by the baselines' [`crate::source::baseline_read::baseline_key`];
 /// a table with neither is read whole, by one consistent read.
 pub fn baseline_key_check(
     config: &Config,
@@ -39,7 +39,7 @@ pub fn baseline_key_check(
     columns: &[crate::change::Column],
 ) -> Check {
     let judged =
-        crate::source::snapshot::baseline_key(&config.baseline.keys, table, own_key, columns);
+        crate::source::baseline_read::baseline_key(&config.baseline.keys, table, own_key, columns);
     if matches!(&judged, Ok(key) if key.is_empty()) {
         return Check::ok(
             format!("table {table} baseline key"),
@@ -274,7 +274,7 @@ pub async fn run(config: &Config) -> Report {
     state::checks(config, &mut report).await;
     destination::checks(config, &mut report).await;
     report.push(memory::check(config, mysql));
-    catalog::checks(config, &mut report).await;
+    registration::checks(config, &mut report).await;
     iceberg::checks(config, &mut report).await;
     report
 }

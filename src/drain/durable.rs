@@ -15,8 +15,8 @@ use super::tables::Router;
 use crate::commit::Committer;
 use crate::error::Result;
 use crate::iceberg::{ChangeLog, Stored};
+use crate::parts::FinishedPart;
 use crate::position::Position;
-use crate::sink::FinishedPart;
 use crate::source::ChangeStream;
 
 /// Where a run's parts go and what each checkpoint is preceded by.

@@ -9,7 +9,7 @@
 
 use crate::destination::Destination;
 use crate::error::Result;
-use crate::sink::schema_history::{History, Shape, history_key};
+use crate::parts::schema_history::{History, Shape, history_key};
 
 /// The stored history of `table`, empty when there is none yet.
 pub async fn load(destination: &dyn Destination, table: &str) -> Result<History> {

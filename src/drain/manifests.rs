@@ -16,8 +16,8 @@ use super::tables::Router;
 use crate::config::Config;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
+use crate::parts::{MANIFEST_FILE, Manifest, ManifestRun, ManifestStatus};
 use crate::position::Position;
-use crate::sink::{MANIFEST_FILE, Manifest, ManifestRun, ManifestStatus};
 use crate::state::Checkpoint;
 use crate::summary::{RunStatus, RunSummary};
 

@@ -117,10 +117,10 @@ pub async fn run(
 
     // End: the final flush and checkpoint, the manifests, the catalog, the run record.
     let mut summary = pass.finish(ended, &start, started).await?;
-    // After everything is committed; a catalog failure is a warning (crate::catalog).
+    // After everything is committed; a catalog failure is a warning (crate::registration).
     let captured = pass.router.captured();
     summary.catalog =
-        crate::catalog::register(config, destination, captured, options.abort_at).await;
+        crate::registration::register(config, destination, captured, options.abort_at).await;
     state.put_run(&config.job, &RunRecord::of(&summary)).await?;
     Ok(summary)
 }

@@ -229,11 +229,11 @@ async fn snapshot_columns(
     destination: &dyn Destination,
     table: &str,
 ) -> Result<Option<Vec<String>>> {
-    let key = format!("{table}/snapshot/{}", crate::sink::MANIFEST_FILE);
+    let key = format!("{table}/snapshot/{}", crate::parts::MANIFEST_FILE);
     let Some(body) = destination.get(&key).await? else {
         return Ok(None);
     };
-    match serde_json::from_slice::<crate::sink::Manifest>(&body) {
+    match serde_json::from_slice::<crate::parts::Manifest>(&body) {
         Ok(manifest) => Ok(Some(manifest.schema.into_iter().map(|c| c.name).collect())),
         Err(e) => {
             tracing::warn!(table = %table, error = %e, "ignoring an unreadable {key}");

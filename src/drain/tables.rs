@@ -12,8 +12,8 @@ use crate::change::{ChangeEvent, TableSchema};
 use crate::config::Layout;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
-use crate::sink::schema_history::{History, Shape};
-use crate::sink::{FinishedPart, ManifestColumn, ManifestPart, PartSettings, PartWriter};
+use crate::parts::schema_history::{History, Shape};
+use crate::parts::{FinishedPart, ManifestColumn, ManifestPart, PartSettings, PartWriter};
 
 /// One captured table's output within a run.
 pub struct TableOutput {
@@ -159,12 +159,12 @@ impl Router {
     /// The tables to register in the catalog: every captured table whose schema is known
     /// and that is not waiting for a re-baseline, with the earliest partition date it
     /// wrote in this run.
-    pub fn captured(&self) -> Vec<crate::catalog::Captured> {
+    pub fn captured(&self) -> Vec<crate::registration::Captured> {
         self.tables
             .iter()
             .filter(|(name, _)| !self.skipped.contains(*name))
             .filter_map(|(name, output)| {
-                Some(crate::catalog::Captured {
+                Some(crate::registration::Captured {
                     table: name.clone(),
                     schema: output.schema.clone()?,
                     first_date: first_date(&output.parts),

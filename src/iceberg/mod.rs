@@ -49,8 +49,8 @@ use crate::config::{Config, IcebergCatalogConfig, IcebergConfig, TableFormat};
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
+use crate::parts::ManifestPart;
 use crate::position::Position;
-use crate::sink::ManifestPart;
 use crate::spill::files::{self, SpillKind};
 use catalog::Catalog;
 use glue_catalog::GlueCatalog;
@@ -339,7 +339,7 @@ impl<'a> ChangeLog<'a> {
         let iceberg = self.config.iceberg.as_ref();
         let prefix = iceberg.map_or("", |i| i.table_prefix.as_str());
         let namespace = iceberg.map_or("sluice", |i| i.namespace.as_str());
-        let name = crate::catalog::table::table_name(prefix, table);
+        let name = crate::registration::table::table_name(prefix, table);
         TableRef::in_destination(table, namespace, name, &self.root)
     }
 
@@ -473,7 +473,7 @@ impl<'a> ChangeLog<'a> {
                 continue;
             }
             seen.push(s);
-            arrow.push(crate::sink::change_schema(s)?.as_ref().clone());
+            arrow.push(crate::parts::change_schema(s)?.as_ref().clone());
         }
         Ok(arrow)
     }
@@ -523,7 +523,7 @@ impl<'a> ChangeLog<'a> {
         schema: &TableSchema,
         existing: Option<&Inspected>,
     ) -> Result<()> {
-        let arrow = crate::sink::change_schema(schema)?;
+        let arrow = crate::parts::change_schema(schema)?;
         let (fields, last) = existing.map_or((&[][..], 0), |e| (&e.fields[..], e.last_column_id));
         schema::evolve(table, fields, last, &arrow).map(|_| ())
     }

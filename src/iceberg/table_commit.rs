@@ -276,7 +276,7 @@ fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
             continue;
         };
         f.counts.push((field.id, m.values, m.nulls));
-        if field.name == crate::sink::arrow_schema::POS {
+        if field.name == crate::parts::arrow_schema::POS {
             continue;
         }
         if let Some((lo, hi)) = m
@@ -290,7 +290,7 @@ fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
     if let (Some(field), Some((lo, hi))) = (
         fields
             .iter()
-            .find(|x| x.name == crate::sink::arrow_schema::POS),
+            .find(|x| x.name == crate::parts::arrow_schema::POS),
         &file.pos_range,
     ) {
         f.bounds

@@ -30,7 +30,7 @@ pub fn check(config: &Config) -> Result<()> {
     crate::destination::check_config(config)?;
     crate::state::check_config(config)?;
     crate::baseline::check_config(config)?;
-    crate::catalog::check_config(config)?;
+    crate::registration::check_config(config)?;
     crate::iceberg::check_config(config)?;
     Ok(())
 }

@@ -34,7 +34,7 @@ pub fn default_rows(config: &Config, dialect: Dialect, table: &str) -> Result<Ro
                 ..
             }) => format!(
                 "{database}.{}",
-                crate::catalog::table::table_name(table_prefix, table)
+                crate::registration::table::table_name(table_prefix, table)
             ),
             None => query::sanitize(table),
         }));
@@ -108,8 +108,10 @@ pub async fn render_merge(
         .iceberg
         .as_ref()
         .filter(|_| config.table_format == crate::config::TableFormat::Iceberg);
-    let name =
-        crate::catalog::table::table_name(iceberg.map_or("", |i| i.table_prefix.as_str()), table);
+    let name = crate::registration::table::table_name(
+        iceberg.map_or("", |i| i.table_prefix.as_str()),
+        table,
+    );
     // Athena names a table of an S3 Tables bucket through the bucket's catalog of the
     // analytics integration, `"s3tablescatalog/<bucket>"."<namespace>"."<table>"`.
     let table_bucket = iceberg.and_then(|i| match &i.catalog {

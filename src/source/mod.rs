@@ -1,6 +1,6 @@
 //! The pull-based change-stream contract every engine implements, and the factory that
 //! opens the engine a config names: its change stream ([`open`]) or its baseline reader
-//! ([`open_snapshot`], whose contract is [`snapshot`]).
+//! ([`open_baseline_reader`], whose contract is [`baseline_read`]).
 //!
 //! Contract (all engines): a stream is opened at the stored checkpoint with a read bound
 //! fixed at open (the end of the log *as of the start of the run*); `next` yields
@@ -10,10 +10,10 @@
 //! lets the source release the log it retains. Opening refuses — never re-anchors — when
 //! the log can no longer supply the changes after the checkpoint.
 
+pub mod baseline_read;
 pub mod establish;
 pub mod mysql;
 pub mod postgres;
-pub mod snapshot;
 pub mod sqlserver;
 
 use std::sync::Arc;
@@ -236,15 +236,19 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     }
 }
 
-/// Opens a baseline reader ([`snapshot::SnapshotSource`]) for the source the config names.
-pub async fn open_snapshot(config: &Config) -> Result<Box<dyn snapshot::SnapshotSource>> {
+/// Opens a baseline reader ([`baseline_read::BaselineReader`]) for the source the config names.
+pub async fn open_baseline_reader(
+    config: &Config,
+) -> Result<Box<dyn baseline_read::BaselineReader>> {
     match engine_for_url(&config.source_url()?)? {
         Engine::Postgres => Ok(Box::new(
-            postgres::snapshot::PgSnapshot::open(config).await?,
+            postgres::baseline_read::PgBaselineReader::open(config).await?,
         )),
-        Engine::MySql => Ok(Box::new(mysql::snapshot::MySnapshot::open(config).await?)),
+        Engine::MySql => Ok(Box::new(
+            mysql::baseline_read::MyBaselineReader::open(config).await?,
+        )),
         Engine::SqlServer => Ok(Box::new(
-            sqlserver::snapshot::SqlServerSnapshot::open(config).await?,
+            sqlserver::baseline_read::SqlServerBaselineReader::open(config).await?,
         )),
     }
 }

@@ -4,7 +4,7 @@
 //! Guarantees: each table's writer batches at most [`MemoryBudget::table_cap`] bytes of
 //! cells before it writes them out as one row group (and the Parquet writer closes that
 //! row group at once, so its encoded copy is bounded by the same cap): with the batch being
-//! built, the batch being encoded (on the encoder thread, [`crate::sink::part`]) and its
+//! built, the batch being encoded (on the encoder thread, [`crate::parts::part`]) and its
 //! encoded row group counted — [`COPIES_PER_WRITER`] caps — the writers of all tables together stay within the
 //! budget — except that no cap goes below [`MIN_TABLE_CAP`] (a job with very many tables
 //! and a tiny budget is bounded by that floor) or above `output.row_group_bytes`.

@@ -1,6 +1,6 @@
 //! The spill room: what a run may hold in memory and on the local spill volume
 //! (`output.spill_dir`; `/tmp` on Lambda), the files it keeps there, and the sweep that
-//! removes what crashed runs left. Below both the part writers ([`crate::sink`]) and the
+//! removes what crashed runs left. Below both the part writers ([`crate::parts`]) and the
 //! engines ([`crate::source`]), which share it without knowing each other.
 //!
 //! Guarantees:

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use super::decide::{self, LeaseDecision};
 use super::holder;
 use super::{
-    Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Cleared, Lease, LeaseOutcome,
-    RunRecord, SnapshotRecord, StateStore, now_ms,
+    BaselineRecord, Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Cleared, Lease,
+    LeaseOutcome, RunRecord, StateStore, now_ms,
 };
 use crate::error::{Code, Error, Result};
 
@@ -43,7 +43,7 @@ struct JobDocument {
     lease_expires_at_ms: Option<i64>,
     checkpoint: Option<Checkpoint>,
     #[serde(default)]
-    snapshots: BTreeMap<String, SnapshotRecord>,
+    snapshots: BTreeMap<String, BaselineRecord>,
     #[serde(default)]
     chunks: BTreeMap<String, ChunkRecord>,
     #[serde(default)]
@@ -357,11 +357,11 @@ impl StateStore for LocalStateStore {
         })
     }
 
-    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>> {
+    async fn load_baseline(&self, job: &str, table: &str) -> Result<Option<BaselineRecord>> {
         self.with_doc(job, |doc| Ok((false, doc.snapshots.get(table).cloned())))
     }
 
-    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+    async fn put_baseline(&self, job: &str, record: &BaselineRecord) -> Result<()> {
         self.with_doc(job, |doc| {
             let behind = doc
                 .snapshots
@@ -375,7 +375,7 @@ impl StateStore for LocalStateStore {
         })
     }
 
-    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()> {
+    async fn clear_baseline(&self, job: &str, table: &str) -> Result<()> {
         self.with_doc(job, |doc| {
             doc.snapshots.remove(table);
             let prefix = format!("{table}#");
@@ -384,7 +384,7 @@ impl StateStore for LocalStateStore {
         })
     }
 
-    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+    async fn replace_snapshot(&self, job: &str, record: &BaselineRecord) -> Result<()> {
         self.with_doc(job, |doc| {
             let prefix = format!("{}#", record.table);
             doc.chunks.retain(|k, _| !k.starts_with(&prefix));

@@ -96,7 +96,7 @@ impl CheckpointWrite<'_> {
 /// Baseline progress of one table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SnapshotStatus {
+pub enum BaselineStatus {
     // Declared in lifecycle order: `Ord` is the forward direction.
     Anchored,
     Running,
@@ -111,9 +111,9 @@ pub enum SnapshotStatus {
 
 /// The `snapshot#<table>` record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapshotRecord {
+pub struct BaselineRecord {
     pub table: String,
-    pub status: SnapshotStatus,
+    pub status: BaselineStatus,
     /// Tagged anchor position.
     pub anchor: String,
     pub run_id: String,
@@ -123,24 +123,24 @@ pub struct SnapshotRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The table's columns captured in their text form because a value did not fit their
-    /// typed form. Every later record of the table keeps them ([`SnapshotRecord::next`]):
+    /// typed form. Every later record of the table keeps them ([`BaselineRecord::next`]):
     /// the stream and every baseline read these columns as text from then on.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub text_columns: std::collections::BTreeSet<String>,
 }
 
-impl SnapshotRecord {
+impl BaselineRecord {
     /// A new record of `table`, keeping what `previous` (the table's record it replaces)
     /// says must outlive a re-baseline: its text-form columns.
     pub fn next(
         table: &str,
-        status: SnapshotStatus,
+        status: BaselineStatus,
         anchor: String,
         run_id: String,
         reason: Option<String>,
-        previous: Option<&SnapshotRecord>,
-    ) -> SnapshotRecord {
-        SnapshotRecord {
+        previous: Option<&BaselineRecord>,
+    ) -> BaselineRecord {
+        BaselineRecord {
             table: table.to_owned(),
             status,
             anchor,
@@ -280,21 +280,21 @@ pub trait StateStore: Send + Sync {
     /// and run) is a success. Only `crate::commit` calls it.
     async fn advance_checkpoint(&self, write: &CheckpointWrite<'_>) -> Result<(Checkpoint, Lease)>;
 
-    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>>;
+    async fn load_baseline(&self, job: &str, table: &str) -> Result<Option<BaselineRecord>>;
 
     /// Writes a baseline record. Not fenced by the lease: baseline workers run in
     /// parallel with each other and with drains; the record only moves forward
     /// (`anchored → running → done`), an attempt to move it back is ignored.
-    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()>;
+    async fn put_baseline(&self, job: &str, record: &BaselineRecord) -> Result<()>;
 
     /// Removes a table's baseline record and all its chunk records (`baseline --reset`).
-    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()>;
+    async fn clear_baseline(&self, job: &str, table: &str) -> Result<()>;
 
     /// Starts a table's baseline over: removes its chunk records, then writes `record`
     /// whatever the stored one says (the last write, so a crash in between leaves the
     /// previous record, and a retry does the same again). Used to ask for a re-baseline
     /// (`wanted`) and to anchor it anew.
-    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()>;
+    async fn replace_snapshot(&self, job: &str, record: &BaselineRecord) -> Result<()>;
 
     async fn load_chunk(&self, job: &str, table: &str, chunk: u32) -> Result<Option<ChunkRecord>>;
 

@@ -14,7 +14,7 @@
 //! superseded; a table whose re-baseline is already anchored and not done is resumed, not
 //! started over, when asked again by hand.
 
-use super::{SnapshotRecord, SnapshotStatus, StateStore};
+use super::{BaselineRecord, BaselineStatus, StateStore};
 use crate::error::{Code, Error, Result};
 
 /// Who asked for a re-baseline.
@@ -63,21 +63,21 @@ pub async fn request(
         )
         .hint("name the table exactly as source.tables lists it"));
     }
-    let existing = state.load_snapshot(job, table).await?;
+    let existing = state.load_baseline(job, table).await?;
     if asker == Asker::Operator
         && let Some(record) = &existing
         && matches!(
             record.status,
-            SnapshotStatus::Anchored | SnapshotStatus::Running
+            BaselineStatus::Anchored | BaselineStatus::Running
         )
         && record.reason.is_some()
     {
         tracing::info!(table = %table, anchor = %record.anchor, "a re-baseline of the table is in progress; resuming it");
         return Ok(false);
     }
-    let mut record = SnapshotRecord::next(
+    let mut record = BaselineRecord::next(
         table,
-        SnapshotStatus::Wanted,
+        BaselineStatus::Wanted,
         at.to_owned(),
         existing
             .as_ref()
@@ -96,11 +96,11 @@ pub async fn wanted(
     state: &dyn StateStore,
     job: &str,
     tables: &[String],
-) -> Result<Vec<SnapshotRecord>> {
+) -> Result<Vec<BaselineRecord>> {
     let mut wanted = Vec::new();
     for table in tables {
-        if let Some(record) = state.load_snapshot(job, table).await?
-            && record.status == SnapshotStatus::Wanted
+        if let Some(record) = state.load_baseline(job, table).await?
+            && record.status == BaselineStatus::Wanted
         {
             wanted.push(record);
         }
@@ -113,12 +113,12 @@ pub async fn pending(
     state: &dyn StateStore,
     job: &str,
     tables: &[String],
-) -> Result<Vec<SnapshotRecord>> {
+) -> Result<Vec<BaselineRecord>> {
     let mut pending = Vec::new();
     for table in tables {
-        if let Some(record) = state.load_snapshot(job, table).await?
+        if let Some(record) = state.load_baseline(job, table).await?
             && record.reason.is_some()
-            && record.status != SnapshotStatus::Done
+            && record.status != BaselineStatus::Done
         {
             pending.push(record);
         }

@@ -1,5 +1,5 @@
 //! The columns captured in their text form because a value did not fit their typed form,
-//! as the tables' baseline records keep them ([`super::SnapshotRecord::text_columns`]).
+//! as the tables' baseline records keep them ([`super::BaselineRecord::text_columns`]).
 //!
 //! Guarantees: every reader of a table's rows — the stream and every baseline task — is
 //! given the set the state store holds when it starts ([`with_text_columns`]), so a
@@ -17,7 +17,7 @@ use crate::error::Result;
 pub async fn load(state: &dyn StateStore, job: &str, tables: &[String]) -> Result<TextColumns> {
     let mut columns = TextColumns::new();
     for table in tables {
-        if let Some(record) = state.load_snapshot(job, table).await?
+        if let Some(record) = state.load_baseline(job, table).await?
             && !record.text_columns.is_empty()
         {
             columns.insert(table.clone(), record.text_columns);

@@ -10,8 +10,8 @@ use sluice::position::Position;
 use sluice::state::dynamodb::DynamoStateStore;
 use sluice::state::local::LocalStateStore;
 use sluice::state::{
-    Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome, RunRecord, SnapshotRecord,
-    SnapshotStatus, StateStore, now_ms,
+    BaselineRecord, BaselineStatus, Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome,
+    RunRecord, StateStore, now_ms,
 };
 use support::aws::{runtime, sdk, unique_name};
 
@@ -349,16 +349,16 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
     store: &dyn StateStore,
     job: &str,
 ) {
-    let snapshot = SnapshotRecord {
+    let snapshot = BaselineRecord {
         table: "public.orders".into(),
-        status: SnapshotStatus::Running,
+        status: BaselineStatus::Running,
         anchor: "pg:00000000/00000abc".into(),
         run_id: "run-a".into(),
         updated_at_ms: 1,
         reason: None,
         text_columns: Default::default(),
     };
-    store.put_snapshot(job, &snapshot).await.unwrap();
+    store.put_baseline(job, &snapshot).await.unwrap();
     let chunk = ChunkRecord {
         table: "public.orders".into(),
         chunk: 3,
@@ -370,10 +370,10 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
     };
     assert_eq!(store.put_chunk(job, &chunk).await.unwrap(), chunk);
     assert_eq!(
-        store.load_snapshot(job, "public.orders").await.unwrap(),
+        store.load_baseline(job, "public.orders").await.unwrap(),
         Some(snapshot.clone())
     );
-    assert_eq!(store.load_snapshot(job, "other").await.unwrap(), None);
+    assert_eq!(store.load_baseline(job, "other").await.unwrap(), None);
     assert_eq!(
         store.load_chunk(job, "public.orders", 3).await.unwrap(),
         Some(chunk.clone())
@@ -394,33 +394,33 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         Some(chunk.clone())
     );
     // A record never moves back.
-    let back = SnapshotRecord {
-        status: SnapshotStatus::Anchored,
+    let back = BaselineRecord {
+        status: BaselineStatus::Anchored,
         ..snapshot.clone()
     };
-    store.put_snapshot(job, &back).await.unwrap();
+    store.put_baseline(job, &back).await.unwrap();
     assert_eq!(
         store
-            .load_snapshot(job, "public.orders")
+            .load_baseline(job, "public.orders")
             .await
             .unwrap()
             .unwrap()
             .status,
-        SnapshotStatus::Running
+        BaselineStatus::Running
     );
-    let done = SnapshotRecord {
-        status: SnapshotStatus::Done,
+    let done = BaselineRecord {
+        status: BaselineStatus::Done,
         ..snapshot.clone()
     };
-    store.put_snapshot(job, &done).await.unwrap();
+    store.put_baseline(job, &done).await.unwrap();
     assert_eq!(
         store
-            .load_snapshot(job, "public.orders")
+            .load_baseline(job, "public.orders")
             .await
             .unwrap()
             .unwrap()
             .status,
-        SnapshotStatus::Done
+        BaselineStatus::Done
     );
     // Reset clears the table's records and only those.
     let other = ChunkRecord {
@@ -428,9 +428,9 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         ..chunk.clone()
     };
     store.put_chunk(job, &other).await.unwrap();
-    store.clear_snapshot(job, "public.orders").await.unwrap();
+    store.clear_baseline(job, "public.orders").await.unwrap();
     assert_eq!(
-        store.load_snapshot(job, "public.orders").await.unwrap(),
+        store.load_baseline(job, "public.orders").await.unwrap(),
         None
     );
     assert_eq!(
@@ -443,10 +443,10 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
     );
     // A re-baseline: `wanted` replaces a done record and drops its chunk records; an
     // earlier anchoring's late `done` does not overwrite it; a new anchoring replaces it.
-    store.put_snapshot(job, &done).await.unwrap();
+    store.put_baseline(job, &done).await.unwrap();
     store.put_chunk(job, &chunk).await.unwrap();
-    let wanted = SnapshotRecord {
-        status: SnapshotStatus::Wanted,
+    let wanted = BaselineRecord {
+        status: BaselineStatus::Wanted,
         anchor: "pg:00000000/00000def".into(),
         reason: Some("a column was renamed".into()),
         // Kept by the store as a set, and by every later record of the table.
@@ -458,19 +458,19 @@ async fn baseline_records_only_move_forward_and_the_first_chunk_record_wins(
         store.load_chunk(job, "public.orders", 3).await.unwrap(),
         None
     );
-    store.put_snapshot(job, &done).await.unwrap();
+    store.put_baseline(job, &done).await.unwrap();
     assert_eq!(
-        store.load_snapshot(job, "public.orders").await.unwrap(),
+        store.load_baseline(job, "public.orders").await.unwrap(),
         Some(wanted.clone())
     );
-    let anchored = SnapshotRecord {
-        status: SnapshotStatus::Anchored,
+    let anchored = BaselineRecord {
+        status: BaselineStatus::Anchored,
         run_id: "run-b".into(),
         ..wanted.clone()
     };
     store.replace_snapshot(job, &anchored).await.unwrap();
     assert_eq!(
-        store.load_snapshot(job, "public.orders").await.unwrap(),
+        store.load_baseline(job, "public.orders").await.unwrap(),
         Some(anchored)
     );
     assert_eq!(
@@ -496,11 +496,11 @@ async fn show_reports_everything_in_one_shape(store: &dyn StateStore, job: &str)
     .await
     .unwrap();
     store
-        .put_snapshot(
+        .put_baseline(
             job,
-            &SnapshotRecord {
+            &BaselineRecord {
                 table: "t".into(),
-                status: SnapshotStatus::Anchored,
+                status: BaselineStatus::Anchored,
                 anchor: "pg:00000000/00000001".into(),
                 run_id: "run-1".into(),
                 updated_at_ms: 5,
@@ -618,10 +618,10 @@ async fn claims_are_exclusive_across_jobs(store: &dyn StateStore, job: &str) {
     );
 }
 
-fn snapshot_record(table: &str) -> SnapshotRecord {
-    SnapshotRecord {
+fn snapshot_record(table: &str) -> BaselineRecord {
+    BaselineRecord {
         table: table.into(),
-        status: SnapshotStatus::Done,
+        status: BaselineStatus::Done,
         anchor: "pg:00000000/00000abc".into(),
         run_id: "run-a".into(),
         updated_at_ms: 1,
@@ -649,7 +649,7 @@ async fn clear_removes_the_stream_state_under_the_lease(store: &dyn StateStore, 
         .unwrap();
     for table in ["public.a", "public.b"] {
         store
-            .put_snapshot(job, &snapshot_record(table))
+            .put_baseline(job, &snapshot_record(table))
             .await
             .unwrap();
         for chunk in 0..2 {
@@ -668,7 +668,7 @@ async fn clear_removes_the_stream_state_under_the_lease(store: &dyn StateStore, 
     // Another job's records are not touched.
     let other = format!("{job}-other");
     store
-        .put_snapshot(&other, &snapshot_record("public.a"))
+        .put_baseline(&other, &snapshot_record("public.a"))
         .await
         .unwrap();
 
@@ -688,7 +688,7 @@ async fn clear_removes_the_stream_state_under_the_lease(store: &dyn StateStore, 
     assert_eq!(cleared.chunks, 4);
     assert_eq!(store.load_checkpoint(job).await.unwrap(), None);
     for table in ["public.a", "public.b"] {
-        assert_eq!(store.load_snapshot(job, table).await.unwrap(), None);
+        assert_eq!(store.load_baseline(job, table).await.unwrap(), None);
         assert_eq!(store.load_chunk(job, table, 0).await.unwrap(), None);
     }
     let shown = store.show(job).await.unwrap();
@@ -699,7 +699,7 @@ async fn clear_removes_the_stream_state_under_the_lease(store: &dyn StateStore, 
     );
     assert!(
         store
-            .load_snapshot(&other, "public.a")
+            .load_baseline(&other, "public.a")
             .await
             .unwrap()
             .is_some()

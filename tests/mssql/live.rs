@@ -726,7 +726,7 @@ fn baseline_plans_and_reads_a_composite_key_through_the_snapshot_trait() {
     let config = config_of(&db, &job);
     let mut keys = Vec::new();
     runtime().block_on(async {
-        let mut snap = sluice::source::open_snapshot(&config)
+        let mut snap = sluice::source::open_baseline_reader(&config)
             .await
             .unwrap_or_else(|e| panic!("{}", e.chain()));
         let plan = snap.plan("dbo.t", 10).await.unwrap();

@@ -85,7 +85,7 @@ fn baseline_reader_opens_a_sql_server_connection() {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(sluice::source::open_snapshot(&config))
+        .block_on(sluice::source::open_baseline_reader(&config))
         .err()
         .expect("nothing listens there");
     assert_eq!(

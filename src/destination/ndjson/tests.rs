@@ -5,7 +5,7 @@ use serde_json::{Value as Json, json};
 use crate::change::{ChangeEvent, Column, ColumnType, Op, TableSchema, Value};
 use crate::destination::stdout::encode_part;
 use crate::error::Code;
-use crate::sink::{PartSettings, PartWriter};
+use crate::parts::{PartSettings, PartWriter};
 
 fn col(name: &str, ty: ColumnType) -> Column {
     Column {
@@ -265,7 +265,7 @@ fn a_json_column_that_holds_no_json_is_refused_naming_the_cell() {
         name: "public.j".into(),
         columns: vec![col("doc", ColumnType::Json)],
     });
-    let mut builder = crate::sink::RowBatchBuilder::new(t.clone()).unwrap();
+    let mut builder = crate::parts::RowBatchBuilder::new(t.clone()).unwrap();
     builder
         .append(&event(&t, Op::Insert, 0, vec![Value::Text("{oops".into())]))
         .unwrap();

@@ -27,8 +27,9 @@
 //! (`verify-ca`), [`prerequisites`]
 //! (pure checks), [`schema`] (`information_schema`), [`binlog`] (coordinates, start
 //! decision, dump), [`events`], [`values`], [`cell`], [`charset`] and [`forms`] (pure decoders), [`spill`] (the transaction
-//! buffer), [`stream`] (the change stream), [`snapshot`] (baseline chunk reads).
+//! buffer), [`stream`] (the change stream), [`baseline_read`] (baseline chunk reads).
 
+pub mod baseline_read;
 pub mod binlog;
 pub mod cell;
 pub mod charset;
@@ -42,7 +43,6 @@ pub mod probe;
 pub mod refusals;
 pub mod rows;
 pub mod schema;
-pub mod snapshot;
 pub mod spill;
 pub mod stream;
 pub mod values;

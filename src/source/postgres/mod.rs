@@ -13,6 +13,7 @@
 //! (text output of binary cells, by the server), [`pgoutput`] and [`types`] (pure decoders), [`unchanged`] (unchanged TOAST values
 //! completed from a full old image).
 
+pub mod baseline_read;
 pub mod catalog;
 pub mod connect;
 pub mod copy_binary;
@@ -24,7 +25,6 @@ pub mod pgoutput;
 pub mod render;
 pub mod resolve;
 pub mod slot;
-pub mod snapshot;
 pub mod stream;
 pub mod types;
 pub mod unchanged;

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use crate::error::{Code, Error, Result};
-use crate::source::snapshot::{ChunkBounds, chunks_from_splits};
+use crate::source::baseline_read::{ChunkBounds, chunks_from_splits};
 
 /// The splits found so far.
 #[derive(Debug, Default)]

@@ -97,9 +97,9 @@ pub fn key_columns(config_name: &str, columns: &[CaptureColumn]) -> Result<Vec<K
 
 /// The key a baseline of the captured table chunks by: its own ([`key_columns`]), or for
 /// a table without one the columns `baseline.keys` declares (`declared`, resolved by the
-/// rule every engine shares, [`crate::source::snapshot::baseline_key`], then held to the
+/// rule every engine shares, [`crate::source::baseline_read::baseline_key`], then held to the
 /// same exactness rules). A table with neither is refused
-/// ([`crate::source::snapshot::chunk_key`]).
+/// ([`crate::source::baseline_read::chunk_key`]).
 pub fn baseline_key(
     config_name: &str,
     columns: &[CaptureColumn],
@@ -108,8 +108,13 @@ pub fn baseline_key(
 ) -> Result<Vec<KeyColumn>> {
     let own = key_columns(config_name, columns)?;
     let own_names: Vec<String> = own.iter().map(|k| k.name.clone()).collect();
-    let names =
-        crate::source::snapshot::chunk_key(declared, config_name, &own_names, shape, KEY_NAMES)?;
+    let names = crate::source::baseline_read::chunk_key(
+        declared,
+        config_name,
+        &own_names,
+        shape,
+        KEY_NAMES,
+    )?;
     if names == own_names {
         return Ok(own);
     }

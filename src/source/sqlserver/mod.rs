@@ -28,9 +28,10 @@
 //!
 //! This module only wires the parts: [`connect`] (URL, TLS gate), [`catalog`] (state and
 //! columns at open), [`prerequisites`] (refusals), [`queries`] (SQL text), [`values`]
-//! (types and cells), [`changes`] (rows → events), [`stream`] (windows), [`snapshot`]
+//! (types and cells), [`changes`] (rows → events), [`stream`] (windows), [`baseline_read`]
 //! (baseline chunks), [`keys`] (baseline key bounds), [`key_walk`] (chunk planning).
 
+pub mod baseline_read;
 pub mod catalog;
 pub mod changes;
 pub mod connect;
@@ -38,7 +39,6 @@ pub mod key_walk;
 pub mod keys;
 pub mod prerequisites;
 pub mod queries;
-pub mod snapshot;
 pub mod stream;
 pub mod values;
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Code, Error, Result};
-use crate::state::{Checkpoint, ChunkRecord, RunRecord, SnapshotRecord, SnapshotStatus};
+use crate::state::{BaselineRecord, BaselineStatus, Checkpoint, ChunkRecord, RunRecord};
 
 /// Sort key of the item holding the lease and the checkpoint.
 pub const JOB_SK: &str = "job";
@@ -178,7 +178,7 @@ pub(super) fn checkpoint_value(cp: &Checkpoint) -> AttributeValue {
     ]))
 }
 
-pub(super) fn snapshot_sk(table: &str) -> String {
+pub(super) fn baseline_sk(table: &str) -> String {
     format!("snapshot#{table}")
 }
 
@@ -190,15 +190,15 @@ pub(super) fn run_sk(run_id: &str) -> String {
     format!("run#{run_id}")
 }
 
-pub(super) fn parse_snapshot(f: &Fields<'_>) -> Result<SnapshotRecord> {
+pub(super) fn parse_baseline(f: &Fields<'_>) -> Result<BaselineRecord> {
     let status = match f.s("status")?.as_str() {
-        "anchored" => SnapshotStatus::Anchored,
-        "running" => SnapshotStatus::Running,
-        "done" => SnapshotStatus::Done,
-        "wanted" => SnapshotStatus::Wanted,
+        "anchored" => BaselineStatus::Anchored,
+        "running" => BaselineStatus::Running,
+        "done" => BaselineStatus::Done,
+        "wanted" => BaselineStatus::Wanted,
         other => return Err(f.bad("status", &format!("has the unknown value {other:?}"))),
     };
-    Ok(SnapshotRecord {
+    Ok(BaselineRecord {
         table: f.s("table")?,
         status,
         anchor: f.s("anchor")?,
@@ -231,12 +231,12 @@ pub(super) fn parse_run(f: &Fields<'_>) -> Result<RunRecord> {
     })
 }
 
-pub(super) fn status_text(status: SnapshotStatus) -> &'static str {
+pub(super) fn status_text(status: BaselineStatus) -> &'static str {
     match status {
-        SnapshotStatus::Anchored => "anchored",
-        SnapshotStatus::Running => "running",
-        SnapshotStatus::Done => "done",
-        SnapshotStatus::Wanted => "wanted",
+        BaselineStatus::Anchored => "anchored",
+        BaselineStatus::Running => "running",
+        BaselineStatus::Done => "done",
+        BaselineStatus::Wanted => "wanted",
     }
 }
 
@@ -244,8 +244,8 @@ pub(super) fn sk_of(item: &Item) -> String {
     opt_s(item, "sk").ok().flatten().unwrap_or_default()
 }
 
-pub(super) fn snapshot_item(job: &str, record: &SnapshotRecord) -> Item {
-    let mut item = key(job, &snapshot_sk(&record.table));
+pub(super) fn baseline_item(job: &str, record: &BaselineRecord) -> Item {
+    let mut item = key(job, &baseline_sk(&record.table));
     item.extend([
         ("table".to_owned(), AttributeValue::S(record.table.clone())),
         (
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn sort_keys_follow_the_documented_layout() {
-        assert_eq!(snapshot_sk("public.orders"), "snapshot#public.orders");
+        assert_eq!(baseline_sk("public.orders"), "snapshot#public.orders");
         assert_eq!(chunk_sk("public.orders", 42), "chunk#public.orders#000042");
         assert_eq!(
             run_sk("20261201T000000000Z-abcdef"),

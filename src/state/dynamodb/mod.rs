@@ -39,7 +39,7 @@ mod condition;
 mod item;
 mod table;
 
-use crate::state::{Claim, ClaimOutcome, SnapshotStatus};
+use crate::state::{BaselineStatus, Claim, ClaimOutcome};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -53,15 +53,15 @@ use serde_json::json;
 use super::decide::{self, LeaseDecision};
 use super::holder;
 use super::{
-    Checkpoint, CheckpointWrite, ChunkRecord, Cleared, Lease, LeaseOutcome, RunRecord,
-    SnapshotRecord, StateStore, now_ms,
+    BaselineRecord, Checkpoint, CheckpointWrite, ChunkRecord, Cleared, Lease, LeaseOutcome,
+    RunRecord, StateStore, now_ms,
 };
 use crate::aws::{self, Failure};
 use crate::error::{Code, Error, Result};
 use condition::{condition_failed, written};
 use item::{
-    Fields, Item, JobItem, checkpoint_value, chunk_item, chunk_sk, key, number, parse_chunk,
-    parse_run, parse_snapshot, run_item, sk_of, snapshot_item, snapshot_sk,
+    Fields, Item, JobItem, baseline_item, baseline_sk, checkpoint_value, chunk_item, chunk_sk, key,
+    number, parse_baseline, parse_chunk, parse_run, run_item, sk_of,
 };
 pub use item::{JOB_SK, TTL_ATTRIBUTE};
 
@@ -468,27 +468,27 @@ impl StateStore for DynamoStateStore {
         }
     }
 
-    async fn load_snapshot(&self, job: &str, table: &str) -> Result<Option<SnapshotRecord>> {
-        let sk = snapshot_sk(table);
+    async fn load_baseline(&self, job: &str, table: &str) -> Result<Option<BaselineRecord>> {
+        let sk = baseline_sk(table);
         match self.get_item(job, &sk).await? {
             None => Ok(None),
-            Some(item) => parse_snapshot(&Fields::new(&item, &self.table, job, &sk)).map(Some),
+            Some(item) => parse_baseline(&Fields::new(&item, &self.table, job, &sk)).map(Some),
         }
     }
 
-    async fn put_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+    async fn put_baseline(&self, job: &str, record: &BaselineRecord) -> Result<()> {
         // Records only move forward: overwrite only a missing or an earlier status.
         let earlier: &[&str] = match record.status {
-            SnapshotStatus::Anchored => &["anchored"],
-            SnapshotStatus::Running => &["anchored", "running"],
-            SnapshotStatus::Done => &["anchored", "running", "done"],
-            SnapshotStatus::Wanted => &["anchored", "running", "done", "wanted"],
+            BaselineStatus::Anchored => &["anchored"],
+            BaselineStatus::Running => &["anchored", "running"],
+            BaselineStatus::Done => &["anchored", "running", "done"],
+            BaselineStatus::Wanted => &["anchored", "running", "done", "wanted"],
         };
         let mut request = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(snapshot_item(job, record)))
+            .set_item(Some(baseline_item(job, record)))
             .condition_expression(format!(
                 "attribute_not_exists(pk) OR #status IN ({})",
                 (0..earlier.len())
@@ -509,13 +509,13 @@ impl StateStore for DynamoStateStore {
             Err(e) => Err(self.error(
                 e,
                 "dynamodb:PutItem",
-                &format!("{job}/{}", snapshot_sk(&record.table)),
+                &format!("{job}/{}", baseline_sk(&record.table)),
             )),
         }
     }
 
-    async fn clear_snapshot(&self, job: &str, table: &str) -> Result<()> {
-        let mut keys = vec![snapshot_sk(table)];
+    async fn clear_baseline(&self, job: &str, table: &str) -> Result<()> {
+        let mut keys = vec![baseline_sk(table)];
         for item in self.query(job, &format!("chunk#{table}#"), None).await? {
             keys.push(sk_of(&item));
         }
@@ -531,7 +531,7 @@ impl StateStore for DynamoStateStore {
         Ok(())
     }
 
-    async fn replace_snapshot(&self, job: &str, record: &SnapshotRecord) -> Result<()> {
+    async fn replace_snapshot(&self, job: &str, record: &BaselineRecord) -> Result<()> {
         let table = &record.table;
         for item in self.query(job, &format!("chunk#{table}#"), None).await? {
             let sk = sk_of(&item);
@@ -546,14 +546,14 @@ impl StateStore for DynamoStateStore {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(snapshot_item(job, record)))
+            .set_item(Some(baseline_item(job, record)))
             .send()
             .await
             .map_err(|e| {
                 self.error(
                     e,
                     "dynamodb:PutItem",
-                    &format!("{job}/{}", snapshot_sk(table)),
+                    &format!("{job}/{}", baseline_sk(table)),
                 )
             })?;
         Ok(())
@@ -798,7 +798,7 @@ impl StateStore for DynamoStateStore {
         let mut snapshots = serde_json::Map::new();
         for item in self.query(job, "snapshot#", None).await? {
             let sk = sk_of(&item);
-            let record = parse_snapshot(&Fields::new(&item, &self.table, job, &sk))?;
+            let record = parse_baseline(&Fields::new(&item, &self.table, job, &sk))?;
             snapshots.insert(record.table.clone(), json!(record));
         }
         let mut chunks = serde_json::Map::new();

@@ -1,7 +1,7 @@
 use super::*;
 use crate::change::{Column, ColumnType, Op, Value};
-use crate::sink::arrow_schema::{SOURCE_TYPE_KEY, UTC};
-use crate::sink::checksum::hash_batch_from;
+use crate::parts::arrow_schema::{SOURCE_TYPE_KEY, UTC};
+use crate::parts::checksum::hash_batch_from;
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, RecordBatch};
@@ -506,17 +506,17 @@ fn every_type_round_trips_through_parquet() {
         let sum = back
             .batches
             .iter()
-            .try_fold(crate::sink::checksum::EMPTY_SUM, |sum, b| {
+            .try_fold(crate::parts::checksum::EMPTY_SUM, |sum, b| {
                 hash_batch_from(sum, b)
             })
             .unwrap();
         assert_eq!(checksum_text(sum), part.checksum, "batch size {batch_size}");
-        crate::sink::checksum::verify_batches(&part.checksum, &back.batches).unwrap();
+        crate::parts::checksum::verify_batches(&part.checksum, &back.batches).unwrap();
     }
 }
 
 fn change_schema_of(table: &TableSchema) -> arrow_schema::SchemaRef {
-    crate::sink::arrow_schema::change_schema(table).unwrap()
+    crate::parts::arrow_schema::change_schema(table).unwrap()
 }
 
 fn narrow_table() -> Arc<TableSchema> {
@@ -1081,7 +1081,7 @@ fn dated_layout_cuts_parts_at_the_partition_boundary() {
                     .unwrap()
                     .as_primitive::<TimestampMicrosecondType>();
                 for i in 0..ts.len() {
-                    let row_folder = crate::sink::partition::folder_of(layout, Some(ts.value(i)));
+                    let row_folder = crate::parts::partition::folder_of(layout, Some(ts.value(i)));
                     assert_eq!(row_folder, folder, "{}", part.key);
                 }
             }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::change::TableSchema;
-use crate::sink::arrow_schema::type_name;
+use crate::parts::arrow_schema::type_name;
 
 /// One column in a manifest (and in a part's `sluice.schema`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
-use crate::sink::columns::ManifestColumn;
-use crate::sink::schema_history::Shape;
+use crate::parts::columns::ManifestColumn;
+use crate::parts::schema_history::Shape;
 
 /// The manifest's file name in a table folder and in its `snapshot/` folder.
 pub const MANIFEST_FILE: &str = "_manifest.json";
@@ -57,7 +57,7 @@ pub struct ManifestPart {
     pub rows: u64,
     pub bytes: u64,
     /// `mix64:<16 hex>` (`fnv1a64:<16 hex>` from earlier versions; both verified by
-    /// [`crate::sink::checksum::verify_batches`]).
+    /// [`crate::parts::checksum::verify_batches`]).
     pub checksum: String,
     pub first_pos: String,
     pub last_pos: String,
@@ -67,7 +67,7 @@ pub struct ManifestPart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
     /// The version of the table's shape the part has, in its schema history
-    /// (`_schema_history.json`, [`crate::sink::schema_history`]); change parts only.
+    /// (`_schema_history.json`, [`crate::parts::schema_history`]); change parts only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<u32>,
 }
@@ -193,7 +193,7 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::change::{Column, ColumnType};
-    use crate::sink::columns::schema_json;
+    use crate::parts::columns::schema_json;
 
     fn table() -> TableSchema {
         TableSchema {

@@ -1,5 +1,5 @@
 //! The catalog columns of a table's parts: each Arrow field of the part schema
-//! ([`crate::sink::change_schema`], metadata columns first) as a Hive / Athena type.
+//! ([`crate::parts::change_schema`], metadata columns first) as a Hive / Athena type.
 //!
 //! Guarantees: every Arrow type a part can hold has exactly one declared Hive type, chosen
 //! so that the Parquet column reads into it without loss where Athena has such a type:
@@ -119,7 +119,7 @@ mod tests {
                 })
                 .collect(),
         };
-        let schema = crate::sink::change_schema(&table).unwrap();
+        let schema = crate::parts::change_schema(&table).unwrap();
         let got = hive_columns(&schema);
         let mut want: Vec<(String, String)> = [
             ("__op", "string"),

@@ -2,8 +2,8 @@
 //! binary)`, decoded by the same binary decoders as the change stream.
 //!
 //! Tables without a primary key are chunked by the NOT NULL columns `baseline.keys`
-//! declares for them ([`crate::source::snapshot::baseline_key`]). A table with neither
-//! (`REPLICA IDENTITY FULL`) is one consistent read, pinned by [`PgSnapshot::snapshot_point`]:
+//! declares for them ([`crate::source::baseline_read::baseline_key`]). A table with neither
+//! (`REPLICA IDENTITY FULL`) is one consistent read, pinned by [`PgBaselineReader::snapshot_point`]:
 //! a second session takes `LOCK TABLE … IN SHARE MODE` (which waits for the table's
 //! writers to end and keeps new ones out), exports its snapshot and reads
 //! `pg_current_wal_insert_lsn()` *under* the lock; the reading session imports that
@@ -33,12 +33,12 @@ use crate::change::{ColumnType, TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::position::Position;
-use crate::source::snapshot::{
-    ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, split_integer_range,
+use crate::source::baseline_read::{
+    BaselineReader, ChunkBounds, RowSink, chunks_from_splits, split_integer_range,
 };
 
 /// A baseline reader on one PostgreSQL connection.
-pub struct PgSnapshot {
+pub struct PgBaselineReader {
     client: Client,
     tables: Vec<CapturedTable>,
     /// Connects the session that pins a keyless table's snapshot.
@@ -57,9 +57,9 @@ pub struct PgSnapshot {
 /// fails transiently and the chunk is read again later).
 const PIN_LOCK_TIMEOUT: &str = "30s";
 
-impl PgSnapshot {
+impl PgBaselineReader {
     /// Connects and resolves the configured tables.
-    pub async fn open(config: &Config) -> Result<PgSnapshot> {
+    pub async fn open(config: &Config) -> Result<PgBaselineReader> {
         // Chunk COPYs and planning scans run as long as the table needs: no
         // statement_timeout (`Session::bulk`).
         let session = Session::bulk().setup(
@@ -76,14 +76,14 @@ impl PgSnapshot {
         let mut tables =
             catalog::resolve(&client, &config.source.tables, &config.source.text_columns).await?;
         for table in &mut tables {
-            table.key = crate::source::snapshot::baseline_key(
+            table.key = crate::source::baseline_read::baseline_key(
                 &config.baseline.keys,
                 &table.config_name,
                 &table.key,
                 &table.shape.columns,
             )?;
         }
-        Ok(PgSnapshot {
+        Ok(PgBaselineReader {
             client,
             tables,
             connect: (
@@ -97,7 +97,7 @@ impl PgSnapshot {
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        crate::source::snapshot::captured_table(&self.tables, name, |t| &t.config_name)
+        crate::source::baseline_read::captured_table(&self.tables, name, |t| &t.config_name)
     }
 
     /// Opens a `REPEATABLE READ` transaction on `client` with the snapshot of the table
@@ -231,7 +231,7 @@ fn is_integer(ty: &ColumnType) -> bool {
 }
 
 #[async_trait]
-impl SnapshotSource for PgSnapshot {
+impl BaselineReader for PgBaselineReader {
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>> {
         Ok(self.table(table)?.shape.clone())
     }
@@ -341,7 +341,7 @@ impl SnapshotSource for PgSnapshot {
         let lsn = self.pin(name, &table.quoted()).await?;
         self.pinned = Some(name.to_owned());
         let point = Position::Postgres(lsn).just_before();
-        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
+        let point = crate::source::baseline_read::at_or_after_anchor(point, anchor);
         Ok(Some(point))
     }
 
@@ -354,7 +354,7 @@ impl SnapshotSource for PgSnapshot {
         let table = self.table(name)?.clone();
         let pinned = table.key.is_empty();
         if pinned {
-            crate::source::snapshot::check_pinned(name, self.pinned.as_deref(), bounds)?;
+            crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
         let query = format!(
             "COPY ({}) TO STDOUT (FORMAT binary)",

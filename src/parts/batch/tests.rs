@@ -1,6 +1,6 @@
 use super::*;
 use crate::change::{Column, Op};
-use crate::sink::checksum::hash_batch;
+use crate::parts::checksum::hash_batch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, Int64Array};

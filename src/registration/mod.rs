@@ -170,7 +170,7 @@ pub async fn register(
 
 /// The catalog table `captured` should have, `None` when its schema has no part form.
 fn wanted(config: &Config, captured: &Captured, today: &str) -> Option<TableSpec> {
-    let schema = match crate::sink::change_schema(&captured.schema) {
+    let schema = match crate::parts::change_schema(&captured.schema) {
         Ok(schema) => schema,
         Err(e) => {
             warn(&captured.table, &e);

@@ -3,8 +3,8 @@
 //! change stream writes ([`super::values::convert_selected`]).
 //!
 //! Tables without a key are chunked by the NOT NULL columns `baseline.keys` declares for
-//! them ([`crate::source::snapshot::baseline_key`]). A table with neither is one read in
-//! `START TRANSACTION WITH CONSISTENT SNAPSHOT`, pinned by [`MySnapshot`]'s
+//! them ([`crate::source::baseline_read::baseline_key`]). A table with neither is one read in
+//! `START TRANSACTION WITH CONSISTENT SNAPSHOT`, pinned by [`MyBaselineReader`]'s
 //! `snapshot_point`: MariaDB reports the binlog position that snapshot is consistent with
 //! (`binlog_snapshot_file` / `binlog_snapshot_position`, taken under the binlog's commit
 //! lock), so the rows hold exactly the transactions whose commit event ends at or before
@@ -38,12 +38,12 @@ use crate::change::{Column, ColumnType, TableSchema};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
-use crate::source::snapshot::{
-    ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, split_integer_range,
+use crate::source::baseline_read::{
+    BaselineReader, ChunkBounds, RowSink, chunks_from_splits, split_integer_range,
 };
 
 /// A baseline reader on one MySQL / MariaDB connection.
-pub struct MySnapshot {
+pub struct MyBaselineReader {
     conn: Conn,
     tables: Vec<CapturedTable>,
     /// The keyless table whose pinned read is open on `conn`.
@@ -52,9 +52,9 @@ pub struct MySnapshot {
     default_db: Option<String>,
 }
 
-impl MySnapshot {
+impl MyBaselineReader {
     /// Connects and resolves the configured tables.
-    pub async fn open(config: &Config) -> Result<MySnapshot> {
+    pub async fn open(config: &Config) -> Result<MyBaselineReader> {
         let url = config.source_url()?;
         let default_db = connect::options(&url, &config.source.tls)?
             .db_name()
@@ -68,14 +68,14 @@ impl MySnapshot {
         let mut tables =
             schema::resolve(&mut conn, &config.source.tables, default_db.as_deref()).await?;
         for table in &mut tables {
-            table.key = crate::source::snapshot::baseline_key(
+            table.key = crate::source::baseline_read::baseline_key(
                 &config.baseline.keys,
                 &table.config_name,
                 &table.key,
                 &table.shape.columns,
             )?;
         }
-        Ok(MySnapshot {
+        Ok(MyBaselineReader {
             conn,
             tables,
             pinned: None,
@@ -84,7 +84,7 @@ impl MySnapshot {
     }
 
     fn table(&self, name: &str) -> Result<&CapturedTable> {
-        crate::source::snapshot::captured_table(&self.tables, name, |t| &t.config_name)
+        crate::source::baseline_read::captured_table(&self.tables, name, |t| &t.config_name)
     }
 
     /// Starts the consistent-snapshot transaction and returns the binlog coordinates it
@@ -337,7 +337,7 @@ fn texts(row: Row, what: &str) -> Result<Vec<Option<String>>> {
         .collect()
 }
 
-impl MySnapshot {
+impl MyBaselineReader {
     async fn estimate_rows(&mut self, table: &CapturedTable) -> Result<u64> {
         let estimate: Option<Option<u64>> = self
             .conn
@@ -471,7 +471,7 @@ impl MySnapshot {
 }
 
 #[async_trait]
-impl SnapshotSource for MySnapshot {
+impl BaselineReader for MyBaselineReader {
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>> {
         Ok(self.table(table)?.shape.clone())
     }
@@ -527,7 +527,7 @@ impl SnapshotSource for MySnapshot {
             })?
             .with_generation(generation);
         let point = Position::MySql(Box::new(point));
-        let point = crate::source::snapshot::at_or_after_anchor(point, anchor);
+        let point = crate::source::baseline_read::at_or_after_anchor(point, anchor);
         self.pinned = Some(name.to_owned());
         Ok(Some(point))
     }
@@ -541,7 +541,7 @@ impl SnapshotSource for MySnapshot {
         let table = self.table(name)?.clone();
         let pinned = table.key.is_empty();
         if pinned {
-            crate::source::snapshot::check_pinned(name, self.pinned.as_deref(), bounds)?;
+            crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
         let (statement, params) = chunk_query(&table, bounds)?;
         let what = format!("reading a baseline chunk of {name}");

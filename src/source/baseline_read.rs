@@ -1,7 +1,7 @@
 //! The baseline read contract every engine implements: plan keyset chunks of a table and
 //! read one chunk as rows of the table's schema; the rules every engine shares (which key
 //! a table is chunked by, the chunk bounds, a keyless table's pinned read). The contract
-//! knows no engine: [`crate::source::open_snapshot`] opens the one a config names.
+//! knows no engine: [`crate::source::open_baseline_reader`] opens the one a config names.
 //!
 //! Contract: a chunk is `lower < key <= upper` in the primary key's order (`None` = open
 //! end), so the chunks of one plan partition the table with no gap and no overlap
@@ -10,7 +10,7 @@
 //! mapping as the change stream, so snapshot and change parts share their Arrow types.
 //!
 //! A table without a key (and without declared `baseline.keys`) is one chunk, read by
-//! one consistent read whose exact position [`SnapshotSource::snapshot_point`] names: its
+//! one consistent read whose exact position [`BaselineReader::snapshot_point`] names: its
 //! rows are replayed as a multiset, where an overlap with the stream would count a row
 //! twice, so the read must say exactly which changes it already holds. Chunks read at
 //! different times cannot say that (a change's row could lie in either), so such a table
@@ -37,7 +37,7 @@ pub type RowSink<'a> = dyn FnMut(Vec<Value>) -> Result<()> + Send + 'a;
 
 /// A baseline reader on one connection.
 #[async_trait]
-pub trait SnapshotSource: Send {
+pub trait BaselineReader: Send {
     /// The table's current schema (also the snapshot parts' schema).
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>>;
 
@@ -213,7 +213,7 @@ pub fn at_or_after_anchor(point: Position, anchor: &Position) -> Position {
     }
 }
 
-/// Refuses a keyless table's chunk read without [`SnapshotSource::snapshot_point`]
+/// Refuses a keyless table's chunk read without [`BaselineReader::snapshot_point`]
 /// first, or a chunk with bounds (a plan made while `baseline.keys` declared a key the
 /// config no longer does): a keyless read is always the whole table, so bounded chunks
 /// would read it more than once.

@@ -1,4 +1,4 @@
-//! SQL Server baseline reads ([`SnapshotSource`]): the captured table in keyset chunks of
+//! SQL Server baseline reads ([`BaselineReader`]): the captured table in keyset chunks of
 //! the capture instance's unique index (normally the primary key), each chunk one short
 //! `SELECT` with typed key parameters, decoded by the change stream's value decoder.
 //!
@@ -15,7 +15,7 @@
 //!   zero); a single integer key splits `[MIN, MAX]` evenly (two index lookups); any other
 //!   key is walked in `chunk_rows` steps ([`key_walk`](super::key_walk)), each a short
 //!   key-only statement.
-//! * Rows have the change stream's schema and values ([`values::convert`]), so snapshot
+//! * Rows have the change stream's schema and values ([`values::convert`]), so baseline
 //!   and change parts share their Arrow types; a value without an exact representation
 //!   fails the chunk naming table and column.
 
@@ -34,27 +34,27 @@ use super::values;
 use crate::change::{TableSchema, Value};
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
-use crate::source::snapshot::{
-    ChunkBounds, RowSink, SnapshotSource, chunks_from_splits, keyed_table, split_integer_range,
+use crate::source::baseline_read::{
+    BaselineReader, ChunkBounds, RowSink, chunks_from_splits, keyed_table, split_integer_range,
 };
 
 /// A baseline reader of the configured table on one connection.
-pub struct SqlServerSnapshot {
+pub struct SqlServerBaselineReader {
     client: SqlClient,
     captured: Captured,
     /// `baseline.keys`: declared keys of tables without one.
     declared: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-impl SqlServerSnapshot {
+impl SqlServerBaselineReader {
     /// Connects and loads the capture instance like a drain does (same refusals).
-    pub async fn open(config: &Config) -> Result<SqlServerSnapshot> {
+    pub async fn open(config: &Config) -> Result<SqlServerBaselineReader> {
         let ms = super::settings(config)?;
         let (url, tls) = (config.source_url()?, &config.source.tls);
         let mut client = connect::connect(&url, tls, &config.source.timeouts).await?;
         let captured =
             catalog::load(&mut client, &config.source.tables[0], &ms.capture_instance).await?;
-        Ok(SqlServerSnapshot {
+        Ok(SqlServerBaselineReader {
             client,
             captured,
             declared: config.baseline.keys.clone(),
@@ -185,7 +185,7 @@ impl SqlServerSnapshot {
 }
 
 #[async_trait]
-impl SnapshotSource for SqlServerSnapshot {
+impl BaselineReader for SqlServerBaselineReader {
     fn schema(&self, table: &str) -> Result<Arc<TableSchema>> {
         Ok(self.table(table)?.shape.clone())
     }
@@ -234,7 +234,7 @@ impl SnapshotSource for SqlServerSnapshot {
         let mut count = 0u64;
         while let Some(row) = stream.next().await {
             let row = row.map_err(|e| query_error(&what, e))?;
-            rows(snapshot_row(row.into_iter().collect(), &table.shape)?)?;
+            rows(baseline_row(row.into_iter().collect(), &table.shape)?)?;
             count += 1;
         }
         Ok(count)
@@ -242,7 +242,7 @@ impl SnapshotSource for SqlServerSnapshot {
 }
 
 /// Converts one baseline row (cells in schema order) with the change stream's decoder.
-pub fn snapshot_row(cells: Vec<ColumnData<'static>>, shape: &TableSchema) -> Result<Vec<Value>> {
+pub fn baseline_row(cells: Vec<ColumnData<'static>>, shape: &TableSchema) -> Result<Vec<Value>> {
     if cells.len() != shape.columns.len() {
         return Err(Error::new(
             Code::SourceProtocol,
@@ -309,21 +309,21 @@ mod tests {
             ColumnData::Numeric(Some(tiberius::numeric::Numeric::new_with_scale(12_345, 4))),
         ];
         assert_eq!(
-            snapshot_row(cells, &shape()).unwrap(),
+            baseline_row(cells, &shape()).unwrap(),
             vec![
                 Value::Text("eu".into()),
                 Value::Null,
                 Value::Decimal(12_345)
             ]
         );
-        let err = snapshot_row(vec![ColumnData::I32(Some(1))], &shape()).unwrap_err();
+        let err = baseline_row(vec![ColumnData::I32(Some(1))], &shape()).unwrap_err();
         assert_eq!(err.code(), Code::SourceProtocol);
         let cells = vec![
             ColumnData::String(Some(Cow::Borrowed("eu"))),
             ColumnData::DateTime2(None),
             ColumnData::Numeric(Some(tiberius::numeric::Numeric::new_with_scale(1, 5))),
         ];
-        let err = snapshot_row(cells, &shape()).unwrap_err();
+        let err = baseline_row(cells, &shape()).unwrap_err();
         assert_eq!(err.code(), Code::ValueUnrepresentable);
         assert!(err.to_string().contains("dbo.t.amount"), "{err}");
     }

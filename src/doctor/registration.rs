@@ -4,8 +4,8 @@
 //! created.
 
 use super::{Check, Report};
-use crate::catalog::glue::Glue;
 use crate::config::{CatalogConfig, Config};
+use crate::registration::glue::Glue;
 
 pub async fn checks(config: &Config, report: &mut Report) {
     let Some(CatalogConfig::Glue {

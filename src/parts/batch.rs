@@ -15,7 +15,7 @@
 //!   [`CellHasher`] sum of the appended cells against [`hash_batch_from`] over the built
 //!   batch, failing with `SLUICE_OUTPUT_CHECKSUM` when they differ; the batch's writer
 //!   runs it before writing (the part encoder, on its own thread). The sum runs on across
-//!   batches (see [`crate::sink::checksum`]).
+//!   batches (see [`crate::parts::checksum`]).
 
 use std::sync::Arc;
 
@@ -32,8 +32,8 @@ use arrow_schema::{FieldRef, SchemaRef};
 
 use crate::change::{ChangeEvent, ColumnType, TableSchema, Value};
 use crate::error::{Code, Error, Result};
-use crate::sink::arrow_schema::{self as mapping, SEQ, UTC};
-use crate::sink::checksum::{CellHasher, EMPTY_SUM, checksum_text, hash_batch_from};
+use crate::parts::arrow_schema::{self as mapping, SEQ, UTC};
+use crate::parts::checksum::{CellHasher, EMPTY_SUM, checksum_text, hash_batch_from};
 
 /// A built batch and the check it must pass before it is written.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 //! * the file holds exactly the batches given to [`Encoder::write`], in that order, each
 //!   as its own row group; [`Encoder::finish`] returns only after the footer is written
 //!   and the file fsynced, so the durable order (part durable → checkpoint) is unchanged;
-//! * a batch is encoded only after it passed its [`crate::sink::batch::BatchCheck`] (run
+//! * a batch is encoded only after it passed its [`crate::parts::batch::BatchCheck`] (run
 //!   here, on the encoding thread): one that fails stops the encoder with
 //!   `SLUICE_OUTPUT_CHECKSUM`, and the file never gets a footer;
 //! * at most one batch is handed over at a time (a rendezvous channel): while the thread
@@ -31,7 +31,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::errors::ParquetError;
 
 use crate::error::{Code, Error, Result};
-use crate::sink::batch::FinishedBatch;
+use crate::parts::batch::FinishedBatch;
 use crate::spill::errors::{io_error, volume_error};
 
 /// Encodes one part.
@@ -89,7 +89,7 @@ impl Encoder {
     /// Verifies `batch` and encodes it as the next row group (inline), or hands it to the
     /// thread, which does the same, waiting until the thread has taken the previous one.
     /// `approx_bytes` is the batch's size estimate
-    /// ([`crate::sink::batch::RowBatchBuilder::approx_bytes`]), counted in
+    /// ([`crate::parts::batch::RowBatchBuilder::approx_bytes`]), counted in
     /// [`Encoder::bytes_written`] until the thread has written it.
     pub fn write(&mut self, batch: FinishedBatch, approx_bytes: u64) -> Result<()> {
         match &mut self.inner {

@@ -6,7 +6,7 @@
 //! * memory is bounded by configuration, not by data (docs/state.md, Guarantees): at most one
 //!   in-memory batch of `row_group_rows` rows or `row_group_bytes` bytes being built,
 //!   whichever comes first, plus the batch being encoded and its encoded row group. Every
-//!   full batch is verified ([`crate::sink::batch`]) and handed to the part's encoder
+//!   full batch is verified ([`crate::parts::batch`]) and handed to the part's encoder
 //!   ([`encoder`]: a thread of its own when the process has two CPUs, so decoding and
 //!   encoding overlap), which writes it out as its own row group at once, so a 1M-row
 //!   transaction sits on local disk, not in the heap;
@@ -20,7 +20,7 @@
 //!   `int32` → `int64`) finishes the open part and starts the next; a column whose type
 //!   changed to one that does not widen it is refused with `SLUICE_SOURCE_SCHEMA_CHANGE`,
 //!   because no output column holds both types;
-//! * a part holds one partition ([`crate::sink::partition`], `output.layout`): an event
+//! * a part holds one partition ([`crate::parts::partition`], `output.layout`): an event
 //!   whose commit time falls in another partition than the open part's finishes it and
 //!   starts the next, keyed under the partition's folder
 //!   (`<table>/dt=YYYY-MM-DD/cdc-…`); a transaction has one commit time, so this split
@@ -48,12 +48,12 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use crate::change::{ChangeEvent, TableSchema};
 use crate::config::Layout;
 use crate::error::{Code, Error, Result};
-use crate::sink::arrow_schema::type_name;
-use crate::sink::batch::RowBatchBuilder;
-use crate::sink::checksum::{EMPTY_SUM, checksum_text};
-use crate::sink::columns::schema_json;
-use crate::sink::manifest::ManifestPart;
-use crate::sink::partition::{self, Bucket};
+use crate::parts::arrow_schema::type_name;
+use crate::parts::batch::RowBatchBuilder;
+use crate::parts::checksum::{EMPTY_SUM, checksum_text};
+use crate::parts::columns::schema_json;
+use crate::parts::manifest::ManifestPart;
+use crate::parts::partition::{self, Bucket};
 use crate::spill::errors::io_error;
 use crate::spill::files::{self, SpillKind};
 
@@ -174,7 +174,7 @@ pub struct FinishedPart {
     /// File size.
     pub bytes: u64,
     /// `mix64:<16 hex>`: the cell checksum of every row of the part, in order
-    /// (recomputable from the file with [`crate::sink::checksum::verify_batches`]).
+    /// (recomputable from the file with [`crate::parts::checksum::verify_batches`]).
     pub checksum: String,
     /// `__pos` of the first and the last row.
     pub first_pos: String,
@@ -410,7 +410,7 @@ impl PartWriter {
         let stored = if self.settings.arrow_extensions {
             builder.schema().as_ref().clone()
         } else {
-            crate::sink::arrow_schema::without_extensions(builder.schema())
+            crate::parts::arrow_schema::without_extensions(builder.schema())
         };
         parquet::arrow::add_encoded_arrow_schema_to_metadata(&stored, &mut props);
         let options = ArrowWriterOptions::new()
