@@ -23,6 +23,7 @@
 //! one small reference per cell, the batches stay as they were read.
 
 mod cells;
+mod hash;
 mod keyed;
 mod multiset;
 mod order;
@@ -34,6 +35,7 @@ use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::error::{Code, Error, Result};
 
+pub use hash::row_hashes;
 pub use order::{Op, Ordered};
 
 /// The state a fold produces its rows in: the table's columns, which of them are its key,

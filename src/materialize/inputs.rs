@@ -28,6 +28,14 @@ pub struct Listing {
     pub changes: Vec<String>,
 }
 
+/// The table's data files.
+pub async fn list(destination: &dyn Destination, table: &str) -> Result<Listing> {
+    Ok(sort_keys(
+        table,
+        &destination.list(&format!("{table}/")).await?,
+    ))
+}
+
 /// Sorts the keys listed under `<table>/` into data files; everything else is left out.
 pub fn sort_keys(table: &str, keys: &[String]) -> Listing {
     let prefix = format!("{table}/");
@@ -101,49 +109,27 @@ pub async fn read_file(destination: &dyn Destination, key: &str) -> Result<Vec<R
         .collect()
 }
 
-/// The table's batches to fold: the current baseline plan's, then every change part's.
-pub async fn read_table(
+/// Every batch of the files at `keys`, in order.
+pub async fn read_files(
     destination: &dyn Destination,
-    table: &str,
-) -> Result<(Vec<RecordBatch>, usize)> {
-    let keys = destination.list(&format!("{table}/")).await?;
-    let listing = sort_keys(table, &keys);
+    keys: &[String],
+) -> Result<Vec<RecordBatch>> {
     let mut batches = Vec::new();
-    let mut files = 0;
-    if let Some(plan) = current_plan(destination, &listing).await? {
-        files += plan.len();
-        batches.extend(plan.into_iter().flatten());
-    }
-    for key in &listing.changes {
+    for key in keys {
         batches.extend(read_file(destination, key).await?);
-        files += 1;
     }
-    Ok((batches, files))
+    Ok(batches)
 }
 
-/// The current plan's batches, per file: the newest plan holding a `rebaseline` row, else
-/// the oldest plan; `None` without a baseline.
-async fn current_plan(
-    destination: &dyn Destination,
-    listing: &Listing,
-) -> Result<Option<Vec<Vec<RecordBatch>>>> {
-    for parts in listing.plans.values().rev() {
-        let mut files = Vec::with_capacity(parts.len());
-        for key in parts {
-            files.push(read_file(destination, key).await?);
-        }
-        if files.iter().flatten().any(has_rebaseline) {
-            return Ok(Some(files));
-        }
-    }
-    let Some(oldest) = listing.plans.values().next() else {
-        return Ok(None);
-    };
-    let mut files = Vec::with_capacity(oldest.len());
-    for key in oldest {
-        files.push(read_file(destination, key).await?);
-    }
-    Ok(Some(files))
+/// Every data file of the table for a full build: the current plan's parts, then every
+/// change part.
+pub fn all_files(listing: &Listing, plan: Option<&str>) -> Vec<String> {
+    let mut keys: Vec<String> = plan
+        .and_then(|p| listing.plans.get(p))
+        .cloned()
+        .unwrap_or_default();
+    keys.extend(listing.changes.iter().cloned());
+    keys
 }
 
 fn has_rebaseline(batch: &RecordBatch) -> bool {
@@ -189,5 +175,112 @@ mod tests {
             ]
         );
         assert_eq!(listing.plans.len(), 2);
+    }
+}
+
+/// How far before the newest run a build consumed it looks again for runs: a run's id is
+/// its start time, and a run that started earlier on another host (a clock behind) may
+/// commit after it. Longer than any run lasts.
+const RUN_ID_MARGIN: chrono::Duration = chrono::Duration::minutes(30);
+
+/// The change parts committed runs list (`<table>/_manifests/<run_id>.json`, `parts`, never
+/// `pending`) whose newest change is at or after `watermark`, from runs started at most
+/// [`RUN_ID_MARGIN`] before `since_run`; and the newest run id listed.
+pub async fn parts_since(
+    destination: &dyn Destination,
+    table: &str,
+    since_run: Option<&str>,
+    watermark: &str,
+) -> Result<(Vec<String>, Option<String>)> {
+    let prefix = format!("{table}/_manifests/");
+    let floor = since_run.and_then(run_id_floor);
+    let mut runs: Vec<(String, String)> = destination
+        .list(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|key| {
+            let run = key.strip_prefix(&prefix)?.strip_suffix(".json")?.to_owned();
+            Some((run, key))
+        })
+        .collect();
+    runs.sort();
+    let newest = runs.last().map(|(run, _)| run.clone());
+    let mut parts = Vec::new();
+    for (run, key) in runs {
+        if floor.as_ref().is_some_and(|f| run.as_str() < f.as_str()) {
+            continue;
+        }
+        let Some(body) = destination.get(&key).await? else {
+            continue;
+        };
+        let manifest: crate::parts::manifest::Manifest =
+            serde_json::from_slice(&body).map_err(|e| {
+                Error::new(
+                    Code::StateCorrupt,
+                    format!("{} {key} is not a sluice run manifest", destination.describe()),
+                )
+                .hint("restore or remove the document; `sluice materialize` then rebuilds from the folder")
+                .source(e)
+            })?;
+        for part in manifest.parts {
+            if part.last_pos.as_str() >= watermark {
+                let key = if part.key.starts_with(&format!("{table}/")) {
+                    part.key
+                } else {
+                    format!("{table}/{}", part.key)
+                };
+                parts.push(key);
+            }
+        }
+    }
+    parts.sort_by(|a, b| {
+        let name = |k: &String| k.rsplit('/').next().unwrap_or(k).to_owned();
+        name(a).cmp(&name(b)).then(a.cmp(b))
+    });
+    parts.dedup();
+    Ok((parts, newest))
+}
+
+/// The smallest run id [`parts_since`] reads again after `run` (its start minus
+/// [`RUN_ID_MARGIN`]); `None` for an id that is not a run id (read every run).
+fn run_id_floor(run: &str) -> Option<String> {
+    let stamp = run.get(..18)?;
+    let start = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%S%3f").ok()?;
+    Some(
+        (start - RUN_ID_MARGIN)
+            .format("%Y%m%dT%H%M%S%3f")
+            .to_string(),
+    )
+}
+
+/// The id of the current baseline plan: the newest holding a `rebaseline` row, else the
+/// oldest; `None` without a baseline. Reads plans newest first until one holds a marker.
+pub async fn current_plan_id(
+    destination: &dyn Destination,
+    listing: &Listing,
+) -> Result<Option<String>> {
+    for (plan, parts) in listing.plans.iter().rev() {
+        for key in parts {
+            if read_file(destination, key)
+                .await?
+                .iter()
+                .any(has_rebaseline)
+            {
+                return Ok(Some(plan.clone()));
+            }
+        }
+    }
+    Ok(listing.plans.keys().next().cloned())
+}
+
+#[cfg(test)]
+mod margin_tests {
+    #[test]
+    fn the_floor_is_the_run_start_minus_the_margin() {
+        assert_eq!(
+            super::run_id_floor("20261207T064955123Z-a1b2c3").as_deref(),
+            Some("20261207T061955123")
+        );
+        assert_eq!(super::run_id_floor("not-a-run"), None);
     }
 }

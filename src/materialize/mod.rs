@@ -1,29 +1,36 @@
 //! Current-state tables kept by sluice (`sluice materialize`): each captured table's
 //! current state — one row per key, the table's columns only, the replay rule applied by
-//! [`crate::fold`] — as plain Parquet under `<table>/_current_state/v-<version>/`, named by
-//! the pointer `<table>/_current_state/_version.json`, so any reader reads it with one glob
-//! and no SQL of ours (docs/current-state.md).
+//! [`crate::fold`] — as plain Parquet files under `<table>/_current_state/`, named by the
+//! pointer `<table>/_current_state/_version.json` (docs/current-state.md).
 //!
 //! Guarantees (the lake rules of DESIGN.md):
-//! * it folds exactly the files `sluice sql` reads, so both give one state; the parts and
-//!   the checkpoint come first, a build only reads what is already written;
-//! * a build writes a new version's files, then replaces the pointer, then removes the
-//!   versions older than the one the pointer named before — a reader never sees a
-//!   half-written version, a crash anywhere leaves the previous version readable, and the
-//!   next build starts over;
+//! * a build folds exactly the files `sluice sql` reads, so both give one state; it only
+//!   reads what runs already made durable, and no drain waits for it;
+//! * the state is split into buckets by a hash of the key; an **incremental** build reads
+//!   the parts committed since the previous version (the run manifests), keeps their
+//!   changes after its watermark, and rewrites only the buckets those touch — its cost
+//!   follows the changes, not the table; a **full** build (the first, a new baseline plan,
+//!   a new shape, another bucket count) folds every file;
+//! * a build writes its files, then replaces the pointer, then removes the files neither
+//!   the new nor the previous pointer names — a reader never sees a half-written version,
+//!   a crash anywhere leaves the previous version readable, and the next build starts over
+//!   from the pointer;
 //! * a table that cannot be built (no shape yet, a file that is not a part) fails alone:
 //!   the other tables are built and the report names it.
 //!
-//! Not yet: a build folds the whole table (its cost follows the table, not the run's
-//! changes), holds the table's rows in memory, and takes no lease of its own — run one
-//! `sluice materialize` per job at a time.
+//! Not yet: a full build holds the whole table in memory; builds take no lease of their
+//! own (run one `sluice materialize` per job at a time).
 
+mod buckets;
 mod inputs;
 pub mod version;
 
-use arrow_array::RecordBatch;
+use std::collections::BTreeSet;
+
 use arrow_array::cast::AsArray;
+use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::Field;
+use arrow_select::filter::filter_record_batch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -32,11 +39,13 @@ use crate::config::Config;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::fold::{self, Shape};
-use crate::parts::arrow_schema::POS;
-use version::Pointer;
+use crate::parts::arrow_schema::{POS, SEQ};
+use crate::replay::ShapeColumn;
+use version::{Pointer, Watermark};
 
-/// Rows per current-state file.
-const ROWS_PER_FILE: usize = 1_000_000;
+/// The bucket count of a table's state: the number of files a full build writes, and the
+/// grain an incremental build rewrites.
+pub const DEFAULT_BUCKETS: u32 = 16;
 
 /// Builds the current state of `tables` (every captured table when empty); one JSON
 /// object per table in the report, failed tables included.
@@ -50,15 +59,12 @@ pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value
     let mut report = Vec::new();
     let mut failed = None;
     for table in chosen {
-        match build(destination.as_ref(), table).await {
-            Ok(pointer) => report.push(serde_json::json!({
-                "table": table,
-                "version": pointer.version,
-                "rows": pointer.rows,
-                "files": pointer.files,
-                "parts_read": pointer.parts_read,
-                "watermark": pointer.watermark,
+        match build(destination.as_ref(), table, DEFAULT_BUCKETS).await {
+            Ok(Some(p)) => report.push(serde_json::json!({
+                "table": table, "version": p.version, "build": p.build, "rows": p.rows,
+                "files": p.files.len(), "parts_read": p.parts_read, "watermark": p.watermark,
             })),
+            Ok(None) => report.push(serde_json::json!({ "table": table, "build": "up to date" })),
             Err(e) => {
                 report.push(serde_json::json!({
                     "table": table, "error": e.code().as_str(), "message": e.to_string(),
@@ -73,73 +79,297 @@ pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value
     }
 }
 
-/// Builds one table's next current-state version and points readers at it.
-pub async fn build(destination: &dyn Destination, table: &str) -> Result<Pointer> {
+/// Builds one table's next current-state version and points readers at it; `None` when
+/// no change was committed since the previous version.
+pub async fn build(
+    destination: &dyn Destination,
+    table: &str,
+    buckets: u32,
+) -> Result<Option<Pointer>> {
     let columns = crate::replay::shape::read(destination, table).await?;
     let previous = version::read(destination, table).await?;
     let named = previous.as_ref().map_or(0, |p| p.version);
     // A crashed build's folder was never named: clear it before writing there again.
-    version::remove_versions(destination, table, |v| v <= named).await?;
-
-    let (batches, parts_read) = inputs::read_table(destination, table).await?;
-    let shape = shape_of(table, &columns, &batches)?;
-    let state = fold::fold(&batches, &shape)?;
-    let watermark = newest_pos(&batches);
-    drop(batches);
-
-    let next = named + 1;
-    let folder = version::folder_key(table, next);
-    let mut files = Vec::new();
-    let mut offset = 0;
-    while offset < state.num_rows() || files.is_empty() {
-        let len = ROWS_PER_FILE.min(state.num_rows() - offset);
-        let key = format!("{folder}/part-{:06}.parquet", files.len());
-        destination
-            .put_marker(&key, &encode(&state.slice(offset, len))?)
-            .await?;
-        files.push(key);
-        offset += len;
-    }
-    crate::faults::hit(crate::faults::FaultPoint::MaterializeBeforePointer).await?;
-    let pointer = Pointer {
-        format_version: 1,
-        table: table.to_owned(),
-        version: next,
-        folder: folder
-            .strip_prefix(&format!("{table}/"))
-            .unwrap_or(&folder)
-            .to_owned(),
-        files,
-        rows: state.num_rows() as u64,
-        watermark,
-        parts_read,
-        written_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    version::remove_files(destination, table, |v, _| v <= named).await?;
+    let listing = inputs::list(destination, table).await?;
+    let plan = inputs::current_plan_id(destination, &listing).await?;
+    let build = Build {
+        destination,
+        table,
+        buckets,
+        columns: &columns,
+        plan,
+        version: named + 1,
     };
-    version::write(destination, &pointer).await?;
-    crate::faults::hit(crate::faults::FaultPoint::MaterializeAfterPointer).await?;
-    // The version named before stays for readers that read the pointer just before.
-    version::remove_versions(destination, table, |v| v == named || v == next).await?;
-    Ok(pointer)
+    if let Some(prev) = previous.as_ref().filter(|p| build.continues(p)) {
+        match build.incremental(prev).await? {
+            Incremental::Written(pointer) => return Ok(Some(*pointer)),
+            Incremental::NothingNew => return Ok(None),
+            Incremental::NewShape => {}
+        }
+    }
+    build.full(&listing, previous.as_ref()).await.map(Some)
+}
+
+/// What an incremental build came to.
+enum Incremental {
+    Written(Box<Pointer>),
+    NothingNew,
+    /// The table's columns changed: the next version is a full build.
+    NewShape,
+}
+
+/// One build of one table.
+struct Build<'a> {
+    destination: &'a dyn Destination,
+    table: &'a str,
+    buckets: u32,
+    columns: &'a [ShapeColumn],
+    plan: Option<String>,
+    version: u64,
+}
+
+impl Build<'_> {
+    /// True when `prev` is a version this build can add to.
+    fn continues(&self, prev: &Pointer) -> bool {
+        prev.format_version == Pointer::FORMAT_VERSION
+            && prev.plan == self.plan
+            && prev.buckets.len() == self.buckets as usize
+            && prev.watermark.is_some()
+    }
+
+    async fn incremental(&self, prev: &Pointer) -> Result<Incremental> {
+        let watermark = prev.watermark.as_ref().expect("continues() checked it");
+        let (keys, newest_run) = inputs::parts_since(
+            self.destination,
+            self.table,
+            prev.runs_through.as_deref(),
+            &watermark.pos,
+        )
+        .await?;
+        let changes = after(
+            &inputs::read_files(self.destination, &keys).await?,
+            watermark,
+        )?;
+        let stored_schema = match prev.files.first() {
+            Some(key) => inputs::read_file(self.destination, key).await?,
+            None => Vec::new(),
+        };
+        let mut typed = stored_schema;
+        typed.extend(changes.iter().cloned());
+        let shape = shape_of(self.table, self.columns, &typed)?;
+        if column_names(&shape) != prev.columns {
+            return Ok(Incremental::NewShape);
+        }
+        if changes.iter().all(|b| b.num_rows() == 0) {
+            return Ok(Incremental::NothingNew);
+        }
+        let touched = buckets::touched(&changes, &shape, self.buckets)?;
+        let mut batches = Vec::new();
+        let mut replaced = 0;
+        for &b in &touched {
+            if let Some(key) = &prev.buckets[b as usize] {
+                for stored in inputs::read_file(self.destination, key).await? {
+                    replaced += stored.num_rows() as u64;
+                    batches.push(buckets::as_base(&stored)?);
+                }
+            }
+        }
+        let watermark = newest_change(&changes).or_else(|| prev.watermark.clone());
+        batches.extend(changes);
+        let state = fold::fold(&batches, &shape)?;
+        drop(batches);
+        let written = Written {
+            state: &state,
+            rows: prev.rows - replaced + state.num_rows() as u64,
+            shape: &shape,
+            touched: &touched,
+            watermark,
+            runs_through: newest_run.or_else(|| prev.runs_through.clone()),
+            parts_read: keys.len(),
+            kind: "incremental",
+        };
+        self.write(written, Some(prev))
+            .await
+            .map(|p| Incremental::Written(Box::new(p)))
+    }
+
+    async fn full(&self, listing: &inputs::Listing, prev: Option<&Pointer>) -> Result<Pointer> {
+        let keys = inputs::all_files(listing, self.plan.as_deref());
+        let batches = inputs::read_files(self.destination, &keys).await?;
+        let (_, newest_run) =
+            inputs::parts_since(self.destination, self.table, None, "\u{10ffff}").await?;
+        let shape = shape_of(self.table, self.columns, &batches)?;
+        let watermark = newest_change(&batches);
+        let state = fold::fold(&batches, &shape)?;
+        drop(batches);
+        let touched: BTreeSet<u32> = (0..self.buckets).collect();
+        let written = Written {
+            state: &state,
+            rows: state.num_rows() as u64,
+            shape: &shape,
+            touched: &touched,
+            watermark,
+            runs_through: newest_run,
+            parts_read: keys.len(),
+            kind: "full",
+        };
+        self.write(written, prev).await
+    }
+
+    /// Writes the touched buckets' files, then the pointer, then removes what neither the
+    /// new nor the previous pointer names.
+    async fn write(&self, w: Written<'_>, prev: Option<&Pointer>) -> Result<Pointer> {
+        let folder = version::folder_key(self.table, self.version);
+        let mut files: Vec<Option<String>> = match prev {
+            Some(p) if p.buckets.len() == self.buckets as usize && w.kind == "incremental" => {
+                p.buckets.clone()
+            }
+            _ => vec![None; self.buckets as usize],
+        };
+        for (b, rows) in buckets::split(w.state, w.shape, self.buckets)?
+            .into_iter()
+            .enumerate()
+        {
+            if !w.touched.contains(&(b as u32)) {
+                continue;
+            }
+            files[b] = if rows.num_rows() == 0 {
+                None
+            } else {
+                let key = format!("{folder}/bucket-{b:04}.parquet");
+                self.destination.put_marker(&key, &encode(&rows)?).await?;
+                Some(key)
+            };
+        }
+        crate::faults::hit(crate::faults::FaultPoint::MaterializeBeforePointer).await?;
+        let pointer = Pointer {
+            format_version: Pointer::FORMAT_VERSION,
+            table: self.table.to_owned(),
+            version: self.version,
+            files: files.iter().flatten().cloned().collect(),
+            buckets: files,
+            rows: w.rows,
+            watermark: w.watermark,
+            runs_through: w.runs_through,
+            plan: self.plan.clone(),
+            columns: column_names(w.shape),
+            previous_files: prev.map(|p| p.files.clone()).unwrap_or_default(),
+            build: w.kind.to_owned(),
+            parts_read: w.parts_read,
+            written_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        };
+        version::write(self.destination, &pointer).await?;
+        crate::faults::hit(crate::faults::FaultPoint::MaterializeAfterPointer).await?;
+        let named: BTreeSet<&String> = pointer
+            .files
+            .iter()
+            .chain(&pointer.previous_files)
+            .collect();
+        version::remove_files(self.destination, self.table, |_, key| {
+            named.contains(&key.to_owned())
+        })
+        .await?;
+        Ok(pointer)
+    }
+}
+
+/// What one build writes.
+struct Written<'a> {
+    state: &'a RecordBatch,
+    /// The rows of the whole new version (the state's, plus the untouched buckets').
+    rows: u64,
+    shape: &'a Shape,
+    touched: &'a BTreeSet<u32>,
+    watermark: Option<Watermark>,
+    runs_through: Option<String>,
+    parts_read: usize,
+    kind: &'static str,
+}
+
+/// The rows of `batches` after `watermark` (`(__pos, __seq)` greater).
+fn after(batches: &[RecordBatch], watermark: &Watermark) -> Result<Vec<RecordBatch>> {
+    batches
+        .iter()
+        .map(|batch| {
+            let positions = batch
+                .column_by_name(POS)
+                .and_then(|c| c.as_string_opt::<i32>());
+            let seqs = batch
+                .column_by_name(SEQ)
+                .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>());
+            let (Some(positions), Some(seqs)) = (positions, seqs) else {
+                return Err(Error::new(
+                    Code::FoldInput,
+                    "a part without __pos and __seq".to_owned(),
+                ));
+            };
+            let keep: BooleanArray = (0..batch.num_rows())
+                .map(|i| {
+                    let pos = positions.value(i);
+                    Some(
+                        pos > watermark.pos.as_str()
+                            || (pos == watermark.pos && seqs.value(i) > watermark.seq),
+                    )
+                })
+                .collect();
+            filter_record_batch(batch, &keep).map_err(|e| {
+                Error::new(Code::Internal, "keeping a part's new rows".to_owned()).source(e)
+            })
+        })
+        .collect()
+}
+
+/// The newest `(__pos, __seq)` of the batches.
+fn newest_change(batches: &[RecordBatch]) -> Option<Watermark> {
+    let mut newest: Option<Watermark> = None;
+    for batch in batches {
+        let (Some(positions), Some(seqs)) = (
+            batch
+                .column_by_name(POS)
+                .and_then(|c| c.as_string_opt::<i32>()),
+            batch
+                .column_by_name(SEQ)
+                .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>()),
+        ) else {
+            continue;
+        };
+        for i in 0..batch.num_rows() {
+            let (pos, seq) = (positions.value(i), seqs.value(i));
+            let newer = newest
+                .as_ref()
+                .is_none_or(|n| (pos, seq) > (n.pos.as_str(), n.seq));
+            if newer {
+                newest = Some(Watermark {
+                    pos: pos.to_owned(),
+                    seq,
+                });
+            }
+        }
+    }
+    newest
 }
 
 /// The fold's shape: the newest manifest's columns, each with the type and field metadata
-/// of the newest part that has it.
-fn shape_of(
-    table: &str,
-    columns: &[crate::replay::ShapeColumn],
-    batches: &[RecordBatch],
-) -> Result<Shape> {
+/// of the newest batch that has it.
+fn shape_of(table: &str, columns: &[ShapeColumn], batches: &[RecordBatch]) -> Result<Shape> {
     let mut fields = Vec::with_capacity(columns.len());
     for column in columns {
         let field = batches
             .iter()
             .rev()
             .find_map(|b| b.schema().field_with_name(&column.name).ok().cloned())
-            .map(|f| Field::new(f.name(), f.data_type().clone(), true).with_metadata(f.metadata().clone()))
+            .map(|f| {
+                Field::new(f.name(), f.data_type().clone(), true)
+                    .with_metadata(f.metadata().clone())
+            })
             .ok_or_else(|| {
                 Error::new(
                     Code::FoldInput,
-                    format!("table {table}'s manifest names column {} and no part holds it", column.name),
+                    format!(
+                        "table {table}'s manifest names column {} and no part holds it",
+                        column.name
+                    ),
                 )
                 .hint("a part the manifests list is missing from the table folder: restore it, or re-baseline the table (sluice baseline --table T)")
             })?;
@@ -155,13 +385,13 @@ fn shape_of(
     })
 }
 
-/// The highest `__pos` of the batches.
-fn newest_pos(batches: &[RecordBatch]) -> Option<String> {
-    batches
+/// `name type` of each column of the shape, as the pointer records them.
+fn column_names(shape: &Shape) -> Vec<String> {
+    shape
+        .fields
         .iter()
-        .filter_map(|b| b.column_by_name(POS)?.as_string_opt::<i32>().cloned())
-        .filter_map(|positions| positions.iter().flatten().max().map(str::to_owned))
-        .max()
+        .map(|f| format!("{} {}", f.name(), f.data_type()))
+        .collect()
 }
 
 /// One current-state file: Parquet, zstd, the batch's schema.

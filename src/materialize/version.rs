@@ -1,11 +1,13 @@
-//! A table's current-state versions: `<table>/_current_state/v-<version>/part-<n>.parquet`,
-//! and the pointer `<table>/_current_state/_version.json` naming the one to read.
+//! A table's current-state versions: the files a build writes,
+//! `<table>/_current_state/v-<version>/bucket-<n>.parquet`, and the pointer
+//! `<table>/_current_state/_version.json` naming the files of the version to read (a
+//! bucket no later build touched keeps its file from an earlier version's folder).
 //!
-//! Guarantees: a version's files are written before the pointer names it, and a version is
-//! never written twice under a name the pointer has named (a crashed build's leftovers, in
-//! a folder the pointer never named, are removed before the next build writes there); the
-//! version the pointer named before stays readable until the next build replaces the
-//! pointer again, so a reader that read the pointer just before a swap finishes its read.
+//! Guarantees: a version's files are written before the pointer names them, and a version
+//! folder is never written twice once a pointer has named it (a crashed build's leftovers,
+//! in a folder no pointer named, are removed before the next build writes there); the
+//! files the previous pointer named stay until the pointer after this one replaces it, so
+//! a reader that read the pointer just before a swap finishes its read.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,19 +22,44 @@ pub const FOLDER: &str = "_current_state";
 pub struct Pointer {
     pub format_version: u32,
     pub table: String,
-    /// The version to read: its files are all of `files`, and nothing else.
+    /// The version to read.
     pub version: u64,
-    /// The folder of the version, below the table folder (`_current_state/v-…`).
-    pub folder: String,
-    /// Its files' keys below the destination's root.
+    /// The state's files (keys below the destination's root): every row of the state is
+    /// in exactly one of them, and they are all of it.
     pub files: Vec<String>,
+    /// Per bucket, its file (`None`: the bucket holds no row).
+    pub buckets: Vec<Option<String>>,
     pub rows: u64,
-    /// The newest `__pos` folded in: the state is exact as of this position.
-    pub watermark: Option<String>,
-    /// How many part files were folded.
+    /// The newest change folded in: the state is exact as of this `(__pos, __seq)`.
+    pub watermark: Option<Watermark>,
+    /// The newest run whose manifest the build read (where the next build looks again).
+    pub runs_through: Option<String>,
+    /// The baseline plan folded in (`snapshot/<plan>/`).
+    pub plan: Option<String>,
+    /// The state's columns, `name type` in order: a build for another shape starts over.
+    pub columns: Vec<String>,
+    /// The files the version named before this one, kept for readers that read that
+    /// pointer just before this one replaced it.
+    pub previous_files: Vec<String>,
+    /// `full` (every file of the table folded) or `incremental` (the buckets new changes
+    /// touched, on top of the previous version).
+    pub build: String,
+    /// How many part files this build read.
     pub parts_read: usize,
     /// RFC 3339 time of the build.
     pub written_at: String,
+}
+
+/// The newest change a state holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermark {
+    pub pos: String,
+    pub seq: i64,
+}
+
+impl Pointer {
+    /// The current `format_version`.
+    pub const FORMAT_VERSION: u32 = 1;
 }
 
 /// The pointer's key.
@@ -93,15 +120,16 @@ pub async fn listed_versions(
     Ok(versions)
 }
 
-/// Removes every file of the versions `keep` does not accept.
-pub async fn remove_versions(
+/// Removes every file under the table's current-state folder that `keep` does not accept;
+/// how many were removed.
+pub async fn remove_files(
     destination: &dyn Destination,
     table: &str,
-    keep: impl Fn(u64) -> bool,
+    keep: impl Fn(u64, &str) -> bool,
 ) -> Result<usize> {
     let mut removed = 0;
     for (version, key) in listed_versions(destination, table).await? {
-        if !keep(version) {
+        if !keep(version, &key) {
             destination.delete(&key).await?;
             removed += 1;
         }

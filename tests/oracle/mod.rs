@@ -75,6 +75,7 @@ pub struct Totals {
     pub truncates: u64,
     pub ddls: u64,
     pub rebaselines: u64,
+    pub materializes: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -98,6 +99,7 @@ impl Totals {
         self.truncates += r.truncates;
         self.ddls += r.ddls;
         self.rebaselines += r.rebaselines;
+        self.materializes += r.materializes;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -192,7 +194,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} iceberg={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} failovers={} iceberg={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -210,6 +212,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.truncates,
         t.ddls,
         t.rebaselines,
+        t.materializes,
         t.failovers,
         t.iceberg,
         started.elapsed().as_secs()

@@ -103,6 +103,40 @@ fn materialized(
     Ok(rows)
 }
 
+/// `sluice materialize --table` as a schedule runs it between drains, crashed at `fault`
+/// when given; true when it crashed there.
+pub fn materialize_step(
+    config: &Path,
+    env: &[(String, String)],
+    fault: Option<&str>,
+) -> Result<bool, String> {
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let mut cmd = Command::new(bin);
+    cmd.args(["materialize", "--config"])
+        .arg(config)
+        .env_remove("SLUICE_FAULT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(point) = fault {
+        cmd.env("SLUICE_FAULT", point);
+    }
+    let run = cmd
+        .output()
+        .map_err(|e| format!("sluice materialize: {e}"))?;
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if fault.is_some() && stderr.contains("fault injected") {
+        return Ok(true);
+    }
+    // A table nothing was written for yet has no shape: not a failure of the build.
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    if run.status.success() || stderr.contains("SLUICE_REPLAY_NO_SCHEMA") {
+        return Ok(false);
+    }
+    Err(format!("sluice materialize failed: {stdout}{stderr}"))
+}
+
 /// What the trial's schema changes left: columns dropped (not compared), and added
 /// columns the source holds only NULLs in (compared only where the view has them).
 #[derive(Clone, Copy)]
