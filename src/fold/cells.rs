@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, new_null_array};
 use arrow_cast::{CastOptions, cast_with_options};
 use arrow_select::interleave::interleave;
 
-use super::Shape;
+use super::shape::Shape;
 use crate::error::{Code, Error, Result};
 
 /// Where a state's cell comes from: a row of a batch, or NULL.

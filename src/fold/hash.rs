@@ -9,8 +9,8 @@
 use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, SortField};
 
-use super::Shape;
 use super::cells::Columns;
+use super::shape::Shape;
 use crate::error::{Code, Error, Result};
 
 /// The hash of each row of `batch`, for `shape`.

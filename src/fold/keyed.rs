@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use arrow_row::{RowConverter, Rows, SortField};
 
-use super::Shape;
 use super::cells::{Cell, Columns};
 use super::order::{Op, Ordered, Row};
+use super::shape::Shape;
 use crate::error::{Code, Error, Result};
 
 /// The state's rows: a cell per field, per live key.

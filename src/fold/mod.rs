@@ -27,58 +27,15 @@ mod hash;
 mod keyed;
 mod multiset;
 mod order;
-
-use std::sync::Arc;
+mod shape;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::error::{Code, Error, Result};
 
 pub use hash::row_hashes;
 pub use order::{Op, Ordered};
-
-/// The state a fold produces its rows in: the table's columns, which of them are its key,
-/// and which of them a source may leave unlogged.
-#[derive(Debug, Clone)]
-pub struct Shape {
-    /// The table's columns in output order (names, types, field metadata).
-    pub fields: Vec<Field>,
-    /// Indexes into `fields` of the key columns; empty for a table without a key.
-    pub key: Vec<usize>,
-    /// Per field: whether a row may list it in `__unlogged` (variable-length types).
-    pub fillable: Vec<bool>,
-}
-
-impl Shape {
-    /// The Arrow schema of the state: the fields, nothing else.
-    pub fn schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(self.fields.clone()))
-    }
-
-    fn check(&self) -> Result<()> {
-        if self.fields.is_empty() || self.fillable.len() != self.fields.len() {
-            return Err(Error::new(
-                Code::Internal,
-                format!(
-                    "a fold shape of {} columns with {} fill flags",
-                    self.fields.len(),
-                    self.fillable.len()
-                ),
-            ));
-        }
-        if let Some(&bad) = self.key.iter().find(|&&i| i >= self.fields.len()) {
-            return Err(Error::new(
-                Code::Internal,
-                format!(
-                    "a fold shape's key names column {bad} of {}",
-                    self.fields.len()
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
+pub use shape::{Shape, may_be_unlogged};
 
 /// Folds `batches` — rows with sluice's metadata columns (`__op`, `__pos`, `__seq`,
 /// `__unlogged`) and some of the table's columns — into the table's state under `shape`.
@@ -103,31 +60,6 @@ pub fn fold(batches: &[RecordBatch], shape: &Shape) -> Result<RecordBatch> {
         )
         .source(e)
     })
-}
-
-/// True for a sluice type a source may leave unlogged (variable-length values).
-pub fn may_be_unlogged(ty: &str) -> bool {
-    const FIXED: [&str; 18] = [
-        "boolean",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float32",
-        "float64",
-        "date",
-        "time",
-        "timestamp",
-        "timestamp_tz",
-        "uuid",
-        "float16",
-        "bool",
-    ];
-    !FIXED.contains(&ty)
 }
 
 #[cfg(test)]

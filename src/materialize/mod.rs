@@ -18,11 +18,12 @@
 //! * a table that cannot be built (no shape yet, a file that is not a part) fails alone:
 //!   the other tables are built and the report names it.
 //!
-//! Not yet: a full build holds the whole table in memory; builds take no lease of their
-//! own (run one `sluice materialize` per job at a time).
+//! * builds of one job take turns under its materialization lease ([`lease_name`]),
+//!   separate from the drain's.
+//!
+//! Not yet: a full build holds the whole table in memory.
 
 mod buckets;
-mod inputs;
 pub mod version;
 
 use std::collections::BTreeSet;
@@ -39,43 +40,95 @@ use crate::config::Config;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::fold::{self, Shape};
+use crate::lake::files as inputs;
+use crate::lake::shape::ShapeColumn;
 use crate::parts::arrow_schema::{POS, SEQ};
-use crate::replay::ShapeColumn;
 use version::{Pointer, Watermark};
 
 /// The bucket count of a table's state: the number of files a full build writes, and the
 /// grain an incremental build rewrites.
 pub const DEFAULT_BUCKETS: u32 = 16;
 
-/// Builds the current state of `tables` (every captured table when empty); one JSON
-/// object per table in the report, failed tables included.
+/// The state-store name of the materialization lease of `job`: a job name never holds a
+/// `#`, so it is never a job's own item.
+pub fn lease_name(job: &str) -> String {
+    format!("{job}#materialize")
+}
+
+/// Builds the current state of `tables` (every captured table when empty) under the job's
+/// materialization lease (separate from the drain's: a drain never waits for a build); one
+/// JSON object per table in the report, failed tables included. A lease held by another
+/// build is `SLUICE_STATE_LEASE_HELD`, and nothing is built.
 pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value> {
-    let destination = crate::destination::open(config).await?;
-    let chosen: Vec<&String> = if tables.is_empty() {
-        config.source.tables.iter().collect()
+    let backends = crate::backends::Backends::open(config).await?;
+    let chosen: Vec<String> = if tables.is_empty() {
+        config.source.tables.clone()
     } else {
-        tables.iter().collect()
+        tables.to_vec()
     };
-    let mut report = Vec::new();
-    let mut failed = None;
-    for table in chosen {
-        match build(destination.as_ref(), table, DEFAULT_BUCKETS).await {
-            Ok(Some(p)) => report.push(serde_json::json!({
-                "table": table, "version": p.version, "build": p.build, "rows": p.rows,
-                "files": p.files.len(), "parts_read": p.parts_read, "watermark": p.watermark,
-            })),
-            Ok(None) => report.push(serde_json::json!({ "table": table, "build": "up to date" })),
-            Err(e) => {
-                report.push(serde_json::json!({
-                    "table": table, "error": e.code().as_str(), "message": e.to_string(),
-                }));
-                failed.get_or_insert(e);
-            }
+    let run_id = crate::run_id::new_run_id();
+    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
+    let destination = backends.destination.as_ref();
+    let leased = crate::state::with_lease(
+        backends.state.as_ref(),
+        &lease_name(&config.job),
+        &owner,
+        config.lease.ttl(),
+        |_lease| build_tables(destination, &chosen),
+    )
+    .await?;
+    let report = match leased {
+        crate::state::Leased::Ran(report) => report,
+        crate::state::Leased::Held {
+            owner,
+            expires_at_ms,
+        } => {
+            return Err(Error::new(
+                Code::StateLeaseHeld,
+                format!("another build of job {}'s current state holds its lease ({owner})", config.job),
+            )
+            .hint(format!(
+                "wait for it to finish (the lease expires at {expires_at_ms} ms since the epoch at the latest), then run again"
+            )));
         }
+    };
+    if report.len() == 1 && report[0].1.is_err() {
+        let (_, only) = report.into_iter().next().expect("one table");
+        return Err(only.expect_err("checked above"));
     }
-    match failed {
-        Some(e) if report.len() == 1 => Err(e),
-        _ => Ok(serde_json::json!({ "job": config.job, "tables": report })),
+    Ok(serde_json::json!({
+        "job": config.job,
+        "tables": report.iter().map(|(table, r)| table_report(table, r)).collect::<Vec<_>>(),
+    }))
+}
+
+/// Builds each table in turn; a table that fails does not stop the others.
+async fn build_tables(
+    destination: &dyn Destination,
+    tables: &[String],
+) -> Result<Vec<(String, Result<Option<Pointer>>)>> {
+    let mut report = Vec::with_capacity(tables.len());
+    for table in tables {
+        let built = build(destination, table, DEFAULT_BUCKETS).await;
+        if let Err(e) = &built {
+            tracing::warn!(table = %table, error = %e, "current state not built");
+        }
+        report.push((table.clone(), built));
+    }
+    Ok(report)
+}
+
+/// One table's entry in the report.
+fn table_report(table: &str, built: &Result<Option<Pointer>>) -> serde_json::Value {
+    match built {
+        Ok(Some(p)) => serde_json::json!({
+            "table": table, "version": p.version, "build": p.build, "rows": p.rows,
+            "files": p.files.len(), "parts_read": p.parts_read, "watermark": p.watermark,
+        }),
+        Ok(None) => serde_json::json!({ "table": table, "build": "up to date" }),
+        Err(e) => serde_json::json!({
+            "table": table, "error": e.code().as_str(), "message": e.to_string(),
+        }),
     }
 }
 
@@ -86,7 +139,7 @@ pub async fn build(
     table: &str,
     buckets: u32,
 ) -> Result<Option<Pointer>> {
-    let columns = crate::replay::shape::read(destination, table).await?;
+    let columns = crate::lake::shape::read(destination, table).await?;
     let previous = version::read(destination, table).await?;
     let named = previous.as_ref().map_or(0, |p| p.version);
     // A crashed build's folder was never named: clear it before writing there again.
@@ -195,10 +248,12 @@ impl Build<'_> {
     }
 
     async fn full(&self, listing: &inputs::Listing, prev: Option<&Pointer>) -> Result<Pointer> {
+        let newest_run = inputs::run_manifests(self.destination, self.table)
+            .await?
+            .pop()
+            .map(|(run, _)| run);
         let keys = inputs::all_files(listing, self.plan.as_deref());
         let batches = inputs::read_files(self.destination, &keys).await?;
-        let (_, newest_run) =
-            inputs::parts_since(self.destination, self.table, None, "\u{10ffff}").await?;
         let shape = shape_of(self.table, self.columns, &batches)?;
         let watermark = newest_change(&batches);
         let state = fold::fold(&batches, &shape)?;

@@ -31,15 +31,7 @@
 use super::dialect::Dialect;
 use crate::error::{Code, Error, Result};
 use crate::fold::may_be_unlogged;
-
-/// A column of the table, as a manifest or a part's `sluice.schema` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeColumn {
-    pub name: String,
-    /// The sluice type name (`int64`, `utf8`, `list<utf8>`, …).
-    pub ty: String,
-    pub key: bool,
-}
+pub use crate::lake::shape::ShapeColumn;
 
 /// Where the rows are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -192,18 +192,8 @@ pub async fn parts_since(
     since_run: Option<&str>,
     watermark: &str,
 ) -> Result<(Vec<String>, Option<String>)> {
-    let prefix = format!("{table}/_manifests/");
     let floor = since_run.and_then(run_id_floor);
-    let mut runs: Vec<(String, String)> = destination
-        .list(&prefix)
-        .await?
-        .into_iter()
-        .filter_map(|key| {
-            let run = key.strip_prefix(&prefix)?.strip_suffix(".json")?.to_owned();
-            Some((run, key))
-        })
-        .collect();
-    runs.sort();
+    let runs = run_manifests(destination, table).await?;
     let newest = runs.last().map(|(run, _)| run.clone());
     let mut parts = Vec::new();
     for (run, key) in runs {
@@ -239,6 +229,25 @@ pub async fn parts_since(
     });
     parts.dedup();
     Ok((parts, newest))
+}
+
+/// The run manifests of the table, `(run id, key)`, oldest run first.
+pub async fn run_manifests(
+    destination: &dyn Destination,
+    table: &str,
+) -> Result<Vec<(String, String)>> {
+    let prefix = format!("{table}/_manifests/");
+    let mut runs: Vec<(String, String)> = destination
+        .list(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|key| {
+            let run = key.strip_prefix(&prefix)?.strip_suffix(".json")?.to_owned();
+            Some((run, key))
+        })
+        .collect();
+    runs.sort();
+    Ok(runs)
 }
 
 /// The smallest run id [`parts_since`] reads again after `run` (its start minus
