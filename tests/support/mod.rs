@@ -7,6 +7,7 @@
 #[macro_use]
 pub mod aws;
 pub mod black_hole;
+pub mod current_state;
 pub mod dated;
 pub mod lambda_api;
 pub mod pipe;
