@@ -105,6 +105,9 @@ pub struct OutputConfig {
     /// Where change parts go below the table folder: `flat` (in it) or Hive-style
     /// partition folders by commit time (`dated`, `dated-hourly`).
     pub layout: Layout,
+    /// Bring each table's current-state table up to date after every run that committed
+    /// changes (`sluice materialize`'s build, docs/current-state.md).
+    pub current_state: bool,
 }
 
 /// The folders change parts are written to below `<table>/` (docs/output.md, Layout).
@@ -181,6 +184,7 @@ impl Default for OutputConfig {
             zstd_level: 3,
             memory_budget_bytes: None,
             layout: Layout::Flat,
+            current_state: false,
         }
     }
 }

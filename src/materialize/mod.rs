@@ -26,7 +26,7 @@
 mod buckets;
 pub mod version;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{BooleanArray, RecordBatch};
@@ -102,6 +102,37 @@ pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value
     }))
 }
 
+/// With `output.current_state`: after a run, every table's current state is brought up to
+/// date under the materialization lease. The run's changes are durable already: a build
+/// that fails, or a lease another build holds, is a warning and the next run (or `sluice
+/// materialize`) builds again.
+pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
+    let run_id = crate::run_id::new_run_id();
+    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
+    let destination = backends.destination.as_ref();
+    let leased = crate::state::with_lease(
+        backends.state.as_ref(),
+        &lease_name(&config.job),
+        &owner,
+        config.lease.ttl(),
+        |_lease| build_tables(destination, &config.source.tables),
+    )
+    .await;
+    match leased {
+        Ok(crate::state::Leased::Ran(report)) => {
+            for (table, built) in &report {
+                if let Ok(Some(p)) = built {
+                    tracing::info!(table = %table, version = p.version, build = %p.build, rows = p.rows, "current state built");
+                }
+            }
+        }
+        Ok(crate::state::Leased::Held { owner, .. }) => {
+            tracing::warn!(holder = %owner, "another build holds the current-state lease; the next run builds again");
+        }
+        Err(e) => tracing::warn!(error = %e, "current state not built; the next run builds again"),
+    }
+}
+
 /// Builds each table in turn; a table that fails does not stop the others.
 async fn build_tables(
     destination: &dyn Destination,
@@ -145,13 +176,22 @@ pub async fn build(
     // A crashed build's folder was never named: clear it before writing there again.
     version::remove_files(destination, table, |v, _| v <= named).await?;
     let listing = inputs::list(destination, table).await?;
-    let plan = inputs::current_plan_id(destination, &listing).await?;
+    let plans_seen: BTreeMap<String, usize> = listing
+        .plans
+        .iter()
+        .map(|(plan, parts)| (plan.clone(), parts.len()))
+        .collect();
+    let plan = match previous.as_ref() {
+        Some(p) if p.plans_seen == plans_seen => p.plan.clone(),
+        _ => inputs::current_plan_id(destination, &listing).await?,
+    };
     let build = Build {
         destination,
         table,
         buckets,
         columns: &columns,
         plan,
+        plans_seen,
         version: named + 1,
     };
     if let Some(prev) = previous.as_ref().filter(|p| build.continues(p)) {
@@ -179,6 +219,7 @@ struct Build<'a> {
     buckets: u32,
     columns: &'a [ShapeColumn],
     plan: Option<String>,
+    plans_seen: BTreeMap<String, usize>,
     version: u64,
 }
 
@@ -308,6 +349,7 @@ impl Build<'_> {
             watermark: w.watermark,
             runs_through: w.runs_through,
             plan: self.plan.clone(),
+            plans_seen: self.plans_seen.clone(),
             columns: column_names(w.shape),
             previous_files: prev.map(|p| p.files.clone()).unwrap_or_default(),
             build: w.kind.to_owned(),

@@ -36,6 +36,10 @@ pub struct Pointer {
     pub runs_through: Option<String>,
     /// The baseline plan folded in (`snapshot/<plan>/`).
     pub plan: Option<String>,
+    /// Every plan folder listed at the build, with its file count: while they stay the
+    /// same, the current plan is the same and no plan part is read again.
+    #[serde(default)]
+    pub plans_seen: std::collections::BTreeMap<String, usize>,
     /// The state's columns, `name type` in order: a build for another shape starts over.
     pub columns: Vec<String>,
     /// The files the version named before this one, kept for readers that read that

@@ -176,3 +176,23 @@ fn a_table_without_a_key_keeps_its_duplicates_and_sql_agrees() {
         assert_eq!(state, "1=a,2=c,3=NULL,4=d");
     }
 }
+
+#[test]
+fn with_output_current_state_every_drain_builds_the_state() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "matcli_after_run");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "output: { current_state: true }");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(pointer(&job)["build"], "full");
+    db.sql("UPDATE t SET v = 'B' WHERE id = 2");
+    assert_eq!(job.drain()["status"], "drained");
+    let p = pointer(&job);
+    assert_eq!(p["build"], "incremental", "{p}");
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+        assert_eq!(state, "1=a,2=B");
+    }
+}
