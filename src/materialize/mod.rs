@@ -61,6 +61,15 @@ pub fn lease_name(job: &str) -> String {
 /// build is `SLUICE_STATE_LEASE_HELD`, and nothing is built.
 pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value> {
     let backends = crate::backends::Backends::open(config).await?;
+    run_with(config, &backends, tables).await
+}
+
+/// [`run`] with already-open backends (the Lambda face's).
+pub async fn run_with(
+    config: &Config,
+    backends: &crate::backends::Backends,
+    tables: &[String],
+) -> Result<serde_json::Value> {
     let chosen: Vec<String> = if tables.is_empty() {
         config.source.tables.clone()
     } else {
