@@ -108,6 +108,9 @@ pub struct OutputConfig {
     /// Bring each table's current-state table up to date after every run that committed
     /// changes (`sluice materialize`'s build, docs/current-state.md).
     pub current_state: bool,
+    /// Rows one current-state file holds at most when a full build splits the state into
+    /// buckets; an incremental build rewrites only the buckets its changes touch.
+    pub current_state_bucket_rows: u64,
 }
 
 /// The folders change parts are written to below `<table>/` (docs/output.md, Layout).
@@ -185,6 +188,7 @@ impl Default for OutputConfig {
             memory_budget_bytes: None,
             layout: Layout::Flat,
             current_state: false,
+            current_state_bucket_rows: 65_536,
         }
     }
 }

@@ -6,11 +6,12 @@
 //! Guarantees (the lake rules of DESIGN.md):
 //! * a build folds exactly the files `sluice sql` reads, so both give one state; it only
 //!   reads what runs already made durable, and no drain waits for it;
-//! * the state is split into buckets by a hash of the key; an **incremental** build reads
+//! * the state is split into buckets by a hash of the key (at most
+//!   `output.current_state_bucket_rows` rows each when a full build counts them); an **incremental** build reads
 //!   the parts committed since the previous version (the run manifests), keeps their
 //!   changes after its watermark, and rewrites only the buckets those touch — its cost
-//!   follows the changes, not the table; a **full** build (the first, a new baseline plan,
-//!   a new shape, another bucket count) folds every file;
+//!   follows the buckets its changes touch; a **full** build (the first, a new baseline
+//!   plan, a new shape, a state grown past eight times its buckets) folds every file;
 //! * a build writes its files, then replaces the pointer, then removes the files neither
 //!   the new nor the previous pointer names — a reader never sees a half-written version,
 //!   a crash anywhere leaves the previous version readable, and the next build starts over
@@ -45,9 +46,15 @@ use crate::lake::shape::ShapeColumn;
 use crate::parts::arrow_schema::{POS, SEQ};
 use version::{Pointer, Watermark};
 
-/// The bucket count of a table's state: the number of files a full build writes, and the
-/// grain an incremental build rewrites.
-pub const DEFAULT_BUCKETS: u32 = 16;
+/// The most buckets a state is split into.
+pub const MAX_BUCKETS: u32 = 4096;
+
+/// The bucket count a full build gives a state of `rows` rows with `per_bucket` rows per
+/// bucket at most (`output.current_state_bucket_rows`).
+pub fn bucket_count(rows: u64, per_bucket: u64) -> u32 {
+    rows.div_ceil(per_bucket.max(1))
+        .clamp(1, u64::from(MAX_BUCKETS)) as u32
+}
 
 /// The state-store name of the materialization lease of `job`: a job name never holds a
 /// `#`, so it is never a job's own item.
@@ -83,7 +90,13 @@ pub async fn run_with(
         &lease_name(&config.job),
         &owner,
         config.lease.ttl(),
-        |_lease| build_tables(destination, &chosen),
+        |_lease| {
+            build_tables(
+                destination,
+                &chosen,
+                config.output.current_state_bucket_rows,
+            )
+        },
     )
     .await?;
     let report = match leased {
@@ -124,7 +137,13 @@ pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
         &lease_name(&config.job),
         &owner,
         config.lease.ttl(),
-        |_lease| build_tables(destination, &config.source.tables),
+        |_lease| {
+            build_tables(
+                destination,
+                &config.source.tables,
+                config.output.current_state_bucket_rows,
+            )
+        },
     )
     .await;
     match leased {
@@ -146,10 +165,11 @@ pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
 async fn build_tables(
     destination: &dyn Destination,
     tables: &[String],
+    per_bucket: u64,
 ) -> Result<Vec<(String, Result<Option<Pointer>>)>> {
     let mut report = Vec::with_capacity(tables.len());
     for table in tables {
-        let built = build(destination, table, DEFAULT_BUCKETS).await;
+        let built = build(destination, table, per_bucket).await;
         if let Err(e) = &built {
             tracing::warn!(table = %table, error = %e, "current state not built");
         }
@@ -177,7 +197,7 @@ fn table_report(table: &str, built: &Result<Option<Pointer>>) -> serde_json::Val
 pub async fn build(
     destination: &dyn Destination,
     table: &str,
-    buckets: u32,
+    per_bucket: u64,
 ) -> Result<Option<Pointer>> {
     let columns = crate::lake::shape::read(destination, table).await?;
     let previous = version::read(destination, table).await?;
@@ -197,7 +217,7 @@ pub async fn build(
     let build = Build {
         destination,
         table,
-        buckets,
+        per_bucket,
         columns: &columns,
         plan,
         plans_seen,
@@ -225,7 +245,7 @@ enum Incremental {
 struct Build<'a> {
     destination: &'a dyn Destination,
     table: &'a str,
-    buckets: u32,
+    per_bucket: u64,
     columns: &'a [ShapeColumn],
     plan: Option<String>,
     plans_seen: BTreeMap<String, usize>,
@@ -237,7 +257,8 @@ impl Build<'_> {
     fn continues(&self, prev: &Pointer) -> bool {
         prev.format_version == Pointer::FORMAT_VERSION
             && prev.plan == self.plan
-            && prev.buckets.len() == self.buckets as usize
+            && !prev.buckets.is_empty()
+            && prev.rows <= 8 * self.per_bucket * prev.buckets.len() as u64
             && prev.watermark.is_some()
     }
 
@@ -267,7 +288,8 @@ impl Build<'_> {
         if changes.iter().all(|b| b.num_rows() == 0) {
             return Ok(Incremental::NothingNew);
         }
-        let touched = buckets::touched(&changes, &shape, self.buckets)?;
+        let count = prev.buckets.len() as u32;
+        let touched = buckets::touched(&changes, &shape, count)?;
         let mut batches = Vec::new();
         let mut replaced = 0;
         for &b in &touched {
@@ -285,6 +307,7 @@ impl Build<'_> {
         let written = Written {
             state: &state,
             rows: prev.rows - replaced + state.num_rows() as u64,
+            buckets: count,
             shape: &shape,
             touched: &touched,
             watermark,
@@ -308,10 +331,12 @@ impl Build<'_> {
         let watermark = newest_change(&batches);
         let state = fold::fold(&batches, &shape)?;
         drop(batches);
-        let touched: BTreeSet<u32> = (0..self.buckets).collect();
+        let count = bucket_count(state.num_rows() as u64, self.per_bucket);
+        let touched: BTreeSet<u32> = (0..count).collect();
         let written = Written {
             state: &state,
             rows: state.num_rows() as u64,
+            buckets: count,
             shape: &shape,
             touched: &touched,
             watermark,
@@ -327,12 +352,10 @@ impl Build<'_> {
     async fn write(&self, w: Written<'_>, prev: Option<&Pointer>) -> Result<Pointer> {
         let folder = version::folder_key(self.table, self.version);
         let mut files: Vec<Option<String>> = match prev {
-            Some(p) if p.buckets.len() == self.buckets as usize && w.kind == "incremental" => {
-                p.buckets.clone()
-            }
-            _ => vec![None; self.buckets as usize],
+            Some(p) if w.kind == "incremental" => p.buckets.clone(),
+            _ => vec![None; w.buckets as usize],
         };
-        for (b, rows) in buckets::split(w.state, w.shape, self.buckets)?
+        for (b, rows) in buckets::split(w.state, w.shape, w.buckets)?
             .into_iter()
             .enumerate()
         {
@@ -385,6 +408,8 @@ struct Written<'a> {
     state: &'a RecordBatch,
     /// The rows of the whole new version (the state's, plus the untouched buckets').
     rows: u64,
+    /// The state's bucket count.
+    buckets: u32,
     shape: &'a Shape,
     touched: &'a BTreeSet<u32>,
     watermark: Option<Watermark>,
@@ -513,4 +538,17 @@ fn encode(batch: &RecordBatch) -> Result<Vec<u8>> {
     writer.write(batch).map_err(failed)?;
     writer.close().map_err(failed)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_count;
+
+    #[test]
+    fn a_full_build_counts_buckets_from_the_rows() {
+        assert_eq!(bucket_count(0, 100), 1);
+        assert_eq!(bucket_count(100, 100), 1);
+        assert_eq!(bucket_count(101, 100), 2);
+        assert_eq!(bucket_count(u64::MAX / 2, 1), super::MAX_BUCKETS);
+    }
 }

@@ -39,7 +39,11 @@ fn builds_fold_only_new_changes_and_a_crash_leaves_a_readable_state() {
     let db = TestDb::new(&admin, "matcli_keyed");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 200) i");
-    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "initial: snapshot\noutput: { current_state_bucket_rows: 20 }",
+    );
     assert_eq!(job.run(&["baseline"], &[]).code, 0);
     db.sql("UPDATE t SET v = 'changed' WHERE id % 10 = 0; DELETE FROM t WHERE id > 190");
     assert_eq!(job.drain()["status"], "drained");
@@ -52,7 +56,7 @@ fn builds_fold_only_new_changes_and_a_crash_leaves_a_readable_state() {
         assert_eq!(state, db.id_v_text());
     }
     let full_files = pointer(&job)["files"].as_array().unwrap().len();
-    assert!(full_files > 4, "a 190-row table in {full_files} buckets");
+    assert_eq!(full_files, 10, "190 rows in buckets of 20 at most");
 
     // One key changes: one bucket is rewritten, from one new part.
     db.sql("UPDATE t SET v = 'again' WHERE id = 7");
