@@ -45,10 +45,8 @@ fn source(db: &TestDb, table: &str) -> String {
     ))
 }
 
-#[test]
-fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_deferrable");
+fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_deferrable");
     db.sql("CREATE TABLE t (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, v text)");
     db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -68,10 +66,8 @@ fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fix
     assert_eq!(source(&db, "t"), "3=c2");
 }
 
-#[test]
-fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_pubfilter");
+fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_pubfilter");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, w int)");
     db.sql("INSERT INTO t VALUES (1, 'a', 1), (20, 'b', 2)");
     let publication = format!("p_{}", db.name);
@@ -115,10 +111,8 @@ fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_
     assert_eq!(source(&db, "t"), "1=a2,2=low,20=b,30=high");
 }
 
-#[test]
-fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_puball");
+fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_puball");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE other (id int PRIMARY KEY)");
     let publication = format!("p_{}", db.name);
@@ -147,10 +141,8 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
     assert_eq!(source(&db, "t"), "1=b");
 }
 
-#[test]
-fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_truncate");
+fn ddl_truncate_is_an_event_and_the_stream_goes_on(admin: &str) {
+    let db = TestDb::new(admin, "ddl_truncate");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE other (id int PRIMARY KEY)");
@@ -209,10 +201,8 @@ fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
     assert_eq!(replayed(&job, "t"), source(&db, "t"));
 }
 
-#[test]
-fn ddl_generated_columns_are_left_out_of_baseline_and_stream_alike() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_generated");
+fn ddl_generated_columns_are_left_out_of_baseline_and_stream_alike(admin: &str) {
+    let db = TestDb::new(admin, "ddl_generated");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, n int, g int GENERATED ALWAYS AS (n * 2) STORED)");
     db.sql("INSERT INTO t (id, v, n) VALUES (1, 'a', 1), (2, 'b', 2)");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -285,10 +275,8 @@ fn source_columns(db: &TestDb, table: &str, columns: &[&str]) -> String {
     ))
 }
 
-#[test]
-fn ddl_widening_retypes_continue_with_the_wider_type() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_widen");
+fn ddl_widening_retypes_continue_with_the_wider_type(admin: &str) {
+    let db = TestDb::new(admin, "ddl_widen");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, a int, v varchar(5), m numeric(6,2), f real, s smallint)");
     db.sql("INSERT INTO t VALUES (1, 1, 'one', 1.25, 1.5, 1), (2, 2, 'two', 2.5, 2.5, 2)");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -379,10 +367,8 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
     );
 }
 
-#[test]
-fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_partitioned");
+fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent(admin: &str) {
+    let db = TestDb::new(admin, "ddl_partitioned");
     db.sql(
         "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY RANGE (id); \
          CREATE TABLE m_low PARTITION OF m FOR VALUES FROM (0) TO (100); \
@@ -417,10 +403,8 @@ fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent() {
     assert_eq!(source(&db, "m"), "4=four,104=x");
 }
 
-#[test]
-fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_partpub");
+fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix(admin: &str) {
+    let db = TestDb::new(admin, "ddl_partpub");
     db.sql(
         "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY LIST (id); \
          CREATE TABLE m_a PARTITION OF m FOR VALUES IN (1, 2); \
@@ -448,10 +432,8 @@ fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a
     assert_eq!(source(&db, "m"), "1=b,3=c");
 }
 
-#[test]
-fn ddl_a_key_with_a_generated_column_is_refused_before_publishing() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_genkey");
+fn ddl_a_key_with_a_generated_column_is_refused_before_publishing(admin: &str) {
+    let db = TestDb::new(admin, "ddl_genkey");
     db.sql("CREATE TABLE t (id int, v text, g int GENERATED ALWAYS AS (id * 2) STORED, PRIMARY KEY (id, g))");
     db.sql("INSERT INTO t (id, v) VALUES (1, 'a')");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -471,3 +453,15 @@ fn ddl_a_key_with_a_generated_column_is_refused_before_publishing() {
     assert_eq!(job.drain()["status"], "drained");
     assert_eq!(replayed(&job, "t"), source(&db, "t"));
 }
+
+on_each_pg_major!(
+    ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it,
+    ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it,
+    ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it,
+    ddl_truncate_is_an_event_and_the_stream_goes_on,
+    ddl_generated_columns_are_left_out_of_baseline_and_stream_alike,
+    ddl_widening_retypes_continue_with_the_wider_type,
+    ddl_partitioned_table_is_captured_and_baselined_as_its_parent,
+    ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix,
+    ddl_a_key_with_a_generated_column_is_refused_before_publishing,
+);
