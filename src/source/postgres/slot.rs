@@ -10,7 +10,9 @@
 //! and the drain refuse by the same rule. [`create_slot_sql`] creates the job's slot with
 //! `failover = true` on a primary that supports it (≥ 17, so a standby with
 //! `sync_replication_slots = on` keeps a copy) and with the two-argument call before and
-//! on a standby (which refuses failover slots).
+//! on a standby (which refuses failover slots). From PostgreSQL 18 on the publication
+//! publishes stored generated columns ([`publication_options`]), which the catalog then
+//! captures.
 
 use tokio_postgres::Client;
 
@@ -211,9 +213,14 @@ pub async fn ensure_publication(
     pg: &PostgresConfig,
     tables: &[CapturedTable],
 ) -> Result<()> {
+    // `pubgencols` exists from PostgreSQL 18 on: read through to_jsonb so one statement
+    // serves every version.
     let publication = client
         .query_opt(
-            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE pubname = $1",
+            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot, \
+                    COALESCE(to_jsonb(p) ->> 'pubgencols', ''), \
+                    current_setting('server_version_num')::int \
+             FROM pg_publication p WHERE pubname = $1",
             &[&pg.publication],
         )
         .await
@@ -231,14 +238,11 @@ pub async fn ensure_publication(
         .map(CapturedTable::quoted)
         .collect();
     let Some(row) = publication else {
+        let version = server_kind(client).await?.0;
         let create = format!(
             "CREATE PUBLICATION {} FOR TABLE {table_list}{}",
             quote_ident(&pg.publication),
-            if partitioned.is_empty() {
-                ""
-            } else {
-                " WITH (publish_via_partition_root = true)"
-            }
+            publication_options(version, !partitioned.is_empty())
         );
         if !pg.create {
             return Err(Error::new(
@@ -271,6 +275,10 @@ pub async fn ensure_publication(
     }
     if row.get::<_, bool>(0) {
         return Err(all_tables(&pg.publication, &table_list));
+    }
+    let version: i32 = row.get(7);
+    if version >= GENERATED_COLUMNS && row.get::<_, String>(6) != "s" {
+        publish_generated_columns(client, pg, tables).await?;
     }
     if !partitioned.is_empty() && !row.get::<_, bool>(5) {
         return Err(Error::new(
@@ -429,6 +437,86 @@ pub async fn ensure_publication(
     )))
 }
 
+/// `server_version_num` of the first release whose pgoutput publishes generated columns
+/// (`publish_generated_columns = stored`).
+pub const GENERATED_COLUMNS: i32 = 180_000;
+
+/// The `WITH (…)` of the publication sluice creates on a server of `version_num`:
+/// `publish_via_partition_root` when a captured table is partitioned, and from PostgreSQL
+/// 18 on `publish_generated_columns = stored`, so the stream carries the stored generated
+/// columns the baseline copies ([`super::catalog::PUBLISHED`]).
+pub fn publication_options(version_num: i32, partitioned: bool) -> String {
+    let mut options = Vec::new();
+    if partitioned {
+        options.push("publish_via_partition_root = true");
+    }
+    if version_num >= GENERATED_COLUMNS {
+        options.push("publish_generated_columns = stored");
+    }
+    if options.is_empty() {
+        String::new()
+    } else {
+        format!(" WITH ({})", options.join(", "))
+    }
+}
+
+/// On PostgreSQL 18, a publication without `publish_generated_columns = stored`: sluice's
+/// own (`create`) is altered to publish them — a table whose changes were decoded without
+/// them then re-baselines itself when the column first appears in its stream (a column
+/// with a default, see `docs/postgresql.md#generated-columns`); a pre-created one is
+/// refused when a captured table has a stored generated column (the stream would lack a
+/// column the baseline copies), with the statement for its owner.
+async fn publish_generated_columns(
+    client: &Client,
+    pg: &PostgresConfig,
+    tables: &[CapturedTable],
+) -> Result<()> {
+    let alter = format!(
+        "ALTER PUBLICATION {} SET (publish_generated_columns = stored)",
+        quote_ident(&pg.publication)
+    );
+    if pg.create {
+        client.batch_execute(&alter).await.map_err(|e| {
+            query_error(
+                &format!(
+                    "setting publish_generated_columns on publication {}",
+                    pg.publication
+                ),
+                e,
+            )
+        })?;
+        tracing::info!(publication = %pg.publication, "publication now publishes stored generated columns (publish_generated_columns = stored)");
+        return Ok(());
+    }
+    let oids: Vec<i64> = tables.iter().filter_map(|t| t.oid).map(i64::from).collect();
+    let rows = client
+        .query(
+            "SELECT a.attrelid::regclass::text || '.' || a.attname::text FROM pg_attribute a \
+             WHERE a.attrelid = ANY($1::int8[]::oid[]) AND a.attnum > 0 AND NOT a.attisdropped \
+               AND a.attgenerated = 's' ORDER BY 1",
+            &[&oids],
+        )
+        .await
+        .map_err(|e| query_error("reading the captured tables' generated columns", e))?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let columns: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    Err(Error::new(
+        Code::SourcePublicationFiltered,
+        format!(
+            "publication {} does not publish generated columns, and sluice captures {} on PostgreSQL 18",
+            pg.publication,
+            columns.join(", ")
+        ),
+    )
+    .hint(format!(
+        "the stream would lack columns the baseline copies. Run {alter}; as the publication's owner (or set \
+         source.postgres.create: true and sluice does); a table whose changes were already decoded without them \
+         re-baselines itself when they first appear in its stream"
+    )))
+}
+
 /// How a publication's definition of table `t` differs from what sluice captures — a row
 /// filter (`rowfilter`), or a column list (`columns`, `None` when there is none) that is
 /// not exactly the captured columns — or `None`.
@@ -575,6 +663,23 @@ mod tests {
         assert_eq!(
             gap(decide_start("s", Some(&slot(5)), None, "other")),
             Code::SourcePrerequisite
+        );
+    }
+
+    #[test]
+    fn the_publication_publishes_stored_generated_columns_from_postgresql_18_on() {
+        assert_eq!(publication_options(170_005, false), "");
+        assert_eq!(
+            publication_options(170_005, true),
+            " WITH (publish_via_partition_root = true)"
+        );
+        assert_eq!(
+            publication_options(180_000, false),
+            " WITH (publish_generated_columns = stored)"
+        );
+        assert_eq!(
+            publication_options(180_001, true),
+            " WITH (publish_via_partition_root = true, publish_generated_columns = stored)"
         );
     }
 
