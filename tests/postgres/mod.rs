@@ -19,5 +19,6 @@ mod postgis;
 mod progress;
 mod rebaseline;
 mod security;
+mod standby;
 mod types_every;
 mod unfit;

@@ -374,11 +374,13 @@ pub fn checkpoint_lsn(
     }
 }
 
+/// The run's read bound: the server's flush position — on a standby its replay position
+/// ([`slot::WAL_END`]).
 async fn read_bound(client: &tokio_postgres::Client) -> Result<PgLsn> {
     let row = client
-        .query_one("SELECT pg_current_wal_flush_lsn()::text", &[])
+        .query_one(&format!("SELECT ({})::text", slot::WAL_END), &[])
         .await
-        .map_err(|e| connect::query_error("reading pg_current_wal_flush_lsn()", e))?;
+        .map_err(|e| connect::query_error("reading the end of the WAL", e))?;
     let text: String = row.get(0);
     text.parse()
         .map_err(|e| Error::new(Code::SourceProtocol, "the server returned a bad LSN").source(e))
