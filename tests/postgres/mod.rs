@@ -8,6 +8,7 @@ mod ddl;
 mod doctor;
 mod drain;
 mod durability;
+mod failover;
 mod faults;
 mod keyless;
 mod killed;

@@ -9,6 +9,7 @@ pub mod aws;
 pub mod black_hole;
 pub mod dated;
 pub mod lambda_api;
+pub mod pg_cluster;
 pub mod pipe;
 pub mod proxy;
 pub mod readers;
