@@ -4,7 +4,8 @@
 //! failover slot follows the promotion on the new timeline without a re-baseline and
 //! loses nothing; a job whose slot was not synchronized is refused with
 //! `SLUICE_SOURCE_FOREIGN_CHECKPOINT` and the re-baseline steps. The timeline rule of the
-//! source identity meets a real promotion, not an edited state.
+//! source identity meets a real promotion, not an edited state. Also on a private server:
+//! PostgreSQL 18's `idle_replication_slot_timeout` invalidating the job's slot.
 
 use crate::support::pg_cluster::{self, Cluster};
 use crate::support::{self, Job, TestDb};
@@ -199,5 +200,61 @@ fn a_promotion_with_failover_slots_is_followed_without_a_rebaseline_and_an_unsyn
         refused.stderr.contains("sluice state clear"),
         "{}",
         refused.stderr
+    );
+}
+
+/// PostgreSQL 18's `idle_replication_slot_timeout` on a private server: the job's slot,
+/// idle between two runs longer than the timeout, is invalidated at the next checkpoint;
+/// the run fails `SLUICE_SOURCE_LOG_GAP` naming the server's `invalidation_reason` and
+/// what prevents it, and `sluice doctor` fails the slot's row with the same code and the
+/// timeout's row against the job's schedule.
+#[test]
+fn an_idle_timeout_invalidation_is_named_in_the_error_and_by_doctor() {
+    let Some(bin) = pg_cluster::pg18_bin() else {
+        return;
+    };
+    let server = Cluster::primary(&bin, "idle_replication_slot_timeout = 1s");
+    let db = TestDb::new(&server.url("postgres"), "idle");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a')");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    assert_eq!(job.drain()["status"], "drained");
+    let slot = format!("s_{}", db.name);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    db.sql("INSERT INTO t VALUES (2, 'b'); CHECKPOINT");
+    server.wait_for(
+        "postgres",
+        &format!("SELECT invalidation_reason FROM pg_replication_slots WHERE slot_name = '{slot}'"),
+        "idle_timeout",
+    );
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_LOG_GAP");
+    assert!(run.stderr.contains("idle_timeout"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("more often than idle_replication_slot_timeout"),
+        "{}",
+        run.stderr
+    );
+    let doctor = job.run(&["doctor", "--json"], &[]);
+    let doc = doctor.summary();
+    let check = |name: &str| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name:?} in {doc}"))
+            .clone()
+    };
+    let row = check(&format!("slot {slot}"));
+    assert_eq!(row["status"], "fail", "{doc}");
+    assert_eq!(row["code"], "SLUICE_SOURCE_LOG_GAP", "{doc}");
+    assert_eq!(check("checkpoint vs slot")["code"], "SLUICE_SOURCE_LOG_GAP");
+    let timeout = check("idle_replication_slot_timeout");
+    assert_eq!(timeout["status"], "fail", "{doc}");
+    assert!(
+        timeout["detail"].as_str().unwrap().contains("1 s"),
+        "{timeout}"
     );
 }
