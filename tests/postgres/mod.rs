@@ -16,6 +16,7 @@ mod memory_budget;
 mod ndjson;
 pub mod oracle;
 mod orphan_backend;
+mod pgvector;
 mod postgis;
 mod progress;
 mod rebaseline;

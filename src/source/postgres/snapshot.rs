@@ -209,7 +209,7 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
         .map(|(c, decode)| match decode {
             // The type's text output, read back as text's binary form (its UTF-8 bytes).
             Decode::Text => format!("{}::text", quote_ident(&c.name)),
-            Decode::Binary { .. } => quote_ident(&c.name),
+            Decode::Binary { .. } | Decode::Vector { .. } => quote_ident(&c.name),
         })
         .collect::<Vec<_>>()
         .join(", ");
