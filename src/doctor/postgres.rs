@@ -535,8 +535,13 @@ async fn failover_check(client: &Client, info: Option<&slot::SlotInfo>) -> Check
         .await
         .ok()
         .and_then(|row| row.get(0));
-    match failover::server_version_num(client).await {
-        Ok(version) => {
+    match slot::server_kind(client).await {
+        Ok((_, true)) => Check::warn(
+            name,
+            "this server is a standby: a slot made here cannot be a failover slot, so a promotion of this standby is followed by a re-baseline",
+            "to follow failovers without a re-baseline, read the primary with a failover slot (PostgreSQL 17 or later, docs/postgresql.md#failover)",
+        ),
+        Ok((version, false)) => {
             match failover::follow_check(&failover::facts(version, info), standby_slots.as_deref())
             {
                 Ok(detail) => Check::ok(name, detail),

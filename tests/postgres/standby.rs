@@ -185,6 +185,8 @@ fn a_job_reading_from_a_standby_baselines_and_drains_exactly() {
     ] {
         assert_eq!(check(name)["status"], "ok", "{name}: {doc}");
     }
+    // A slot on a standby is no failover slot: a promotion of this standby re-baselines.
+    assert_eq!(check("failover")["status"], "warn", "{doc}");
     assert!(
         check("hot_standby_feedback")["detail"]
             .as_str()
