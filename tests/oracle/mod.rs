@@ -18,7 +18,8 @@
 //!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
-//! starting new trials after that long (default 30; `0` = no limit);
+//! starting new trials after that long (default: the engine's, 30 s — 12 s for the second
+//! PostgreSQL major, `conformance::source::postgres18::oracle`; `0` = no limit);
 //! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
 //! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
 //! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it);
@@ -116,8 +117,9 @@ impl Totals {
 }
 
 /// Runs the oracle for `engine` as the environment says; panics on any mismatch. `test`
-/// is the running test's path, for the replay command printed with a failed trial.
-pub fn run(engine: &dyn Engine, test: &str) {
+/// is the running test's path, for the replay command printed with a failed trial;
+/// `default_budget_secs` is the engine's budget when `SLUICE_ORACLE_BUDGET_SECS` is unset.
+pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     let started = Instant::now();
     let seeds: Box<dyn Fn(u64) -> Option<u64> + Sync> = match env_u64("SLUICE_ORACLE_SEED") {
         Some(seed) => Box::new(move |i| (i == 0).then_some(seed)),
@@ -141,7 +143,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
             })
         }
     };
-    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(30) {
+    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(default_budget_secs) {
         0 => None,
         s => Some(Duration::from_secs(s)),
     };
