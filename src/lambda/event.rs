@@ -1,7 +1,8 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions are recognised by name;
+//! a drain; `{"action": "drain"}` likewise; the baseline actions and `compact` are
+//! recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
 use serde_json::Value;
@@ -16,6 +17,8 @@ pub enum Action {
     BaselinePlan,
     BaselineChunk,
     BaselineFinish,
+    /// `sluice compact` (optionally `{"tables": [...]}`).
+    Compact,
 }
 
 impl Action {
@@ -27,6 +30,7 @@ impl Action {
             Action::BaselinePlan => "baseline.plan",
             Action::BaselineChunk => "baseline.chunk",
             Action::BaselineFinish => "baseline.finish",
+            Action::Compact => "compact",
         }
     }
 }
@@ -49,12 +53,13 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::BaselinePlan,
         Action::BaselineChunk,
         Action::BaselineFinish,
+        Action::Compact,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, compact",
         )
     })
 }
@@ -87,6 +92,7 @@ mod tests {
             "baseline.plan",
             "baseline.chunk",
             "baseline.finish",
+            "compact",
         ] {
             assert_eq!(
                 action_of(&json!({ "action": action })).unwrap().name(),

@@ -188,6 +188,14 @@ async fn run_invocation(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
+        Action::Compact => {
+            let deadline = deadline::instant_of(
+                event.context.deadline,
+                chrono::Utc::now().timestamp_millis(),
+                now,
+            );
+            Ok(run_compaction(config, backends, &event.payload, deadline).await?)
+        }
         baseline => Ok(
             with_rotated_secret(container, config, async |config: &Config| {
                 run_baseline_task(config, backends, &baseline, &event.payload).await
@@ -248,6 +256,48 @@ async fn with_rotated_secret<T>(
     }
 }
 
+/// One compaction (`{"action": "compact", "tables": [...]}`, every table without
+/// `tables`): one EMF line per table on stdout, the summary as the response; a table's
+/// failure fails the invocation with that error (the summary is logged).
+async fn run_compaction(
+    config: &Config,
+    backends: &Backends,
+    payload: &Value,
+    deadline: Instant,
+) -> crate::error::Result<Value> {
+    let tables = match payload.get("tables") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(tables) => serde_json::from_value(tables.clone()).map_err(|e| {
+            Error::new(Code::ConfigInvalid, format!("compact: tables must be a list of table names, got {tables}"))
+                .hint("send {\"action\": \"compact\"} or {\"action\": \"compact\", \"tables\": [\"public.orders\"]}")
+                .source(e)
+        })?,
+    };
+    let options = crate::compaction::CompactOptions {
+        tables,
+        deadline: Some(deadline),
+    };
+    let summary = crate::compaction::run(config, backends, &options).await?;
+    let now = chrono::Utc::now().timestamp_millis();
+    for metrics in summary.metrics() {
+        println!(
+            "{}",
+            crate::metrics::compaction_emf_document(&config.job, &metrics, now)
+        );
+    }
+    tracing::info!(summary = %summary.to_line(), "compaction finished");
+    if let Some(e) = summary.tables.values().find_map(|t| t.error.as_ref()) {
+        let code = Code::ALL
+            .iter()
+            .find(|c| Some(c.as_str()) == e["code"].as_str())
+            .copied()
+            .unwrap_or(Code::Internal);
+        return Err(Error::new(code, e["message"].as_str().unwrap_or_default())
+            .hint(e["hint"].as_str().unwrap_or_default()));
+    }
+    Ok(serde_json::to_value(&summary).unwrap_or_default())
+}
+
 /// Runs one Step Functions baseline task; its input and output are the typed payloads
 /// of [`crate::baseline::tasks`].
 async fn run_baseline_task(
@@ -290,7 +340,10 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain => Err(Error::new(Code::Internal, "drain is not a baseline task")),
+        Action::Drain | Action::Compact => Err(Error::new(
+            Code::Internal,
+            format!("{} is not a baseline task", action.name()),
+        )),
     }
 }
 
