@@ -364,3 +364,73 @@ async fn compact_leased(
 fn near(deadline: Option<Instant>, margin: Duration) -> bool {
     deadline.is_some_and(|d| Instant::now() + margin >= d)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JOB: &str = "job: j\nsource:\n  url: postgres://postgres@127.0.0.1:5432/app\n  tables: [public.t]\n  postgres: { slot: s, publication: p }\nstate: { type: local, path: ./s }\n";
+
+    #[test]
+    fn an_iceberg_change_log_and_stdout_are_refused_as_config() {
+        let local = Config::parse(
+            &format!("{JOB}destination: {{ type: local, path: ./o }}\n"),
+            "t",
+        )
+        .unwrap();
+        assert!(check_supported(&local).is_ok());
+        let stdout =
+            Config::parse(&format!("{JOB}destination: {{ type: stdout }}\n"), "t").unwrap();
+        let e = check_supported(&stdout).unwrap_err();
+        assert_eq!(
+            (e.code(), e.class().exit_code()),
+            (Code::CompactionUnsupported, 1)
+        );
+        let iceberg = Config::parse(
+            &format!("{JOB}destination: {{ type: local, path: ./o }}\ntable_format: iceberg\niceberg: {{ catalog: {{ type: sql, uri: \"sqlite:///c.db\" }} }}\n"),
+            "t",
+        )
+        .unwrap();
+        let e = check_supported(&iceberg).unwrap_err();
+        assert_eq!(e.code(), Code::CompactionUnsupported);
+        assert!(e.message().contains("Iceberg"), "{e}");
+    }
+
+    #[test]
+    fn the_summary_carries_each_tables_metrics_but_not_a_held_one() {
+        let mut summary = CompactionSummary {
+            status: "compacted".into(),
+            job: "j".into(),
+            compaction_id: "c".into(),
+            duration_ms: 1,
+            tables: BTreeMap::new(),
+            error: None,
+            exit_code: 0,
+        };
+        summary.tables.insert(
+            "a".into(),
+            TableCompaction {
+                status: "compacted".into(),
+                files_before: 300,
+                files_after: 2,
+                ..TableCompaction::default()
+            },
+        );
+        summary.tables.insert(
+            "b".into(),
+            TableCompaction {
+                status: "held".into(),
+                ..TableCompaction::default()
+            },
+        );
+        let metrics = summary.metrics();
+        assert_eq!(metrics.len(), 1);
+        assert_eq!(
+            (metrics[0].table, metrics[0].files_before, metrics[0].failed),
+            ("a", 300, false)
+        );
+        let line: serde_json::Value = serde_json::from_str(&summary.to_line()).unwrap();
+        assert!(line.get("exit_code").is_none());
+        assert_eq!(line["tables"]["a"]["files_after"], 2);
+    }
+}
