@@ -237,7 +237,7 @@ async fn compact_table(
         &owner,
         ttl,
         |lease| async move {
-            let mut fence = Fence { store, lease, ttl };
+            let mut fence = Fence::new(store, lease, ttl);
             let mut done = TableCompaction {
                 compaction_id: compaction_id.to_owned(),
                 ..TableCompaction::default()
@@ -322,6 +322,7 @@ async fn compact_leased(
             done.status = "partial".into();
             break;
         }
+        fence.keep().await?;
         let Some(outputs) = rewriter.rewrite(&group, &stop).await? else {
             done.status = "partial".into();
             break;

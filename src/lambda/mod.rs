@@ -163,6 +163,16 @@ async fn run_invocation(
         .backends
         .get_or_try_init(|| Backends::open(config))
         .await?;
+    // A compaction reads and writes the destination and the state store only: it never
+    // reads the source's secret (its function needs no access to it).
+    if action == Action::Compact {
+        let deadline = deadline::instant_of(
+            event.context.deadline,
+            chrono::Utc::now().timestamp_millis(),
+            now,
+        );
+        return Ok(run_compaction(config, backends, &event.payload, deadline).await?);
+    }
     let config = &with_secret(container, config, false).await?;
     match action {
         Action::Drain => {
@@ -187,14 +197,6 @@ async fn run_invocation(
             let summary = result?;
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
-        }
-        Action::Compact => {
-            let deadline = deadline::instant_of(
-                event.context.deadline,
-                chrono::Utc::now().timestamp_millis(),
-                now,
-            );
-            Ok(run_compaction(config, backends, &event.payload, deadline).await?)
         }
         baseline => Ok(
             with_rotated_secret(container, config, async |config: &Config| {
