@@ -57,6 +57,10 @@ pub struct CompactionManifest {
     pub bytes: u64,
     /// Bytes of `replaced`.
     pub replaced_bytes: u64,
+    /// Set when the step dropped parts a re-baseline superseded (`parts` is then empty):
+    /// the `__pos` of the epoch marker every change of `replaced` sorts before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
     /// RFC 3339, UTC, milliseconds.
     pub written_at: String,
 }
@@ -82,6 +86,7 @@ impl CompactionManifest {
             rows: parts.iter().map(|p| p.rows).sum(),
             bytes: parts.iter().map(|p| p.bytes).sum(),
             replaced_bytes: replaced.iter().map(|p| p.bytes).sum(),
+            superseded_by: None,
             parts,
             replaced,
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),

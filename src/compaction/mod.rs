@@ -25,6 +25,9 @@
 //!   fenced lease in the state store (`compact#<table>`, apart from the drain's), renewed
 //!   before every removal; the next compaction finishes an interrupted one's removals and
 //!   removes the compacted parts it left unnamed, then redoes the rest;
+//! * **superseded parts**: with `compaction.drop_superseded` (default), the parts whose
+//!   every change sorts before the table's current re-baseline marker — rows the replay
+//!   rule drops anyway — are removed in a step of their own ([`superseded`]);
 //! * **bounded**: memory is one input batch and one output row group; a part is never
 //!   held whole; a deadline (`--max-duration`, Lambda's) stops it between inputs, with
 //!   everything committed so far kept (status `partial`).
@@ -36,6 +39,7 @@ pub mod ledger;
 pub mod plan;
 pub mod rewrite;
 pub mod step;
+pub mod superseded;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -88,6 +92,9 @@ pub struct TableCompaction {
     pub finished_earlier: u64,
     /// Compacted parts no manifest named, removed now.
     pub orphans_removed: u64,
+    /// Parts a re-baseline superseded, dropped (`compaction.drop_superseded`).
+    #[serde(default)]
+    pub superseded_dropped: u64,
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
@@ -298,6 +305,7 @@ async fn compact_leased(
     let ledger = Ledger::read(destination, table).await?;
     done.files_before = ledger.data_files(table) as u64;
     done.finished_earlier = step::finish_earlier(destination, fence, &ledger).await?;
+    // (The ledger is read once: what an earlier compaction finished is no longer live.)
     done.orphans_removed =
         step::sweep_orphans(destination, fence, &ledger, table, &compaction_id).await?;
     let min_age = config.compaction.min_age();
@@ -305,6 +313,31 @@ async fn compact_leased(
         target_bytes: config.compaction.target_bytes,
         listed_before_ms: Utc::now().timestamp_millis() - min_age.as_millis() as i64,
     };
+    let mut ledger = ledger;
+    if config.compaction.drop_superseded
+        && let Some(marker) = superseded::marker(destination, table, &config.spill_dir()).await?
+    {
+        let dropped = superseded::parts_before(&ledger, table, &marker, limits.listed_before_ms);
+        if !dropped.is_empty() {
+            done.steps += 1;
+            ledger
+                .replaced
+                .extend(dropped.iter().map(|p| p.key.clone()));
+            let step = step::commit(
+                destination,
+                fence,
+                (&config.job, table),
+                (&compaction_id, done.steps),
+                Vec::new(),
+                dropped,
+                Some(&marker),
+            )
+            .await?;
+            done.superseded_dropped = step.replaced;
+            done.parts_replaced += step.replaced;
+            done.bytes_read += step.bytes_read;
+        }
+    }
     let groups = plan::plan(&ledger, table, limits);
     let settings = PartSettings::of(config);
     let margin = config.deadline.margin();
@@ -335,6 +368,7 @@ async fn compact_leased(
             (&compaction_id, done.steps),
             outputs,
             group.parts,
+            None,
         )
         .await?;
         done.parts_replaced += step.replaced;
@@ -344,7 +378,9 @@ async fn compact_leased(
         done.rows += step.rows;
         done.status = "compacted".into();
     }
-    if done.status == "nothing" && done.finished_earlier + done.orphans_removed > 0 {
+    if done.status == "nothing"
+        && done.finished_earlier + done.orphans_removed + done.superseded_dropped > 0
+    {
         done.status = "compacted".into();
     }
     let after = Ledger::files(destination, table).await?;

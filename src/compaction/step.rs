@@ -82,7 +82,9 @@ pub struct StepDone {
 }
 
 /// One step of compaction `compaction_id` of `table`: uploads `outputs` (the compacted
-/// parts holding the rows of `replaced`), writes the manifest, removes `replaced`.
+/// parts holding the rows of `replaced`), writes the manifest, removes `replaced`. A step
+/// that drops parts a re-baseline superseded has no outputs and names the marker
+/// (`superseded_by`).
 pub async fn commit(
     destination: &dyn Destination,
     fence: &mut Fence<'_>,
@@ -90,6 +92,7 @@ pub async fn commit(
     (compaction_id, step): (&str, u32),
     outputs: Vec<Output>,
     replaced: Vec<ManifestPart>,
+    superseded_by: Option<&str>,
 ) -> Result<StepDone> {
     let mut parts = Vec::with_capacity(outputs.len());
     let mut outputs = outputs.into_iter();
@@ -104,13 +107,14 @@ pub async fn commit(
         hit(FaultPoint::CompactPartDurable).await?;
     }
     fence.renew().await?;
-    let manifest = CompactionManifest::new(
+    let mut manifest = CompactionManifest::new(
         (job, table),
         (compaction_id, step),
         parts,
         replaced,
         Utc::now(),
     );
+    manifest.superseded_by = superseded_by.map(str::to_owned);
     destination
         .put_marker(&manifest.key(), &manifest.to_json_bytes()?)
         .await?;

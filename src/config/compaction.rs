@@ -22,6 +22,9 @@ pub struct CompactionConfig {
     pub min_age_seconds: u64,
     /// Lifetime of the compaction's lease of a table, renewed as the work goes on.
     pub lease_ttl_seconds: u64,
+    /// Remove the change parts a re-baseline superseded (every change before the
+    /// table's current epoch marker, which the replay rule drops anyway).
+    pub drop_superseded: bool,
 }
 
 impl Default for CompactionConfig {
@@ -30,6 +33,7 @@ impl Default for CompactionConfig {
             target_bytes: 128 * 1024 * 1024,
             min_age_seconds: 3600,
             lease_ttl_seconds: 900,
+            drop_superseded: true,
         }
     }
 }

@@ -4,8 +4,8 @@
 //! nothing to do; the record `sluice status` shows. Objects: database `t_compact_pg_*`.
 
 use super::{
-    assert_reads, change_files, changes, compact, compaction_manifests, config_block, live_files,
-    replayed, rows_of,
+    assert_reads, change_files, changes, compact, compaction_manifests, config_block, data_files,
+    live_files, replayed, rows_of,
 };
 use crate::support::{Job, TestDb, readers};
 
@@ -149,4 +149,54 @@ fn postgres_many_small_runs_compact_into_one_part_with_the_same_rows() {
     assert_eq!(compaction["files_after"], 1, "{jobs}");
     let table = job.run(&["status"], &[]);
     assert!(table.stdout.contains("COMPACTED"), "{}", table.stdout);
+}
+
+/// Parts a re-baseline superseded (every change before its epoch marker) are dropped in a
+/// step of their own; the parts after the marker are compacted; the replay is unchanged.
+#[test]
+fn postgres_parts_a_rebaseline_superseded_are_dropped() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "compact_pg_sup");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["public.t"], &config_block(1 << 20));
+    job.drain();
+    small_runs(&job, &db, 1, 8);
+    let run = job.run(&["baseline", "--table", "public.t"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.summary()["status"], "done", "{}", run.stdout);
+    small_runs(&job, &db, 9, 4);
+    let dir = job.out().join("public.t");
+    assert_eq!(change_files(&dir).len(), 12);
+    let everything = |dir: &std::path::Path| replayed(&rows_of(dir, &data_files(dir)));
+    assert_eq!(everything(&dir), source_text(&db));
+
+    let summary = compact(&job, &[]);
+    let table = &summary["tables"]["public.t"];
+    assert_eq!(table["superseded_dropped"], 8, "{summary}");
+    assert_eq!(table["parts_written"], 1, "{summary}");
+    let files = change_files(&dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        everything(&dir),
+        source_text(&db),
+        "the whole folder replays the same"
+    );
+    if let Some(text) = readers::sluice_sql_replayed(&job, "public.t", "id", "v", "=") {
+        assert_eq!(text, source_text(&db));
+    }
+    let manifests = compaction_manifests(&job.out(), "public.t");
+    let dropped = &manifests[0];
+    assert_eq!(dropped["parts"], serde_json::json!([]), "{dropped}");
+    assert_eq!(dropped["replaced"].as_array().unwrap().len(), 8);
+    let marker = dropped["superseded_by"].as_str().unwrap();
+    for part in dropped["replaced"].as_array().unwrap() {
+        assert!(part["last_pos"].as_str().unwrap() < marker, "{part}");
+    }
+    // The live parts: the compacted one (the re-baseline's own parts are the baseline's).
+    assert_eq!(
+        live_files(&job.out(), "public.t")
+            .into_iter()
+            .collect::<Vec<_>>(),
+        files
+    );
 }
