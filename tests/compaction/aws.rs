@@ -121,3 +121,54 @@ fn the_lambda_compact_action_compacts_and_reports_metrics_per_table() {
         Outcome::Response(v) => panic!("accepted {v}"),
     }
 }
+
+/// MariaDB's parts on S3 and its state in DynamoDB, compacted and read back.
+#[test]
+fn mariadb_parts_on_s3_are_compacted() {
+    let admin = mysql_or_skip!();
+    let moto = aws_or_skip!();
+    let db = crate::support::TestMysqlDb::new(&admin, "compact_my_s3");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v varchar(40)) ENGINE=InnoDB");
+    let target = AwsTarget::new(&moto);
+    let job = crate::support::Job::mysql(&db, &["t"], "", &config_block(1 << 20));
+    // The same job, writing to the bucket and the state table instead.
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    let yaml: String = yaml
+        .lines()
+        .map(|line| {
+            if line.starts_with("destination:") {
+                format!(
+                    "destination: {{ type: s3, bucket: {}, prefix: '{}', endpoint_url: '{}' }}",
+                    target.bucket, target.prefix, target.s3_endpoint
+                )
+            } else if line.starts_with("state:") {
+                format!(
+                    "state: {{ type: dynamodb, table: {}, endpoint_url: '{}' }}",
+                    target.table, target.dynamodb_endpoint
+                )
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&job.config, yaml).unwrap();
+    job.drain();
+    for i in 1..=8 {
+        db.sql(&format!(
+            "INSERT INTO t VALUES ({i}, 'v{i}'); UPDATE t SET v = 'w{i}' WHERE id = {}",
+            (i + 1) / 2
+        ));
+        job.drain();
+    }
+    target.fetch_output(&job);
+    let dir = job.out().join("t");
+    let expected = changes(&rows_of(&dir, &change_files(&dir)));
+    let summary = compact(&job, &[]);
+    assert_eq!(summary["tables"]["t"]["files_after"], 1, "{summary}");
+    target.fetch_output(&job);
+    let rows = assert_reads(&job.out(), "t", &expected);
+    assert_eq!(rows.len(), expected.len());
+    let source = db.sql("SELECT group_concat(concat(id, '=', v) ORDER BY id SEPARATOR ',') FROM t");
+    assert_eq!(replayed(&rows), source);
+}
