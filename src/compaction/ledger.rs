@@ -203,7 +203,8 @@ impl Ledger {
         };
         for (key, body) in bodies {
             // Listed, then gone: a run manifest is never removed, a compaction manifest
-            // neither; a key that vanished meanwhile was a temporary name.
+            // only when withdrawn as void (its rows held elsewhere); either way nothing
+            // of it is data any more.
             let Some(body) = body else { continue };
             if key.starts_with(&runs_dir) {
                 let manifest: Manifest = parse(destination, &key, &body)?;

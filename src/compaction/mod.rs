@@ -302,8 +302,11 @@ async fn compact_leased(
 ) -> Result<()> {
     let destination = backends.destination.as_ref();
     let compaction_id = done.compaction_id.clone();
-    let ledger = Ledger::read(destination, table).await?;
+    let mut ledger = Ledger::read(destination, table).await?;
     done.files_before = ledger.data_files(table) as u64;
+    if step::withdraw_void(destination, fence, &ledger).await? > 0 {
+        ledger = Ledger::read(destination, table).await?;
+    }
     done.finished_earlier = step::finish_earlier(destination, fence, &ledger).await?;
     // (The ledger is read once: what an earlier compaction finished is no longer live.)
     done.orphans_removed =
@@ -313,7 +316,6 @@ async fn compact_leased(
         target_bytes: config.compaction.target_bytes,
         listed_before_ms: Utc::now().timestamp_millis() - min_age.as_millis() as i64,
     };
-    let mut ledger = ledger;
     if config.compaction.drop_superseded
         && let Some(marker) = superseded::marker(destination, table, &config.spill_dir()).await?
     {

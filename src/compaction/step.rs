@@ -14,6 +14,9 @@
 //!   and the compacted ones are named by nothing; after it, the compacted ones are live;
 //! * the lease is renewed (a fenced write) before the manifest is written and before the
 //!   first removal, so a compaction that lost its lease removes nothing;
+//! * [`withdraw_void`]: a manifest naming a part that is gone while every row it replaced
+//!   is still held elsewhere (what a compaction fenced just before its manifest leaves)
+//!   is withdrawn; otherwise a gone part is `SLUICE_COMPACTION_PART_CORRUPT`;
 //! * [`finish_earlier`]: a manifest whose replaced parts are still there (a compaction
 //!   killed after writing it) has them removed — once every part it wrote is found in the
 //!   folder, else `SLUICE_COMPACTION_PART_CORRUPT` and nothing is removed;
@@ -127,6 +130,23 @@ pub async fn commit(
     );
     hit(FaultPoint::CompactManifestWritten).await?;
     fence.renew().await?;
+    // A compaction that took the lease over while this one was paused between its
+    // renewal and its manifest may have removed this step's parts as unnamed: then the
+    // manifest names what is gone, and is withdrawn before anything is removed.
+    for part in &manifest.parts {
+        if destination.get_range(&part.key, 0, 1).await?.is_none() {
+            destination.delete(&manifest.key()).await?;
+            return Err(crate::error::Error::new(
+                crate::error::Code::StateFenced,
+                format!(
+                    "compaction step {} lost its part {} to a compaction that took the lease over; its manifest is withdrawn",
+                    manifest.key(),
+                    part.key
+                ),
+            )
+            .hint("nothing was removed; the next compaction redoes the step"));
+        }
+    }
     for part in &manifest.replaced {
         destination.delete(&part.key).await?;
         hit(FaultPoint::CompactPartRemoved).await?;
@@ -139,6 +159,51 @@ pub async fn commit(
         bytes_written: manifest.bytes,
         rows: manifest.rows,
     })
+}
+
+/// Withdraws the compaction manifests that name a part which is gone (and not replaced
+/// by a later compaction) while every part they replaced is still in the folder or
+/// replaced by another manifest — what a compaction that lost its lease while paused just
+/// before its manifest leaves, once the compaction that took over removed its unnamed
+/// parts. Their rows are all still held elsewhere, so the manifest is removed and the
+/// live parts are whole again. A manifest naming a gone part whose rows are held nowhere
+/// else is `SLUICE_COMPACTION_PART_CORRUPT`. Returns how many it withdrew (read the
+/// ledger again then).
+pub async fn withdraw_void(
+    destination: &dyn Destination,
+    fence: &mut Fence<'_>,
+    ledger: &Ledger,
+) -> Result<u64> {
+    let mut withdrawn = 0;
+    for (key, manifest) in &ledger.compactions {
+        let Some(gone) = manifest
+            .parts
+            .iter()
+            .find(|p| !ledger.objects.contains(&p.key) && !ledger.replaced.contains(&p.key))
+        else {
+            continue;
+        };
+        let held_elsewhere = |part: &ManifestPart| {
+            ledger.objects.contains(&part.key)
+                || ledger
+                    .compactions
+                    .iter()
+                    .any(|(k, m)| k != key && m.replaced.iter().any(|r| r.key == part.key))
+        };
+        if !manifest.replaced.iter().all(held_elsewhere) {
+            return Err(corrupt(
+                gone,
+                format!("is named by compaction manifest {key} but is gone"),
+            ));
+        }
+        if withdrawn == 0 {
+            fence.renew().await?;
+        }
+        tracing::warn!(manifest = %key, part = %gone.key, "withdrawing a compaction manifest whose part is gone and whose rows are held elsewhere (a compaction that lost its lease)");
+        destination.delete(key).await?;
+        withdrawn += 1;
+    }
+    Ok(withdrawn)
 }
 
 /// Removes what earlier compactions' manifests replaced and is still in the folder: the

@@ -231,3 +231,53 @@ fn two_compactions_at_once_one_wins_and_one_that_lost_its_lease_removes_nothing(
     assert_reads(&job.out(), "public.t", &expected);
     assert_tidy(&job);
 }
+
+/// What a compaction fenced just before its manifest leaves — a manifest naming a part
+/// the compaction that took over removed, its inputs replaced by that one — is withdrawn
+/// by the next compaction; a manifest naming a gone part whose rows are held nowhere else
+/// is refused as corrupt.
+#[test]
+fn a_void_manifest_is_withdrawn_and_a_gone_compacted_part_is_refused() {
+    let _ = pg_or_skip!();
+    let (db, job) = twelve_runs("compact_void", 30);
+    let dir = job.out().join("public.t");
+    let expected = changes(&rows_of(&dir, &change_files(&dir)));
+    compact(&job, &[]);
+    let manifests = dir.join("_compactions");
+    let first = std::fs::read_dir(&manifests)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let mut zombie: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&first).unwrap()).unwrap();
+    zombie["compaction_id"] = "20200101T000000000Z-000000".into();
+    zombie["parts"][0]["key"] =
+        "public.t/compacted-20200101T000000000Z-000000-000001.parquet".into();
+    let void = manifests.join("20200101T000000000Z-000000-0001.json");
+    std::fs::write(&void, zombie.to_string()).unwrap();
+    let summary = compact(&job, &[]);
+    assert_ne!(
+        summary["tables"]["public.t"]["status"], "failed",
+        "{summary}"
+    );
+    assert!(!void.exists(), "the void manifest is withdrawn");
+    let rows = assert_reads(&job.out(), "public.t", &expected);
+    assert_eq!(replayed(&rows), source_text(&db));
+    assert_tidy(&job);
+
+    // A compacted part gone from under its manifest, its inputs removed: corrupt.
+    let part = change_files(&dir).into_iter().next().unwrap();
+    std::fs::remove_file(dir.join(&part)).unwrap();
+    let run = job.run(&["compact"], &[]);
+    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
+    let table = &run.summary()["tables"]["public.t"];
+    assert_eq!(
+        table["error"]["code"], "SLUICE_COMPACTION_PART_CORRUPT",
+        "{table}"
+    );
+    assert!(
+        table["error"]["message"].as_str().unwrap().contains(&part),
+        "{table}"
+    );
+}
