@@ -7,8 +7,10 @@
 //! invocation and kept by the container; after `SLUICE_SOURCE_AUTH` it is read again and,
 //! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
-//! `deadline.safety_margin_seconds`. Logs are JSON lines on stderr; each invocation also
-//! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
+//! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
+//! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret.
+//! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
+//! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
 //!
 //! Stopping: the function registers an internal extension so that Lambda sends it
@@ -294,8 +296,13 @@ async fn run_compaction(
             .find(|c| Some(c.as_str()) == e["code"].as_str())
             .copied()
             .unwrap_or(Code::Internal);
-        return Err(Error::new(code, e["message"].as_str().unwrap_or_default())
-            .hint(e["hint"].as_str().unwrap_or_default()));
+        // The JSON form's message is the error's chain, which starts with its code.
+        let chain = e["message"].as_str().unwrap_or_default();
+        let message = chain
+            .strip_prefix(code.as_str())
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(chain);
+        return Err(Error::new(code, message).hint(e["hint"].as_str().unwrap_or_default()));
     }
     Ok(serde_json::to_value(&summary).unwrap_or_default())
 }
