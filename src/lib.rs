@@ -13,7 +13,8 @@
 //! per engine), `parts` (Parquet parts and their manifests), `destination`, `state`, `claims`, `secret`,
 //! `registration` (Glue registration at a run's end) → `spill` (memory and disk budgets, spill
 //! files and their sweep; below both the part writers and the engines, which never import
-//! `parts`) → core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! `parts`) → core types and services (`config`, `policy` — column policies and row filters,
+//! applied where rows are decoded —, `faults`, `change`, `position`, `framer`,
 //! `summary`, `metrics`, `error`, `redact`, `tls`, `aws`, `arn`, `run_id`, `progress`,
 //! `allocator`).
 
@@ -39,6 +40,7 @@ pub mod job;
 pub mod lambda;
 pub mod metrics;
 pub mod parts;
+pub mod policy;
 pub mod position;
 pub mod progress;
 pub mod recovery;

@@ -15,6 +15,7 @@
 
 mod catalog;
 mod iceberg;
+mod policy;
 mod run;
 mod source;
 mod source_tls;
@@ -29,6 +30,7 @@ use crate::redact::redact_url;
 
 pub use catalog::CatalogConfig;
 pub use iceberg::{IcebergCatalogConfig, IcebergConfig, TableFormat};
+pub use policy::{HashKey, HashKeySource, HashOutput, MaskConfig, PolicyConfig, TablePolicyConfig};
 pub use run::{
     BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
 };
@@ -76,6 +78,10 @@ pub struct Config {
     /// The Iceberg catalog and namespace, with `table_format: iceberg`.
     #[serde(default)]
     pub iceberg: Option<IcebergConfig>,
+    /// Per table: columns left out, hashed, masked or nulled, and the rows captured
+    /// (docs/privacy.md); none by default.
+    #[serde(default, skip_serializing_if = "PolicyConfig::is_empty")]
+    pub policy: PolicyConfig,
 }
 
 impl Config {
