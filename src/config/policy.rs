@@ -28,6 +28,11 @@ pub struct PolicyConfig {
     /// The key `hash_key.secret_arn` holds, once a face has read it.
     #[serde(skip)]
     pub key: Option<HashKey>,
+    /// The tables whose policy differs from the one their current baseline was written
+    /// under (read from `<table>/_policy.json` at the start of a drain, never from the
+    /// file): they are re-baselined, and the source may be changed to the new policy.
+    #[serde(skip)]
+    pub changed: std::collections::BTreeSet<String>,
 }
 
 impl PolicyConfig {

@@ -50,6 +50,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
     report.push(role_check(&client).await);
     report.push(keep_size_check(&client).await);
 
+    let (policies, key) = super::policy::key_check(config);
+    if let Some(key) = key {
+        report.push(key);
+    }
     let mut tables = Vec::new();
     for name in &config.source.tables {
         let check = format!("table {name}");
@@ -72,13 +76,16 @@ pub async fn checks(config: &Config, report: &mut Report) {
                 if table.key.is_empty() && !config.baseline.keys.contains_key(name) {
                     report.push(lock_grant_check(&client, name, &table, config.initial).await);
                 }
+                if let Some(check) = super::policy::table_check(config, &policies, &table.shape) {
+                    report.push(check);
+                }
                 tables.push(table);
             }
             Err(e) => report.push(Check::from_error(check, &e)),
         }
     }
     if tables.len() == config.source.tables.len() {
-        report.push(publication_check(&client, &pg, &tables).await);
+        report.push(publication_check(&client, &pg, &tables, &policies).await);
     }
 
     let info = match slot::slot_info(&client, &pg.slot).await {
@@ -290,6 +297,7 @@ async fn publication_check(
     client: &Client,
     pg: &PostgresConfig,
     tables: &[CapturedTable],
+    policies: &crate::policy::Policies,
 ) -> Check {
     let name = format!("publication {}", pg.publication);
     let exists = client
@@ -315,7 +323,7 @@ async fn publication_check(
     };
     Check::result(
         name,
-        slot::ensure_publication(client, &probe, tables)
+        slot::ensure_publication(client, &probe, tables, policies)
             .await
             .map(|_| {
                 "publishes insert, update, delete, truncate of every configured table".to_owned()

@@ -18,6 +18,7 @@ pub mod apply;
 pub mod filter;
 pub mod hash;
 pub mod record;
+pub mod seal;
 pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -122,6 +123,7 @@ pub struct Policies {
     /// The source evaluates the row filters (PostgreSQL's publication and the baseline's
     /// `WHERE`): sluice does not evaluate them again.
     filters_at_source: bool,
+    changed: BTreeSet<String>,
 }
 
 impl Policies {
@@ -156,6 +158,7 @@ impl Policies {
             tables,
             hasher,
             filters_at_source,
+            changed: config.policy.changed.clone(),
         })
     }
 
@@ -204,6 +207,22 @@ impl Policies {
             Some((text, expr)) => filter::compile(expr, text, schema).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The columns `table`'s row filter names.
+    pub fn filter_columns(&self, table: &str) -> Vec<String> {
+        self.tables
+            .get(table)
+            .and_then(|r| r.filter.as_ref())
+            .map(|(_, e)| e.columns().into_iter().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// True when `table`'s policy differs from the one its current baseline was written
+    /// under (`policy.changed`, set at the start of a drain): the source may then be
+    /// changed to publish the new one, as the table is re-baselined.
+    pub fn changed(&self, table: &str) -> bool {
+        self.changed.contains(table)
     }
 
     /// True when sluice evaluates the row filters on rows (every engine but PostgreSQL,
