@@ -471,7 +471,26 @@ pub fn check_config(config: &Config) -> Result<()> {
                 }
             }
         }
-        TableRules::parse(table, rules)?;
+        let parsed = TableRules::parse(table, rules)?;
+        // The columns a keyless table is chunked and told apart by are its key.
+        for key in config.baseline.keys.get(table).into_iter().flatten() {
+            let what = if parsed.excluded(key) {
+                Some("excluded")
+            } else {
+                match parsed.transforms.get(key) {
+                    Some(Transform::Mask(_)) => Some("masked"),
+                    Some(Transform::Null) => Some("nulled"),
+                    _ => None,
+                }
+            };
+            if let Some(what) = what {
+                return Err(Error::new(
+                    Code::ConfigPolicy,
+                    format!("policy.tables.{table}: {key}, a column of baseline.keys.{table}, would be {what}"),
+                )
+                .hint(format!("hash it instead (policy.tables.{table}.hash): hashed key columns stay unique and stable")));
+            }
+        }
         if !rules.hash.is_empty() && policy.hash_key.is_none() {
             return Err(no_key());
         }

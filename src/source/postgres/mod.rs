@@ -163,6 +163,10 @@ pub async fn open(
             )
         }));
     }
+    // A policy that does not fit a table is refused before anything is created.
+    for table in &tables {
+        policies.check(&table.shape)?;
+    }
     slot::ensure_publication(&control, &pg, &tables, policies).await?;
     // Under the job's lease: a backend an earlier run of this job left holding the slot
     // is ended; anyone else's is refused below.
