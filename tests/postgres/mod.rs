@@ -15,6 +15,7 @@ mod memory_budget;
 mod ndjson;
 pub mod oracle;
 mod orphan_backend;
+mod policy;
 mod postgis;
 mod progress;
 mod rebaseline;

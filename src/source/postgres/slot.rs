@@ -327,13 +327,18 @@ pub async fn ensure_publication(
             .find(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
             .map_or((None, None), |r| (r.get(2), r.get(3)));
         let desired = definitions.of_table(t);
-        if let Some(what) = filter_difference(t, &desired, rowfilter, published_columns.as_deref())
-        {
-            if pg.create && (desired != Definition::default() || policies.changed(&t.config_name)) {
-                reconcile.push(what);
-            } else {
-                filtered.push(what);
-            }
+        let defined = rowfilter.is_some() || published_columns.is_some();
+        let changed =
+            policies.changed(&t.config_name) && (defined || desired != Definition::default());
+        let differs = filter_difference(t, &desired, rowfilter, published_columns.as_deref());
+        match differs {
+            // A filter's text cannot be compared with the server's: a changed policy
+            // sets it again (PostgreSQL keeps a definition that is the same).
+            _ if pg.create && changed => reconcile
+                .push(differs.unwrap_or_else(|| format!("{}'s policy changed", t.quoted()))),
+            Some(what) if pg.create && desired != Definition::default() => reconcile.push(what),
+            Some(what) => filtered.push(what),
+            None => {}
         }
     }
     let published = client
