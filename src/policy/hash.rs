@@ -151,6 +151,12 @@ mod tests {
             b"alice@example.com",
         );
         assert_eq!(a, crate::policy::text::hex(direct.as_ref()));
+        // What docs/privacy.md's check prints:
+        // printf %s 'alice@example.com' | openssl dgst -sha256 -hmac "$KEY"
+        assert_eq!(
+            a,
+            "841240d2a5b6654b3ae21fc4499db7b7867077cdd67c3e16cef1f9843e27d1fa"
+        );
         // The same value from another integer width or engine hashes the same.
         assert_eq!(
             h.hash(&ColumnType::Int16, &Value::Int(7)),
