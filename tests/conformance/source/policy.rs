@@ -182,7 +182,33 @@ pub fn every_policy_kind_and_a_row_filter_replay_the_policy_applied_source<E: En
     }
     std::fs::write(&job.config, &yaml).unwrap();
 
+    std::fs::write(&job.config, &yaml).unwrap();
+    // doctor says what the policy does, and names the key by its id.
     let hasher = Hasher::new(KEY.as_bytes(), HashOutput::Hex).unwrap();
+    let run = job.run(&["doctor", "--json"], &[(KEY_VAR, KEY)]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    let row = |name: &str| {
+        doc["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {}{}", run.stdout, run.stderr))
+    };
+    let table_row = row(&format!("table {table} policy"));
+    assert_eq!(table_row["status"], "ok", "{table_row}");
+    let detail = table_row["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("excludes ssn") && detail.contains("hashes email, id"),
+        "{detail}"
+    );
+    assert!(
+        row("policy")["detail"]
+            .as_str()
+            .unwrap()
+            .contains(hasher.key_id())
+    );
     let first = drain(&job);
     assert_eq!(first["status"], "drained", "{first}");
     assert_eq!(
