@@ -120,3 +120,140 @@ impl ChangeStream for PolicyStream {
         self.inner.filled_without_changes(table, column).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::change::{Column, ColumnType, Op, RowChange, TableSchema, Value};
+    use crate::position::{PgLsn, Position};
+
+    /// A stream handing out `events` in batches of `batch`.
+    struct Fake {
+        info: StreamInfo,
+        events: std::collections::VecDeque<SourceEvent>,
+        batch: usize,
+    }
+
+    #[async_trait]
+    impl ChangeStream for Fake {
+        fn info(&self) -> &StreamInfo {
+            &self.info
+        }
+        async fn next(&mut self) -> Result<Option<SourceEvent>> {
+            Ok(self.events.pop_front())
+        }
+        async fn next_batch(&mut self, out: &mut Vec<SourceEvent>, _: BatchRoom) -> Result<()> {
+            for _ in 0..self.batch {
+                match self.events.pop_front() {
+                    Some(e) => out.push(e),
+                    None => break,
+                }
+            }
+            Ok(())
+        }
+        fn end_position(&self) -> Position {
+            Position::Postgres(PgLsn(0))
+        }
+        async fn ack(&mut self, _: &Position) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn table() -> Arc<TableSchema> {
+        let col = |name: &str, key| Column {
+            name: name.into(),
+            ty: if key {
+                ColumnType::Int32
+            } else {
+                ColumnType::Utf8
+            },
+            nullable: !key,
+            key,
+            source_type: "x".into(),
+            field_metadata: Default::default(),
+        };
+        Arc::new(TableSchema {
+            name: "dbo.t".into(),
+            columns: vec![col("id", true), col("region", false), col("secret", false)],
+        })
+    }
+
+    fn insert(id: i64, region: &str) -> SourceEvent {
+        SourceEvent::Change(RowChange {
+            table: table(),
+            op: Op::Insert,
+            before: None,
+            after: Some(vec![
+                Value::Int(id),
+                Value::Text(region.into()),
+                Value::Text("raw".into()),
+            ]),
+            before_unlogged: vec![],
+            after_unlogged: vec![],
+        })
+    }
+
+    #[test]
+    fn filtered_changes_leave_and_a_batch_is_empty_only_at_the_end() {
+        let text = "job: j\nsource:\n  url: sqlserver://sa@127.0.0.1:1433/app\n  tables: [dbo.t]\n  sqlserver: { capture_instance: dbo_t }\n\
+                    destination: { type: local, path: o }\nstate: { type: local, path: s }\n\
+                    policy:\n  tables:\n    dbo.t: { exclude: [secret], filter: \"region = 'eu'\" }\n";
+        let config = crate::config::Config::parse(text, "t").unwrap();
+        let policies = Arc::new(crate::policy::Policies::of(&config).unwrap());
+        let commit = || SourceEvent::Commit {
+            resume: Position::Postgres(PgLsn(1)),
+        };
+        let fake = Fake {
+            info: StreamInfo {
+                source_identity: "x".into(),
+                start: Position::Postgres(PgLsn(0)),
+                bound: Position::Postgres(PgLsn(9)),
+                tables: vec![table()],
+            },
+            // The second batch holds only changes the filter leaves out.
+            events: [
+                insert(1, "eu"),
+                insert(2, "us"),
+                insert(3, "us"),
+                insert(4, "us"),
+                commit(),
+            ]
+            .into_iter()
+            .collect(),
+            batch: 2,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut stream =
+                PolicyStream::wrap(Box::new(fake), crate::policy::Applier::new(policies)).unwrap();
+            let names: Vec<&str> = stream.info().tables[0]
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            assert_eq!(names, ["id", "region"], "the open shapes are the output's");
+            let mut batches = Vec::new();
+            loop {
+                let mut out = Vec::new();
+                stream
+                    .next_batch(&mut out, BatchRoom::new(100, 1 << 20))
+                    .await
+                    .unwrap();
+                if out.is_empty() {
+                    break;
+                }
+                batches.push(out);
+            }
+            assert_eq!(batches.len(), 2, "{batches:?}");
+            let SourceEvent::Change(kept) = &batches[0][0] else {
+                panic!()
+            };
+            assert_eq!(kept.after.as_ref().unwrap().len(), 2);
+            assert!(matches!(batches[1][..], [SourceEvent::Commit { .. }]));
+        });
+    }
+}

@@ -457,6 +457,22 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_scope_reads_excluded_columns_as_null_and_filters_rows() {
+        let scope = ReadScope {
+            nulled: ["b".to_owned()].into(),
+            filter: Some("(\"a\" > 10)".into()),
+        };
+        let bounds = ChunkBounds {
+            lower: Some(vec!["1".into(), "x".into()]),
+            upper: None,
+        };
+        assert_eq!(
+            chunk_query(&table(), &bounds, &scope),
+            "SELECT \"a\", NULL AS \"b\" FROM \"app\".\"t\" WHERE ((\"a\" > 10)) AND ROW(\"a\", \"b\") > ROW('1'::integer, 'x'::text) ORDER BY \"a\", \"b\""
+        );
+    }
+
+    #[test]
     fn chunk_queries_are_keyset_ranges_with_quoted_literals() {
         let bounds = ChunkBounds {
             lower: Some(vec!["1".into(), "o'brien".into()]),
