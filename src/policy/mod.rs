@@ -342,14 +342,16 @@ fn no_key() -> Error {
 #[derive(Debug)]
 pub struct Applier {
     policies: Arc<Policies>,
-    plans: HashMap<String, (Arc<TableSchema>, Arc<Plan>)>,
+    /// Looked up on every change of a policed table (foldhash: the keys are the
+    /// config's table names).
+    plans: HashMap<String, (Arc<TableSchema>, Arc<Plan>), foldhash::fast::RandomState>,
 }
 
 impl Applier {
     pub fn new(policies: Arc<Policies>) -> Applier {
         Applier {
             policies,
-            plans: HashMap::new(),
+            plans: HashMap::default(),
         }
     }
 
