@@ -647,6 +647,28 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_scope_reads_excluded_columns_as_null_and_pushes_the_filter() {
+        let mut key = col("a", ColumnType::Int64, "bigint(20)");
+        key.key = true;
+        let mut t = table(vec![key, col("b", ColumnType::Utf8, "varchar(10)")]);
+        t.key = vec!["a".into()];
+        let scope = ReadScope {
+            nulled: ["b".to_owned()].into(),
+            filter: Some("(`a` > 10)".into()),
+        };
+        let bounds = ChunkBounds {
+            lower: None,
+            upper: Some(vec!["50".into()]),
+        };
+        let (sql, params) = chunk_query(&t, &bounds, &scope).unwrap();
+        assert_eq!(
+            sql,
+            "SELECT `a`, NULL AS `b` FROM `app`.`t` WHERE ((`a` > 10)) AND ((`a` <= ?)) ORDER BY `a`"
+        );
+        assert_eq!(params, vec![MyValue::Int(50)]);
+    }
+
+    #[test]
     fn chunk_queries_are_expanded_keyset_ranges_with_typed_parameters() {
         let t = table(vec![
             col("a", ColumnType::Int64, "bigint(20)"),
