@@ -58,6 +58,7 @@ codes! {
     ConfigTlsRequired => "SLUICE_CONFIG_TLS_REQUIRED", Config;
     ConfigUnsupportedSource => "SLUICE_CONFIG_UNSUPPORTED_SOURCE", Config;
     ConfigResourceClaimed => "SLUICE_CONFIG_RESOURCE_CLAIMED", Config;
+    ConfigPolicy => "SLUICE_CONFIG_POLICY", Config;
     SourceConnect => "SLUICE_SOURCE_CONNECT", Transient;
     SourceQuery => "SLUICE_SOURCE_QUERY", Transient;
     SourceAuth => "SLUICE_SOURCE_AUTH", Refusal;
@@ -74,6 +75,7 @@ codes! {
     SourceKeyDeferrable => "SLUICE_SOURCE_KEY_DEFERRABLE", Refusal;
     SourcePublicationFiltered => "SLUICE_SOURCE_PUBLICATION_FILTERED", Refusal;
     SourcePublicationAllTables => "SLUICE_SOURCE_PUBLICATION_ALL_TABLES", Refusal;
+    SourcePolicyChange => "SLUICE_SOURCE_POLICY_CHANGE", Refusal;
     SourceSlotBusy => "SLUICE_SOURCE_SLOT_BUSY", Transient;
     SourceSlotNotOurs => "SLUICE_SOURCE_SLOT_NOT_OURS", Refusal;
     SourceUnsupportedType => "SLUICE_SOURCE_UNSUPPORTED_TYPE", Refusal;
@@ -284,6 +286,7 @@ mod tests {
             (Code::ConfigTlsRequired, C),
             (Code::ConfigUnsupportedSource, C),
             (Code::ConfigResourceClaimed, C),
+            (Code::ConfigPolicy, C),
             // The network or the server is down for now.
             (Code::SourceConnect, T),
             (Code::SourceQuery, T),
@@ -307,6 +310,7 @@ mod tests {
             (Code::SourceKeyDeferrable, R),
             (Code::SourcePublicationFiltered, R),
             (Code::SourcePublicationAllTables, R),
+            (Code::SourcePolicyChange, R),
             // Another consumer's session ends by itself.
             (Code::SourceSlotBusy, T),
             // Another job's slot, or one from before the job's state was lost: an

@@ -16,7 +16,8 @@
 //! `registration` (Glue registration at a run's end), `lake` (reading a table folder back: its
 //! shape, its data files), `fold` (the replay rule executed on Arrow rows) → `spill` (memory and disk budgets, spill
 //! files and their sweep; below both the part writers and the engines, which never import
-//! `parts`) → core types and services (`config`, `faults`, `change`, `position`, `framer`,
+//! `parts`) → core types and services (`config`, `policy` — column policies and row filters,
+//! applied where rows are decoded —, `faults`, `change`, `position`, `framer`,
 //! `summary`, `metrics`, `error`, `redact`, `tls`, `aws`, `arn`, `run_id`, `progress`,
 //! `allocator`).
 
@@ -46,6 +47,7 @@ pub mod lambda;
 pub mod materialize;
 pub mod metrics;
 pub mod parts;
+pub mod policy;
 pub mod position;
 pub mod progress;
 pub mod recovery;

@@ -23,14 +23,37 @@ use crate::error::{Code, Error, Result};
 
 /// `config` carrying the URL its `source.url_secret_arn` holds; `config` as it is when
 /// it names no secret.
+/// The hash key of `policy.hash_key.secret_arn` is read too ([`resolve_hash_key`]).
 pub async fn resolve(config: &Config) -> Result<Config> {
-    match &config.source.url_secret_arn {
-        None => Ok(config.clone()),
+    let config = match &config.source.url_secret_arn {
+        None => config.clone(),
         Some(arn) => {
             let url = read_url(arn, config.engine_block()).await?;
-            Ok(config.clone().with_secret_url(url))
+            config.clone().with_secret_url(url)
         }
+    };
+    resolve_hash_key(config).await
+}
+
+/// `config` carrying the column policies' hash key that `policy.hash_key.secret_arn`
+/// holds (the secret's string, whole); `config` as it is when the key comes from an
+/// environment variable or is already read. Like the URL, it is never logged.
+pub async fn resolve_hash_key(mut config: Config) -> Result<Config> {
+    let Some(arn) = config
+        .policy
+        .hash_key
+        .as_ref()
+        .and_then(|k| k.secret_arn.clone())
+    else {
+        return Ok(config);
+    };
+    if config.policy.key.is_none() {
+        let key = fetch(&arn).await?;
+        config.policy = config
+            .policy
+            .with_key(crate::config::HashKey::new(key.into_bytes()));
     }
+    Ok(config)
 }
 
 /// Reads `arn` and returns the source URL it holds. `engine` is the config's engine

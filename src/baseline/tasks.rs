@@ -712,7 +712,9 @@ pub async fn finish(config: &Config, backends: &Backends) -> Result<FinishOutput
                 log.baseline(table, &plan_id(&record), &parts, &schemas)
                     .await?;
             }
-            let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now());
+            let policies = crate::policy::Policies::of(config)?;
+            let manifest = Manifest::new(run, parts, &schema, chrono::Utc::now())
+                .with_policy(crate::policy::record::of(config, &policies, table));
             dest.put_marker(
                 &format!("{table}/snapshot/{MANIFEST_FILE}"),
                 &manifest.to_json_bytes()?,

@@ -16,6 +16,7 @@
 mod catalog;
 mod compaction;
 mod iceberg;
+mod policy;
 mod run;
 mod source;
 mod source_tls;
@@ -31,6 +32,7 @@ use crate::redact::redact_url;
 pub use catalog::CatalogConfig;
 pub use compaction::CompactionConfig;
 pub use iceberg::{IcebergCatalogConfig, IcebergConfig, TableFormat};
+pub use policy::{HashKey, HashKeySource, HashOutput, MaskConfig, PolicyConfig, TablePolicyConfig};
 pub use run::{
     BaselineConfig, DeadlineConfig, DoctorConfig, Initial, Layout, LeaseConfig, OutputConfig,
 };
@@ -81,6 +83,10 @@ pub struct Config {
     /// How `sluice compact` rewrites small change parts (docs/compaction.md).
     #[serde(default)]
     pub compaction: CompactionConfig,
+    /// Per table: columns left out, hashed, masked or nulled, and the rows captured
+    /// (docs/privacy.md); none by default.
+    #[serde(default, skip_serializing_if = "PolicyConfig::is_empty")]
+    pub policy: PolicyConfig,
 }
 
 impl Config {

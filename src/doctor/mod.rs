@@ -17,6 +17,7 @@ pub mod iceberg;
 pub mod layout;
 pub mod memory;
 pub mod mysql;
+pub mod policy;
 pub mod postgres;
 pub mod registration;
 pub mod s3;

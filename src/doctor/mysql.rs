@@ -105,8 +105,12 @@ pub async fn checks(config: &Config, report: &mut Report) {
             .map(|_| format!("{server_id} (the server's own server_id is {own_server_id})")),
     ));
 
+    let (policies, key) = super::policy::key_check(config);
+    if let Some(key) = key {
+        report.push(key);
+    }
     for name in &config.source.tables {
-        for check in table_checks(&mut conn, config, name, default_db.as_deref()).await {
+        for check in table_checks(&mut conn, config, &policies, name, default_db.as_deref()).await {
             report.push(check);
         }
     }
@@ -432,6 +436,7 @@ pub fn unreadable_replica_check(
 async fn table_checks(
     conn: &mut Conn,
     config: &Config,
+    policies: &crate::policy::Policies,
     name: &str,
     default_db: Option<&str>,
 ) -> Vec<Check> {
@@ -444,6 +449,7 @@ async fn table_checks(
         key_advice(&check, &table),
         super::baseline_key_check(config, name, &table.key, &table.shape.columns),
     ];
+    out.extend(super::policy::table_check(config, policies, &table.shape));
     let probe = format!(
         "SELECT * FROM {}.{} LIMIT 0",
         quote_ident(&table.database),

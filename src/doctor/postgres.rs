@@ -57,6 +57,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
         report.push(check);
     }
 
+    let (policies, key) = super::policy::key_check(config);
+    if let Some(key) = key {
+        report.push(key);
+    }
     let mut tables = Vec::new();
     for name in &config.source.tables {
         let check = format!("table {name}");
@@ -79,13 +83,16 @@ pub async fn checks(config: &Config, report: &mut Report) {
                 if table.key.is_empty() && !config.baseline.keys.contains_key(name) {
                     report.push(lock_grant_check(&client, name, &table, config.initial).await);
                 }
+                if let Some(check) = super::policy::table_check(config, &policies, &table.shape) {
+                    report.push(check);
+                }
                 tables.push(table);
             }
             Err(e) => report.push(Check::from_error(check, &e)),
         }
     }
     if tables.len() == config.source.tables.len() {
-        report.push(publication_check(&client, &pg, &tables).await);
+        report.push(publication_check(&client, &pg, &tables, &policies).await);
     }
 
     let info = match slot::slot_info(&client, &pg.slot).await {
@@ -436,6 +443,7 @@ async fn publication_check(
     client: &Client,
     pg: &PostgresConfig,
     tables: &[CapturedTable],
+    policies: &crate::policy::Policies,
 ) -> Check {
     let name = format!("publication {}", pg.publication);
     let exists = client
@@ -459,14 +467,26 @@ async fn publication_check(
         adopt_slot: false,
         ..pg.clone()
     };
-    Check::result(
-        name,
-        slot::ensure_publication(client, &probe, tables)
-            .await
-            .map(|_| {
-                "publishes insert, update, delete, truncate of every configured table".to_owned()
-            }),
-    )
+    match slot::ensure_publication(client, &probe, tables, policies).await {
+        Ok(()) => Check::ok(
+            name,
+            "publishes insert, update, delete, truncate of every configured table",
+        ),
+        // sluice manages it: a column list or filter of the job's policy is set by the
+        // next run (the drain's rule), anything else stays a refusal.
+        Err(e)
+            if pg.create
+                && !policies.is_empty()
+                && e.code() == crate::error::Code::SourcePublicationFiltered =>
+        {
+            Check::warn(
+                name,
+                e.message().to_owned(),
+                "the next drain sets the publication to the job's policies (source.postgres.create: true); a filter no policy of the job names is refused there",
+            )
+        }
+        Err(e) => Check::from_error(name, &e),
+    }
 }
 
 /// The checkpoint against the slot, by the drain's [`slot::decide_start`].

@@ -63,6 +63,15 @@ pub async fn checks(config: &Config, report: &mut Report) {
         &config.baseline.keys,
         config.initial,
     ));
+    let (policies, key) = super::policy::key_check(config);
+    if let Some(key) = key {
+        report.push(key);
+    }
+    if let Ok(shape) = catalog::shape(config_name, &facts.columns)
+        && let Some(check) = super::policy::table_check(config, &policies, &shape)
+    {
+        report.push(check);
+    }
     let stored = match crate::state::open(config).await {
         Ok(store) => store.load_checkpoint(&config.job).await,
         Err(e) => Err(e),

@@ -81,6 +81,8 @@ pub struct RunManifests<'a> {
     pub run_id: String,
     /// Position text the run started from.
     pub from: String,
+    /// Each table's policy, as its manifests record it (absent: none).
+    pub policies: std::collections::BTreeMap<String, crate::policy::record::PolicyRecord>,
 }
 
 impl RunManifests<'_> {
@@ -110,7 +112,8 @@ impl RunManifests<'_> {
                 Utc::now(),
             )
             .with_pending(to.to_string(), output.parts[output.committed..].to_vec())
-            .with_shapes(output.new_shapes.clone());
+            .with_shapes(output.new_shapes.clone())
+            .with_policy(self.policies.get(table).cloned());
             self.destination
                 .put_marker(
                     &run_manifest_key(table, &self.run_id),
@@ -136,7 +139,8 @@ impl RunManifests<'_> {
             let mut run = self.run(table, status, None);
             run.to = summary.to.clone().unwrap_or_default();
             let manifest = Manifest::new(run, output.parts.clone(), schema, Utc::now())
-                .with_shapes(output.new_shapes.clone());
+                .with_shapes(output.new_shapes.clone())
+                .with_policy(self.policies.get(table).cloned());
             let body = manifest.to_json_bytes()?;
             if !output.new_shapes.is_empty() {
                 super::history::save(self.destination, &output.history).await?;

@@ -23,6 +23,7 @@ pub mod manifests;
 pub mod open;
 pub mod options;
 pub mod pass;
+pub mod policy;
 pub mod rebaseline;
 pub mod shapes;
 pub mod stop;
@@ -59,10 +60,25 @@ pub async fn run(
     let state = backends.state.as_ref();
     let destination = backends.destination.as_ref();
     let config = &*crate::state::text_form::with_text_columns(config, state).await?;
+    let stored = state.load_checkpoint(&config.job).await?;
+
+    // The tables whose column policy or row filter changed since they were written: set
+    // before the stream opens (a source that publishes the policy is set to the new one),
+    // re-baselined before anything is read.
+    let policies = crate::policy::Policies::of(config)?;
+    let changed = policy::changed(config, &policies, destination, stored.as_ref()).await?;
+    policy::check_carriable(config, &changed)?;
+    let mut with_changes;
+    let config = if changed.is_empty() {
+        config
+    } else {
+        with_changes = config.clone();
+        with_changes.policy.changed = changed.keys().cloned().collect();
+        &with_changes
+    };
 
     // Open: the stream at the stored checkpoint (the source fixes its read bound), and the
     // committer that owns the durable order from there.
-    let stored = state.load_checkpoint(&config.job).await?;
     let start = Start::of(stored.as_ref())?;
     let stream = open::stream(config, state, stored.as_ref(), &start).await?;
     let info = stream.info().clone();
@@ -80,8 +96,19 @@ pub async fn run(
     // The tables' writers, minus the tables whose re-baseline is wanted; the shapes the
     // last run stored; what a run that died before its end left pending.
     let mut router = open::writers(config, &info, committer.run_id())?;
-    let rebaselines = Rebaselines::new(config, state);
+    let mut rebaselines = Rebaselines::new(config, state);
     rebaselines.skip_wanted(&mut router).await?;
+    for (table, change) in &changed {
+        let why = change.reason();
+        rebaselines
+            .ask(
+                &mut router,
+                table,
+                Some(info.start.clone()),
+                rebaseline::Why::Changed(&why),
+            )
+            .await?;
+    }
     let shapes = Shapes::at_open(&info.tables)
         .load_stored(destination, &config.source.tables)
         .await?;
@@ -94,6 +121,12 @@ pub async fn run(
         destination,
         run_id: committer.run_id().to_owned(),
         from: info.start.to_string(),
+        policies: config
+            .source
+            .tables
+            .iter()
+            .filter_map(|t| Some((t.clone(), crate::policy::record::of(config, &policies, t)?)))
+            .collect(),
     };
     let iceberg = crate::iceberg::ChangeLog::of(config, destination)?;
     let durable = Durable {

@@ -32,6 +32,7 @@ pub fn check(config: &Config) -> Result<()> {
     crate::baseline::check_config(config)?;
     crate::registration::check_config(config)?;
     crate::iceberg::check_config(config)?;
+    crate::policy::check_config(config)?;
     Ok(())
 }
 

@@ -231,7 +231,7 @@ async fn with_secret(
     reread: bool,
 ) -> crate::error::Result<Config> {
     let Some(arn) = &config.source.url_secret_arn else {
-        return Ok(config.clone());
+        return crate::secret::resolve_hash_key(config.clone()).await;
     };
     let mut kept = container.secret_url.lock().await;
     let url = match kept.as_ref() {
@@ -242,7 +242,7 @@ async fn with_secret(
             url
         }
     };
-    Ok(config.clone().with_secret_url(url))
+    crate::secret::resolve_hash_key(config.clone().with_secret_url(url)).await
 }
 
 /// Runs `attempt`; when it fails with `SLUICE_SOURCE_AUTH` and the source URL comes from

@@ -20,6 +20,10 @@ pub struct ManifestColumn {
     pub source_type: String,
     pub nullable: bool,
     pub key: bool,
+    /// The column's policy (`hash-hmac-sha256:v1`, `mask:keep_last=4`, `null`), absent
+    /// for a column written as the source has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl ManifestColumn {
@@ -34,6 +38,10 @@ impl ManifestColumn {
                 source_type: c.source_type.clone(),
                 nullable: c.nullable,
                 key: c.key,
+                policy: c
+                    .field_metadata
+                    .get(crate::policy::apply::POLICY_KEY)
+                    .cloned(),
             })
             .collect()
     }

@@ -17,6 +17,7 @@ use crate::change::TableSchema;
 use crate::error::{Code, Error, Result};
 use crate::parts::columns::ManifestColumn;
 use crate::parts::schema_history::Shape;
+use crate::policy::record::PolicyRecord;
 
 /// The manifest's file name in a table folder and in its `snapshot/` folder.
 pub const MANIFEST_FILE: &str = "_manifest.json";
@@ -112,6 +113,10 @@ pub struct Manifest {
     /// columns and changes), as added to the table's schema history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<Shape>,
+    /// The column policy and row filter the parts were written under (docs/privacy.md);
+    /// absent for a table without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRecord>,
 }
 
 impl Manifest {
@@ -142,7 +147,14 @@ impl Manifest {
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             pending: None,
             shapes: Vec::new(),
+            policy: None,
         }
+    }
+
+    /// The same manifest recording the table's `policy`.
+    pub fn with_policy(mut self, policy: Option<PolicyRecord>) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The same manifest listing the new `shapes` its parts introduced.

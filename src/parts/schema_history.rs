@@ -237,6 +237,7 @@ mod tests {
             source_type: ty.into(),
             nullable,
             key: name == "id",
+            policy: None,
         }
     }
 

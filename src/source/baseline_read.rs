@@ -35,6 +35,16 @@ pub struct ChunkBounds {
 /// Receives the rows of a chunk, in key order.
 pub type RowSink<'a> = dyn FnMut(Vec<Value>) -> Result<()> + Send + 'a;
 
+/// What a table's policy lets a chunk's read skip at the source: columns read as NULL in
+/// place of their values (excluded ones: their values never leave the server), and a
+/// row filter in the source's SQL (every row the policy captures, perhaps more — the rows
+/// are filtered again where the source's evaluation is not sluice's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadScope {
+    pub nulled: std::collections::BTreeSet<String>,
+    pub filter: Option<String>,
+}
+
 /// A baseline reader on one connection.
 #[async_trait]
 pub trait BaselineReader: Send {
@@ -48,6 +58,13 @@ pub trait BaselineReader: Send {
     /// instance) keeps the default, [`schema`](Self::schema).
     async fn current_schema(&mut self, table: &str) -> Result<Arc<TableSchema>> {
         self.schema(table)
+    }
+
+    /// Narrows every later read of `table` to `scope` (an engine that cannot reads
+    /// everything: the policy applied to its rows still decides what is written).
+    fn restrict(&mut self, table: &str, scope: ReadScope) -> Result<()> {
+        let _ = (table, scope);
+        Ok(())
     }
 
     /// Chunk boundaries of roughly `chunk_rows` rows each, in key order.

@@ -13,6 +13,8 @@
 pub mod baseline_read;
 pub mod establish;
 pub mod mysql;
+pub mod policy_read;
+pub mod policy_stream;
 pub mod postgres;
 pub mod sqlserver;
 
@@ -237,28 +239,40 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
 }
 
 /// Opens a baseline reader ([`baseline_read::BaselineReader`]) for the source the config names.
+/// The job's column policies and row filters are applied to its rows
+/// ([`policy_read::PolicyReader`]).
 pub async fn open_baseline_reader(
     config: &Config,
 ) -> Result<Box<dyn baseline_read::BaselineReader>> {
-    match engine_for_url(&config.source_url()?)? {
-        Engine::Postgres => Ok(Box::new(
-            postgres::baseline_read::PgBaselineReader::open(config).await?,
-        )),
-        Engine::MySql => Ok(Box::new(
-            mysql::baseline_read::MyBaselineReader::open(config).await?,
-        )),
-        Engine::SqlServer => Ok(Box::new(
-            sqlserver::baseline_read::SqlServerBaselineReader::open(config).await?,
-        )),
-    }
+    let policies = Arc::new(crate::policy::Policies::of(config)?);
+    let engine = engine_for_url(&config.source_url()?)?;
+    let reader: Box<dyn baseline_read::BaselineReader> = match engine {
+        Engine::Postgres => {
+            Box::new(postgres::baseline_read::PgBaselineReader::open(config).await?)
+        }
+        Engine::MySql => Box::new(mysql::baseline_read::MyBaselineReader::open(config).await?),
+        Engine::SqlServer => {
+            Box::new(sqlserver::baseline_read::SqlServerBaselineReader::open(config).await?)
+        }
+    };
+    policy_read::PolicyReader::wrap(reader, policies, engine, &config.source.tables)
 }
 
-/// Opens the change stream the config names.
+/// Opens the change stream the config names, with the job's column policies and row
+/// filters applied to its changes (MySQL / MariaDB inside the stream, before a
+/// transaction can spill; the others by [`policy_stream::PolicyStream`]).
 pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
+    let policies = Arc::new(crate::policy::Policies::of(config)?);
+    let applier = crate::policy::Applier::new(policies.clone());
     match engine_for_url(&config.source_url()?)? {
-        Engine::Postgres => postgres::open(config, resume).await,
-        Engine::MySql => mysql::open(config, resume).await,
-        Engine::SqlServer => sqlserver::open(config, resume).await,
+        Engine::Postgres => policy_stream::PolicyStream::wrap(
+            postgres::open(config, resume, &policies).await?,
+            applier,
+        ),
+        Engine::MySql => mysql::open(config, resume, applier).await,
+        Engine::SqlServer => {
+            policy_stream::PolicyStream::wrap(sqlserver::open(config, resume).await?, applier)
+        }
     }
 }
 

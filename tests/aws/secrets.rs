@@ -318,3 +318,64 @@ fn lambda_reads_the_secret_once_per_container_and_follows_a_rotation() {
     let rows = job.rows("public.orders");
     assert_eq!(rows.len(), 3);
 }
+
+/// `policy.hash_key.secret_arn`: the hash key read from Secrets Manager (never written),
+/// named in the parts by its id; a secret that does not exist is a config error.
+#[test]
+fn a_hash_key_from_a_secret_hashes_the_column_and_is_named_by_its_id() {
+    let (Some(pg), Some(moto)) = (
+        support::service_url("SLUICE_TEST_PG_URL"),
+        support::service_url("SLUICE_TEST_AWS_ENDPOINT"),
+    ) else {
+        return;
+    };
+    let db = TestDb::new(&pg, "sec_hashkey");
+    db.sql(ORDERS);
+    db.sql("INSERT INTO orders VALUES (1, 'private note')");
+    let secrets = Secrets::new(&moto);
+    let key = "a hash key of at least thirty-two bytes from a secret";
+    let arn = secrets.create(&support::aws::unique_name("sluice-hashkey"), key);
+    let policy = |arn: &str| {
+        format!(
+            "initial: snapshot\npolicy:\n  hash_key: {{ secret_arn: {arn} }}\n  tables:\n    orders: {{ hash: [note] }}\n"
+        )
+    };
+    let job = Job::postgres(&db, &["orders"], &policy(&arn));
+    let run = drain(&job, &moto);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let hasher =
+        sluice::policy::hash::Hasher::new(key.as_bytes(), sluice::config::HashOutput::Hex).unwrap();
+    let rows = support::baseline_and_changes(&job.out().join("orders"));
+    let sluice::change::Value::Text(want) = hasher.hash(
+        &sluice::change::ColumnType::Utf8,
+        &sluice::change::Value::Text("private note".into()),
+    ) else {
+        panic!("hex")
+    };
+    assert_eq!(rows[0]["note"].as_deref(), Some(want.as_str()));
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(job.out().join("orders/snapshot/_manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["policy"]["key_id"], hasher.key_id());
+    for file in [
+        &job.config,
+        &job.out().join("orders/snapshot/_manifest.json"),
+    ] {
+        assert!(!std::fs::read_to_string(file).unwrap().contains(key));
+    }
+    assert!(!run.stderr.contains(key) && !run.stdout.contains(key));
+    // A secret that is not there: the run is refused before anything is read.
+    let missing = arn.replace("sluice-hashkey", "sluice-nokey");
+    std::fs::write(
+        &job.config,
+        std::fs::read_to_string(&job.config)
+            .unwrap()
+            .replace(&arn, &missing),
+    )
+    .unwrap();
+    let run = drain(&job, &moto);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_CONFIG_SECRET");
+    secrets.delete(&arn);
+}

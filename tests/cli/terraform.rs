@@ -1345,3 +1345,36 @@ fn the_merge_state_runs_after_a_drain_that_wrote_rows_only_when_enabled() {
         assert!(!crate::support::in_ci(), "asl-validator unavailable");
     }
 }
+
+#[test]
+fn a_policy_renders_its_block_with_the_key_named_never_inlined() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    let table = inputs["tables"][0].as_str().unwrap().to_owned();
+    let arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice-hash-key";
+    inputs["policy"] = serde_json::json!({
+        "hash_key_secret_arn": arn,
+        "tables": { &table: {
+            "exclude": ["ssn"],
+            "hash": ["email"],
+            "mask": { "phone": { "keep_last": 4 } },
+            "null": ["born"],
+            "filter": "tenant = 7"
+        } }
+    });
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["policy"],
+        serde_json::json!({
+            "hash_key": { "secret_arn": arn },
+            "tables": { &table: {
+                "exclude": ["ssn"], "hash": ["email"], "mask": { "phone": { "keep_last": 4 } },
+                "null": ["born"], "filter": "tenant = 7"
+            } }
+        })
+    );
+    assert_eq!(validate(&document)["config"], document);
+    inputs["policy"] = Value::Null;
+    assert!(render(&bin, &inputs).get("policy").is_none());
+}

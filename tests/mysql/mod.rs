@@ -12,6 +12,7 @@ mod faults;
 mod keyless;
 mod ndjson;
 pub mod oracle;
+mod policy;
 mod schema_history;
 mod security;
 mod types_every;

@@ -78,6 +78,8 @@ pub struct Totals {
     pub failovers: u64,
     /// Trials that also committed to an Iceberg table, checked through pyiceberg.
     pub iceberg: u64,
+    /// Trials that left a column out by a column policy.
+    pub policies: u64,
     /// Trials that started from a baseline, and the baseline rows compared in them.
     pub baselines: u64,
     pub snapshot_rows: u64,
@@ -106,6 +108,7 @@ impl Totals {
         self.spill_leftovers += r.spill_leftovers;
         self.failovers += r.failovers;
         self.iceberg += u64::from(r.iceberg);
+        self.policies += u64::from(r.policy);
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
         self.truncates += r.truncates;
@@ -210,7 +213,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} failovers={} iceberg={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -234,6 +237,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.parts_compacted,
         t.failovers,
         t.iceberg,
+        t.policies,
         started.elapsed().as_secs()
     );
     assert!(t.trials > 0, "the oracle ran no trial");

@@ -168,6 +168,8 @@ pub struct Report {
     pub failovers: u64,
     /// The trial also committed to an Iceberg table (checked through pyiceberg).
     pub iceberg: bool,
+    /// The trial left a column out by a column policy (`policy … exclude`).
+    pub policy: bool,
     /// Baseline trials: the snapshot rows the final replay started from.
     pub snapshot_rows: Option<u64>,
     /// Distinct `truncate` rows the parts hold.
@@ -269,6 +271,22 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let spec = &spec;
     let mut source = engine.open(&id, &mut rng, &mut report.facts, spec)?;
     let source_yaml = source.source_yaml(&job, &mut rng);
+    // A fifth of the trials leave one non-key column out by a column policy
+    // (docs/privacy.md; a PostgreSQL publication's column list unless the identity is
+    // FULL): the parts never hold it and replay to the source without it. Decided by a
+    // stream of its own, so the other choices of a seed stay what they were.
+    let excluded = {
+        let mut own = Rng::new(seed ^ 0x0e8c_10de);
+        let columns: Vec<&str> = spec
+            .columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .filter(|c| *c != spec.key)
+            .collect();
+        (own.chance(20) && !columns.is_empty())
+            .then(|| columns[own.below(columns.len())].to_owned())
+    };
+    report.policy = excluded.is_some();
     let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
     let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
     let row_group_rows = *rng.pick(&[1usize, 2, 4, 16, 1000]);
@@ -290,8 +308,15 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
          state: {{ type: local, path: {state} }}\n\
          output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
          lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n\
-         compaction: {{ min_age_seconds: 0, target_bytes: {compaction_target}, lease_ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}",
+         compaction: {{ min_age_seconds: 0, target_bytes: {compaction_target}, lease_ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}{policy}",
         baseline = baseline.as_deref().unwrap_or(""),
+        policy = match &excluded {
+            Some(column) => format!(
+                "policy:\n  tables:\n    {}: {{ exclude: [{column}] }}\n",
+                source.table()
+            ),
+            None => String::new(),
+        },
         iceberg = match &catalog {
             Some(catalog) => format!(
                 "table_format: iceberg\niceberg: {{ catalog: {}, namespace: {ns} }}\n",
@@ -612,6 +637,17 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         .collect::<std::collections::BTreeSet<_>>()
         .len() as u64;
     let mut source_rows = source.select_all()?;
+    // An excluded column: in no part, and not compared.
+    if let Some(column) = &excluded {
+        if rows.iter().any(|r| r.all.contains_key(column)) {
+            report
+                .mismatches
+                .push(format!("a part holds {column}, which the policy excludes"));
+        }
+        for row in source_rows.values_mut() {
+            row.remove(column);
+        }
+    }
     // A column added without a default reaches the parts with the first change after it:
     // until then no part (nor manifest) has it, and every source row holds NULL there.
     let in_parts: std::collections::BTreeSet<&str> = rows

@@ -17,6 +17,7 @@ mod ndjson;
 pub mod oracle;
 mod orphan_backend;
 mod pgvector;
+mod policy;
 mod postgis;
 mod progress;
 mod rebaseline;

@@ -39,7 +39,7 @@ use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::position::Position;
 use crate::source::baseline_read::{
-    BaselineReader, ChunkBounds, RowSink, chunks_from_splits, split_integer_range,
+    BaselineReader, ChunkBounds, ReadScope, RowSink, chunks_from_splits, split_integer_range,
 };
 
 /// A baseline reader on one MySQL / MariaDB connection.
@@ -50,6 +50,8 @@ pub struct MyBaselineReader {
     pinned: Option<String>,
     /// The URL's database, which unqualified table names are in.
     default_db: Option<String>,
+    /// What each table's policy lets its reads skip ([`BaselineReader::restrict`]).
+    scopes: std::collections::HashMap<String, ReadScope>,
 }
 
 impl MyBaselineReader {
@@ -80,6 +82,7 @@ impl MyBaselineReader {
             tables,
             pinned: None,
             default_db,
+            scopes: Default::default(),
         })
     }
 
@@ -243,18 +246,33 @@ fn compare(
     Ok((format!("({})", disjuncts.join(" OR ")), params))
 }
 
-/// The chunk's `SELECT` and its parameters.
-pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> Result<(String, Vec<MyValue>)> {
+/// The chunk's `SELECT` and its parameters, reading `scope`'s columns as NULL and only
+/// the rows its filter holds.
+pub fn chunk_query(
+    table: &CapturedTable,
+    bounds: &ChunkBounds,
+    scope: &ReadScope,
+) -> Result<(String, Vec<MyValue>)> {
     let columns = table
         .shape
         .columns
         .iter()
-        .map(select_expression)
+        .map(|c| {
+            if scope.nulled.contains(&c.name) {
+                // Left out by the policy: its value never leaves the server.
+                format!("NULL AS {}", quote_ident(&c.name))
+            } else {
+                select_expression(c)
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let keys = table.key_columns();
     let mut conditions = Vec::new();
     let mut params = Vec::new();
+    if let Some(filter) = &scope.filter {
+        conditions.push(format!("({filter})"));
+    }
     if let Some(lower) = &bounds.lower {
         let (sql, p) = compare(&keys, lower, true, false)?;
         conditions.push(sql);
@@ -271,7 +289,10 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> Result<(Strin
         format!(" WHERE {}", conditions.join(" AND "))
     };
     if keys.is_empty() {
-        return Ok((format!("SELECT {columns} FROM {}", table.quoted()), vec![]));
+        return Ok((
+            format!("SELECT {columns} FROM {}{filter}", table.quoted()),
+            params,
+        ));
     }
     Ok((
         format!(
@@ -483,6 +504,11 @@ impl BaselineReader for MyBaselineReader {
         Ok(tables.remove(0).shape)
     }
 
+    fn restrict(&mut self, table: &str, scope: ReadScope) -> Result<()> {
+        self.scopes.insert(table.to_owned(), scope);
+        Ok(())
+    }
+
     async fn plan(&mut self, name: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>> {
         let table = self.table(name)?.clone();
         let rows = self.estimate_rows(&table).await?;
@@ -543,7 +569,8 @@ impl BaselineReader for MyBaselineReader {
         if pinned {
             crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
-        let (statement, params) = chunk_query(&table, bounds)?;
+        let scope = self.scopes.get(name).cloned().unwrap_or_default();
+        let (statement, params) = chunk_query(&table, bounds, &scope)?;
         let what = format!("reading a baseline chunk of {name}");
         let mut result = self
             .conn
@@ -620,6 +647,28 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_scope_reads_excluded_columns_as_null_and_pushes_the_filter() {
+        let mut key = col("a", ColumnType::Int64, "bigint(20)");
+        key.key = true;
+        let mut t = table(vec![key, col("b", ColumnType::Utf8, "varchar(10)")]);
+        t.key = vec!["a".into()];
+        let scope = ReadScope {
+            nulled: ["b".to_owned()].into(),
+            filter: Some("(`a` > 10)".into()),
+        };
+        let bounds = ChunkBounds {
+            lower: None,
+            upper: Some(vec!["50".into()]),
+        };
+        let (sql, params) = chunk_query(&t, &bounds, &scope).unwrap();
+        assert_eq!(
+            sql,
+            "SELECT `a`, NULL AS `b` FROM `app`.`t` WHERE ((`a` > 10)) AND ((`a` <= ?)) ORDER BY `a`"
+        );
+        assert_eq!(params, vec![MyValue::Int(50)]);
+    }
+
+    #[test]
     fn chunk_queries_are_expanded_keyset_ranges_with_typed_parameters() {
         let t = table(vec![
             col("a", ColumnType::Int64, "bigint(20)"),
@@ -629,7 +678,7 @@ mod tests {
             lower: Some(vec!["-1".into(), "o'b".into()]),
             upper: Some(vec!["9".into(), "z".into()]),
         };
-        let (sql, params) = chunk_query(&t, &bounds).unwrap();
+        let (sql, params) = chunk_query(&t, &bounds, &ReadScope::default()).unwrap();
         assert_eq!(
             sql,
             "SELECT `a`, `b` FROM `app`.`t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) \
@@ -652,6 +701,7 @@ mod tests {
                 lower: None,
                 upper: None,
             },
+            &ReadScope::default(),
         )
         .unwrap();
         assert_eq!(all, "SELECT `a`, `b` FROM `app`.`t` ORDER BY `a`, `b`");
@@ -674,6 +724,7 @@ mod tests {
                 lower: None,
                 upper: Some(vec!["12345678901234567890.01".into()]),
             },
+            &ReadScope::default(),
         )
         .unwrap();
         assert!(sql.contains("`d` <= CAST(? AS DECIMAL(30,2))"), "{sql}");
@@ -688,6 +739,7 @@ mod tests {
                 lower: Some(vec!["1.00000".into()]),
                 upper: None,
             },
+            &ReadScope::default(),
         )
         .unwrap();
         assert!(sql.contains("`w` > CAST(? AS DECIMAL(50,5))"), "{sql}");
@@ -698,6 +750,7 @@ mod tests {
                 lower: Some(vec![u64::MAX.to_string()]),
                 upper: None,
             },
+            &ReadScope::default(),
         )
         .unwrap();
         assert_eq!(params, vec![MyValue::UInt(u64::MAX)]);
@@ -708,6 +761,7 @@ mod tests {
                 lower: Some(vec!["00FF".into()]),
                 upper: None,
             },
+            &ReadScope::default(),
         )
         .unwrap();
         assert_eq!(params, vec![MyValue::Bytes(vec![0, 255])]);
@@ -727,7 +781,9 @@ mod tests {
             },
         ] {
             assert_eq!(
-                chunk_query(&t, &bounds).unwrap_err().code(),
+                chunk_query(&t, &bounds, &ReadScope::default())
+                    .unwrap_err()
+                    .code(),
                 Code::StateCorrupt
             );
         }

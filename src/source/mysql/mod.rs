@@ -80,7 +80,11 @@ pub fn check_config(config: &Config) -> Result<()> {
 }
 
 /// [`binlog::consistent_position`] — the baseline anchor), fixing the read bound.
-pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
+pub async fn open(
+    config: &Config,
+    resume: Option<&Resume>,
+    mut policy: crate::policy::Applier,
+) -> Result<Box<dyn ChangeStream>> {
     let my = config.source.mysql.clone().unwrap_or_default();
     let server_id = my.server_id_for(&config.job);
     let url = config.source_url()?;
@@ -371,6 +375,8 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
         bound: Position::MySql(Box::new(bound.clone())),
         tables: tables.iter().map(|t| t.shape.clone()).collect(),
     };
+    // The tables as their policies write them, checked against their columns.
+    let info = crate::source::policy_stream::info_of(&mut policy, info)?;
     for name in &gone {
         tracing::warn!(
             code = Code::SourceTableGone.as_str(),
@@ -399,6 +405,7 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             .unwrap_or(my.transaction_memory()),
         max_transaction,
         read_timeout: timeouts.read(),
+        policy,
     };
     Ok(Box::new(MyStream::new(
         info, dump, settings, requested, expect, bound, tables, collations, gtid_start,

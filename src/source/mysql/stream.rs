@@ -103,6 +103,8 @@ pub struct StreamSettings {
     pub max_transaction: TransactionLimit,
     /// The longest the dump may be silent before the run gives up (`source.timeouts`).
     pub read_timeout: std::time::Duration,
+    /// The tables' column policies and row filters, applied as rows are decoded.
+    pub policy: crate::policy::Applier,
 }
 
 /// The open binlog stream.
@@ -144,6 +146,10 @@ pub struct MyStream {
     /// MySQL: the GTID set read up to.
     gtid_set: super::mysql_gtid::SetTracker,
     generation: u16,
+    /// The tables' column policies and row filters: applied to each row as it is decoded,
+    /// before the transaction buffer can spill it (a table with a policy is never kept
+    /// on disk as logged).
+    policy: crate::policy::Applier,
 }
 
 impl MyStream {
@@ -193,6 +199,7 @@ impl MyStream {
             gtid: start.gtid,
             gtid_set: super::mysql_gtid::SetTracker::new(start.gtid_set),
             generation: start.generation,
+            policy: settings.policy,
         }
     }
 
@@ -357,15 +364,23 @@ impl MyStream {
                         }
                         let buffer = &mut self.buffer;
                         let limit = &self.limit;
+                        let policy = &mut self.policy;
                         let logged = events::logged_rows(&mapped, &rows, &at)?;
-                        if buffer.spilled() {
+                        if buffer.spilled() && !policy.touches(&mapped.schema.name) {
                             // Kept as logged, decoded as the transaction is emitted.
                             buffer
                                 .push_rows(&mapped, &logged, &at.to_string())
                                 .map_err(|e| spill_error(e, &at, limit))?;
                         } else {
+                            // A table with a policy: decoded and the policy applied now,
+                            // so a spill file holds only the policy's output.
                             events::decode_logged(&mapped, &logged, &at, |change| {
-                                buffer.push(change).map_err(|e| spill_error(e, &at, limit))
+                                match policy.change(change)? {
+                                    Some(change) => {
+                                        buffer.push(change).map_err(|e| spill_error(e, &at, limit))
+                                    }
+                                    None => Ok(()),
+                                }
                             })?;
                         }
                     }
@@ -592,7 +607,7 @@ impl MyStream {
         }
         for (table, op) in changes {
             let change = RowChange {
-                table,
+                table: self.policy.schema(&table)?,
                 op,
                 before: None,
                 after: None,

@@ -35,7 +35,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::position::Position;
 use crate::source::baseline_read::{
-    BaselineReader, ChunkBounds, RowSink, chunks_from_splits, split_integer_range,
+    BaselineReader, ChunkBounds, ReadScope, RowSink, chunks_from_splits, split_integer_range,
 };
 
 /// A baseline reader on one PostgreSQL connection.
@@ -52,6 +52,8 @@ pub struct PgBaselineReader {
     pinned: Option<String>,
     /// The columns held in their text form (`source.text_columns`), for re-reading shapes.
     text_columns: crate::config::TextColumns,
+    /// What each table's policy lets its reads skip ([`BaselineReader::restrict`]).
+    scopes: std::collections::HashMap<String, ReadScope>,
 }
 
 /// How long the pinning session waits for the table's writers before giving up (the run
@@ -94,6 +96,7 @@ impl PgBaselineReader {
             ),
             pinned: None,
             text_columns: config.source.text_columns.clone(),
+            scopes: Default::default(),
         })
     }
 
@@ -199,14 +202,16 @@ fn bound_literal(table: &CapturedTable, values: &[String]) -> String {
 }
 
 /// The chunk's `SELECT`, with the bounds inlined as typed literals (COPY takes no
-/// parameters).
-pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
+/// parameters), reading `scope`'s columns as NULL and only the rows its filter holds.
+pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds, scope: &ReadScope) -> String {
     let columns = table
         .shape
         .columns
         .iter()
         .zip(&table.decodes)
         .map(|(c, decode)| match decode {
+            // Left out by the policy: its value never leaves the server.
+            _ if scope.nulled.contains(&c.name) => format!("NULL AS {}", quote_ident(&c.name)),
             // The type's text output, read back as text's binary form (its UTF-8 bytes).
             Decode::Text => format!("{}::text", quote_ident(&c.name)),
             Decode::Binary { .. } | Decode::Vector { .. } => quote_ident(&c.name),
@@ -215,6 +220,9 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
         .join(", ");
     let keys = key_list(table);
     let mut conditions = Vec::new();
+    if let Some(filter) = &scope.filter {
+        conditions.push(format!("({filter})"));
+    }
     if let Some(lower) = &bounds.lower {
         conditions.push(format!("ROW({keys}) > {}", bound_literal(table, lower)));
     }
@@ -227,7 +235,7 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds) -> String {
         format!(" WHERE {}", conditions.join(" AND "))
     };
     if table.key.is_empty() {
-        return format!("SELECT {columns} FROM {}", table.quoted());
+        return format!("SELECT {columns} FROM {}{filter}", table.quoted());
     }
     format!(
         "SELECT {columns} FROM {}{filter} ORDER BY {keys}",
@@ -252,6 +260,11 @@ impl BaselineReader for PgBaselineReader {
         let config_name = self.table(name)?.config_name.clone();
         let mut tables = catalog::resolve(&self.client, &[config_name], &self.text_columns).await?;
         Ok(tables.remove(0).shape)
+    }
+
+    fn restrict(&mut self, table: &str, scope: ReadScope) -> Result<()> {
+        self.scopes.insert(table.to_owned(), scope);
+        Ok(())
     }
 
     async fn plan(&mut self, name: &str, chunk_rows: u64) -> Result<Vec<ChunkBounds>> {
@@ -368,9 +381,10 @@ impl BaselineReader for PgBaselineReader {
         if pinned {
             crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
+        let scope = self.scopes.get(name).cloned().unwrap_or_default();
         let query = format!(
             "COPY ({}) TO STDOUT (FORMAT binary)",
-            chunk_query(&table, bounds)
+            chunk_query(&table, bounds, &scope)
         );
         let stream = self
             .client
@@ -430,6 +444,7 @@ mod tests {
             partitioned: false,
             oid: None,
             text_columns: Default::default(),
+            identity_full: false,
             config_name: "app.t".into(),
             schema: "app".into(),
             table: "t".into(),
@@ -454,13 +469,29 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_scope_reads_excluded_columns_as_null_and_filters_rows() {
+        let scope = ReadScope {
+            nulled: ["b".to_owned()].into(),
+            filter: Some("(\"a\" > 10)".into()),
+        };
+        let bounds = ChunkBounds {
+            lower: Some(vec!["1".into(), "x".into()]),
+            upper: None,
+        };
+        assert_eq!(
+            chunk_query(&table(), &bounds, &scope),
+            "SELECT \"a\", NULL AS \"b\" FROM \"app\".\"t\" WHERE ((\"a\" > 10)) AND ROW(\"a\", \"b\") > ROW('1'::integer, 'x'::text) ORDER BY \"a\", \"b\""
+        );
+    }
+
+    #[test]
     fn chunk_queries_are_keyset_ranges_with_quoted_literals() {
         let bounds = ChunkBounds {
             lower: Some(vec!["1".into(), "o'brien".into()]),
             upper: Some(vec!["9".into(), "z".into()]),
         };
         assert_eq!(
-            chunk_query(&table(), &bounds),
+            chunk_query(&table(), &bounds, &ReadScope::default()),
             "SELECT \"a\", \"b\"::text FROM \"app\".\"t\" WHERE ROW(\"a\", \"b\") > ROW('1'::integer, 'o''brien'::text) \
              AND ROW(\"a\", \"b\") <= ROW('9'::integer, 'z'::text) ORDER BY \"a\", \"b\""
         );
@@ -469,7 +500,7 @@ mod tests {
             upper: None,
         };
         assert_eq!(
-            chunk_query(&table(), &all),
+            chunk_query(&table(), &all, &ReadScope::default()),
             "SELECT \"a\", \"b\"::text FROM \"app\".\"t\" ORDER BY \"a\", \"b\""
         );
     }

@@ -49,6 +49,8 @@ pub struct CapturedTable {
     /// The columns captured in their text form because a value did not fit their typed
     /// form (`source.text_columns`); a Relation message's column of that name keeps it.
     pub text_columns: BTreeSet<String>,
+    /// `REPLICA IDENTITY FULL`: an UPDATE or DELETE logs the whole old row.
+    pub identity_full: bool,
 }
 
 impl CapturedTable {
@@ -73,6 +75,7 @@ impl CapturedTable {
             partitioned: false,
             oid: None,
             text_columns: BTreeSet::new(),
+            identity_full: false,
         }
     }
 
@@ -271,6 +274,7 @@ async fn resolve_one(
         partitioned: relkind == "p",
         oid: u32::try_from(oid).ok(),
         text_columns,
+        identity_full: replident == "f",
     }))
 }
 

@@ -22,6 +22,7 @@ mod establish;
 pub mod failover;
 pub mod orphan;
 pub mod pgoutput;
+pub mod published;
 pub mod render;
 pub mod resolve;
 pub mod slot;
@@ -98,12 +99,17 @@ pub async fn prepare_capture(config: &Config) -> Result<()> {
     let (tables, _gone) =
         catalog::resolve_present(&control, &config.source.tables, &config.source.text_columns)
             .await?;
-    slot::ensure_publication(&control, &pg, &tables).await
+    let policies = crate::policy::Policies::of(config)?;
+    slot::ensure_publication(&control, &pg, &tables, &policies).await
 }
 
 /// Opens the PostgreSQL stream at `resume` (or creates the stream's resources on a first
 /// run), fixing the read bound.
-pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn ChangeStream>> {
+pub async fn open(
+    config: &Config,
+    resume: Option<&Resume>,
+    policies: &crate::policy::Policies,
+) -> Result<Box<dyn ChangeStream>> {
     let pg = config.source.postgres.clone().ok_or_else(|| {
         Error::new(Code::ConfigInvalid, "source.postgres is missing")
             .hint("add `postgres: { slot: <name>, publication: <name> }` under source")
@@ -157,7 +163,11 @@ pub async fn open(config: &Config, resume: Option<&Resume>) -> Result<Box<dyn Ch
             )
         }));
     }
-    slot::ensure_publication(&control, &pg, &tables).await?;
+    // A policy that does not fit a table is refused before anything is created.
+    for table in &tables {
+        policies.check(&table.shape)?;
+    }
+    slot::ensure_publication(&control, &pg, &tables, policies).await?;
     // Under the job's lease: a backend an earlier run of this job left holding the slot
     // is ended; anyone else's is refused below.
     let info = orphan::release(&control, &config.job, &pg.slot, info).await?;

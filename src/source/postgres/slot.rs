@@ -18,8 +18,10 @@ use tokio_postgres::Client;
 
 use super::catalog::{CapturedTable, quote_ident};
 use super::connect::query_error;
+use super::published::{Definition, Definitions};
 use crate::config::PostgresConfig;
 use crate::error::{Code, Error, Result};
+use crate::policy::Policies;
 use crate::position::PgLsn;
 
 /// What `pg_replication_slots` says about our slot.
@@ -268,16 +270,17 @@ pub async fn ensure_publication(
     client: &Client,
     pg: &PostgresConfig,
     tables: &[CapturedTable],
+    policies: &Policies,
 ) -> Result<()> {
     let (_, standby) = server_kind(client).await?;
     if !standby {
-        return manage_publication(client, pg, tables).await;
+        return manage_publication(client, pg, tables, policies).await;
     }
     let checked = PostgresConfig {
         create: false,
         ..pg.clone()
     };
-    manage_publication(client, &checked, tables)
+    manage_publication(client, &checked, tables, policies)
         .await
         .map_err(|e| {
             let hint = format!(
@@ -293,6 +296,7 @@ async fn manage_publication(
     client: &Client,
     pg: &PostgresConfig,
     tables: &[CapturedTable],
+    policies: &Policies,
 ) -> Result<()> {
     // `pubgencols` exists from PostgreSQL 18 on: read through to_jsonb so one statement
     // serves every version.
@@ -306,9 +310,15 @@ async fn manage_publication(
         )
         .await
         .map_err(|e| query_error("reading pg_publication", e))?;
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .await
+        .map_err(|e| query_error("reading server_version_num", e))?
+        .get(0);
+    let definitions = Definitions::of(policies, tables, version)?;
     let table_list = tables
         .iter()
-        .map(CapturedTable::quoted)
+        .map(|t| definitions.clause(t))
         .collect::<Vec<_>>()
         .join(", ");
     // A partitioned table is captured as its parent: its partitions' changes are
@@ -319,7 +329,6 @@ async fn manage_publication(
         .map(CapturedTable::quoted)
         .collect();
     let Some(row) = publication else {
-        let version = server_kind(client).await?.0;
         let create = format!(
             "CREATE PUBLICATION {} FOR TABLE {table_list}{}",
             quote_ident(&pg.publication),
@@ -357,7 +366,6 @@ async fn manage_publication(
     if row.get::<_, bool>(0) {
         return Err(all_tables(&pg.publication, &table_list));
     }
-    let version: i32 = row.get(7);
     if version >= GENERATED_COLUMNS && row.get::<_, String>(6) != "s" {
         publish_generated_columns(client, pg, tables).await?;
     }
@@ -378,15 +386,8 @@ async fn manage_publication(
     // PostgreSQL 15 adds row filters and column lists (`prqual`, `prattrs`; NULL when the
     // table has none — unlike `pg_publication_tables.attnames`, which then lists every
     // column, generated ones included).
-    let filters = client
-        .query_one(
-            "SELECT current_setting('server_version_num')::int >= 150000",
-            &[],
-        )
-        .await
-        .map_err(|e| query_error("reading server_version_num", e))?
-        .get::<_, bool>(0);
-    let definitions = if filters {
+    let filters = version >= super::published::FILTERS_SINCE;
+    let current = if filters {
         client
             .query(
                 "SELECT n.nspname::text, c.relname::text, pg_get_expr(pr.prqual, pr.prrelid), \
@@ -402,17 +403,30 @@ async fn manage_publication(
     } else {
         vec![]
     };
+    // A definition that differs from the policy's is set to it where sluice manages the
+    // publication and the difference is the policy's own (it has a filter or a column
+    // list, or it changed since the table's baseline, which is then taken again); any
+    // other difference is someone else's filter: refused, as the stream would be a subset.
     let mut filtered = Vec::new();
+    let mut reconcile = Vec::new();
     for t in tables {
-        let Some(r) = definitions
+        let (rowfilter, published_columns): (Option<String>, Option<Vec<String>>) = current
             .iter()
             .find(|r| r.get::<_, String>(0) == t.schema && r.get::<_, String>(1) == t.table)
-        else {
-            continue;
-        };
-        let published_columns: Option<Vec<String>> = r.get(3);
-        if let Some(what) = filter_difference(t, r.get(2), published_columns.as_deref()) {
-            filtered.push(what);
+            .map_or((None, None), |r| (r.get(2), r.get(3)));
+        let desired = definitions.of_table(t);
+        let defined = rowfilter.is_some() || published_columns.is_some();
+        let changed =
+            policies.changed(&t.config_name) && (defined || desired != Definition::default());
+        let differs = filter_difference(t, &desired, rowfilter, published_columns.as_deref());
+        match differs {
+            // A filter's text cannot be compared with the server's: a changed policy
+            // sets it again (PostgreSQL keeps a definition that is the same).
+            _ if pg.create && changed => reconcile
+                .push(differs.unwrap_or_else(|| format!("{}'s policy changed", t.quoted()))),
+            Some(what) if pg.create && desired != Definition::default() => reconcile.push(what),
+            Some(what) => filtered.push(what),
+            None => {}
         }
     }
     let published = client
@@ -422,6 +436,21 @@ async fn manage_publication(
         )
         .await
         .map_err(|e| query_error("reading pg_publication_tables", e))?;
+    if filtered.is_empty() && !reconcile.is_empty() {
+        let set = format!(
+            "ALTER PUBLICATION {} SET TABLE {table_list}",
+            quote_ident(&pg.publication)
+        );
+        client.batch_execute(&set).await.map_err(|e| {
+            query_error(
+                &format!("setting the tables of publication {}", pg.publication),
+                e,
+            )
+        })?;
+        tracing::info!(publication = %pg.publication, was = %reconcile.join("; "),
+            "the publication's column lists and row filters set to the job's policies");
+        return Ok(());
+    }
     if !filtered.is_empty() {
         return Err(Error::new(
             Code::SourcePublicationFiltered,
@@ -433,9 +462,14 @@ async fn manage_publication(
         )
         .hint(format!(
             "the stream would be a subset of the baseline. Run ALTER PUBLICATION {} SET TABLE {table_list}; \
-             (no WHERE, no column list) as the tables' owner, or give the job its own publication; \
+             ({}) as the tables' owner, or give the job its own publication; \
              if this job already ran with the filter, re-baseline its tables: what was decoded under it is a subset",
-            quote_ident(&pg.publication)
+            quote_ident(&pg.publication),
+            if definitions.any() {
+                "each table as the job's policy publishes it"
+            } else {
+                "no WHERE, no column list"
+            }
         )));
     }
     let missing: Vec<String> = tables
@@ -489,10 +523,15 @@ async fn manage_publication(
         // sluice manages this publication: a table added to source.tables joins it. The
         // table's baseline reads only after this (the job room orders it so), and every
         // change committed after it is in the stream.
+        let clauses: Vec<String> = tables
+            .iter()
+            .filter(|t| missing.contains(&t.quoted()))
+            .map(|t| definitions.clause(t))
+            .collect();
         let add = format!(
             "ALTER PUBLICATION {} ADD TABLE {}",
             quote_ident(&pg.publication),
-            missing.join(", ")
+            clauses.join(", ")
         );
         client.batch_execute(&add).await.map_err(|e| {
             query_error(
@@ -598,19 +637,39 @@ async fn publish_generated_columns(
     )))
 }
 
-/// How a publication's definition of table `t` differs from what sluice captures — a row
-/// filter (`rowfilter`), or a column list (`columns`, `None` when there is none) that is
-/// not exactly the captured columns — or `None`.
+/// How a publication's definition of table `t` differs from `desired` (what the job's
+/// policy publishes) — a row filter (`rowfilter`) where none is wanted or none where one
+/// is (two filters are taken as the same: the server's text of one is not the policy's),
+/// or a column list (`columns`, `None` when there is none) that is not exactly the wanted
+/// columns — or `None`.
 pub fn filter_difference(
     t: &CapturedTable,
+    desired: &Definition,
     rowfilter: Option<String>,
     columns: Option<&[String]>,
 ) -> Option<String> {
-    if let Some(filter) = rowfilter {
-        return Some(format!("{} has the row filter WHERE {filter}", t.quoted()));
+    match (rowfilter, &desired.filter) {
+        (Some(filter), None) => {
+            return Some(format!("{} has the row filter WHERE {filter}", t.quoted()));
+        }
+        (None, Some(_)) => {
+            return Some(format!("{} has no row filter", t.quoted()));
+        }
+        _ => {}
     }
-    let columns = columns?;
-    let captured: Vec<&str> = t.shape.columns.iter().map(|c| c.name.as_str()).collect();
+    let all: Vec<String>;
+    let columns = match (columns, &desired.columns) {
+        (None, None) => return None,
+        (Some(c), _) => c,
+        (None, Some(_)) => {
+            all = t.shape.columns.iter().map(|c| c.name.clone()).collect();
+            &all
+        }
+    };
+    let captured: Vec<&str> = match &desired.columns {
+        Some(wanted) => wanted.iter().map(String::as_str).collect(),
+        None => t.shape.columns.iter().map(|c| c.name.as_str()).collect(),
+    };
     let missing: Vec<&str> = captured
         .iter()
         .copied()

@@ -52,6 +52,16 @@ locals {
     )
   }
 
+  # `policy: { hash_key: { secret_arn }, hash_output, tables }` only when column policies
+  # or row filters are asked for; the hash key itself is never in the document.
+  policy_block = var.policy == null ? {} : {
+    policy = merge(
+      lookup(var.policy, "hash_key_secret_arn", null) == null ? {} : { hash_key = { secret_arn = var.policy.hash_key_secret_arn } },
+      lookup(var.policy, "hash_output", null) == null ? {} : { hash_output = var.policy.hash_output },
+      { tables = lookup(var.policy, "tables", {}) },
+    )
+  }
+
   # `table_format: iceberg` and `iceberg: { catalog: { type: glue, catalog_id } or { type:
   # s3tables, table_bucket_arn }, namespace, table_prefix }` only when Iceberg tables are
   # asked for.
@@ -103,5 +113,5 @@ locals {
       { for k in local.baseline_key : k => lookup(var.baseline, k, null) if lookup(var.baseline, k, null) != null },
       var.baseline_state_machine_arn == null ? {} : { state_machine_arn = var.baseline_state_machine_arn },
     )
-  }, local.catalog_block, local.table_format_block, local.iceberg_block)
+  }, local.catalog_block, local.table_format_block, local.iceberg_block, local.policy_block)
 }

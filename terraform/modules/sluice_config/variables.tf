@@ -121,3 +121,9 @@ variable "iceberg" {
   type        = any
   default     = null
 }
+
+variable "policy" {
+  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (the Secrets Manager secret whose string is the hash key), hash_output (hex or binary), tables = { table = { exclude, include, hash, mask, null, filter } } } (each optional) renders the policy block; null captures every column and row."
+  type        = any
+  default     = null
+}

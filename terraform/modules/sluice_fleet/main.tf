@@ -26,6 +26,7 @@ module "table" {
   baseline                       = lookup(each.value, "baseline", null)
   catalog                        = lookup(each.value, "catalog", null)
   iceberg                        = lookup(each.value, "iceberg", null)
+  policy                         = lookup(each.value, "policy", null)
   function_name                  = lookup(each.value, "function_name", null)
   architecture                   = lookup(each.value, "architecture", null)
   memory_size                    = lookup(each.value, "memory_size", null)

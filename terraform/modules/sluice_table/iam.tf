@@ -147,6 +147,15 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
+    for_each = try(var.policy.hash_key_secret_arn, null) == null ? [] : [var.policy.hash_key_secret_arn]
+    content {
+      sid       = "ReadHashKeySecret"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
     for_each = var.secret_kms_key_arn == null ? [] : [var.secret_kms_key_arn]
     content {
       sid       = "DecryptSourceSecret"

@@ -61,6 +61,7 @@ module "config" {
   baseline_state_machine_arn = local.machine_arn
   catalog                    = var.catalog
   iceberg                    = var.iceberg
+  policy                     = var.policy
 }
 
 # ---------------------------------------------------------------- logs

@@ -134,6 +134,16 @@ variable "iceberg" {
   }
 }
 
+variable "policy" {
+  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (optional: the Secrets Manager secret whose string is the hash key; both functions' roles may read it, secretsmanager:GetSecretValue — that secret only), hash_output (optional: hex or binary), tables = { table = { exclude, include, hash, mask, null, filter } } }. null captures every column and row."
+  type = object({
+    hash_key_secret_arn = optional(string)
+    hash_output         = optional(string)
+    tables              = any
+  })
+  default = null
+}
+
 variable "lease_ttl_seconds" {
   description = "Lease lifetime; null means timeout + 60. Must be at least the function timeout."
   type        = number

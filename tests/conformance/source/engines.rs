@@ -69,6 +69,10 @@ impl<S: PgServer> Engine for Postgres<S> {
         ));
     }
 
+    fn log_whole_rows(&self, table: &str) {
+        self.sql(&format!("ALTER TABLE {table} REPLICA IDENTITY FULL"));
+    }
+
     fn retype(table: &str, column: &str, ty: &str) -> String {
         format!("ALTER TABLE {table} ALTER COLUMN {column} TYPE {ty}")
     }

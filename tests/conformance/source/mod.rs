@@ -18,6 +18,7 @@ mod durability;
 mod engines;
 mod layout;
 mod oracle;
+mod policy;
 
 use crate::support::Job;
 
@@ -62,6 +63,12 @@ pub trait Engine: Sized + 'static {
     /// `CREATE TABLE <table> (<columns>)` in the engine's dialect.
     fn create_table(&self, table: &str, columns: &str) {
         self.sql(&format!("CREATE TABLE {table} ({columns})"));
+    }
+    /// Makes `table` log whole old rows for UPDATEs and DELETEs (PostgreSQL: `REPLICA
+    /// IDENTITY FULL`, which a publication row filter over non-key columns needs;
+    /// MariaDB's row images are whole already).
+    fn log_whole_rows(&self, table: &str) {
+        let _ = table;
     }
     /// Inserts `(i, '<prefix>' || i)` for `i` in `1..=n` into `<table> (id, v)` in one
     /// statement, then refreshes the planner's statistics (baselines size their chunks
@@ -145,4 +152,6 @@ source_conformance!(
     baseline::unrepresentable_values_move_the_column_to_text_and_the_baseline_reads_again,
     layout::a_table_folder_reads_as_data_only_with_pyarrow_and_duckdb,
     oracle::oracle,
+    policy::every_policy_kind_and_a_row_filter_replay_the_policy_applied_source,
+    policy::a_policy_change_rebaselines_that_table_alone,
 );
