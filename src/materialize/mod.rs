@@ -82,24 +82,7 @@ pub async fn run_with(
     } else {
         tables.to_vec()
     };
-    let run_id = crate::run_id::new_run_id();
-    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
-    let destination = backends.destination.as_ref();
-    let leased = crate::state::with_lease(
-        backends.state.as_ref(),
-        &lease_name(&config.job),
-        &owner,
-        config.lease.ttl(),
-        |_lease| {
-            build_tables(
-                destination,
-                &chosen,
-                config.output.current_state_bucket_rows,
-            )
-        },
-    )
-    .await?;
-    let report = match leased {
+    let report = match under_lease(config, backends, &chosen).await? {
         crate::state::Leased::Ran(report) => report,
         crate::state::Leased::Held {
             owner,
@@ -129,24 +112,7 @@ pub async fn run_with(
 /// that fails, or a lease another build holds, is a warning and the next run (or `sluice
 /// materialize`) builds again.
 pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
-    let run_id = crate::run_id::new_run_id();
-    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
-    let destination = backends.destination.as_ref();
-    let leased = crate::state::with_lease(
-        backends.state.as_ref(),
-        &lease_name(&config.job),
-        &owner,
-        config.lease.ttl(),
-        |_lease| {
-            build_tables(
-                destination,
-                &config.source.tables,
-                config.output.current_state_bucket_rows,
-            )
-        },
-    )
-    .await;
-    match leased {
+    match under_lease(config, backends, &config.source.tables).await {
         Ok(crate::state::Leased::Ran(report)) => {
             for (table, built) in &report {
                 if let Ok(Some(p)) = built {
@@ -159,6 +125,25 @@ pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
         }
         Err(e) => tracing::warn!(error = %e, "current state not built; the next run builds again"),
     }
+}
+
+/// Builds `tables` under the job's materialization lease, or says who holds it.
+async fn under_lease(
+    config: &Config,
+    backends: &crate::backends::Backends,
+    tables: &[String],
+) -> Result<crate::state::Leased<Vec<(String, Result<Option<Pointer>>)>>> {
+    let run_id = crate::run_id::new_run_id();
+    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
+    let destination = backends.destination.as_ref();
+    crate::state::with_lease(
+        backends.state.as_ref(),
+        &lease_name(&config.job),
+        &owner,
+        config.lease.ttl(),
+        |_lease| build_tables(destination, tables, config.output.current_state_bucket_rows),
+    )
+    .await
 }
 
 /// Builds each table in turn; a table that fails does not stop the others.
@@ -281,7 +266,7 @@ impl Build<'_> {
         };
         let mut typed = stored_schema;
         typed.extend(changes.iter().cloned());
-        let shape = shape_of(self.table, self.columns, &typed)?;
+        let shape = shape_of(self.columns, &typed);
         if column_names(&shape) != prev.columns {
             return Ok(Incremental::NewShape);
         }
@@ -327,7 +312,7 @@ impl Build<'_> {
             .map(|(run, _)| run);
         let keys = inputs::all_files(listing, self.plan.as_deref());
         let batches = inputs::read_files(self.destination, &keys).await?;
-        let shape = shape_of(self.table, self.columns, &batches)?;
+        let shape = shape_of(self.columns, &batches);
         let watermark = newest_change(&batches);
         let state = fold::fold(&batches, &shape)?;
         drop(batches);
@@ -483,7 +468,7 @@ fn newest_change(batches: &[RecordBatch]) -> Option<Watermark> {
 
 /// The fold's shape: the newest manifest's columns, each with the type and field metadata
 /// of the newest batch that has it.
-fn shape_of(table: &str, columns: &[ShapeColumn], batches: &[RecordBatch]) -> Result<Shape> {
+fn shape_of(columns: &[ShapeColumn], batches: &[RecordBatch]) -> Shape {
     let mut fields = Vec::with_capacity(columns.len());
     for column in columns {
         let field = batches
@@ -494,26 +479,20 @@ fn shape_of(table: &str, columns: &[ShapeColumn], batches: &[RecordBatch]) -> Re
                 Field::new(f.name(), f.data_type().clone(), true)
                     .with_metadata(f.metadata().clone())
             })
-            .ok_or_else(|| {
-                Error::new(
-                    Code::FoldInput,
-                    format!(
-                        "table {table}'s manifest names column {} and no part holds it",
-                        column.name
-                    ),
-                )
-                .hint("a part the manifests list is missing from the table folder: restore it, or re-baseline the table (sluice baseline --table T)")
-            })?;
+            // No part read holds it (a baseline of an empty table, a column added and not
+            // written since): NULL in every row; the next build that sees its type starts
+            // over (the shape's columns differ).
+            .unwrap_or_else(|| Field::new(&column.name, arrow_schema::DataType::Utf8, true));
         fields.push(field);
     }
-    Ok(Shape {
+    Shape {
         key: (0..columns.len()).filter(|&i| columns[i].key).collect(),
         fillable: columns
             .iter()
             .map(|c| fold::may_be_unlogged(&c.ty))
             .collect(),
         fields,
-    })
+    }
 }
 
 /// `name type` of each column of the shape, as the pointer records them.
