@@ -81,12 +81,12 @@ terraform-check:
 	  "$$bin/checkov" -d terraform --framework terraform --skip-download --quiet --compact
 
 # The correctness oracle at length (tests/oracle, the `oracle` case of the source
-# conformance suite): SOAK_TRIALS trials per engine, no time budget, SOAK_JOBS in
-# parallel. Prints one summary line per engine.
+# conformance suite): SOAK_TRIALS trials per engine (PostgreSQL 15 and 18, MariaDB), no
+# time budget, SOAK_JOBS in parallel. Prints one summary line per engine.
 SOAK_TRIALS ?= 500
 SOAK_JOBS ?= 3
 soak: services
-	eval "$$($(SERVICES) env)" && for engine in postgres mysql; do \
+	eval "$$($(SERVICES) env)" && for engine in postgres postgres18 mysql; do \
 	  SLUICE_ORACLE_TRIALS=$(SOAK_TRIALS) SLUICE_ORACLE_BUDGET_SECS=0 SLUICE_ORACLE_JOBS=$(SOAK_JOBS) \
 	    cargo test $(LOCKED) --test integration -- --nocapture --exact conformance::source::$$engine::oracle || exit 1; \
 	done

@@ -98,6 +98,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build each table's current-state table (one row per key) from its parts, as plain
+    /// Parquet under `<table>/_current_state/` (docs/current-state.md).
+    Materialize {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Only this table (repeatable); default every captured table.
+        #[arg(long)]
+        table: Vec<String>,
+    },
     /// Print the query (or view) that reads a table's current state from its parts.
     Sql {
         #[arg(long)]
@@ -336,6 +345,7 @@ async fn run(command: Command) -> i32 {
             |c| serde_json::json!({ "valid": true, "job": c.job, "tables": c.source.tables, "config": c.normalized() }),
         )),
         Command::Doctor { config, json } => doctor(config, json).await,
+        Command::Materialize { config, table } => report(materialize(config, &table).await),
         Command::Sql {
             config,
             dialect,
@@ -464,6 +474,11 @@ async fn sql(
         }
         Err(e) => fail(Some(&config.job), &e),
     }
+}
+
+async fn materialize(config: Option<PathBuf>, tables: &[String]) -> Result<serde_json::Value> {
+    let config = job::config::load(config.as_deref())?;
+    crate::materialize::run(&config, tables).await
 }
 
 async fn baseline(

@@ -119,6 +119,7 @@ codes! {
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
+    FoldInput => "SLUICE_FOLD_INPUT", Refusal;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
@@ -368,6 +369,7 @@ mod tests {
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),
+            (Code::FoldInput, R),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),
             (Code::FaultInjected, T),

@@ -36,6 +36,10 @@ pub enum FaultPoint {
     MidUpload,
     /// A table's parts are committed to its Iceberg table; the checkpoint has not moved.
     IcebergCommitted,
+    /// A current-state version's files are written; the pointer does not name it yet.
+    MaterializeBeforePointer,
+    /// The pointer names the new current-state version; older versions are not removed.
+    MaterializeAfterPointer,
 }
 
 impl FaultPoint {
@@ -49,6 +53,8 @@ impl FaultPoint {
             FaultPoint::ChunkDone => "chunk_done",
             FaultPoint::MidUpload => "mid_upload",
             FaultPoint::IcebergCommitted => "iceberg_committed",
+            FaultPoint::MaterializeBeforePointer => "materialize_before_pointer",
+            FaultPoint::MaterializeAfterPointer => "materialize_after_pointer",
         }
     }
 }

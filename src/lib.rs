@@ -7,11 +7,13 @@
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
 //! `tests/` fails on any cycle, between rooms or between files): faces (`cli`, `lambda`,
 //! `doctor`, `init`, `validate`, `replay` — `sluice sql` —, `status`, `recovery`) →
-//! `job` (claims → baseline if due → drain) → `drain`, `baseline` → `commit` (the one
+//! `job` (claims → baseline if due → drain) → `drain`, `baseline`, `materialize` (current-state
+//! tables folded from the parts) → `commit` (the one
 //! owner of part → fenced checkpoint → ack), `iceberg` (durable parts committed to
 //! Iceberg tables before the checkpoint), `backends` → `source` (the contracts; one folder
 //! per engine), `parts` (Parquet parts and their manifests), `destination`, `state`, `claims`, `secret`,
-//! `registration` (Glue registration at a run's end) → `spill` (memory and disk budgets, spill
+//! `registration` (Glue registration at a run's end), `lake` (reading a table folder back: its
+//! shape, its data files), `fold` (the replay rule executed on Arrow rows) → `spill` (memory and disk budgets, spill
 //! files and their sweep; below both the part writers and the engines, which never import
 //! `parts`) → core types and services (`config`, `policy` — column policies and row filters,
 //! applied where rows are decoded —, `faults`, `change`, `position`, `framer`,
@@ -33,11 +35,14 @@ pub mod doctor;
 pub mod drain;
 pub mod error;
 pub mod faults;
+pub mod fold;
 pub mod framer;
 pub mod iceberg;
 pub mod init;
 pub mod job;
+pub mod lake;
 pub mod lambda;
+pub mod materialize;
 pub mod metrics;
 pub mod parts;
 pub mod policy;

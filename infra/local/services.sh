@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # infra/local/services.sh {up|down|status|env}
-# up:   starts PostgreSQL, the TLS PostgreSQL (postgres-tls.sh), MariaDB, the TLS MariaDB
+# up:   starts PostgreSQL, the TLS PostgreSQL (postgres-tls.sh), PostgreSQL 18 and its
+#       physical standby (postgres18.sh), MariaDB, the TLS MariaDB
 #       (mariadb-tls.sh), MariaDB's GTID replica (mariadb-replica.sh, after MariaDB), moto,
 #       the reader venv (readers.sh: pyarrow, duckdb, pyiceberg), DuckDB with its iceberg
 #       extension (duckdb-iceberg.sh) and the Spark venv (spark.sh: pyspark
@@ -11,7 +12,8 @@
 # env:  prints `export` lines for the tests: SLUICE_TEST_PG_URL, SLUICE_TEST_MYSQL_URL,
 #       SLUICE_TEST_PG_TLS_URL, SLUICE_TEST_TLS_CA_FILE, SLUICE_TEST_TLS_WRONG_CA_FILE,
 #       SLUICE_TEST_MYSQL_TLS_URL, SLUICE_TEST_MYSQL_TLS_CA_FILE, SLUICE_TEST_MYSQL_TLS_WRONG_CA_FILE,
-#       SLUICE_TEST_MYSQL_REPLICA_URL,
+#       SLUICE_TEST_MYSQL_REPLICA_URL, SLUICE_TEST_PG18_URL, SLUICE_TEST_PG18_STANDBY_URL,
+#       SLUICE_TEST_PG18_BIN (the PostgreSQL 18 binaries, for tests that make their own clusters),
 #       SLUICE_TEST_AWS_ENDPOINT, SLUICE_TEST_READERS_PYTHON, SLUICE_TEST_DUCKDB_ICEBERG_PYTHON,
 #       SLUICE_TEST_SPARK_PYTHON and
 #       dummy AWS credentials/region.
@@ -19,7 +21,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=infra/local/env.sh
 . "$here/env.sh"
-services=(postgres postgres-tls mariadb mariadb-tls mariadb-replica moto readers duckdb-iceberg spark)
+services=(postgres postgres-tls postgres18 mariadb mariadb-tls mariadb-replica moto readers duckdb-iceberg spark)
 
 each() { # each ACTION: run ACTION for every service, collect failures
   local s failed=()
@@ -33,7 +35,7 @@ each() { # each ACTION: run ACTION for every service, collect failures
 }
 
 case "${1:-}" in
-  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, mariadb-replica :${SLUICE_MARIADB_REPLICA_PORT:-33071}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), duckdb-iceberg $("$here/duckdb-iceberg.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
+  up) each start && echo "services up: postgres :$SLUICE_PG_PORT, postgres-tls :${SLUICE_PG_TLS_PORT:-54330}, postgres18 :${SLUICE_PG18_PORT:-54331} (standby :${SLUICE_PG18_STANDBY_PORT:-54332}), mariadb :$SLUICE_MARIADB_PORT, mariadb-tls :${SLUICE_MARIADB_TLS_PORT:-33070}, mariadb-replica :${SLUICE_MARIADB_REPLICA_PORT:-33071}, moto :$SLUICE_MOTO_PORT, readers $("$here/readers.sh" python), duckdb-iceberg $("$here/duckdb-iceberg.sh" python), spark $("$here/spark.sh" python)" >&2 ;;
   down) each stop ;;
   status) each status ;;
   env)
@@ -42,6 +44,9 @@ case "${1:-}" in
       SLUICE_TEST_PG_TLS_URL "$("$here/postgres-tls.sh" url)" \
       SLUICE_TEST_TLS_CA_FILE "$("$here/postgres-tls.sh" ca)" \
       SLUICE_TEST_TLS_WRONG_CA_FILE "$("$here/postgres-tls.sh" wrong-ca)" \
+      SLUICE_TEST_PG18_URL "$("$here/postgres18.sh" url)" \
+      SLUICE_TEST_PG18_STANDBY_URL "$("$here/postgres18.sh" standby-url)" \
+      SLUICE_TEST_PG18_BIN "$("$here/postgres18.sh" bin)" \
       SLUICE_TEST_MYSQL_URL "$("$here/mariadb.sh" url)" \
       SLUICE_TEST_MYSQL_TLS_URL "$("$here/mariadb-tls.sh" url)" \
       SLUICE_TEST_MYSQL_TLS_CA_FILE "$("$here/mariadb-tls.sh" ca)" \

@@ -245,9 +245,13 @@ impl Config {
                 .hint("keep the one matching the URL's scheme"));
         }
         let out = &self.output;
-        if out.rollover_rows == 0 || out.rollover_bytes == 0 || out.row_group_rows == 0 {
+        if out.rollover_rows == 0
+            || out.rollover_bytes == 0
+            || out.row_group_rows == 0
+            || out.current_state_bucket_rows == 0
+        {
             return Err(invalid(
-                "output.rollover_rows, rollover_bytes and row_group_rows must be positive",
+                "output.rollover_rows, rollover_bytes, row_group_rows and current_state_bucket_rows must be positive",
             ));
         }
         if let Some(budget) = out.memory_budget_bytes {

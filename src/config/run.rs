@@ -105,6 +105,12 @@ pub struct OutputConfig {
     /// Where change parts go below the table folder: `flat` (in it) or Hive-style
     /// partition folders by commit time (`dated`, `dated-hourly`).
     pub layout: Layout,
+    /// Bring each table's current-state table up to date after every run that committed
+    /// changes (`sluice materialize`'s build, docs/current-state.md).
+    pub current_state: bool,
+    /// Rows one current-state file holds at most when a full build splits the state into
+    /// buckets; an incremental build rewrites only the buckets its changes touch.
+    pub current_state_bucket_rows: u64,
 }
 
 /// The folders change parts are written to below `<table>/` (docs/output.md, Layout).
@@ -181,6 +187,8 @@ impl Default for OutputConfig {
             zstd_level: 3,
             memory_budget_bytes: None,
             layout: Layout::Flat,
+            current_state: false,
+            current_state_bucket_rows: 65_536,
         }
     }
 }

@@ -6,8 +6,11 @@
 //! off), [`check_slot_free`], [`checkpoint_lsn`] and [`slot::decide_start`]. The
 //! remaining checks are advice the drain does not enforce: the `REPLICATION` attribute,
 //! TOAST-able columns under `REPLICA IDENTITY DEFAULT`, retained WAL (ours and every
-//! other inactive slot's), `max_slot_wal_keep_size`, and whether a failover can be
-//! followed ([`failover::follow_check`]). The session is read-only.
+//! other inactive slot's), `max_slot_wal_keep_size`, PostgreSQL 18's
+//! `idle_replication_slot_timeout` against the job's schedule ([`idle_timeout`]), a slot
+//! the server invalidated (its `invalidation_reason`, [`slot::invalidated`]), whether a
+//! failover can be followed ([`failover::follow_check`]), and on a standby what logical
+//! decoding there needs ([`standby_feedback`], [`replay_lag`]). The session is read-only.
 
 use tokio_postgres::Client;
 
@@ -20,7 +23,7 @@ use crate::source::Resume;
 use crate::source::postgres::catalog::{self, CapturedTable};
 use crate::source::postgres::connect::{self, Session, query_error};
 use crate::source::postgres::failover;
-use crate::source::postgres::slot::{self, StartDecision};
+use crate::source::postgres::slot::{self, StartDecision, WAL_END};
 use crate::source::postgres::{check_slot_free, check_wal_level, checkpoint_lsn, identity};
 
 pub async fn checks(config: &Config, report: &mut Report) {
@@ -49,6 +52,10 @@ pub async fn checks(config: &Config, report: &mut Report) {
     ));
     report.push(role_check(&client).await);
     report.push(keep_size_check(&client).await);
+    report.push(idle_timeout_check(&client, limits.schedule_interval_seconds).await);
+    for check in standby_checks(&client, limits.schedule_interval_seconds).await {
+        report.push(check);
+    }
 
     let (policies, key) = super::policy::key_check(config);
     if let Some(key) = key {
@@ -92,7 +99,14 @@ pub async fn checks(config: &Config, report: &mut Report) {
         Ok(i) => i,
         Err(e) => return report.push(Check::from_error(format!("slot {}", pg.slot), &e)),
     };
+    let invalidated = info
+        .as_ref()
+        .and_then(|i| i.invalidation_reason.as_deref())
+        .map(|reason| slot::invalidated(&pg.slot, reason));
     report.push(match check_slot_free(&pg.slot, info.as_ref()) {
+        _ if invalidated.is_some() => {
+            Check::from_error(format!("slot {}", pg.slot), invalidated.as_ref().unwrap())
+        }
         Ok(()) => Check::ok(
             format!("slot {}", pg.slot),
             match &info {
@@ -176,6 +190,138 @@ async fn keep_size_check(client: &Client) -> Check {
             &query_error("reading max_slot_wal_keep_size", e),
         ),
     }
+}
+
+/// PostgreSQL 18's `idle_replication_slot_timeout` in seconds (`None` before 18).
+async fn idle_timeout_check(client: &Client, schedule_seconds: u64) -> Check {
+    let row = client
+        .query_opt(
+            "SELECT (setting::numeric * CASE unit WHEN 'min' THEN 60 WHEN 'ms' THEN 0.001 ELSE 1 END)::int8 \
+             FROM pg_settings WHERE name = 'idle_replication_slot_timeout'",
+            &[],
+        )
+        .await;
+    match row {
+        Ok(row) => idle_timeout(row.map(|r| r.get::<_, i64>(0)), schedule_seconds),
+        Err(e) => Check::from_error(
+            "idle_replication_slot_timeout",
+            &query_error("reading idle_replication_slot_timeout", e),
+        ),
+    }
+}
+
+/// The idle-timeout decision, pure: `timeout` is the setting in seconds (`None`: a
+/// server before 18; `0`: off). A slot is idle between two runs, so a timeout not longer
+/// than the schedule's interval invalidates it every time; one shorter than two intervals,
+/// after one missed or late run.
+pub fn idle_timeout(timeout: Option<i64>, schedule_seconds: u64) -> Check {
+    let name = "idle_replication_slot_timeout";
+    let fix = format!(
+        "raise idle_replication_slot_timeout well above the job's schedule ({schedule_seconds} s, doctor.schedule_interval_seconds), \
+         e.g. to a day, or run the job more often; an invalidated slot means a re-baseline"
+    );
+    match timeout {
+        None => Check::ok(name, "not on this server (PostgreSQL before 18)"),
+        Some(0) => Check::ok(name, "0 (off): idle slots are never invalidated"),
+        Some(t) if t as u64 <= schedule_seconds => Check::fail(
+            name,
+            format!(
+                "{t} s, not longer than the job's schedule ({schedule_seconds} s): the slot is idle that long between runs and the server invalidates it"
+            ),
+            fix,
+        ),
+        Some(t) if (t as u64) < 2 * schedule_seconds => Check::warn(
+            name,
+            format!(
+                "{t} s, less than two of the job's intervals ({schedule_seconds} s): one missed or late run gets the slot invalidated"
+            ),
+            fix,
+        ),
+        Some(t) => Check::ok(
+            name,
+            format!("{t} s, above the job's schedule ({schedule_seconds} s)"),
+        ),
+    }
+}
+
+/// On a standby: `hot_standby_feedback` and the physical slot it streams through (without
+/// them the primary may remove catalog rows the job's slot needs, which invalidates it:
+/// `rows_removed`), and how far replay lags what the standby received (a run reads only
+/// what was replayed). Nothing on a primary.
+async fn standby_checks(client: &Client, schedule_seconds: u64) -> Vec<Check> {
+    let row = client
+        .query_one(
+            "SELECT pg_is_in_recovery(), current_setting('hot_standby_feedback'), \
+                    current_setting('primary_slot_name', true), \
+                    COALESCE((pg_last_wal_receive_lsn() - pg_last_wal_replay_lsn())::int8, 0), \
+                    COALESCE(extract(epoch FROM now() - pg_last_xact_replay_timestamp())::int8, 0)",
+            &[],
+        )
+        .await;
+    let row = match row {
+        Ok(row) => row,
+        Err(e) => {
+            return vec![Check::from_error(
+                "standby",
+                &query_error("reading the standby's settings", e),
+            )];
+        }
+    };
+    if !row.get::<_, bool>(0) {
+        return Vec::new();
+    }
+    let feedback: String = row.get(1);
+    let slot: Option<String> = row.get(2);
+    vec![
+        Check::ok(
+            "standby",
+            "this server is a standby: the job decodes here (PostgreSQL 16 or later; the primary needs wal_level = logical, \
+             which the slot's creation checks), the publication is made on the primary (docs/postgresql.md#reading-from-a-standby)",
+        ),
+        standby_feedback(&feedback, slot.as_deref().unwrap_or("")),
+        replay_lag(row.get(3), row.get(4), schedule_seconds),
+    ]
+}
+
+/// The feedback decision, pure.
+pub fn standby_feedback(hot_standby_feedback: &str, primary_slot_name: &str) -> Check {
+    let name = "hot_standby_feedback";
+    if hot_standby_feedback != "on" {
+        return Check::fail(
+            name,
+            "off: the primary may vacuum away catalog rows the job's slot needs, and the standby then invalidates the slot (rows_removed)",
+            "set hot_standby_feedback = on on this standby (and stream through a physical slot: primary_slot_name)",
+        );
+    }
+    if primary_slot_name.is_empty() {
+        return Check::warn(
+            name,
+            "on, but the standby streams without a physical slot: while it is disconnected its feedback is not kept, and the slot may be invalidated",
+            "create a physical slot on the primary (SELECT pg_create_physical_replication_slot('<name>');) and set primary_slot_name = '<name>' here",
+        );
+    }
+    Check::ok(
+        name,
+        format!("on, streaming through physical slot {primary_slot_name}"),
+    )
+}
+
+/// The replay-lag decision, pure: `bytes` received and not yet replayed, `seconds` since
+/// the last replayed transaction committed on the primary (large on an idle primary too).
+pub fn replay_lag(bytes: i64, seconds: i64, schedule_seconds: u64) -> Check {
+    let name = "standby replay lag";
+    let detail = format!(
+        "{} received and not yet replayed; the last replayed transaction committed {seconds} s ago",
+        human_bytes(bytes.max(0) as u64)
+    );
+    if bytes > 0 && seconds.max(0) as u64 > schedule_seconds {
+        return Check::warn(
+            name,
+            detail,
+            "the standby's replay lags (a run reads only what was replayed): check the standby's load and recovery conflicts (pg_stat_database_conflicts)",
+        );
+    }
+    Check::ok(name, detail)
 }
 
 /// Unset (`-1`) means a forgotten slot can fill the disk.
@@ -409,8 +555,13 @@ async fn failover_check(client: &Client, info: Option<&slot::SlotInfo>) -> Check
         .await
         .ok()
         .and_then(|row| row.get(0));
-    match failover::server_version_num(client).await {
-        Ok(version) => {
+    match slot::server_kind(client).await {
+        Ok((_, true)) => Check::warn(
+            name,
+            "this server is a standby: a slot made here cannot be a failover slot, so a promotion of this standby is followed by a re-baseline",
+            "to follow failovers without a re-baseline, read the primary with a failover slot (PostgreSQL 17 or later, docs/postgresql.md#failover)",
+        ),
+        Ok((version, false)) => {
             match failover::follow_check(&failover::facts(version, info), standby_slots.as_deref())
             {
                 Ok(detail) => Check::ok(name, detail),
@@ -424,7 +575,10 @@ async fn failover_check(client: &Client, info: Option<&slot::SlotInfo>) -> Check
 async fn retained(client: &Client, slot: &str) -> Result<u64, Error> {
     let row = client
         .query_one(
-            "SELECT COALESCE((pg_current_wal_lsn() - restart_lsn)::int8, 0) FROM pg_replication_slots WHERE slot_name = $1",
+            &format!(
+                "SELECT COALESCE((({}) - restart_lsn)::int8, 0) FROM pg_replication_slots WHERE slot_name = $1",
+                WAL_END
+            ),
             &[&slot],
         )
         .await
@@ -477,8 +631,11 @@ pub fn retained_check(
 async fn inactive_slot_checks(client: &Client, ours: &str, limits: &DoctorConfig) -> Vec<Check> {
     let rows = client
         .query(
-            "SELECT slot_name::text, COALESCE(database::text, ''), COALESCE((pg_current_wal_lsn() - restart_lsn)::int8, 0) \
-             FROM pg_replication_slots WHERE NOT active AND slot_name <> $1 ORDER BY 3 DESC",
+            &format!(
+                "SELECT slot_name::text, COALESCE(database::text, ''), COALESCE((({}) - restart_lsn)::int8, 0) \
+                 FROM pg_replication_slots WHERE NOT active AND slot_name <> $1 ORDER BY 3 DESC",
+                WAL_END
+            ),
             &[&ours],
         )
         .await;
@@ -543,6 +700,27 @@ mod tests {
                 .unwrap()
                 .contains("pg_drop_replication_slot('old')")
         );
+    }
+
+    #[test]
+    fn the_idle_timeout_is_weighed_against_the_schedule() {
+        assert_eq!(idle_timeout(None, 300).status, Status::Ok);
+        assert_eq!(idle_timeout(Some(0), 300).status, Status::Ok);
+        let fail = idle_timeout(Some(300), 300);
+        assert_eq!(fail.status, Status::Fail);
+        assert!(fail.fix.unwrap().contains("idle_replication_slot_timeout"));
+        assert_eq!(idle_timeout(Some(599), 300).status, Status::Warn);
+        assert_eq!(idle_timeout(Some(86_400), 300).status, Status::Ok);
+    }
+
+    #[test]
+    fn a_standby_needs_feedback_through_a_physical_slot() {
+        assert_eq!(standby_feedback("off", "s").status, Status::Fail);
+        assert_eq!(standby_feedback("on", "").status, Status::Warn);
+        assert_eq!(standby_feedback("on", "s").status, Status::Ok);
+        assert_eq!(replay_lag(0, 10_000, 300).status, Status::Ok);
+        assert_eq!(replay_lag(1 << 20, 10, 300).status, Status::Ok);
+        assert_eq!(replay_lag(1 << 20, 900, 300).status, Status::Warn);
     }
 
     #[test]

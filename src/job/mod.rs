@@ -112,6 +112,9 @@ async fn run_once(
         Leased::Ran(summary) if stop.as_ref().is_some_and(StopRequest::asked) => Ok(summary),
         Leased::Ran(mut summary) => {
             rebaseline_pending(config, backends, &mut summary).await?;
+            if config.output.current_state {
+                crate::materialize::after_run(config, backends).await;
+            }
             Ok(summary)
         }
         Leased::Held {

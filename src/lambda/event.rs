@@ -16,6 +16,8 @@ pub enum Action {
     BaselinePlan,
     BaselineChunk,
     BaselineFinish,
+    /// `sluice materialize`: every table's current state (or `"tables": [...]`).
+    Materialize,
 }
 
 impl Action {
@@ -27,6 +29,7 @@ impl Action {
             Action::BaselinePlan => "baseline.plan",
             Action::BaselineChunk => "baseline.chunk",
             Action::BaselineFinish => "baseline.finish",
+            Action::Materialize => "materialize",
         }
     }
 }
@@ -49,12 +52,13 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::BaselinePlan,
         Action::BaselineChunk,
         Action::BaselineFinish,
+        Action::Materialize,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize",
         )
     })
 }
@@ -74,6 +78,10 @@ mod tests {
         assert_eq!(action_of(&scheduled).unwrap(), Action::Drain);
         assert_eq!(action_of(&json!({})).unwrap(), Action::Drain);
         assert_eq!(action_of(&json!(null)).unwrap(), Action::Drain);
+        assert_eq!(
+            action_of(&json!({"action": "materialize"})).unwrap(),
+            Action::Materialize
+        );
         assert_eq!(
             action_of(&json!({"action": "drain"})).unwrap(),
             Action::Drain

@@ -188,6 +188,19 @@ async fn run_invocation(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
+        Action::Materialize => {
+            let tables: Vec<String> = event
+                .payload
+                .get("tables")
+                .and_then(Value::as_array)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(crate::materialize::run_with(config, backends, &tables).await?)
+        }
         baseline => Ok(
             with_rotated_secret(container, config, async |config: &Config| {
                 run_baseline_task(config, backends, &baseline, &event.payload).await
@@ -290,7 +303,10 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain => Err(Error::new(Code::Internal, "drain is not a baseline task")),
+        Action::Drain | Action::Materialize => Err(Error::new(
+            Code::Internal,
+            format!("{} is not a baseline task", action.name()),
+        )),
     }
 }
 

@@ -11,7 +11,6 @@
 pub mod dialect;
 pub mod merge;
 pub mod query;
-pub mod shape;
 
 use std::path::Path;
 
@@ -81,7 +80,7 @@ async fn shape_of(config: &Config, table: &str) -> Result<Vec<ShapeColumn>> {
         return Err(no_parts_on_stdout(table));
     }
     let destination = crate::destination::open(config).await?;
-    let columns = shape::read(destination.as_ref(), table).await?;
+    let columns = crate::lake::shape::read(destination.as_ref(), table).await?;
     if columns.iter().all(|c| !c.key) && config.baseline.keys.contains_key(table) {
         tracing::warn!(table = %table,
             "{table} has no key and its baseline was chunked by baseline.keys: the multiset replay is exact only if nothing wrote {table} while the baseline read it (without baseline.keys the baseline is one read at an exact point)");

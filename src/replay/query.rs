@@ -30,15 +30,8 @@
 
 use super::dialect::Dialect;
 use crate::error::{Code, Error, Result};
-
-/// A column of the table, as a manifest or a part's `sluice.schema` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeColumn {
-    pub name: String,
-    /// The sluice type name (`int64`, `utf8`, `list<utf8>`, …).
-    pub ty: String,
-    pub key: bool,
-}
+use crate::fold::may_be_unlogged;
+pub use crate::lake::shape::ShapeColumn;
 
 /// Where the rows are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,31 +52,6 @@ pub struct Request {
     pub rows: Rows,
     /// Render `CREATE OR REPLACE VIEW <view> AS …` instead of the bare query.
     pub view: Option<String>,
-}
-
-/// True for a sluice type a source may leave unlogged (variable-length values).
-fn may_be_unlogged(ty: &str) -> bool {
-    const FIXED: [&str; 18] = [
-        "boolean",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float32",
-        "float64",
-        "date",
-        "time",
-        "timestamp",
-        "timestamp_tz",
-        "uuid",
-        "float16",
-        "bool",
-    ];
-    !FIXED.contains(&ty)
 }
 
 /// Refuses text that would need escaping inside a string literal in some dialect.

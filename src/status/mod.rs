@@ -95,7 +95,13 @@ pub struct JobStatus {
 
 /// Reads every job of `store` at `now_ms`.
 pub async fn collect(store: &dyn StateStore, now_ms: i64) -> Result<Vec<JobStatus>> {
-    let jobs = store.list_jobs().await?;
+    // Operation leases (`<job>#materialize`) are items of the store, not jobs.
+    let jobs: Vec<String> = store
+        .list_jobs()
+        .await?
+        .into_iter()
+        .filter(|job| !job.contains('#'))
+        .collect();
     let since = run_id_prefix(now_ms - DAY_MS);
     let mut rows = Vec::with_capacity(jobs.len());
     for job in jobs {

@@ -54,6 +54,17 @@ fn scheduled_event_runs_a_real_drain_and_reports_metrics() {
         emf[1]["_aws"]["CloudWatchMetrics"][0]["Namespace"],
         "sluice"
     );
+    // The current-state action: the report sluice materialize prints.
+    let built = api.invoke(
+        serde_json::json!({"action": "materialize", "tables": ["t"]}),
+        Duration::from_secs(60),
+    );
+    let built = response(api.wait(&built, Duration::from_secs(60)));
+    assert_eq!(built["tables"][0]["build"], "full", "{built}");
+    assert_eq!(built["tables"][0]["rows"], 2, "{built}");
+    if let Some(state) = crate::support::current_state::state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
 }
 
 /// The deployed shape: S3 destination and DynamoDB state on moto, reached by the

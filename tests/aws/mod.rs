@@ -10,6 +10,7 @@ mod drain;
 mod lambda_face;
 mod lambda_shutdown;
 mod lost_responses;
+mod materialize;
 mod s3_encryption;
 mod secrets;
 mod stalls;

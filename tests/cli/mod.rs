@@ -5,6 +5,7 @@
 mod black_hole;
 mod claims;
 mod init;
+mod materialize;
 mod not_writable;
 mod output;
 mod paths;

@@ -18,7 +18,8 @@
 //!
 //! Environment: `SLUICE_ORACLE_SEED` replays one trial; `SLUICE_ORACLE_TRIALS` caps the
 //! trials (default: unlimited within the budget); `SLUICE_ORACLE_BUDGET_SECS` stops
-//! starting new trials after that long (default 30; `0` = no limit);
+//! starting new trials after that long (default: the engine's, 30 s — 12 s for the second
+//! PostgreSQL major, `conformance::source::postgres18::oracle`; `0` = no limit);
 //! `SLUICE_ORACLE_JOBS` trials run in parallel (default 2); `SLUICE_ORACLE_BASE_SEED`
 //! fixes the seed the trial seeds derive from (default: the clock); `SLUICE_ORACLE_BIN`
 //! runs another `sluice` binary (a soak pins a copy so rebuilds do not change it);
@@ -77,6 +78,7 @@ pub struct Totals {
     pub truncates: u64,
     pub ddls: u64,
     pub rebaselines: u64,
+    pub materializes: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -101,6 +103,7 @@ impl Totals {
         self.truncates += r.truncates;
         self.ddls += r.ddls;
         self.rebaselines += r.rebaselines;
+        self.materializes += r.materializes;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -117,8 +120,9 @@ impl Totals {
 }
 
 /// Runs the oracle for `engine` as the environment says; panics on any mismatch. `test`
-/// is the running test's path, for the replay command printed with a failed trial.
-pub fn run(engine: &dyn Engine, test: &str) {
+/// is the running test's path, for the replay command printed with a failed trial;
+/// `default_budget_secs` is the engine's budget when `SLUICE_ORACLE_BUDGET_SECS` is unset.
+pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     let started = Instant::now();
     let seeds: Box<dyn Fn(u64) -> Option<u64> + Sync> = match env_u64("SLUICE_ORACLE_SEED") {
         Some(seed) => Box::new(move |i| (i == 0).then_some(seed)),
@@ -142,7 +146,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
             })
         }
     };
-    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(30) {
+    let budget = match env_u64("SLUICE_ORACLE_BUDGET_SECS").unwrap_or(default_budget_secs) {
         0 => None,
         s => Some(Duration::from_secs(s)),
     };
@@ -195,7 +199,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -213,6 +217,7 @@ pub fn run(engine: &dyn Engine, test: &str) {
         t.truncates,
         t.ddls,
         t.rebaselines,
+        t.materializes,
         t.failovers,
         t.iceberg,
         t.policies,

@@ -4,7 +4,9 @@
 //! ([`super::parts::read_cells`]), then compared with the source's `SELECT *` cell by cell
 //! ([`super::check::compare_state`]). The Athena and Spark texts of the same table are
 //! transpiled to DuckDB by sqlglot (so they must parse in their own dialect) and checked
-//! the same way: the three texts are one rule.
+//! the same way: the three texts are one rule. `sluice materialize` builds the table's
+//! current state from the same parts with the rule executed in process, and its files are
+//! checked against the source the same way.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -66,6 +68,75 @@ fn render(
     Ok(path.display().to_string())
 }
 
+/// The current state `sluice materialize` builds for `table`: the rows of the files its
+/// pointer names.
+fn materialized(
+    config: &Path,
+    out: &Path,
+    table: &str,
+) -> Result<Vec<BTreeMap<String, Cell>>, String> {
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let run = Command::new(bin)
+        .args(["materialize", "--config"])
+        .arg(config)
+        .args(["--table", table])
+        .output()
+        .map_err(|e| format!("sluice materialize: {e}"))?;
+    if !run.status.success() {
+        return Err(format!(
+            "sluice materialize failed: {}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        ));
+    }
+    let pointer_path = out.join(table).join("_current_state/_version.json");
+    let pointer: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&pointer_path).map_err(|e| format!("{}: {e}", pointer_path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", pointer_path.display()))?;
+    let mut rows = Vec::new();
+    for file in pointer["files"].as_array().into_iter().flatten() {
+        let file = file.as_str().ok_or("a pointer file that is not text")?;
+        rows.extend(super::parts::read_cells(&out.join(file))?);
+    }
+    Ok(rows)
+}
+
+/// `sluice materialize --table` as a schedule runs it between drains, crashed at `fault`
+/// when given; true when it crashed there.
+pub fn materialize_step(
+    config: &Path,
+    env: &[(String, String)],
+    fault: Option<&str>,
+) -> Result<bool, String> {
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let mut cmd = Command::new(bin);
+    cmd.args(["materialize", "--config"])
+        .arg(config)
+        .env_remove("SLUICE_FAULT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(point) = fault {
+        cmd.env("SLUICE_FAULT", point);
+    }
+    let run = cmd
+        .output()
+        .map_err(|e| format!("sluice materialize: {e}"))?;
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if fault.is_some() && stderr.contains("fault injected") {
+        return Ok(true);
+    }
+    // A table nothing was written for yet has no shape: not a failure of the build.
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    if run.status.success() || stderr.contains("SLUICE_REPLAY_NO_SCHEMA") {
+        return Ok(false);
+    }
+    Err(format!("sluice materialize failed: {stdout}{stderr}"))
+}
+
 /// What the trial's schema changes left: columns dropped (not compared), and added
 /// columns the source holds only NULLs in (compared only where the view has them).
 #[derive(Clone, Copy)]
@@ -112,10 +183,19 @@ pub fn check(
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let mut findings = Findings::default();
+    let mut results: Vec<(&str, Vec<BTreeMap<String, Cell>>)> = Vec::new();
     for dialect in ["duckdb", "athena", "spark"] {
+        let rows = super::parts::read_cells(&sql_dir.join(format!("{dialect}.parquet")))?;
+        results.push((dialect, rows));
+    }
+    results.push((
+        "sluice materialize",
+        materialized(config, &dir.join("out"), table)?,
+    ));
+    let mut findings = Findings::default();
+    for (dialect, rows) in results {
         let mut state: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
-        for row in super::parts::read_cells(&sql_dir.join(format!("{dialect}.parquet")))? {
+        for row in rows {
             let Some(k) = row.get(key).cloned().flatten() else {
                 return Err(format!("{dialect}: a row with a NULL key: {row:?}"));
             };

@@ -178,6 +178,8 @@ pub struct Report {
     /// --table`) run between steps.
     pub ddls: u64,
     pub rebaselines: u64,
+    /// `sluice materialize` runs between drains (each an incremental build, some crashed).
+    pub materializes: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -500,6 +502,20 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             Outcome::Failed { exit, stderr } => {
                 return Err(format!("drain #{k} ({crash:?}) failed: {exit}\n{stderr}"));
             }
+        }
+        // Now and then the current state is brought up to date (sometimes crashing between
+        // its steps); the check at the end builds it once more and compares it.
+        if rng.chance(35) {
+            let fault = rng.chance(30).then(|| {
+                rng.pick(&["materialize_before_pointer", "materialize_after_pointer"])
+                    .to_string()
+            });
+            let crashed = super::sql::materialize_step(&config, &env.borrow(), fault.as_deref())?;
+            report.materializes += 1;
+            report.facts.push(format!(
+                "step {step}: sluice materialize{}",
+                if crashed { " (crashed)" } else { "" }
+            ));
         }
     }
 

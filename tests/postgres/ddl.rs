@@ -5,7 +5,7 @@
 //! its database, slot and publication (`ddl_*` names).
 
 use crate::support::{
-    Job, TestDb, baseline_and_changes, column_types, part_files, readers, replay,
+    self, Job, TestDb, baseline_and_changes, column_types, part_files, readers, replay,
 };
 
 /// Slots and publications in the test database: what a refused run must not have made.
@@ -45,10 +45,8 @@ fn source(db: &TestDb, table: &str) -> String {
     ))
 }
 
-#[test]
-fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_deferrable");
+fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_deferrable");
     db.sql("CREATE TABLE t (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, v text)");
     db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -68,10 +66,8 @@ fn ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fix
     assert_eq!(source(&db, "t"), "3=c2");
 }
 
-#[test]
-fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_pubfilter");
+fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_pubfilter");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, w int)");
     db.sql("INSERT INTO t VALUES (1, 'a', 1), (20, 'b', 2)");
     let publication = format!("p_{}", db.name);
@@ -115,10 +111,8 @@ fn ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_
     assert_eq!(source(&db, "t"), "1=a2,2=low,20=b,30=high");
 }
 
-#[test]
-fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_puball");
+fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it(admin: &str) {
+    let db = TestDb::new(admin, "ddl_puball");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE other (id int PRIMARY KEY)");
     let publication = format!("p_{}", db.name);
@@ -147,10 +141,8 @@ fn ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it() {
     assert_eq!(source(&db, "t"), "1=b");
 }
 
-#[test]
-fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_truncate");
+fn ddl_truncate_is_an_event_and_the_stream_goes_on(admin: &str) {
+    let db = TestDb::new(admin, "ddl_truncate");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE u (id int PRIMARY KEY, v text)");
     db.sql("CREATE TABLE other (id int PRIMARY KEY)");
@@ -209,29 +201,70 @@ fn ddl_truncate_is_an_event_and_the_stream_goes_on() {
     assert_eq!(replayed(&job, "t"), source(&db, "t"));
 }
 
-#[test]
-fn ddl_generated_columns_are_left_out_of_baseline_and_stream_alike() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_generated");
+fn ddl_generated_columns_are_captured_from_18_on_and_left_out_before_in_baseline_and_stream_alike(
+    admin: &str,
+) {
+    // PostgreSQL 18's pgoutput publishes stored generated columns (the publication is made
+    // with publish_generated_columns = stored), so the baseline copies them too; before 18
+    // neither does. Virtual generated columns (18) are never published, never copied.
+    let captured = support::pg_major(admin) >= 18;
+    let db = TestDb::new(admin, "ddl_generated");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, n int, g int GENERATED ALWAYS AS (n * 2) STORED)");
+    if captured {
+        db.sql("ALTER TABLE t ADD COLUMN virt int GENERATED ALWAYS AS (n + 1) VIRTUAL");
+    }
     db.sql("INSERT INTO t (id, v, n) VALUES (1, 'a', 1), (2, 'b', 2)");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
     assert_eq!(job.drain()["status"], "drained");
+    if captured {
+        let published = db.sql(&format!(
+            "SELECT pubgencols FROM pg_publication WHERE pubname = 'p_{}'",
+            db.name
+        ));
+        assert_eq!(published, "s", "publish_generated_columns = stored");
+    }
     db.sql("INSERT INTO t (id, v, n) VALUES (3, 'c', 3); UPDATE t SET n = 20 WHERE id = 2");
+    // A generated column added mid-stream fills the existing rows by a rewrite the stream
+    // never sees: on 18 the table re-baselines itself (a column that appears with a
+    // default); before 18 it is simply not captured.
     db.sql("ALTER TABLE t ADD COLUMN h text GENERATED ALWAYS AS (v || '!') STORED");
     db.sql("INSERT INTO t (id, v, n) VALUES (4, 'd', 4); UPDATE t SET v = 'a2' WHERE id = 1");
-    assert_eq!(job.drain()["status"], "drained");
+    let summary = job.drain();
+    assert_eq!(summary["status"], "drained");
     let folder = job.out().join("t");
     let all = baseline_and_changes(&folder);
-    assert!(all.len() >= 6);
-    for row in &all {
+    assert!(all.len() >= 4);
+    let columns = ["id", "v", "n", "g", "h"];
+    if captured {
+        assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
         assert!(
-            !row.contains_key("g") && !row.contains_key("h"),
-            "a generated column was written: {row:?}"
+            all.iter().all(|row| !row.contains_key("virt")),
+            "virtual column written"
         );
+        assert_eq!(
+            replayed_columns(&job, "t", &columns),
+            source_columns(&db, "t", &columns)
+        );
+        // The stream carries them: a change after the re-baseline, both paths.
+        db.sql("UPDATE t SET n = 30, v = 'c3' WHERE id = 3");
+        assert_eq!(job.drain()["status"], "drained");
+        let last = job.rows("t").pop().unwrap();
+        assert_eq!(last["g"].as_deref(), Some("60"), "{last:?}");
+        assert_eq!(last["h"].as_deref(), Some("c3!"), "{last:?}");
+        assert_eq!(
+            replayed_columns(&job, "t", &columns),
+            source_columns(&db, "t", &columns)
+        );
+    } else {
+        for row in &all {
+            assert!(
+                !row.contains_key("g") && !row.contains_key("h"),
+                "a generated column was written: {row:?}"
+            );
+        }
+        assert_eq!(replayed(&job, "t"), source(&db, "t"));
     }
-    assert_eq!(replayed(&job, "t"), source(&db, "t"));
-    // Every part and both manifests agree: the same columns, no generated one.
+    // Every part and both manifests agree: the captured columns, nothing else.
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(folder.join("_manifest.json")).unwrap()).unwrap();
     let names: Vec<&str> = manifest["schema"]
@@ -240,7 +273,23 @@ fn ddl_generated_columns_are_left_out_of_baseline_and_stream_alike() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["id", "v", "n"]);
+    if captured {
+        assert_eq!(names, columns);
+        let snapshot = support::snapshot_dir(&folder);
+        let baseline: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(folder.join("snapshot").join("_manifest.json")).unwrap(),
+        )
+        .unwrap();
+        let baseline_names: Vec<&str> = baseline["schema"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(baseline_names, columns, "{snapshot:?}");
+    } else {
+        assert_eq!(names, ["id", "v", "n"]);
+    }
 }
 
 /// `table`'s `columns` replayed from the job's output as `c1|c2|…` rows joined by `;` in
@@ -285,10 +334,8 @@ fn source_columns(db: &TestDb, table: &str, columns: &[&str]) -> String {
     ))
 }
 
-#[test]
-fn ddl_widening_retypes_continue_with_the_wider_type() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_widen");
+fn ddl_widening_retypes_continue_with_the_wider_type(admin: &str) {
+    let db = TestDb::new(admin, "ddl_widen");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, a int, v varchar(5), m numeric(6,2), f real, s smallint)");
     db.sql("INSERT INTO t VALUES (1, 1, 'one', 1.25, 1.5, 1), (2, 2, 'two', 2.5, 2.5, 2)");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
@@ -379,10 +426,8 @@ fn ddl_widening_retypes_continue_with_the_wider_type() {
     );
 }
 
-#[test]
-fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_partitioned");
+fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent(admin: &str) {
+    let db = TestDb::new(admin, "ddl_partitioned");
     db.sql(
         "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY RANGE (id); \
          CREATE TABLE m_low PARTITION OF m FOR VALUES FROM (0) TO (100); \
@@ -417,10 +462,8 @@ fn ddl_partitioned_table_is_captured_and_baselined_as_its_parent() {
     assert_eq!(source(&db, "m"), "4=four,104=x");
 }
 
-#[test]
-fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_partpub");
+fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix(admin: &str) {
+    let db = TestDb::new(admin, "ddl_partpub");
     db.sql(
         "CREATE TABLE m (id int PRIMARY KEY, v text) PARTITION BY LIST (id); \
          CREATE TABLE m_a PARTITION OF m FOR VALUES IN (1, 2); \
@@ -448,13 +491,23 @@ fn ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a
     assert_eq!(source(&db, "m"), "1=b,3=c");
 }
 
-#[test]
-fn ddl_a_key_with_a_generated_column_is_refused_before_publishing() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "ddl_genkey");
+fn ddl_a_key_with_a_generated_column_is_refused_before_18_and_captured_from_18_on(admin: &str) {
+    let db = TestDb::new(admin, "ddl_genkey");
     db.sql("CREATE TABLE t (id int, v text, g int GENERATED ALWAYS AS (id * 2) STORED, PRIMARY KEY (id, g))");
     db.sql("INSERT INTO t (id, v) VALUES (1, 'a')");
     let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    if support::pg_major(admin) >= 18 {
+        // PostgreSQL 18 publishes the stored generated column: the key is whole.
+        assert_eq!(job.drain()["status"], "drained");
+        db.sql("INSERT INTO t (id, v) VALUES (2, 'b'); UPDATE t SET v = 'a2' WHERE id = 1; DELETE FROM t WHERE id = 2");
+        assert_eq!(job.drain()["status"], "drained");
+        let columns = ["id", "v", "g"];
+        assert_eq!(
+            replayed_columns(&job, "t", &columns),
+            source_columns(&db, "t", &columns)
+        );
+        return;
+    }
     let run = job.run(&["drain"], &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert_eq!(run.error_code(), "SLUICE_SOURCE_PREREQUISITE");
@@ -470,4 +523,68 @@ fn ddl_a_key_with_a_generated_column_is_refused_before_publishing() {
     db.sql("INSERT INTO t (id, v) VALUES (2, 'b'); UPDATE t SET v = 'a2' WHERE id = 1");
     assert_eq!(job.drain()["status"], "drained");
     assert_eq!(replayed(&job, "t"), source(&db, "t"));
+}
+
+on_each_pg_major!(
+    ddl_deferrable_primary_key_is_refused_before_publishing_and_full_identity_fixes_it,
+    ddl_row_filtered_or_column_listed_publication_is_refused_and_set_table_fixes_it,
+    ddl_for_all_tables_publication_is_refused_and_an_own_publication_fixes_it,
+    ddl_truncate_is_an_event_and_the_stream_goes_on,
+    ddl_generated_columns_are_captured_from_18_on_and_left_out_before_in_baseline_and_stream_alike,
+    ddl_widening_retypes_continue_with_the_wider_type,
+    ddl_partitioned_table_is_captured_and_baselined_as_its_parent,
+    ddl_partitioned_table_under_a_publication_naming_partitions_is_refused_with_a_fix,
+    ddl_a_key_with_a_generated_column_is_refused_before_18_and_captured_from_18_on,
+);
+
+/// PostgreSQL 18, a publication made without `publish_generated_columns = stored` (by its
+/// owner, or by sluice before the server was upgraded from 17) and a captured table that
+/// gains a stored generated column: the run is refused, naming the column and the fix;
+/// after the fix the table re-baselines itself and then streams the column.
+#[test]
+fn ddl_a_publication_without_generated_columns_on_18_is_refused_and_its_fix_rebaselines() {
+    let admin = pg18_or_skip!();
+    let db = TestDb::new(&admin, "ddl_pubgen");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let publication = format!("p_{}", db.name);
+    db.sql(&format!("CREATE PUBLICATION {publication} FOR TABLE t"));
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    let job = Job::postgres(&db, &["t"], "initial: snapshot");
+    // The owner made the publication and the slot; the job creates nothing.
+    db.sql(&format!(
+        "SELECT pg_create_logical_replication_slot('s_{}', 'pgoutput')",
+        db.name
+    ));
+    let yaml = std::fs::read_to_string(&job.config).unwrap().replace(
+        &format!("publication: {publication} }}"),
+        &format!("publication: {publication}, create: false, adopt_slot: true }}"),
+    );
+    std::fs::write(&job.config, yaml).unwrap();
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t VALUES (3, 'c')");
+    db.sql("ALTER TABLE t ADD COLUMN g text GENERATED ALWAYS AS (v || '!') STORED");
+    db.sql("UPDATE t SET v = 'a2' WHERE id = 1");
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(run.error_code(), "SLUICE_SOURCE_PUBLICATION_FILTERED");
+    assert!(run.stderr.contains("t.g"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("publish_generated_columns = stored"),
+        "{}",
+        run.stderr
+    );
+    db.sql(&format!(
+        "ALTER PUBLICATION {publication} SET (publish_generated_columns = stored)"
+    ));
+    db.sql("INSERT INTO t VALUES (4, 'd')");
+    let summary = job.drain();
+    assert_eq!(summary["rebaselined"]["t"]["baseline"], "done", "{summary}");
+    db.sql("UPDATE t SET v = 'b2' WHERE id = 2");
+    assert_eq!(job.drain()["status"], "drained");
+    let columns = ["id", "v", "g"];
+    assert_eq!(
+        replayed_columns(&job, "t", &columns),
+        source_columns(&db, "t", &columns)
+    );
+    assert_eq!(job.rows("t").pop().unwrap()["g"].as_deref(), Some("b2!"));
 }

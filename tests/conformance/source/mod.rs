@@ -1,7 +1,8 @@
 //! The source conformance suite: one set of behavioural cases — drain, crash safety,
 //! baseline, the correctness oracle — run against every live source engine. A case is a
 //! function generic over [`Engine`]; [`source_conformance!`] instantiates each case once
-//! per engine, as `conformance::source::postgres::<case>` and
+//! per engine, as `conformance::source::postgres::<case>` (PostgreSQL 15),
+//! `conformance::source::postgres18::<case>` (PostgreSQL 18) and
 //! `conformance::source::mysql::<case>`.
 //!
 //! An engine says how to make a database and a table, how to write rows in bulk, how a
@@ -39,6 +40,8 @@ pub trait Engine: Sized + 'static {
     const MODULE: &'static str;
     /// The variable naming the server's admin URL (set by `infra/local/services.sh env`).
     const URL_VAR: &'static str;
+    /// The oracle's time budget on this engine when `SLUICE_ORACLE_BUDGET_SECS` is unset.
+    const ORACLE_BUDGET_SECS: u64;
     /// A column type for short text values (up to 40 characters).
     const TEXT: &'static str;
     /// The integer key type of the chunked-baseline cases (MariaDB: unsigned, so its
@@ -109,9 +112,15 @@ pub trait Engine: Sized + 'static {
 /// [`Engine`].
 macro_rules! source_conformance {
     ($($module:ident :: $case:ident),* $(,)?) => {
-        /// The cases against PostgreSQL (`SLUICE_TEST_PG_URL`).
+        /// The cases against PostgreSQL 15 (`SLUICE_TEST_PG_URL`).
         mod postgres {
-            $(#[test] fn $case() { super::$module::$case::<super::engines::Postgres>(); })*
+            use super::engines::{Pg15, Postgres};
+            $(#[test] fn $case() { super::$module::$case::<Postgres<Pg15>>(); })*
+        }
+        /// The cases against PostgreSQL 18 (`SLUICE_TEST_PG18_URL`).
+        mod postgres18 {
+            use super::engines::{Pg18, Postgres};
+            $(#[test] fn $case() { super::$module::$case::<Postgres<Pg18>>(); })*
         }
         /// The cases against MariaDB (`SLUICE_TEST_MYSQL_URL`).
         mod mysql {

@@ -7,5 +7,5 @@ use super::Engine;
 pub fn oracle<E: Engine>() {
     let Some(admin) = E::admin() else { return };
     let test = format!("conformance::source::{}::oracle", E::MODULE);
-    crate::oracle::run(&*E::oracle(admin), &test);
+    crate::oracle::run(&*E::oracle(admin), &test, E::ORACLE_BUDGET_SECS);
 }

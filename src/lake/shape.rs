@@ -1,4 +1,5 @@
-//! A table's shape (its columns, which of them are the key) for `sluice sql`, read from
+//! A table's shape (its columns, which of them are the key) for `sluice sql` and
+//! `sluice materialize`, read from
 //! what the job wrote: the newest of the table's manifests — `<table>/_manifest.json`
 //! (the last clean run), `<table>/_manifests/<run_id>.json` (every run that wrote parts,
 //! the newest by name) and `<table>/snapshot/_manifest.json` (the baseline) — so a table
@@ -10,9 +11,17 @@
 
 use serde::Deserialize;
 
-use super::query::ShapeColumn;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
+
+/// A column of the table, as a manifest or a part's `sluice.schema` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeColumn {
+    pub name: String,
+    /// The sluice type name (`int64`, `utf8`, `list<utf8>`, …).
+    pub ty: String,
+    pub key: bool,
+}
 
 #[derive(Debug, Deserialize)]
 struct Document {

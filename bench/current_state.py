@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""sluice current-state benchmark: what one `sluice materialize` costs after a run, on a
+small and a large table with the same changes.
+
+Run by `make bench` (10,000 and 1,000,000 rows) and `make bench-quick` (small sizes,
+scratch output). Per size: a PostgreSQL table of six mixed-type columns is baselined and
+built once (`full`), then each round commits the same number of single-row updates and
+drains them, and `sluice materialize` brings the state up to date (`incremental`) — twice
+per round: the changes scattered over the whole key range, then all within the newest 1%
+of keys. Measured, never asserted: the build's wall time, CPU and peak RSS, the parts it
+read, the state files it rewrote (buckets touched) and the rows those hold. The state is
+checked against the source (row count and a digest through DuckDB) after every build, so
+the numbers are reported only for a state that is right.
+
+Output: <out>/current-state.json, <out>/current-state.md, and one summary line on stdout.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure  # noqa: E402
+
+TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
+         "at timestamptz, flag boolean)")
+VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+
+DIGEST_SCRIPT = r"""
+import hashlib, json, sys, duckdb
+files = json.load(open(sys.argv[1]))["files"]
+root = sys.argv[2]
+rows = duckdb.connect().execute(
+    "SELECT id, n, amount::VARCHAR, label FROM read_parquet([%s]) ORDER BY id"
+    % ", ".join("'%s/%s'" % (root, f) for f in files)).fetchall()
+print(json.dumps({"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest()}))
+"""
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
+    return out.stdout.strip()
+
+
+def with_db(url, db):
+    base, _, rest = url.rpartition("/")
+    query = rest.partition("?")[2]
+    return f"{base}/{db}" + (f"?{query}" if query else "")
+
+
+def source_digest(url):
+    rows = psql(url, "SELECT json_agg(json_build_array(id, n, amount::text, label) ORDER BY id) FROM t")
+    data = json.loads(rows) if rows else []
+    return {"rows": len(data),
+            "digest": hashlib.sha256(repr([(r[0], r[1], r[2], r[3]) for r in data]).encode()).hexdigest()}
+
+
+def state_digest(python, job_dir):
+    pointer = os.path.join(job_dir, "out", "t", "_current_state", "_version.json")
+    out = subprocess.run([python, "-c", DIGEST_SCRIPT, pointer, os.path.join(job_dir, "out")],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def materialize(binary, config, env):
+    wall, cpu, rss, out = measure.timed_child([binary, "materialize", "--config", config], env)
+    table = json.loads(out.strip().splitlines()[-1])["tables"][0]
+    if "error" in table:
+        raise RuntimeError(f"sluice materialize failed: {table}")
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss / 1024, **table}
+
+
+def rewritten(job_dir, version):
+    """Files and rows the build of `version` wrote (its own folder)."""
+    folder = os.path.join(job_dir, "out", "t", "_current_state", f"v-{version:010}")
+    return len(os.listdir(folder)) if os.path.isdir(folder) else 0
+
+
+def one_size(binary, admin, python, rows, changes, rounds, scratch):
+    db = f"bench_state_{rows}"
+    psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    psql(admin, f"CREATE DATABASE {db}")
+    url = with_db(admin, db)
+    job_dir = tempfile.mkdtemp(dir=scratch)
+    try:
+        psql(url, TABLE)
+        psql(url, f"INSERT INTO t SELECT {VALUES} FROM generate_series(1, {rows}) i")
+        config = measure.job_config(job_dir, f"bench_state_{rows}", ["t"],
+                                    f"  postgres: {{ slot: s_{db}, publication: p_{db} }}\n")
+        with open(config, "a") as f:
+            f.write("initial: snapshot\n")
+        env = dict(os.environ, BENCH_URL=url)
+        subprocess.run([binary, "baseline", "--config", config], env=env, check=True,
+                       capture_output=True)
+        full = materialize(binary, config, env)
+        builds = {"scattered": [], "recent": []}
+        rng = random.Random(rows)
+        for _ in range(rounds):
+            for kind in ("scattered", "recent"):
+                low = 1 if kind == "scattered" else max(1, rows - rows // 100)
+                ids = [rng.randint(low, rows) for _ in range(changes)]
+                psql(url, "; ".join(f"UPDATE t SET n = n + 1, label = label || 'x' WHERE id = {i}" for i in ids))
+                measure.drain(binary, config, env)
+                b = materialize(binary, config, env)
+                b["files_rewritten"] = rewritten(job_dir, b["version"])
+                got, want = state_digest(python, job_dir), source_digest(url)
+                if got != want:
+                    raise RuntimeError(f"the current state differs from the source after a {kind} build: {got} {want}")
+                builds[kind].append(b)
+        med = lambda runs, k: statistics.median(r[k] for r in runs)
+        return {"rows": rows, "changes": changes, "full_s": full["wall_s"], "full_rss_mib": full["peak_rss_mib"],
+                **{f"{kind}_{k}": med(runs, k) for kind, runs in builds.items()
+                   for k in ("wall_s", "cpu_s", "peak_rss_mib", "parts_read", "files_rewritten")}}
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def markdown(report):
+    lines = [f"# sluice current-state builds — {report['at']}", "",
+             f"Commit {report['commit']}, binary `{report['binary']}`, medians of {report['rounds']} rounds. "
+             "Each round: the same number of single-row updates, drained, then one `sluice materialize` "
+             "(incremental): once scattered over every key, once within the newest 1% of keys. "
+             "The state was checked against the source after every build.", "",
+             "| table rows | changes | full build s | scattered: build s | parts read | files rewritten | recent: build s | parts read | files rewritten | peak RSS MiB (full / incremental) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in report["sizes"]:
+        lines.append(f"| {r['rows']} | {r['changes']} | {r['full_s']:.3f} | {r['scattered_wall_s']:.3f} | "
+                     f"{r['scattered_parts_read']:.0f} | {r['scattered_files_rewritten']:.0f} | {r['recent_wall_s']:.3f} | "
+                     f"{r['recent_parts_read']:.0f} | {r['recent_files_rewritten']:.0f} | "
+                     f"{r['full_rss_mib']:.1f} / {r['scattered_peak_rss_mib']:.1f} |")
+    if len(report["sizes"]) >= 2:
+        small, big = report["sizes"][0], report["sizes"][-1]
+        lines += ["", f"Incremental build, {big['rows']} rows against {small['rows']} with the same changes: "
+                  f"scattered ×{big['scattered_wall_s'] / small['scattered_wall_s']:.2f}, "
+                  f"recent keys ×{big['recent_wall_s'] / small['recent_wall_s']:.2f} "
+                  "(issue #45's bar: no growth with the table's size)."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--sizes", default="10000,1000000")
+    parser.add_argument("--changes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    args = parser.parse_args()
+    admin = os.environ.get("SLUICE_TEST_PG_URL")
+    python = os.environ.get("SLUICE_TEST_READERS_PYTHON") or shutil.which("python3")
+    if not admin:
+        if os.environ.get("CI") == "true":
+            sys.exit("SLUICE_TEST_PG_URL is not set (run `make services`)")
+        print("current-state bench: no PostgreSQL, skipped")
+        return
+    scratch = tempfile.mkdtemp(prefix="sluice-bench-state-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        sizes = [one_size(args.binary, admin, python, int(n), args.changes, args.rounds, scratch)
+                 for n in args.sizes.split(",")]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    report = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": commit, "binary": args.binary, "rounds": args.rounds, "sizes": sizes}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "current-state.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    text = markdown(report)
+    with open(os.path.join(args.out, "current-state.md"), "w") as f:
+        f.write(text)
+    print(text.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,554 @@
+//! Current-state tables kept by sluice (`sluice materialize`): each captured table's
+//! current state — one row per key, the table's columns only, the replay rule applied by
+//! [`crate::fold`] — as plain Parquet files under `<table>/_current_state/`, named by the
+//! pointer `<table>/_current_state/_version.json` (docs/current-state.md).
+//!
+//! Guarantees (the lake rules of DESIGN.md):
+//! * a build folds exactly the files `sluice sql` reads, so both give one state; it only
+//!   reads what runs already made durable, and no drain waits for it;
+//! * the state is split into buckets by a hash of the key (at most
+//!   `output.current_state_bucket_rows` rows each when a full build counts them); an **incremental** build reads
+//!   the parts committed since the previous version (the run manifests), keeps their
+//!   changes after its watermark, and rewrites only the buckets those touch — its cost
+//!   follows the buckets its changes touch; a **full** build (the first, a new baseline
+//!   plan, a new shape, a state grown past eight times its buckets) folds every file;
+//! * a build writes its files, then replaces the pointer, then removes the files neither
+//!   the new nor the previous pointer names — a reader never sees a half-written version,
+//!   a crash anywhere leaves the previous version readable, and the next build starts over
+//!   from the pointer;
+//! * a table that cannot be built (no shape yet, a file that is not a part) fails alone:
+//!   the other tables are built and the report names it.
+//!
+//! * builds of one job take turns under its materialization lease ([`lease_name`]),
+//!   separate from the drain's.
+//!
+//! Not yet: a full build holds the whole table in memory.
+
+mod buckets;
+pub mod version;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{BooleanArray, RecordBatch};
+use arrow_schema::Field;
+use arrow_select::filter::filter_record_batch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::config::Config;
+use crate::destination::Destination;
+use crate::error::{Code, Error, Result};
+use crate::fold::{self, Shape};
+use crate::lake::files as inputs;
+use crate::lake::shape::ShapeColumn;
+use crate::parts::arrow_schema::{POS, SEQ};
+use version::{Pointer, Watermark};
+
+/// The most buckets a state is split into.
+pub const MAX_BUCKETS: u32 = 4096;
+
+/// The bucket count a full build gives a state of `rows` rows with `per_bucket` rows per
+/// bucket at most (`output.current_state_bucket_rows`).
+pub fn bucket_count(rows: u64, per_bucket: u64) -> u32 {
+    rows.div_ceil(per_bucket.max(1))
+        .clamp(1, u64::from(MAX_BUCKETS)) as u32
+}
+
+/// The state-store name of the materialization lease of `job`: a job name never holds a
+/// `#`, so it is never a job's own item.
+pub fn lease_name(job: &str) -> String {
+    format!("{job}#materialize")
+}
+
+/// Builds the current state of `tables` (every captured table when empty) under the job's
+/// materialization lease (separate from the drain's: a drain never waits for a build); one
+/// JSON object per table in the report, failed tables included. A lease held by another
+/// build is `SLUICE_STATE_LEASE_HELD`, and nothing is built.
+pub async fn run(config: &Config, tables: &[String]) -> Result<serde_json::Value> {
+    let backends = crate::backends::Backends::open(config).await?;
+    run_with(config, &backends, tables).await
+}
+
+/// [`run`] with already-open backends (the Lambda face's).
+pub async fn run_with(
+    config: &Config,
+    backends: &crate::backends::Backends,
+    tables: &[String],
+) -> Result<serde_json::Value> {
+    let chosen: Vec<String> = if tables.is_empty() {
+        config.source.tables.clone()
+    } else {
+        tables.to_vec()
+    };
+    let run_id = crate::run_id::new_run_id();
+    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
+    let destination = backends.destination.as_ref();
+    let leased = crate::state::with_lease(
+        backends.state.as_ref(),
+        &lease_name(&config.job),
+        &owner,
+        config.lease.ttl(),
+        |_lease| {
+            build_tables(
+                destination,
+                &chosen,
+                config.output.current_state_bucket_rows,
+            )
+        },
+    )
+    .await?;
+    let report = match leased {
+        crate::state::Leased::Ran(report) => report,
+        crate::state::Leased::Held {
+            owner,
+            expires_at_ms,
+        } => {
+            return Err(Error::new(
+                Code::StateLeaseHeld,
+                format!("another build of job {}'s current state holds its lease ({owner})", config.job),
+            )
+            .hint(format!(
+                "wait for it to finish (the lease expires at {expires_at_ms} ms since the epoch at the latest), then run again"
+            )));
+        }
+    };
+    if report.len() == 1 && report[0].1.is_err() {
+        let (_, only) = report.into_iter().next().expect("one table");
+        return Err(only.expect_err("checked above"));
+    }
+    Ok(serde_json::json!({
+        "job": config.job,
+        "tables": report.iter().map(|(table, r)| table_report(table, r)).collect::<Vec<_>>(),
+    }))
+}
+
+/// With `output.current_state`: after a run, every table's current state is brought up to
+/// date under the materialization lease. The run's changes are durable already: a build
+/// that fails, or a lease another build holds, is a warning and the next run (or `sluice
+/// materialize`) builds again.
+pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
+    let run_id = crate::run_id::new_run_id();
+    let owner = crate::state::holder::owner(&run_id, Some("materialize"));
+    let destination = backends.destination.as_ref();
+    let leased = crate::state::with_lease(
+        backends.state.as_ref(),
+        &lease_name(&config.job),
+        &owner,
+        config.lease.ttl(),
+        |_lease| {
+            build_tables(
+                destination,
+                &config.source.tables,
+                config.output.current_state_bucket_rows,
+            )
+        },
+    )
+    .await;
+    match leased {
+        Ok(crate::state::Leased::Ran(report)) => {
+            for (table, built) in &report {
+                if let Ok(Some(p)) = built {
+                    tracing::info!(table = %table, version = p.version, build = %p.build, rows = p.rows, "current state built");
+                }
+            }
+        }
+        Ok(crate::state::Leased::Held { owner, .. }) => {
+            tracing::warn!(holder = %owner, "another build holds the current-state lease; the next run builds again");
+        }
+        Err(e) => tracing::warn!(error = %e, "current state not built; the next run builds again"),
+    }
+}
+
+/// Builds each table in turn; a table that fails does not stop the others.
+async fn build_tables(
+    destination: &dyn Destination,
+    tables: &[String],
+    per_bucket: u64,
+) -> Result<Vec<(String, Result<Option<Pointer>>)>> {
+    let mut report = Vec::with_capacity(tables.len());
+    for table in tables {
+        let built = build(destination, table, per_bucket).await;
+        if let Err(e) = &built {
+            tracing::warn!(table = %table, error = %e, "current state not built");
+        }
+        report.push((table.clone(), built));
+    }
+    Ok(report)
+}
+
+/// One table's entry in the report.
+fn table_report(table: &str, built: &Result<Option<Pointer>>) -> serde_json::Value {
+    match built {
+        Ok(Some(p)) => serde_json::json!({
+            "table": table, "version": p.version, "build": p.build, "rows": p.rows,
+            "files": p.files.len(), "parts_read": p.parts_read, "watermark": p.watermark,
+        }),
+        Ok(None) => serde_json::json!({ "table": table, "build": "up to date" }),
+        Err(e) => serde_json::json!({
+            "table": table, "error": e.code().as_str(), "message": e.to_string(),
+        }),
+    }
+}
+
+/// Builds one table's next current-state version and points readers at it; `None` when
+/// no change was committed since the previous version.
+pub async fn build(
+    destination: &dyn Destination,
+    table: &str,
+    per_bucket: u64,
+) -> Result<Option<Pointer>> {
+    let columns = crate::lake::shape::read(destination, table).await?;
+    let previous = version::read(destination, table).await?;
+    let named = previous.as_ref().map_or(0, |p| p.version);
+    // A crashed build's folder was never named: clear it before writing there again.
+    version::remove_files(destination, table, |v, _| v <= named).await?;
+    let listing = inputs::list(destination, table).await?;
+    let plans_seen: BTreeMap<String, usize> = listing
+        .plans
+        .iter()
+        .map(|(plan, parts)| (plan.clone(), parts.len()))
+        .collect();
+    let plan = match previous.as_ref() {
+        Some(p) if p.plans_seen == plans_seen => p.plan.clone(),
+        _ => inputs::current_plan_id(destination, &listing).await?,
+    };
+    let build = Build {
+        destination,
+        table,
+        per_bucket,
+        columns: &columns,
+        plan,
+        plans_seen,
+        version: named + 1,
+    };
+    if let Some(prev) = previous.as_ref().filter(|p| build.continues(p)) {
+        match build.incremental(prev).await? {
+            Incremental::Written(pointer) => return Ok(Some(*pointer)),
+            Incremental::NothingNew => return Ok(None),
+            Incremental::NewShape => {}
+        }
+    }
+    build.full(&listing, previous.as_ref()).await.map(Some)
+}
+
+/// What an incremental build came to.
+enum Incremental {
+    Written(Box<Pointer>),
+    NothingNew,
+    /// The table's columns changed: the next version is a full build.
+    NewShape,
+}
+
+/// One build of one table.
+struct Build<'a> {
+    destination: &'a dyn Destination,
+    table: &'a str,
+    per_bucket: u64,
+    columns: &'a [ShapeColumn],
+    plan: Option<String>,
+    plans_seen: BTreeMap<String, usize>,
+    version: u64,
+}
+
+impl Build<'_> {
+    /// True when `prev` is a version this build can add to.
+    fn continues(&self, prev: &Pointer) -> bool {
+        prev.format_version == Pointer::FORMAT_VERSION
+            && prev.plan == self.plan
+            && !prev.buckets.is_empty()
+            && prev.rows <= 8 * self.per_bucket * prev.buckets.len() as u64
+            && prev.watermark.is_some()
+    }
+
+    async fn incremental(&self, prev: &Pointer) -> Result<Incremental> {
+        let watermark = prev.watermark.as_ref().expect("continues() checked it");
+        let (keys, newest_run) = inputs::parts_since(
+            self.destination,
+            self.table,
+            prev.runs_through.as_deref(),
+            &watermark.pos,
+        )
+        .await?;
+        let changes = after(
+            &inputs::read_files(self.destination, &keys).await?,
+            watermark,
+        )?;
+        let stored_schema = match prev.files.first() {
+            Some(key) => inputs::read_file(self.destination, key).await?,
+            None => Vec::new(),
+        };
+        let mut typed = stored_schema;
+        typed.extend(changes.iter().cloned());
+        let shape = shape_of(self.table, self.columns, &typed)?;
+        if column_names(&shape) != prev.columns {
+            return Ok(Incremental::NewShape);
+        }
+        if changes.iter().all(|b| b.num_rows() == 0) {
+            return Ok(Incremental::NothingNew);
+        }
+        let count = prev.buckets.len() as u32;
+        let touched = buckets::touched(&changes, &shape, count)?;
+        let mut batches = Vec::new();
+        let mut replaced = 0;
+        for &b in &touched {
+            if let Some(key) = &prev.buckets[b as usize] {
+                for stored in inputs::read_file(self.destination, key).await? {
+                    replaced += stored.num_rows() as u64;
+                    batches.push(buckets::as_base(&stored)?);
+                }
+            }
+        }
+        let watermark = newest_change(&changes).or_else(|| prev.watermark.clone());
+        batches.extend(changes);
+        let state = fold::fold(&batches, &shape)?;
+        drop(batches);
+        let written = Written {
+            state: &state,
+            rows: prev.rows - replaced + state.num_rows() as u64,
+            buckets: count,
+            shape: &shape,
+            touched: &touched,
+            watermark,
+            runs_through: newest_run.or_else(|| prev.runs_through.clone()),
+            parts_read: keys.len(),
+            kind: "incremental",
+        };
+        self.write(written, Some(prev))
+            .await
+            .map(|p| Incremental::Written(Box::new(p)))
+    }
+
+    async fn full(&self, listing: &inputs::Listing, prev: Option<&Pointer>) -> Result<Pointer> {
+        let newest_run = inputs::run_manifests(self.destination, self.table)
+            .await?
+            .pop()
+            .map(|(run, _)| run);
+        let keys = inputs::all_files(listing, self.plan.as_deref());
+        let batches = inputs::read_files(self.destination, &keys).await?;
+        let shape = shape_of(self.table, self.columns, &batches)?;
+        let watermark = newest_change(&batches);
+        let state = fold::fold(&batches, &shape)?;
+        drop(batches);
+        let count = bucket_count(state.num_rows() as u64, self.per_bucket);
+        let touched: BTreeSet<u32> = (0..count).collect();
+        let written = Written {
+            state: &state,
+            rows: state.num_rows() as u64,
+            buckets: count,
+            shape: &shape,
+            touched: &touched,
+            watermark,
+            runs_through: newest_run,
+            parts_read: keys.len(),
+            kind: "full",
+        };
+        self.write(written, prev).await
+    }
+
+    /// Writes the touched buckets' files, then the pointer, then removes what neither the
+    /// new nor the previous pointer names.
+    async fn write(&self, w: Written<'_>, prev: Option<&Pointer>) -> Result<Pointer> {
+        let folder = version::folder_key(self.table, self.version);
+        let mut files: Vec<Option<String>> = match prev {
+            Some(p) if w.kind == "incremental" => p.buckets.clone(),
+            _ => vec![None; w.buckets as usize],
+        };
+        for (b, rows) in buckets::split(w.state, w.shape, w.buckets)?
+            .into_iter()
+            .enumerate()
+        {
+            if !w.touched.contains(&(b as u32)) {
+                continue;
+            }
+            files[b] = if rows.num_rows() == 0 {
+                None
+            } else {
+                let key = format!("{folder}/bucket-{b:04}.parquet");
+                self.destination.put_marker(&key, &encode(&rows)?).await?;
+                Some(key)
+            };
+        }
+        crate::faults::hit(crate::faults::FaultPoint::MaterializeBeforePointer).await?;
+        let pointer = Pointer {
+            format_version: Pointer::FORMAT_VERSION,
+            table: self.table.to_owned(),
+            version: self.version,
+            files: files.iter().flatten().cloned().collect(),
+            buckets: files,
+            rows: w.rows,
+            watermark: w.watermark,
+            runs_through: w.runs_through,
+            plan: self.plan.clone(),
+            plans_seen: self.plans_seen.clone(),
+            columns: column_names(w.shape),
+            previous_files: prev.map(|p| p.files.clone()).unwrap_or_default(),
+            build: w.kind.to_owned(),
+            parts_read: w.parts_read,
+            written_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        };
+        version::write(self.destination, &pointer).await?;
+        crate::faults::hit(crate::faults::FaultPoint::MaterializeAfterPointer).await?;
+        let named: BTreeSet<&String> = pointer
+            .files
+            .iter()
+            .chain(&pointer.previous_files)
+            .collect();
+        version::remove_files(self.destination, self.table, |_, key| {
+            named.contains(&key.to_owned())
+        })
+        .await?;
+        Ok(pointer)
+    }
+}
+
+/// What one build writes.
+struct Written<'a> {
+    state: &'a RecordBatch,
+    /// The rows of the whole new version (the state's, plus the untouched buckets').
+    rows: u64,
+    /// The state's bucket count.
+    buckets: u32,
+    shape: &'a Shape,
+    touched: &'a BTreeSet<u32>,
+    watermark: Option<Watermark>,
+    runs_through: Option<String>,
+    parts_read: usize,
+    kind: &'static str,
+}
+
+/// The rows of `batches` after `watermark` (`(__pos, __seq)` greater).
+fn after(batches: &[RecordBatch], watermark: &Watermark) -> Result<Vec<RecordBatch>> {
+    batches
+        .iter()
+        .map(|batch| {
+            let positions = batch
+                .column_by_name(POS)
+                .and_then(|c| c.as_string_opt::<i32>());
+            let seqs = batch
+                .column_by_name(SEQ)
+                .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>());
+            let (Some(positions), Some(seqs)) = (positions, seqs) else {
+                return Err(Error::new(
+                    Code::FoldInput,
+                    "a part without __pos and __seq".to_owned(),
+                ));
+            };
+            let keep: BooleanArray = (0..batch.num_rows())
+                .map(|i| {
+                    let pos = positions.value(i);
+                    Some(
+                        pos > watermark.pos.as_str()
+                            || (pos == watermark.pos && seqs.value(i) > watermark.seq),
+                    )
+                })
+                .collect();
+            filter_record_batch(batch, &keep).map_err(|e| {
+                Error::new(Code::Internal, "keeping a part's new rows".to_owned()).source(e)
+            })
+        })
+        .collect()
+}
+
+/// The newest `(__pos, __seq)` of the batches.
+fn newest_change(batches: &[RecordBatch]) -> Option<Watermark> {
+    let mut newest: Option<Watermark> = None;
+    for batch in batches {
+        let (Some(positions), Some(seqs)) = (
+            batch
+                .column_by_name(POS)
+                .and_then(|c| c.as_string_opt::<i32>()),
+            batch
+                .column_by_name(SEQ)
+                .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>()),
+        ) else {
+            continue;
+        };
+        for i in 0..batch.num_rows() {
+            let (pos, seq) = (positions.value(i), seqs.value(i));
+            let newer = newest
+                .as_ref()
+                .is_none_or(|n| (pos, seq) > (n.pos.as_str(), n.seq));
+            if newer {
+                newest = Some(Watermark {
+                    pos: pos.to_owned(),
+                    seq,
+                });
+            }
+        }
+    }
+    newest
+}
+
+/// The fold's shape: the newest manifest's columns, each with the type and field metadata
+/// of the newest batch that has it.
+fn shape_of(table: &str, columns: &[ShapeColumn], batches: &[RecordBatch]) -> Result<Shape> {
+    let mut fields = Vec::with_capacity(columns.len());
+    for column in columns {
+        let field = batches
+            .iter()
+            .rev()
+            .find_map(|b| b.schema().field_with_name(&column.name).ok().cloned())
+            .map(|f| {
+                Field::new(f.name(), f.data_type().clone(), true)
+                    .with_metadata(f.metadata().clone())
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    Code::FoldInput,
+                    format!(
+                        "table {table}'s manifest names column {} and no part holds it",
+                        column.name
+                    ),
+                )
+                .hint("a part the manifests list is missing from the table folder: restore it, or re-baseline the table (sluice baseline --table T)")
+            })?;
+        fields.push(field);
+    }
+    Ok(Shape {
+        key: (0..columns.len()).filter(|&i| columns[i].key).collect(),
+        fillable: columns
+            .iter()
+            .map(|c| fold::may_be_unlogged(&c.ty))
+            .collect(),
+        fields,
+    })
+}
+
+/// `name type` of each column of the shape, as the pointer records them.
+fn column_names(shape: &Shape) -> Vec<String> {
+    shape
+        .fields
+        .iter()
+        .map(|f| format!("{} {}", f.name(), f.data_type()))
+        .collect()
+}
+
+/// One current-state file: Parquet, zstd, the batch's schema.
+fn encode(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
+    let mut out = Vec::new();
+    let failed = |e: parquet::errors::ParquetError| {
+        Error::new(Code::Internal, "encoding a current-state file".to_owned()).source(e)
+    };
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).map_err(failed)?;
+    writer.write(batch).map_err(failed)?;
+    writer.close().map_err(failed)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_count;
+
+    #[test]
+    fn a_full_build_counts_buckets_from_the_rows() {
+        assert_eq!(bucket_count(0, 100), 1);
+        assert_eq!(bucket_count(100, 100), 1);
+        assert_eq!(bucket_count(101, 100), 2);
+        assert_eq!(bucket_count(u64::MAX / 2, 1), super::MAX_BUCKETS);
+    }
+}

@@ -1,0 +1,202 @@
+//! `sluice materialize` as an operator meets it: the first build folds every part, later
+//! builds fold only the changes since and rewrite only the buckets they touch, a build
+//! with nothing new writes nothing, a crash on either side of the pointer swap leaves a
+//! readable state and the next build finishes, and a table without a key keeps its
+//! duplicate rows. The state is read by DuckDB from the files the pointer names and
+//! compared with the source. Each test owns its database and slot (`matcli_*` names).
+
+use std::path::Path;
+
+use crate::support::current_state::{materialize, pointer, state_text};
+use crate::support::{Job, TestDb, readers};
+
+/// The files under the table's current-state folder.
+fn state_files(out: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let root = out.join("t/_current_state");
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        if dir.is_dir() {
+            for f in std::fs::read_dir(&dir).unwrap() {
+                files.push(
+                    f.unwrap()
+                        .path()
+                        .strip_prefix(out)
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn builds_fold_only_new_changes_and_a_crash_leaves_a_readable_state() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "matcli_keyed");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 200) i");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "initial: snapshot\noutput: { current_state_bucket_rows: 20 }",
+    );
+    assert_eq!(job.run(&["baseline"], &[]).code, 0);
+    db.sql("UPDATE t SET v = 'changed' WHERE id % 10 = 0; DELETE FROM t WHERE id > 190");
+    assert_eq!(job.drain()["status"], "drained");
+
+    let (code, first, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(first["build"], "full", "{first}");
+    assert_eq!(first["rows"], 190);
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
+    let full_files = pointer(&job)["files"].as_array().unwrap().len();
+    assert_eq!(full_files, 10, "190 rows in buckets of 20 at most");
+
+    // One key changes: one bucket is rewritten, from one new part.
+    db.sql("UPDATE t SET v = 'again' WHERE id = 7");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, second, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(second["build"], "incremental", "{second}");
+    // The new run's part, and the previous one (its last change is at the watermark's
+    // position, which a transaction split across parts may share).
+    assert!(second["parts_read"].as_u64().unwrap() <= 2, "{second}");
+    assert_eq!(second["rows"], 190);
+    let p = pointer(&job);
+    let rewritten: Vec<&str> = p["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .filter(|f| f.contains("/v-0000000002/"))
+        .collect();
+    assert_eq!(rewritten.len(), 1, "{p}");
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
+
+    // Nothing new: nothing written.
+    let (code, third, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(third["build"], "up to date", "{third}");
+    assert_eq!(pointer(&job)["version"], 2);
+
+    // A crash before the pointer names the new files: the old version is still whole.
+    db.sql("DELETE FROM t WHERE id < 50; UPDATE t SET v = NULL WHERE id = 60");
+    assert_eq!(job.drain()["status"], "drained");
+    let before = state_text(&job);
+    let (code, _, err) = materialize(&job, &[("SLUICE_FAULT", "materialize_before_pointer")]);
+    assert_ne!(code, 0, "the fault crashes the build: {err}");
+    assert_eq!(pointer(&job)["version"], 2, "the pointer did not move");
+    assert_eq!(
+        state_text(&job),
+        before,
+        "the previous version reads as before"
+    );
+    // A crash after the swap: the new version is whole, the old files still there.
+    let (code, _, err) = materialize(&job, &[("SLUICE_FAULT", "materialize_after_pointer")]);
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(pointer(&job)["version"], 3);
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
+    // A truncate touches every bucket; the build after it removes every file no pointer
+    // since the previous one names.
+    db.sql("TRUNCATE t; INSERT INTO t VALUES (1, 'one'), (2, NULL)");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, fourth, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fourth["build"], "incremental", "{fourth}");
+    assert_eq!(fourth["rows"], 2);
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, "1=one,2=NULL");
+    }
+    let p = pointer(&job);
+    let mut named: Vec<String> = p["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(p["previous_files"].as_array().unwrap())
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    named.sort();
+    named.dedup();
+    assert_eq!(state_files(&job.out()), named, "only named files remain");
+}
+
+#[test]
+fn a_table_without_a_key_keeps_its_duplicates_and_sql_agrees() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "matcli_keyless");
+    db.sql("CREATE TABLE t (id int, v text); ALTER TABLE t REPLICA IDENTITY FULL");
+    let job = Job::postgres(&db, &["t"], "");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t VALUES (1, 'a'), (1, 'a'), (2, 'b'), (3, NULL)");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, first, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(first["rows"], 4, "{first}");
+    db.sql("DELETE FROM t WHERE ctid = (SELECT min(ctid) FROM t WHERE id = 1); UPDATE t SET v = 'c' WHERE id = 2");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, second, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(second["build"], "incremental", "{second}");
+    assert_eq!(second["rows"], 3, "{second}");
+    if let (Some(state), Some(mut by_sql)) =
+        (state_text(&job), readers::sluice_sql_multiset(&job, "t"))
+    {
+        assert_eq!(state, "1=a,2=c,3=NULL");
+        by_sql.sort();
+        let by_sql: Vec<String> = by_sql.iter().map(|r| r.replacen('|', "=", 1)).collect();
+        assert_eq!(by_sql.join(","), state, "sluice sql's multiset");
+    }
+
+    // Two builds at once: the second finds the first's lease and builds nothing; a drain
+    // beside them is not held up (the drain's lease is another).
+    db.sql("INSERT INTO t VALUES (4, 'd')");
+    assert_eq!(job.drain()["status"], "drained");
+    let mut first = job
+        .command(
+            &["materialize", "--table", "t"],
+            &[("SLUICE_FAULT", "materialize_before_pointer:pause=4000")],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let second = job.run(&["materialize", "--table", "t"], &[]);
+    assert_eq!(second.code, 3, "{}{}", second.stdout, second.stderr);
+    assert_eq!(second.summary()["error"]["code"], "SLUICE_STATE_LEASE_HELD");
+    assert_eq!(job.drain()["status"], "drained", "the drain does not wait");
+    assert!(first.wait().unwrap().success());
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, "1=a,2=c,3=NULL,4=d");
+    }
+}
+
+#[test]
+fn with_output_current_state_every_drain_builds_the_state() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "matcli_after_run");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let job = Job::postgres(&db, &["t"], "output: { current_state: true }");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(pointer(&job)["build"], "full");
+    db.sql("UPDATE t SET v = 'B' WHERE id = 2");
+    assert_eq!(job.drain()["status"], "drained");
+    let p = pointer(&job);
+    assert_eq!(p["build"], "incremental", "{p}");
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+        assert_eq!(state, "1=a,2=B");
+    }
+}
