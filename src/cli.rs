@@ -1,6 +1,6 @@
-//! The command line: `sluice drain | baseline | state show | state init | state clear |
-//! lease release | claims list | claims release | validate [--config-json] | doctor | sql |
-//! init`.
+//! The command line: `sluice drain | baseline | compact | state show | state init | state
+//! clear | lease release | claims list | claims release | validate [--config-json] | doctor
+//! | sql | init`.
 //!
 //! Guarantees: stdout carries exactly one JSON document per command (the run summary for
 //! `drain`, also on failure as `status: "failed"` with the error's code and hint) —
@@ -65,6 +65,18 @@ enum Command {
         /// anchored at the job's checkpoint, into a new plan folder, with an epoch marker.
         #[arg(long, conflicts_with = "reset")]
         table: Option<String>,
+    },
+    /// Rewrite each table's small change parts that a checkpoint covers into few large
+    /// ones (docs/compaction.md); beside drains, never blocking them.
+    Compact {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Compact only this table (as source.tables names it); may be repeated.
+        #[arg(long)]
+        table: Vec<String>,
+        /// Stop between parts after this long (e.g. `10m`), keeping what is committed.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        max_duration: Option<Duration>,
     },
     /// Inspect, create or clear the job's stored state.
     State {
@@ -314,6 +326,11 @@ async fn run(command: Command) -> i32 {
             reset,
             table,
         } => report(baseline(config, parallel, reset, table).await),
+        Command::Compact {
+            config,
+            table,
+            max_duration,
+        } => compact(config, table, max_duration).await,
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -434,6 +451,32 @@ async fn status(store: &crate::config::StateConfig, json: bool) -> i32 {
             0
         }
         Err(e) => fail(None, &e),
+    }
+}
+
+/// Compacts the job's tables; prints the summary line, exit 0 unless a table failed (its
+/// error's class code).
+async fn compact(
+    config: Option<PathBuf>,
+    tables: Vec<String>,
+    max_duration: Option<Duration>,
+) -> i32 {
+    let deadline = max_duration.map(|d| std::time::Instant::now() + d);
+    let config = match job::config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    let options = crate::compaction::CompactOptions { tables, deadline };
+    let result = match Backends::open(&config).await {
+        Ok(backends) => crate::compaction::run(&config, &backends, &options).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(summary) => {
+            stdout_line(summary.to_line());
+            summary.exit_code
+        }
+        Err(e) => fail(Some(&config.job), &e),
     }
 }
 

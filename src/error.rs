@@ -116,6 +116,8 @@ codes! {
     IcebergConflict => "SLUICE_ICEBERG_CONFLICT", Transient;
     IcebergMetadata => "SLUICE_ICEBERG_METADATA", Refusal;
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
+    CompactionPartCorrupt => "SLUICE_COMPACTION_PART_CORRUPT", Refusal;
+    CompactionUnsupported => "SLUICE_COMPACTION_UNSUPPORTED", Config;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
@@ -366,6 +368,12 @@ mod tests {
             (Code::IcebergConflict, T),
             (Code::IcebergMetadata, R),
             (Code::RecoveryRefused, R),
+            // A part does not hold the rows its manifest recorded (or is gone): it is
+            // neither rewritten nor removed until an operator restores it.
+            (Code::CompactionPartCorrupt, R),
+            // Compaction asked of an output it cannot rewrite yet (an Iceberg change log,
+            // stdout): the config decides.
+            (Code::CompactionUnsupported, C),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),

@@ -1,7 +1,8 @@
 //! Named fault points on the durable path (part → checkpoint → ack, baseline chunks,
-//! destination uploads), for crash tests. The points sit in `crate::commit`, in the
-//! destinations, after an Iceberg commit (`crate::iceberg`) and before a baseline chunk's
-//! read (`crate::baseline::tasks`); nothing else arms or passes them.
+//! destination uploads, compaction steps), for crash tests. The points sit in
+//! `crate::commit`, in the destinations, after an Iceberg commit (`crate::iceberg`),
+//! before a baseline chunk's read (`crate::baseline::tasks`) and between the steps of a
+//! compaction (`crate::compaction`); nothing else arms or passes them.
 //!
 //! `SLUICE_FAULT=<point>[@<n>][:<action>]` arms one point: at its `n`-th hit (default 1)
 //! the process either aborts on the spot (`crash`, the default: no destructor, no lease
@@ -40,6 +41,15 @@ pub enum FaultPoint {
     MaterializeBeforePointer,
     /// The pointer names the new current-state version; older versions are not removed.
     MaterializeAfterPointer,
+    /// A compacted part is uploaded and durable; no compaction manifest names it yet.
+    CompactPartDurable,
+    /// A compaction manifest is written; none of the parts it replaces is removed yet.
+    CompactManifestWritten,
+    /// One part a compaction replaced was removed (the `n`-th hit: the `n`-th removal).
+    CompactPartRemoved,
+    /// Every part a compaction step replaced is removed; the table's record is not yet
+    /// written.
+    CompactStepDone,
 }
 
 impl FaultPoint {
@@ -55,6 +65,10 @@ impl FaultPoint {
             FaultPoint::IcebergCommitted => "iceberg_committed",
             FaultPoint::MaterializeBeforePointer => "materialize_before_pointer",
             FaultPoint::MaterializeAfterPointer => "materialize_after_pointer",
+            FaultPoint::CompactPartDurable => "compact_part_durable",
+            FaultPoint::CompactManifestWritten => "compact_manifest_written",
+            FaultPoint::CompactPartRemoved => "compact_part_removed",
+            FaultPoint::CompactStepDone => "compact_step_done",
         }
     }
 }

@@ -7,8 +7,9 @@
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
 //! `tests/` fails on any cycle, between rooms or between files): faces (`cli`, `lambda`,
 //! `doctor`, `init`, `validate`, `replay` — `sluice sql` —, `status`, `recovery`) →
-//! `job` (claims → baseline if due → drain) → `drain`, `baseline`, `materialize` (current-state
-//! tables folded from the parts) → `commit` (the one
+//! `job` (claims → baseline if due → drain) → `drain`, `baseline`, `compaction` (small
+//! covered parts rewritten into few large ones, beside the drain), `materialize`
+//! (current-state tables folded from the parts) → `commit` (the one
 //! owner of part → fenced checkpoint → ack), `iceberg` (durable parts committed to
 //! Iceberg tables before the checkpoint), `backends` → `source` (the contracts; one folder
 //! per engine), `parts` (Parquet parts and their manifests), `destination`, `state`, `claims`, `secret`,
@@ -29,6 +30,7 @@ pub mod change;
 pub mod claims;
 pub mod cli;
 pub mod commit;
+pub mod compaction;
 pub mod config;
 pub mod destination;
 pub mod doctor;

@@ -2,7 +2,9 @@
 //!
 //! Guarantees: metric names are the constants below (dashboards and alarms depend on
 //! them, changing one is a breaking change); one EMF document per run, derived from the
-//! same [`RunSummary`] that is printed and returned, so logs and metrics cannot disagree.
+//! same [`RunSummary`] that is printed and returned, so logs and metrics cannot disagree;
+//! a compaction emits one document per table ([`compaction_emf_document`]), from the
+//! same per-table figures its summary prints, with the dimensions `job` and `job, table`.
 
 use serde_json::{Map, Value, json};
 
@@ -26,6 +28,60 @@ pub const RUN_DRAINED: &str = "run_drained";
 pub const RUN_PARTIAL: &str = "run_partial";
 pub const RUN_SKIPPED: &str = "run_skipped";
 pub const RUN_FAILED: &str = "run_failed";
+
+/// The dimension naming a table (compaction metrics).
+pub const DIMENSION_TABLE: &str = "table";
+/// Data files of the table folder before and after a compaction.
+pub const COMPACTION_FILES_BEFORE: &str = "compaction_files_before";
+pub const COMPACTION_FILES_AFTER: &str = "compaction_files_after";
+/// Bytes of the parts a compaction replaced, and of the parts it wrote.
+pub const COMPACTION_BYTES_READ: &str = "compaction_bytes_read";
+pub const COMPACTION_BYTES_WRITTEN: &str = "compaction_bytes_written";
+pub const COMPACTION_DURATION_MS: &str = "compaction_duration_ms";
+/// 1 when the table's compaction failed (a corrupt part, an outage), else 0.
+pub const COMPACTION_FAILED: &str = "compaction_failed";
+
+/// One table's compaction, as its metrics carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionMetrics<'a> {
+    pub table: &'a str,
+    pub files_before: u64,
+    pub files_after: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub duration_ms: u64,
+    pub failed: bool,
+}
+
+/// The EMF document of one table's compaction.
+pub fn compaction_emf_document(job: &str, m: &CompactionMetrics<'_>, now_ms: i64) -> Value {
+    let metrics: [(&str, &str, Value); 6] = [
+        (COMPACTION_FILES_BEFORE, "Count", json!(m.files_before)),
+        (COMPACTION_FILES_AFTER, "Count", json!(m.files_after)),
+        (COMPACTION_BYTES_READ, "Bytes", json!(m.bytes_read)),
+        (COMPACTION_BYTES_WRITTEN, "Bytes", json!(m.bytes_written)),
+        (COMPACTION_DURATION_MS, "Milliseconds", json!(m.duration_ms)),
+        (COMPACTION_FAILED, "Count", json!(u8::from(m.failed))),
+    ];
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": now_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [[DIMENSION_JOB], [DIMENSION_JOB, DIMENSION_TABLE]],
+                "Metrics": metrics.iter().map(|(n, u, _)| json!({"Name": n, "Unit": u})).collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    doc.insert(DIMENSION_JOB.into(), json!(job));
+    doc.insert(DIMENSION_TABLE.into(), json!(m.table));
+    for (name, _, value) in metrics {
+        doc.insert(name.into(), value);
+    }
+    Value::Object(doc)
+}
 
 /// The EMF document for a finished run (`None` summary = the run failed).
 pub fn emf_document(job: &str, summary: Option<&RunSummary>, now_ms: i64) -> Value {
@@ -111,6 +167,34 @@ mod tests {
         assert_eq!(doc[ROWS], 7);
         assert_eq!(doc[RETAINED_BYTES], 4096);
         assert_eq!(doc[DIMENSION_JOB], "j");
+    }
+
+    #[test]
+    fn a_compaction_document_declares_every_metric_per_job_and_table() {
+        let m = CompactionMetrics {
+            table: "public.orders",
+            files_before: 3008,
+            files_after: 2,
+            bytes_read: 10,
+            bytes_written: 9,
+            duration_ms: 5,
+            failed: false,
+        };
+        let doc = compaction_emf_document("j", &m, 1);
+        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap();
+        assert_eq!(declared.len(), 6);
+        for metric in declared {
+            let name = metric["Name"].as_str().unwrap();
+            assert!(doc.get(name).is_some(), "{name} declared without a value");
+        }
+        assert_eq!(doc[COMPACTION_FILES_BEFORE], 3008);
+        assert_eq!(doc[DIMENSION_TABLE], "public.orders");
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"][1],
+            serde_json::json!(["job", "table"])
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! * `postgres`, `mysql`, `mssql` — what only one source engine does or refuses.
 //! * `aws` — S3, DynamoDB, Secrets Manager, Step Functions and the Lambda face (moto).
 //! * `cli` — configs (validate, init, Terraform), exit codes and output, claims.
+//! * `compaction` — `sluice compact` on both engines, local and S3: crashes at every
+//!   fault point, readers and drains beside it, corrupt parts.
 //! * `architecture` — the import direction of `src/`; `docs_links` — every relative link
 //!   of README.md and docs/ resolves.
 //!
@@ -23,6 +25,7 @@ mod oracle;
 mod architecture;
 mod aws;
 mod cli;
+mod compaction;
 mod conformance;
 mod docs_links;
 mod iceberg;

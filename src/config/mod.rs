@@ -14,6 +14,7 @@
 //! the faces call. This module imports only core types.
 
 mod catalog;
+mod compaction;
 mod iceberg;
 mod policy;
 mod run;
@@ -29,6 +30,7 @@ use crate::error::{Code, Error, Result};
 use crate::redact::redact_url;
 
 pub use catalog::CatalogConfig;
+pub use compaction::CompactionConfig;
 pub use iceberg::{IcebergCatalogConfig, IcebergConfig, TableFormat};
 pub use policy::{HashKey, HashKeySource, HashOutput, MaskConfig, PolicyConfig, TablePolicyConfig};
 pub use run::{
@@ -78,6 +80,9 @@ pub struct Config {
     /// The Iceberg catalog and namespace, with `table_format: iceberg`.
     #[serde(default)]
     pub iceberg: Option<IcebergConfig>,
+    /// How `sluice compact` rewrites small change parts (docs/compaction.md).
+    #[serde(default)]
+    pub compaction: CompactionConfig,
     /// Per table: columns left out, hashed, masked or nulled, and the rows captured
     /// (docs/privacy.md); none by default.
     #[serde(default, skip_serializing_if = "PolicyConfig::is_empty")]
@@ -275,6 +280,7 @@ impl Config {
         if self.lease.ttl_seconds < 2 {
             return Err(invalid("lease.ttl_seconds must be at least 2"));
         }
+        self.compaction.check()?;
         if self.doctor.retained_wal_warn_bytes > self.doctor.retained_wal_fail_bytes {
             return Err(invalid(
                 "doctor.retained_wal_warn_bytes is above doctor.retained_wal_fail_bytes",

@@ -257,3 +257,26 @@ fn the_memory_budget_is_optional_and_bounded() {
         assert_eq!(e.code(), Code::ConfigInvalid);
     }
 }
+
+#[test]
+fn the_compaction_block_has_defaults_and_ranges() {
+    let c = Config::parse(MINIMAL, "test").unwrap();
+    assert_eq!(c.compaction.target_bytes, 128 * 1024 * 1024);
+    assert_eq!(c.compaction.min_age_seconds, 3600);
+    assert_eq!(c.compaction.lease_ttl_seconds, 900);
+    let text = format!("{MINIMAL}compaction: {{ target_bytes: 4096, min_age_seconds: 0 }}\n");
+    let c = Config::parse(&text, "test").unwrap();
+    assert_eq!(
+        (c.compaction.target_bytes, c.compaction.min_age_seconds),
+        (4096, 0)
+    );
+    for bad in [
+        "target_bytes: 1023",
+        "lease_ttl_seconds: 1",
+        "target_byte: 4096",
+    ] {
+        let text = format!("{MINIMAL}compaction: {{ {bad} }}\n");
+        let e = Config::parse(&text, "test").unwrap_err();
+        assert_eq!(e.code(), Code::ConfigInvalid, "{bad}");
+    }
+}

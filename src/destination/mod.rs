@@ -105,7 +105,9 @@ pub trait Destination: Send + Sync {
         None
     }
 
-    /// Removes a small document (only `doctor`'s probe uses it); absent is fine.
+    /// Removes the object at `key`; absent is fine. `doctor`'s probe removes its document,
+    /// a compaction the parts it replaced (only once the parts replacing them are durable
+    /// and named by its manifest).
     async fn delete(&self, key: &str) -> Result<()> {
         Err(crate::error::Error::new(
             crate::error::Code::DestinationUnavailable,

@@ -23,7 +23,8 @@
 //!   unencrypted writes never rejects sluice.
 //!
 //! Markers (`_manifest.json`, `_SUCCESS`) are plain `PutObject`s that replace the previous
-//! version.
+//! version. [`Destination::delete`] is a `DeleteObject` (absent is fine): only a compaction
+//! removes parts, after the parts replacing them are durable and recorded.
 
 use std::path::Path;
 
@@ -617,6 +618,18 @@ impl Destination for S3Destination {
         }
         keys.sort();
         Ok(keys)
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        let object_key = self.object_key(key)?;
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(&object_key)
+            .send()
+            .await
+            .map_err(|e| self.error(e, "s3:DeleteObject", &object_key))?;
+        Ok(())
     }
 
     fn s3_object(&self, key: &str) -> Result<Option<S3Object>> {

@@ -183,9 +183,11 @@ mod tests {
 /// commit after it. Longer than any run lasts.
 const RUN_ID_MARGIN: chrono::Duration = chrono::Duration::minutes(30);
 
-/// The change parts committed runs list (`<table>/_manifests/<run_id>.json`, `parts`, never
-/// `pending`) whose newest change is at or after `watermark`, from runs started at most
-/// [`RUN_ID_MARGIN`] before `since_run`; and the newest run id listed.
+/// The live change parts whose newest change is at or after `watermark`: those committed
+/// runs list (`<table>/_manifests/<run_id>.json`, `parts`, never `pending`) from runs started
+/// at most [`RUN_ID_MARGIN`] before `since_run`, and those compactions since then wrote
+/// (`<table>/_compactions/*.json`), minus every part those compactions replaced; and the
+/// newest run id listed.
 pub async fn parts_since(
     destination: &dyn Destination,
     table: &str,
@@ -223,12 +225,60 @@ pub async fn parts_since(
             }
         }
     }
+    // Compactions since the floor: their parts are live, the parts they replaced are not
+    // (docs/compaction.md, "Manifests a reader follows").
+    let compactions = format!("{table}/_compactions/");
+    let mut replaced = std::collections::BTreeSet::new();
+    for key in destination.list(&compactions).await? {
+        let id = key.strip_prefix(&compactions).unwrap_or(&key);
+        if floor.as_ref().is_some_and(|f| id < f.as_str()) || !key.ends_with(".json") {
+            continue;
+        }
+        let Some(body) = destination.get(&key).await? else {
+            continue;
+        };
+        let step: CompactionStep = serde_json::from_slice(&body).map_err(|e| {
+            Error::new(
+                Code::StateCorrupt,
+                format!(
+                    "{} {key} is not a sluice compaction manifest",
+                    destination.describe()
+                ),
+            )
+            .hint("restore it from the compaction that wrote it; never edit it by hand")
+            .source(e)
+        })?;
+        replaced.extend(step.replaced.into_iter().map(|p| p.key));
+        parts.extend(
+            step.parts
+                .into_iter()
+                .filter(|p| p.last_pos.as_str() >= watermark)
+                .map(|p| p.key),
+        );
+    }
+    parts.retain(|key| !replaced.contains(key));
     parts.sort_by(|a, b| {
         let name = |k: &String| k.rsplit('/').next().unwrap_or(k).to_owned();
         name(a).cmp(&name(b)).then(a.cmp(b))
     });
     parts.dedup();
     Ok((parts, newest))
+}
+
+/// What [`parts_since`] reads of a compaction step's manifest.
+#[derive(serde::Deserialize)]
+struct CompactionStep {
+    #[serde(default)]
+    parts: Vec<StepPart>,
+    #[serde(default)]
+    replaced: Vec<StepPart>,
+}
+
+#[derive(serde::Deserialize)]
+struct StepPart {
+    key: String,
+    #[serde(default)]
+    last_pos: String,
 }
 
 /// The run manifests of the table, `(run id, key)`, oldest run first.

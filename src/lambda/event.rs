@@ -1,7 +1,8 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions are recognised by name;
+//! a drain; `{"action": "drain"}` likewise; the baseline actions and `compact` are
+//! recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
 use serde_json::Value;
@@ -18,6 +19,8 @@ pub enum Action {
     BaselineFinish,
     /// `sluice materialize`: every table's current state (or `"tables": [...]`).
     Materialize,
+    /// `sluice compact` (optionally `{"tables": [...]}`).
+    Compact,
 }
 
 impl Action {
@@ -30,6 +33,7 @@ impl Action {
             Action::BaselineChunk => "baseline.chunk",
             Action::BaselineFinish => "baseline.finish",
             Action::Materialize => "materialize",
+            Action::Compact => "compact",
         }
     }
 }
@@ -53,12 +57,13 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::BaselineChunk,
         Action::BaselineFinish,
         Action::Materialize,
+        Action::Compact,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact",
         )
     })
 }
@@ -95,6 +100,7 @@ mod tests {
             "baseline.plan",
             "baseline.chunk",
             "baseline.finish",
+            "compact",
         ] {
             assert_eq!(
                 action_of(&json!({ "action": action })).unwrap().name(),

@@ -7,8 +7,10 @@
 //! invocation and kept by the container; after `SLUICE_SOURCE_AUTH` it is read again and,
 //! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
-//! `deadline.safety_margin_seconds`. Logs are JSON lines on stderr; each invocation also
-//! prints one CloudWatch EMF line on stdout (see [`crate::metrics`]) and returns the run
+//! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
+//! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret.
+//! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
+//! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
 //!
 //! Stopping: the function registers an internal extension so that Lambda sends it
@@ -163,6 +165,16 @@ async fn run_invocation(
         .backends
         .get_or_try_init(|| Backends::open(config))
         .await?;
+    // A compaction reads and writes the destination and the state store only: it never
+    // reads the source's secret (its function needs no access to it).
+    if action == Action::Compact {
+        let deadline = deadline::instant_of(
+            event.context.deadline,
+            chrono::Utc::now().timestamp_millis(),
+            now,
+        );
+        return Ok(run_compaction(config, backends, &event.payload, deadline).await?);
+    }
     let config = &with_secret(container, config, false).await?;
     match action {
         Action::Drain => {
@@ -261,6 +273,53 @@ async fn with_rotated_secret<T>(
     }
 }
 
+/// One compaction (`{"action": "compact", "tables": [...]}`, every table without
+/// `tables`): one EMF line per table on stdout, the summary as the response; a table's
+/// failure fails the invocation with that error (the summary is logged).
+async fn run_compaction(
+    config: &Config,
+    backends: &Backends,
+    payload: &Value,
+    deadline: Instant,
+) -> crate::error::Result<Value> {
+    let tables = match payload.get("tables") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(tables) => serde_json::from_value(tables.clone()).map_err(|e| {
+            Error::new(Code::ConfigInvalid, format!("compact: tables must be a list of table names, got {tables}"))
+                .hint("send {\"action\": \"compact\"} or {\"action\": \"compact\", \"tables\": [\"public.orders\"]}")
+                .source(e)
+        })?,
+    };
+    let options = crate::compaction::CompactOptions {
+        tables,
+        deadline: Some(deadline),
+    };
+    let summary = crate::compaction::run(config, backends, &options).await?;
+    let now = chrono::Utc::now().timestamp_millis();
+    for metrics in summary.metrics() {
+        println!(
+            "{}",
+            crate::metrics::compaction_emf_document(&config.job, &metrics, now)
+        );
+    }
+    tracing::info!(summary = %summary.to_line(), "compaction finished");
+    if let Some(e) = summary.tables.values().find_map(|t| t.error.as_ref()) {
+        let code = Code::ALL
+            .iter()
+            .find(|c| Some(c.as_str()) == e["code"].as_str())
+            .copied()
+            .unwrap_or(Code::Internal);
+        // The JSON form's message is the error's chain, which starts with its code.
+        let chain = e["message"].as_str().unwrap_or_default();
+        let message = chain
+            .strip_prefix(code.as_str())
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(chain);
+        return Err(Error::new(code, message).hint(e["hint"].as_str().unwrap_or_default()));
+    }
+    Ok(serde_json::to_value(&summary).unwrap_or_default())
+}
+
 /// Runs one Step Functions baseline task; its input and output are the typed payloads
 /// of [`crate::baseline::tasks`].
 async fn run_baseline_task(
@@ -303,7 +362,7 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain | Action::Materialize => Err(Error::new(
+        Action::Drain | Action::Materialize | Action::Compact => Err(Error::new(
             Code::Internal,
             format!("{} is not a baseline task", action.name()),
         )),

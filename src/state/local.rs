@@ -9,6 +9,9 @@
 //! Resource claims are store-wide: `claims/claims.json` under its own lock
 //! (`claims/claims.lock`). A job name cannot contain `/`, so no job document collides
 //! with it. Two jobs see each other's claims only when they share the state directory.
+//! The leases and records of a job's lake operations ([`super::ops`]) are a document of
+//! their own, `ops/<job>.json` (lock `ops/<job>.lock`): an operation never takes the job
+//! document's lock, and a sluice that predates them reads the job document unchanged.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -23,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::decide::{self, LeaseDecision};
 use super::holder;
+use super::ops::{self, OpLease, OpLeaseOutcome, OpRecord};
 use super::{
     BaselineRecord, Checkpoint, CheckpointWrite, ChunkRecord, Claim, ClaimOutcome, Cleared, Lease,
     LeaseOutcome, RunRecord, StateStore, now_ms,
@@ -140,6 +144,52 @@ impl LocalStateStore {
     }
 }
 
+/// The lake operations of one job: operation key → its lease and record.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpsDocument {
+    format_version: u32,
+    ops: BTreeMap<String, OpRecord>,
+}
+
+impl LocalStateStore {
+    /// Runs `f` on the job's operations document under its own lock; writes it back when
+    /// `f` returns `Ok((true, _))`.
+    fn with_ops<T>(
+        &self,
+        job: &str,
+        f: impl FnOnce(&mut OpsDocument) -> Result<(bool, T)>,
+    ) -> Result<T> {
+        let dir = self.dir.join("ops");
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        let file = DocumentFile {
+            dir: &dir,
+            name: job,
+            what: "operations",
+            if_corrupt: "move the file away: the next compaction starts with a new lease and record (the output is unaffected)",
+        };
+        file.update(f)
+    }
+
+    /// Runs `f` on operation `op`'s record (created when missing) after checking that
+    /// `lease` is still its current lease.
+    fn with_fenced_op<T>(&self, lease: &OpLease, f: impl FnOnce(&mut OpRecord) -> T) -> Result<T> {
+        self.with_ops(&lease.job, |doc| {
+            let record = doc.ops.entry(lease.op.clone()).or_default();
+            let ours = record.lease_token == lease.token
+                && record.lease_owner.as_deref() == Some(&lease.owner);
+            if !ours {
+                return Err(ops::fenced(
+                    lease,
+                    record.lease_token,
+                    record.lease_owner.as_deref(),
+                ));
+            }
+            Ok((true, f(record)))
+        })
+    }
+}
+
 /// A document of the store: JSON with a `format_version`, 1 in a new one.
 trait Document: Default + Serialize + DeserializeOwned {
     /// The document of a store that has none yet.
@@ -151,6 +201,15 @@ impl Document for JobDocument {
         JobDocument {
             format_version: 1,
             ..JobDocument::default()
+        }
+    }
+}
+
+impl Document for OpsDocument {
+    fn fresh() -> Self {
+        OpsDocument {
+            format_version: 1,
+            ..OpsDocument::default()
         }
     }
 }
@@ -477,6 +536,93 @@ impl StateStore for LocalStateStore {
 
     fn runs_kept(&self) -> Option<usize> {
         Some(RUNS_KEPT)
+    }
+
+    async fn acquire_op_lease(
+        &self,
+        job: &str,
+        op: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<OpLeaseOutcome> {
+        self.with_ops(job, |doc| {
+            let record = doc.ops.entry(op.to_owned()).or_insert_with(|| OpRecord {
+                op: op.to_owned(),
+                ..OpRecord::default()
+            });
+            let decision = decide::lease(
+                record.lease_owner.as_deref(),
+                record.lease_expires_at_ms,
+                owner,
+                now_ms(),
+                holder::liveness,
+            );
+            match decision {
+                LeaseDecision::Held {
+                    holder,
+                    expires_at_ms,
+                } => {
+                    return Ok((
+                        false,
+                        OpLeaseOutcome::Held {
+                            owner: holder,
+                            expires_at_ms,
+                        },
+                    ));
+                }
+                LeaseDecision::Ours => {}
+                LeaseDecision::TakeOver { holder } => {
+                    super::log_takeover(&format!("{job} {op}"), &holder, owner);
+                    record.lease_token += 1;
+                }
+                LeaseDecision::Free => record.lease_token += 1,
+            }
+            let expires = now_ms() + ttl.as_millis() as i64;
+            record.lease_owner = Some(owner.to_owned());
+            record.lease_expires_at_ms = Some(expires);
+            Ok((
+                true,
+                OpLeaseOutcome::Acquired(OpLease {
+                    job: job.to_owned(),
+                    op: op.to_owned(),
+                    owner: owner.to_owned(),
+                    token: record.lease_token,
+                    expires_at_ms: expires,
+                }),
+            ))
+        })
+    }
+
+    async fn renew_op_lease(&self, lease: &OpLease, ttl: Duration) -> Result<OpLease> {
+        self.with_fenced_op(lease, |record| {
+            let expires = now_ms() + ttl.as_millis() as i64;
+            record.lease_expires_at_ms = Some(expires);
+            OpLease {
+                expires_at_ms: expires,
+                ..lease.clone()
+            }
+        })
+    }
+
+    async fn release_op_lease(&self, lease: &OpLease) -> Result<()> {
+        match self.with_fenced_op(lease, |record| {
+            record.lease_owner = None;
+            record.lease_expires_at_ms = None;
+        }) {
+            Err(e) if e.code() == Code::StateFenced => Ok(()),
+            other => other,
+        }
+    }
+
+    async fn record_op(&self, lease: &OpLease, last: &serde_json::Value) -> Result<()> {
+        self.with_fenced_op(lease, |record| record.last = Some(last.clone()))
+    }
+
+    async fn list_ops(&self, job: &str) -> Result<Vec<OpRecord>> {
+        if !self.dir.join("ops").join(format!("{job}.json")).exists() {
+            return Ok(Vec::new());
+        }
+        self.with_ops(job, |doc| Ok((false, doc.ops.values().cloned().collect())))
     }
 
     async fn list_jobs(&self) -> Result<Vec<String>> {

@@ -11,12 +11,15 @@
 //!   current token **and** the stored checkpoint version is the one the caller read —
 //!   otherwise `SLUICE_STATE_FENCED` and nothing is written;
 //! * the lease and the checkpoint live in one record, so both conditions are checked in
-//!   one atomic write, and a successful advance also extends the lease.
+//!   one atomic write, and a successful advance also extends the lease;
+//! * lake operations (compaction) have leases and records of their own per job and
+//!   operation ([`ops`]), apart from the job's: neither ever waits for the other.
 
 pub mod decide;
 pub mod dynamodb;
 pub mod holder;
 pub mod local;
+pub mod ops;
 pub mod rebaseline;
 pub mod text_form;
 
@@ -351,6 +354,30 @@ pub trait StateStore: Send + Sync {
     /// fenced by `lease` (`SLUICE_STATE_FENCED` when it is no longer current). The
     /// fencing token and the run records are kept; claims are not touched.
     async fn clear_job(&self, lease: &Lease) -> Result<Cleared>;
+
+    /// Grants the lease of operation `op` (`compact#<table>`) of `job` when it is free,
+    /// expired, or its holder is provably gone, with a token above every earlier one of
+    /// that operation; separate from the job's lease ([`ops`]).
+    async fn acquire_op_lease(
+        &self,
+        job: &str,
+        op: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<ops::OpLeaseOutcome>;
+
+    /// Extends an operation lease; `SLUICE_STATE_FENCED` when it is no longer ours.
+    async fn renew_op_lease(&self, lease: &ops::OpLease, ttl: Duration) -> Result<ops::OpLease>;
+
+    /// Gives an operation lease up if it is still ours; one taken over is left alone.
+    async fn release_op_lease(&self, lease: &ops::OpLease) -> Result<()>;
+
+    /// Stores what the operation's run did as its record's `last`, fenced by `lease`
+    /// (`SLUICE_STATE_FENCED` when it is no longer current).
+    async fn record_op(&self, lease: &ops::OpLease, last: &serde_json::Value) -> Result<()>;
+
+    /// Every operation record of `job`, sorted by operation key.
+    async fn list_ops(&self, job: &str) -> Result<Vec<ops::OpRecord>>;
 }
 
 /// What [`with_lease`] did.

@@ -1,11 +1,13 @@
 //! `sluice status`: one row per job in a state store — lease, checkpoint, last run, lag,
-//! the last day's volume and baseline progress — read only from the store, so it needs
-//! no source or destination and works for every job sharing the store.
+//! the last day's volume, baseline progress and each table's last compaction
+//! ([`compaction`]) — read only from the store, so it needs no source or destination and
+//! works for every job sharing the store.
 //!
 //! Guarantees: nothing is written; a job whose records cannot be read is shown with the
 //! error instead of hiding the other jobs; the day's totals say how many run records they
 //! come from and whether the store still keeps the whole day (`day.complete`).
 
+pub mod compaction;
 pub mod render;
 
 use serde::Serialize;
@@ -88,6 +90,8 @@ pub struct JobStatus {
     pub failing_runs: u64,
     pub day: Day,
     pub baseline: Baseline,
+    /// Each compacted table's last compaction, by table.
+    pub compaction: std::collections::BTreeMap<String, compaction::CompactionView>,
     /// Set when the job's records could not be read; the other fields are then empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -108,10 +112,15 @@ pub async fn collect(store: &dyn StateStore, now_ms: i64) -> Result<Vec<JobStatu
         let read = async {
             let shown = store.show(&job).await?;
             let runs = store.runs_since(&job, &since).await?;
-            Ok::<_, crate::error::Error>((shown, runs))
+            let ops = store.list_ops(&job).await?;
+            Ok::<_, crate::error::Error>((shown, runs, ops))
         };
         rows.push(match read.await {
-            Ok((shown, runs)) => job_status(&job, &shown, &runs, store.runs_kept(), now_ms),
+            Ok((shown, runs, ops)) => {
+                let mut row = job_status(&job, &shown, &runs, store.runs_kept(), now_ms);
+                row.compaction = compaction::views(&ops, now_ms);
+                row
+            }
             Err(e) => unreadable(&job, &e),
         });
     }
@@ -145,6 +154,7 @@ fn unreadable(job: &str, e: &crate::error::Error) -> JobStatus {
         failing_runs: 0,
         day: Day::default(),
         baseline: Baseline::default(),
+        compaction: Default::default(),
         error: Some(format!("{}: {e}", e.code().as_str())),
     }
 }
@@ -187,6 +197,7 @@ pub fn job_status(
         failing_runs,
         day: day(day_runs, runs_kept),
         baseline: baseline(shown),
+        compaction: Default::default(),
         error: None,
     }
 }

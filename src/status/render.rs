@@ -4,7 +4,7 @@
 
 use super::{Baseline, JobStatus, LastRun, LeaseView};
 
-const HEADER: [&str; 9] = [
+const HEADER: [&str; 10] = [
     "JOB",
     "LEASE",
     "CHECKPOINT",
@@ -14,13 +14,14 @@ const HEADER: [&str; 9] = [
     "ROWS 24H",
     "BYTES 24H",
     "BASELINE",
+    "COMPACTED",
 ];
 
 /// The table, header first, each line ending in a newline.
 pub fn table(rows: &[JobStatus]) -> String {
-    let mut cells: Vec<[String; 9]> = vec![HEADER.map(str::to_owned)];
+    let mut cells: Vec<[String; 10]> = vec![HEADER.map(str::to_owned)];
     cells.extend(rows.iter().map(row));
-    let mut widths = [0usize; 9];
+    let mut widths = [0usize; 10];
     for line in &cells {
         for (w, cell) in widths.iter_mut().zip(line) {
             *w = (*w).max(cell.chars().count());
@@ -45,7 +46,7 @@ pub fn table(rows: &[JobStatus]) -> String {
     out
 }
 
-fn row(s: &JobStatus) -> [String; 9] {
+fn row(s: &JobStatus) -> [String; 10] {
     if let Some(error) = &s.error {
         let dash = || "-".to_owned();
         return [
@@ -53,6 +54,7 @@ fn row(s: &JobStatus) -> [String; 9] {
             dash(),
             dash(),
             format!("unreadable: {error}"),
+            dash(),
             dash(),
             dash(),
             dash(),
@@ -80,6 +82,7 @@ fn row(s: &JobStatus) -> [String; 9] {
         day(count(s.day.rows)),
         day(bytes(s.day.bytes)),
         baseline(&s.baseline),
+        super::compaction::cell(&s.compaction, age),
     ]
 }
 

@@ -795,19 +795,17 @@ fn derived_names(bin: &Path, inputs: &Value) -> Vec<(String, String)> {
 fn aws_limit(kind: &str) -> (usize, &'static str) {
     match kind {
         // Lambda FunctionName (the name form), IAM role names.
-        "function" | "worker_function" => (64, "_-"),
-        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" | "merge_role" => {
-            (64, "_+=,.@-")
-        }
+        "function" | "worker_function" | "compact_function" => (64, "_-"),
+        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" | "merge_role"
+        | "compact_role" => (64, "_+=,.@-"),
         // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
         "state_machine" | "merge_machine" => (80, "_-"),
         // EventBridge rule and Scheduler schedule names.
-        "schedule" => (64, "._-"),
+        "schedule" | "compaction_schedule" => (64, "._-"),
         "dead_letter_queue" => (80, "_-"),
         // Log group names: 1-512 of [.-_/#A-Za-z0-9].
-        "drain_log_group" | "worker_log_group" | "machine_log_group" | "merge_log_group" => {
-            (512, "._-/#")
-        }
+        "drain_log_group" | "worker_log_group" | "machine_log_group" | "merge_log_group"
+        | "compact_log_group" => (512, "._-/#"),
         "dashboard" => (255, "_-"),
         // Alarm names: 1-255 printable ASCII.
         "alarm" => (255, "_-.:/ "),
@@ -981,7 +979,12 @@ fn alarms_and_dashboard_use_only_metrics_the_binary_emits() {
     assert_eq!(constants["DIMENSION_JOB"], "job");
     let emitted: BTreeSet<String> = constants
         .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "NAMESPACE" | "DIMENSION_JOB"))
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "NAMESPACE" | "DIMENSION_JOB" | "DIMENSION_TABLE"
+            )
+        })
         .map(|(_, v)| v.clone())
         .collect();
     assert!(emitted.contains("source_retained_bytes"), "{emitted:?}");

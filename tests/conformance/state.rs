@@ -9,6 +9,7 @@ use sluice::error::Code;
 use sluice::position::Position;
 use sluice::state::dynamodb::DynamoStateStore;
 use sluice::state::local::LocalStateStore;
+use sluice::state::ops::{OpLease, OpLeaseOutcome};
 use sluice::state::{
     BaselineRecord, BaselineStatus, Checkpoint, CheckpointWrite, ChunkRecord, Lease, LeaseOutcome,
     RunRecord, StateStore, now_ms,
@@ -826,6 +827,162 @@ async fn jobs_and_their_recent_runs_are_listed(store: &dyn StateStore, job: &str
     assert!(store.runs_since(&other, "2025").await.unwrap().is_empty());
 }
 
+async fn op_acquired(
+    store: &dyn StateStore,
+    job: &str,
+    op: &str,
+    owner: &str,
+    ttl: Duration,
+) -> OpLease {
+    match store.acquire_op_lease(job, op, owner, ttl).await.unwrap() {
+        OpLeaseOutcome::Acquired(lease) => lease,
+        held => panic!("{owner} expected the lease of {op}, got {held:?}"),
+    }
+}
+
+/// An operation's lease (a table's compaction) is exclusive, fenced, and apart from the
+/// job's lease and from the other operations' leases.
+async fn operation_leases_are_exclusive_fenced_and_apart_from_the_jobs(
+    store: &dyn StateStore,
+    job: &str,
+) {
+    assert!(store.list_ops(job).await.unwrap().is_empty());
+    // The job's lease held does not keep an operation from its own, nor the other way.
+    let drain = acquired(store, job, "drain", LONG).await;
+    let a = op_acquired(store, job, "compact#t", "a", LONG).await;
+    assert!(a.token >= 1 && a.expires_at_ms > now_ms());
+    assert_eq!((a.job.as_str(), a.op.as_str()), (job, "compact#t"));
+    match store
+        .acquire_op_lease(job, "compact#t", "b", LONG)
+        .await
+        .unwrap()
+    {
+        OpLeaseOutcome::Held {
+            owner,
+            expires_at_ms,
+        } => {
+            assert_eq!((owner.as_str(), expires_at_ms), ("a", a.expires_at_ms));
+        }
+        other => panic!("b got {other:?}"),
+    }
+    // Another table's operation is independent.
+    let other = op_acquired(store, job, "compact#u", "b", LONG).await;
+    store.release_op_lease(&other).await.unwrap();
+    // The drain goes on: its checkpoint and lease are untouched by the operation.
+    let (cp, _) = advance(
+        store,
+        &drain,
+        LONG,
+        0,
+        "pg:00000000/00000010",
+        "id",
+        "run-d",
+    )
+    .await
+    .unwrap();
+    assert_eq!(cp.version, 1);
+    store.release_lease(&drain).await.unwrap();
+    let renewed = store.renew_op_lease(&a, LONG).await.unwrap();
+    assert_eq!(renewed.token, a.token);
+    store
+        .record_op(
+            &a,
+            &serde_json::json!({"status": "compacted", "files_after": 2}),
+        )
+        .await
+        .unwrap();
+    store.release_op_lease(&a).await.unwrap();
+    let b = op_acquired(store, job, "compact#t", "b", SHORT).await;
+    assert!(b.token > a.token, "{} then {}", a.token, b.token);
+    // The old holder is fenced everywhere, and its release leaves b's lease alone.
+    for err in [
+        store.renew_op_lease(&a, LONG).await.unwrap_err(),
+        store
+            .record_op(&a, &serde_json::json!({}))
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(err.code(), Code::StateFenced, "{}", err.chain());
+    }
+    store.release_op_lease(&a).await.unwrap();
+    match store
+        .acquire_op_lease(job, "compact#t", "c", LONG)
+        .await
+        .unwrap()
+    {
+        OpLeaseOutcome::Held { owner, .. } => assert_eq!(owner, "b"),
+        other => panic!("b's lease was released by a: {other:?}"),
+    }
+    // An expired operation lease is taken over with a higher token.
+    tokio::time::sleep(Duration::from_millis(
+        (b.expires_at_ms - now_ms() + 50).max(0) as u64,
+    ))
+    .await;
+    let c = op_acquired(store, job, "compact#t", "c", LONG).await;
+    assert!(c.token > b.token);
+    assert_eq!(
+        store
+            .record_op(&b, &serde_json::json!({}))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::StateFenced
+    );
+    let records = store.list_ops(job).await.unwrap();
+    let ops: Vec<&str> = records.iter().map(|r| r.op.as_str()).collect();
+    assert_eq!(ops, ["compact#t", "compact#u"]);
+    assert_eq!(records[0].lease_owner.as_deref(), Some("c"));
+    assert_eq!(records[0].lease_token, c.token);
+    assert_eq!(
+        records[0].last,
+        Some(serde_json::json!({"status": "compacted", "files_after": 2}))
+    );
+    assert_eq!(
+        (records[1].lease_owner.as_deref(), &records[1].last),
+        (None, &None)
+    );
+    // Nothing of the operation shows up as a job, and the job's state is its own.
+    assert_eq!(store.list_jobs().await.unwrap(), [job]);
+    let cp = store.load_checkpoint(job).await.unwrap().unwrap();
+    assert_eq!(cp.version, 1);
+}
+
+async fn concurrent_operation_requests_grant_one_lease(store: &dyn StateStore, job: &str) {
+    let owners: Vec<String> = (0..8).map(|i| format!("op-{i}")).collect();
+    let outcomes = futures_util::future::join_all(
+        owners
+            .iter()
+            .map(|owner| store.acquire_op_lease(job, "compact#t", owner, LONG)),
+    )
+    .await;
+    let winners: Vec<&OpLease> = outcomes
+        .iter()
+        .filter_map(|o| match o.as_ref().unwrap() {
+            OpLeaseOutcome::Acquired(lease) => Some(lease),
+            OpLeaseOutcome::Held { .. } => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    // A dead holder on this host is taken over at once.
+    let dead = dead_owner("20260101T000000000Z-000001");
+    let zombie = OpLease {
+        owner: dead.clone(),
+        ..winners[0].clone()
+    };
+    store.release_op_lease(winners[0]).await.unwrap();
+    let held = op_acquired(store, job, "compact#t", &dead, LONG).await;
+    let taker = op_acquired(store, job, "compact#t", "taker", LONG).await;
+    assert!(taker.token > held.token);
+    assert_eq!(
+        store
+            .renew_op_lease(&zombie, LONG)
+            .await
+            .unwrap_err()
+            .code(),
+        Code::StateFenced
+    );
+}
+
 /// Generates one test per case and backend.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
@@ -857,6 +1014,8 @@ conformance!(
     a_grant_asked_again_by_its_owner_is_the_same_lease,
     a_checkpoint_write_sent_again_is_recognised_as_done,
     jobs_and_their_recent_runs_are_listed,
+    operation_leases_are_exclusive_fenced_and_apart_from_the_jobs,
+    concurrent_operation_requests_grant_one_lease,
 );
 
 type Case = for<'a> fn(

@@ -21,7 +21,8 @@ pub enum Crash {
 /// What happened to a drain.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// Exit 0 with `status` `drained` or `partial` (a baseline: `done`).
+    /// Exit 0 with `status` `drained` or `partial` (a baseline: `done`; a compaction:
+    /// `compacted`).
     Done { status: String },
     /// Exit 0, another run holds the lease until `expires_at_ms`.
     Skipped { expires_at_ms: i64 },
@@ -136,7 +137,7 @@ fn supervise(mut cmd: Command, crash: Crash, out: PathBuf, err: PathBuf) -> Outc
             Some("skipped") => Outcome::Skipped {
                 expires_at_ms: s["lease_expires_at_ms"].as_i64().unwrap_or(0),
             },
-            Some(st @ ("drained" | "partial" | "done")) => Outcome::Done {
+            Some(st @ ("drained" | "partial" | "done" | "compacted")) => Outcome::Done {
                 status: st.to_owned(),
             },
             _ => Outcome::Failed {

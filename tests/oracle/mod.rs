@@ -26,6 +26,14 @@
 //! `SLUICE_ORACLE_ICEBERG=1` makes every trial an Iceberg one (`=0` none; default a
 //! quarter): `table_format: iceberg` on a SQL catalog, the table then also read through
 //! pyiceberg and checked like the folder ([`iceberg`]).
+//!
+//! Compaction: a third of a trial's steps (not in Iceberg trials, which `sluice compact`
+//! refuses) run `sluice compact` after the step's drain or beside it, crashed at one of
+//! its fault points or killed a third of the time; half the trials end with a clean one.
+//! Every check then reads the compacted parts with the drains' ([`parts::read_table`]),
+//! and the reader that follows manifests takes the live parts the run and compaction
+//! manifests name ([`parts::listed_in_run_manifests`]); the summary line counts them
+//! (`compactions=`, `compaction_crashes=`, `parts_compacted=`: parts the finished ones replaced).
 
 #![allow(dead_code)]
 
@@ -79,6 +87,9 @@ pub struct Totals {
     pub ddls: u64,
     pub rebaselines: u64,
     pub materializes: u64,
+    pub compactions: u64,
+    pub compaction_crashes: u64,
+    pub parts_compacted: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -104,6 +115,9 @@ impl Totals {
         self.ddls += r.ddls;
         self.rebaselines += r.rebaselines;
         self.materializes += r.materializes;
+        self.compactions += r.compactions;
+        self.compaction_crashes += r.compaction_crashes;
+        self.parts_compacted += r.parts_compacted;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -199,7 +213,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -218,6 +232,9 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.ddls,
         t.rebaselines,
         t.materializes,
+        t.compactions,
+        t.compaction_crashes,
+        t.parts_compacted,
         t.failovers,
         t.iceberg,
         t.policies,

@@ -1,5 +1,7 @@
 //! Reads every part a job wrote back into rows of canonical cells, straight from the
-//! Arrow arrays (not through a display formatter), in the order the runs wrote them.
+//! Arrow arrays (not through a display formatter), in the order the runs wrote them — a
+//! compaction's parts (`compacted-*`) at the place of their first change — and the live
+//! parts the manifests name (docs/compaction.md).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,9 +21,11 @@ use super::canon::{self, Cell};
 /// One row of a part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartRow {
-    /// The part's file name (`cdc-<run_id>-<nnnnnn>.parquet` or `snapshot/<plan>/part-…`).
+    /// The part's file name (`cdc-<run_id>-<nnnnnn>.parquet`, `compacted-<id>-<n>.parquet`
+    /// or `snapshot/<plan>/part-…`).
     pub file: String,
-    /// The run that wrote it (`snapshot` for baseline parts).
+    /// The run that wrote it (`snapshot` for baseline parts; a compacted part's own name,
+    /// its rows being in stream order).
     pub run: String,
     pub op: String,
     pub pos: String,
@@ -47,21 +51,50 @@ pub fn is_meta(column: &str) -> bool {
 }
 
 /// Every row of `<out>/<table>/snapshot/<plan>/part-*.parquet` then `<out>/<table>/cdc-*.parquet`,
-/// parts in name order (run id, then part number), rows in file order.
+/// parts in name order (run id, then part number), rows in file order; each compacted
+/// part (`compacted-*.parquet`) before the first `cdc-` part whose first change comes
+/// after its own (the place its inputs had).
 pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
     let dir = out.join(table);
-    let mut rows = Vec::new();
+    let mut files: Vec<(Vec<PartRow>, bool)> = Vec::new();
     for (path, run) in part_files(&dir)? {
         let file = path.strip_prefix(&dir).unwrap().display().to_string();
-        let reader = std::fs::File::open(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|f| ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string()))
-            .and_then(|b| b.build().map_err(|e| e.to_string()))
-            .map_err(|e| format!("{file}: {e}"))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| format!("{file}: {e}"))?;
-            rows.extend(batch_rows(&batch, &file, &run)?);
+        files.push((
+            read_file(&path, &file, &run)?,
+            run.starts_with("compacted-"),
+        ));
+    }
+    let first = |rows: &[PartRow]| rows.first().map(|r| (r.pos.clone(), r.seq));
+    let (mut compacted, others): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, c)| *c);
+    compacted.sort_by_key(|(rows, _)| first(rows));
+    let mut compacted = compacted.into_iter().peekable();
+    let mut rows = Vec::new();
+    for (file_rows, _) in others {
+        let snapshot = file_rows.first().is_some_and(|r| r.run == "snapshot");
+        while !snapshot
+            && let Some((next, _)) = compacted.peek()
+            && first(next) <= first(&file_rows)
+        {
+            rows.extend(compacted.next().unwrap().0);
         }
+        rows.extend(file_rows);
+    }
+    for (file_rows, _) in compacted {
+        rows.extend(file_rows);
+    }
+    Ok(rows)
+}
+
+fn read_file(path: &Path, file: &str, run: &str) -> Result<Vec<PartRow>, String> {
+    let reader = std::fs::File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string()))
+        .and_then(|b| b.build().map_err(|e| e.to_string()))
+        .map_err(|e| format!("{file}: {e}"))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| format!("{file}: {e}"))?;
+        rows.extend(batch_rows(&batch, file, run)?);
     }
     Ok(rows)
 }
@@ -78,6 +111,7 @@ pub fn read_files(out: &Path, table: &str, files: &[String]) -> Result<Vec<PartR
             .and_then(|rest| rest.rsplit_once('-'))
         {
             Some((run, _)) => run.to_owned(),
+            None if file.starts_with("compacted-") => file.clone(),
             None => "snapshot".to_owned(),
         };
         let path = dir.join(file);
@@ -94,32 +128,42 @@ pub fn read_files(out: &Path, table: &str, files: &[String]) -> Result<Vec<PartR
     Ok(rows)
 }
 
-/// The change parts (file names relative to the table folder) that the run manifests
-/// `<out>/<table>/_manifests/*.json` list as data (`parts`, never `pending`), each with how
-/// many manifests list it.
+/// The live change parts (file names relative to the table folder) the manifests name —
+/// every `parts` entry of the run manifests `<out>/<table>/_manifests/*.json` (never
+/// `pending`) and of the compaction manifests `_compactions/*.json`, minus every
+/// `replaced` entry of the latter — each with how many manifests list it.
 pub fn listed_in_run_manifests(out: &Path, table: &str) -> Result<BTreeMap<String, usize>, String> {
-    let dir = out.join(table).join("_manifests");
     let mut listed = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(listed);
-    };
-    for entry in entries {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        let name = path.file_name().unwrap().to_string_lossy();
-        if name.starts_with('.') || !name.ends_with(".json") {
-            continue; // a killed run's unpublished temporary file, not a manifest
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
-        let manifest: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
-        for part in manifest["parts"].as_array().into_iter().flatten() {
-            let key = part["key"].as_str().unwrap_or_default();
-            let file = key
-                .strip_prefix(&format!("{table}/"))
-                .ok_or_else(|| format!("{path:?} lists {key}, outside {table}/"))?;
-            *listed.entry(file.to_owned()).or_insert(0) += 1;
+    let mut replaced = std::collections::BTreeSet::new();
+    for folder in ["_manifests", "_compactions"] {
+        let dir = out.join(table).join(folder);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if name.starts_with('.') || !name.ends_with(".json") {
+                continue; // a killed run's unpublished temporary file, not a manifest
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
+            let manifest: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
+            let file_of = |part: &serde_json::Value| {
+                let key = part["key"].as_str().unwrap_or_default();
+                key.strip_prefix(&format!("{table}/"))
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{path:?} lists {key}, outside {table}/"))
+            };
+            for part in manifest["parts"].as_array().into_iter().flatten() {
+                *listed.entry(file_of(part)?).or_insert(0) += 1;
+            }
+            for part in manifest["replaced"].as_array().into_iter().flatten() {
+                replaced.insert(file_of(part)?);
+            }
         }
     }
+    listed.retain(|file, _| !replaced.contains(file));
     Ok(listed)
 }
 
@@ -173,6 +217,10 @@ fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         .into_iter()
         .map(|p| (p, "snapshot".to_owned()))
         .collect();
+    for path in list(dir, "compacted-") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        out.push((path, name));
+    }
     for path in list(dir, "cdc-") {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         // cdc-<run_id>-<nnnnnn>: the run id itself contains one '-'.

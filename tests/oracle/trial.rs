@@ -180,6 +180,11 @@ pub struct Report {
     pub rebaselines: u64,
     /// `sluice materialize` runs between drains (each an incremental build, some crashed).
     pub materializes: u64,
+    /// `sluice compact` runs between (or beside) the drains, and how many were crashed.
+    pub compactions: u64,
+    pub compaction_crashes: u64,
+    /// Parts the compactions that finished replaced.
+    pub parts_compacted: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -188,6 +193,15 @@ pub struct Report {
 }
 
 const LEASE_TTL_S: u64 = 2;
+
+/// The fault points of a compaction (`SLUICE_FAULT` names), engine-neutral.
+const COMPACTION_FAULTS: &[&str] = &[
+    "mid_upload",
+    "compact_part_durable",
+    "compact_manifest_written",
+    "compact_part_removed",
+    "compact_step_done",
+];
 
 /// Runs the trial of `seed`.
 pub fn run(engine: &dyn Engine, seed: u64) -> Report {
@@ -276,6 +290,9 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
     let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
     let row_group_rows = *rng.pick(&[1usize, 2, 4, 16, 1000]);
+    // Compactions rewrite every covered part at once (no minimum age), into targets from
+    // a few parts to all of them.
+    let compaction_target = *rng.pick(&[65_536u64, 1 << 20, 16 << 20]);
     // A third of the trials start from a baseline of rows written before the stream.
     let baseline = rng.chance(33).then(|| {
         format!(
@@ -290,7 +307,8 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
          state: {{ type: local, path: {state} }}\n\
          output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
-         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}{policy}",
+         lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n\
+         compaction: {{ min_age_seconds: 0, target_bytes: {compaction_target}, lease_ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}{policy}",
         baseline = baseline.as_deref().unwrap_or(""),
         policy = match &excluded {
             Some(column) => format!(
@@ -323,6 +341,19 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         n += 1;
         report.drains += 1;
         (n, drain::start(&config, &env.borrow(), crash, &logs, n))
+    };
+    // `sluice compact` (not for an Iceberg change log, which it refuses), logged as
+    // `<logs>/drain-<2000+c>.*`.
+    let compacts = catalog.is_none();
+    let mut c = 0usize;
+    let mut compact_once = |crash: Crash| {
+        c += 1;
+        let k = 2000 + c;
+        (
+            k,
+            crash.clone(),
+            drain::start_command(&["compact"], &config, &env.borrow(), crash, &logs, k),
+        )
     };
 
     let mut workload = Workload::new(spec, engine.max_bulk());
@@ -466,8 +497,29 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         let txns: Vec<Txn> = (0..rng.range(0, 6))
             .map(|_| workload.next_txn(&mut rng))
             .collect();
+        // A compaction now and then: after the step's drain, or beside it; crashed at one
+        // of its fault points or killed like a drain.
+        let compaction = compacts
+            .then(|| rng.below(100))
+            .filter(|r| *r >= 65)
+            .map(|r| {
+                let crash = match rng.below(100) {
+                    0..=39 => Crash::None,
+                    40..=79 => Crash::Fault(format!(
+                        "{}@{}",
+                        rng.pick(COMPACTION_FAULTS),
+                        rng.range(1, 4)
+                    )),
+                    _ => Crash::Kill(Duration::from_millis(rng.range(0, 300) as u64)),
+                };
+                (r >= 85, crash)
+            });
+        let mut compacting = None;
         let (k, outcome) = if concurrent {
             let (k, running) = drain_once(crash.clone(), report);
+            if let Some((true, crash)) = &compaction {
+                compacting = Some(compact_once(crash.clone()));
+            }
             for txn in &txns {
                 apply(&mut source, txn)?;
             }
@@ -477,6 +529,9 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 apply(&mut source, txn)?;
             }
             let (k, running) = drain_once(crash.clone(), report);
+            if let Some((true, crash)) = &compaction {
+                compacting = Some(compact_once(crash.clone()));
+            }
             (k, running.wait())
         };
         report.facts.push(format!(
@@ -517,10 +572,50 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 if crashed { " (crashed)" } else { "" }
             ));
         }
+        if let Some((false, crash)) = &compaction {
+            compacting = Some(compact_once(crash.clone()));
+        }
+        if let Some((k, crash, running)) = compacting {
+            let outcome = running.wait();
+            report.facts.push(format!(
+                "step {step}: compaction #{k} {crash:?}{} -> {}",
+                if compaction.as_ref().is_some_and(|(beside, _)| *beside) {
+                    " (beside the drain)"
+                } else {
+                    ""
+                },
+                brief(&outcome)
+            ));
+            compaction_outcome(outcome, k, &crash, report)?;
+            report.parts_compacted += parts_replaced(&logs, k);
+        }
     }
 
     // One clean final drain (waiting out a crashed run's lease, retrying transients).
     drain_clean(&mut drain_once, report, "final")?;
+    // Half the trials end with a clean compaction (the others as the steps left them, a
+    // crashed compaction included); it must leave no spill file either.
+    if compacts && rng.chance(50) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (k, crash, running) = compact_once(Crash::None);
+            let outcome = running.wait();
+            report
+                .facts
+                .push(format!("final compaction #{k} -> {}", brief(&outcome)));
+            match outcome {
+                Outcome::Transient { .. } if Instant::now() < deadline => {
+                    report.transient += 1;
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                other => {
+                    compaction_outcome(other, k, &crash, report)?;
+                    report.parts_compacted += parts_replaced(&logs, k);
+                    break;
+                }
+            }
+        }
+    }
 
     // The final run sweeps what crashed runs left in the spill directory, then cleans up
     // after itself: nothing may remain.
@@ -748,6 +843,41 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 .into_iter()
                 .map(|m| format!("sluice sql, {m}")),
         );
+    }
+    Ok(())
+}
+
+/// The parts compaction `k` replaced, from its summary line (0 when it printed none).
+fn parts_replaced(logs: &Path, k: usize) -> u64 {
+    let out = std::fs::read_to_string(logs.join(format!("drain-{k}.out"))).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|s| {
+            s["tables"].as_object().map(|t| {
+                t.values()
+                    .filter_map(|t| t["parts_replaced"].as_u64())
+                    .sum::<u64>()
+            })
+        })
+        .sum()
+}
+
+/// Counts a compaction's outcome; a failure (anything but done, crashed as asked, or
+/// transient) is the trial's error.
+fn compaction_outcome(
+    outcome: Outcome,
+    k: usize,
+    crash: &Crash,
+    report: &mut Report,
+) -> Result<(), String> {
+    match outcome {
+        Outcome::Done { .. } => report.compactions += 1,
+        Outcome::Crashed => {
+            report.compactions += 1;
+            report.compaction_crashes += 1;
+        }
+        Outcome::Transient { .. } => report.transient += 1,
+        other => return Err(format!("compaction #{k} ({crash:?}): {other:?}")),
     }
     Ok(())
 }

@@ -186,6 +186,27 @@ pub(super) fn chunk_sk(table: &str, chunk: u32) -> String {
     format!("chunk#{table}#{chunk:06}")
 }
 
+pub(super) fn op_sk(op: &str) -> String {
+    format!("op#{op}")
+}
+
+/// An `op#` item: the operation's lease and its last record.
+pub(super) fn parse_op(f: &Fields<'_>) -> Result<crate::state::ops::OpRecord> {
+    let last = match f.opt_s("last")? {
+        None => None,
+        Some(text) => {
+            Some(serde_json::from_str(&text).map_err(|e| f.bad("last", "is not JSON").source(e))?)
+        }
+    };
+    Ok(crate::state::ops::OpRecord {
+        op: f.opt_s("op")?.unwrap_or_default(),
+        lease_token: f.opt_n("lease_token")?.unwrap_or(0),
+        lease_owner: f.opt_s("lease_owner")?,
+        lease_expires_at_ms: f.opt_n("lease_expires_at_ms")?,
+        last,
+    })
+}
+
 pub(super) fn run_sk(run_id: &str) -> String {
     format!("run#{run_id}")
 }

@@ -10,6 +10,7 @@
 //! | `snapshot#<table>` | `table` S, `status` S (`anchored`/`running`/`done`), `anchor` S, `run_id` S, `updated_at_ms` N |
 //! | `chunk#<table>#<n>` (n zero-padded to 6) | `table` S, `chunk` N, `rows` N, `part_key` S, `updated_at_ms` N |
 //! | `run#<run_id>` | `run_id` S, `summary` S (the run summary JSON), `expires_at` N — the table's TTL attribute, s since the epoch |
+//! | `op#<operation>` (`op#compact#<table>`) | `op` S; `lease_token` N, `lease_owner` S, `lease_expires_at_ms` N — the operation's own lease ([`super::ops`]); `last` S — the JSON record of its last run |
 //!
 //! The field names and meanings are those of the local store (`state/local.rs`); `state
 //! show` prints the same document shape for both.
@@ -33,6 +34,9 @@
 //!   chunks run in parallel with each other and with drains): a `snapshot#` record only
 //!   moves forward (`anchored → running → done`), a `chunk#` record is written only when
 //!   absent (`attribute_not_exists`), so the first record wins.
+//! * An operation lease (`op#…` item) is granted, renewed and released by the same
+//!   conditional `UpdateItem`s as the job's lease, on its own item: a compaction never
+//!   writes the `job` item, and a drain never writes an `op#` item.
 //! * Every read is strongly consistent.
 
 mod condition;
@@ -52,6 +56,7 @@ use serde_json::json;
 
 use super::decide::{self, LeaseDecision};
 use super::holder;
+use super::ops::{self, OpLease, OpLeaseOutcome, OpRecord};
 use super::{
     BaselineRecord, Checkpoint, CheckpointWrite, ChunkRecord, Cleared, Lease, LeaseOutcome,
     RunRecord, StateStore, now_ms,
@@ -61,7 +66,7 @@ use crate::error::{Code, Error, Result};
 use condition::{condition_failed, written};
 use item::{
     Fields, Item, JobItem, baseline_item, baseline_sk, checkpoint_value, chunk_item, chunk_sk, key,
-    number, parse_baseline, parse_chunk, parse_run, run_item, sk_of,
+    number, op_sk, parse_baseline, parse_chunk, parse_op, parse_run, run_item, sk_of,
 };
 pub use item::{JOB_SK, TTL_ATTRIBUTE};
 
@@ -793,6 +798,158 @@ impl StateStore for DynamoStateStore {
         Ok(runs)
     }
 
+    async fn acquire_op_lease(
+        &self,
+        job: &str,
+        op: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<OpLeaseOutcome> {
+        let sk = op_sk(op);
+        // A lease that changes hands between a failed condition and our read is retried.
+        let mut takeover: Option<(String, u64)> = None;
+        for _ in 0..5 {
+            let now = now_ms();
+            let expires = now + ttl.as_millis() as i64;
+            let request = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(job, &sk)))
+                .update_expression(
+                    "SET lease_owner = :owner, lease_expires_at_ms = :expires, #op = :op ADD lease_token :one",
+                )
+                .expression_attribute_names("#op", "op")
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+                .expression_attribute_values(":expires", number(expires))
+                .expression_attribute_values(":op", AttributeValue::S(op.to_owned()))
+                .expression_attribute_values(":one", number(1))
+                .return_values(ReturnValue::AllNew);
+            let request = match &takeover {
+                Some((holder, token)) => request
+                    .condition_expression("lease_owner = :holder AND lease_token = :token")
+                    .expression_attribute_values(":holder", AttributeValue::S(holder.clone()))
+                    .expression_attribute_values(":token", number(token)),
+                None => request
+                    .condition_expression(
+                        "attribute_not_exists(lease_owner) OR attribute_not_exists(lease_expires_at_ms) \
+                         OR lease_expires_at_ms <= :now",
+                    )
+                    .expression_attribute_values(":now", number(now)),
+            };
+            match request.send().await {
+                Ok(output) => {
+                    if let Some((holder, _)) = &takeover {
+                        super::log_takeover(&format!("{job} {op}"), holder, owner);
+                    }
+                    let item = output.attributes.unwrap_or_default();
+                    let parsed = parse_op(&Fields::new(&item, &self.table, job, &sk))?;
+                    return Ok(OpLeaseOutcome::Acquired(OpLease {
+                        job: job.to_owned(),
+                        op: op.to_owned(),
+                        owner: owner.to_owned(),
+                        token: parsed.lease_token,
+                        expires_at_ms: expires,
+                    }));
+                }
+                Err(e) if condition_failed(&e) => {
+                    let current = self.op_record(job, op).await?;
+                    takeover = None;
+                    match decide::lease(
+                        current.lease_owner.as_deref(),
+                        current.lease_expires_at_ms,
+                        owner,
+                        now_ms(),
+                        holder::liveness,
+                    ) {
+                        LeaseDecision::Free => {}
+                        LeaseDecision::Ours => {
+                            return Ok(OpLeaseOutcome::Acquired(OpLease {
+                                job: job.to_owned(),
+                                op: op.to_owned(),
+                                owner: owner.to_owned(),
+                                token: current.lease_token,
+                                expires_at_ms: current.lease_expires_at_ms.unwrap_or(expires),
+                            }));
+                        }
+                        LeaseDecision::TakeOver { holder } => {
+                            takeover = Some((holder, current.lease_token));
+                        }
+                        LeaseDecision::Held {
+                            holder,
+                            expires_at_ms,
+                        } => {
+                            return Ok(OpLeaseOutcome::Held {
+                                owner: holder,
+                                expires_at_ms,
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    return Err(self.error(e, "dynamodb:UpdateItem", &format!("{job}/{sk}")));
+                }
+            }
+        }
+        Err(Error::new(
+            Code::StateUnavailable,
+            format!(
+                "job {job} operation {op}: the lease changed hands repeatedly while acquiring it"
+            ),
+        )
+        .hint("several runs of the operation are starting at once; the next run retries"))
+    }
+
+    async fn renew_op_lease(&self, lease: &OpLease, ttl: Duration) -> Result<OpLease> {
+        let expires = now_ms() + ttl.as_millis() as i64;
+        self.fenced_op_update(
+            lease,
+            "SET lease_expires_at_ms = :expires",
+            &[],
+            vec![(":expires", number(expires))],
+        )
+        .await?;
+        Ok(OpLease {
+            expires_at_ms: expires,
+            ..lease.clone()
+        })
+    }
+
+    async fn release_op_lease(&self, lease: &OpLease) -> Result<()> {
+        match self
+            .fenced_op_update(
+                lease,
+                "REMOVE lease_owner, lease_expires_at_ms",
+                &[],
+                vec![],
+            )
+            .await
+        {
+            // Taken over meanwhile: the new holder's lease is left alone.
+            Err(e) if e.code() == Code::StateFenced => Ok(()),
+            other => other,
+        }
+    }
+
+    async fn record_op(&self, lease: &OpLease, last: &serde_json::Value) -> Result<()> {
+        self.fenced_op_update(
+            lease,
+            "SET #last = :last",
+            &[("#last", "last")],
+            vec![(":last", AttributeValue::S(last.to_string()))],
+        )
+        .await
+    }
+
+    async fn list_ops(&self, job: &str) -> Result<Vec<OpRecord>> {
+        let mut records = Vec::new();
+        for item in self.query(job, "op#", None).await? {
+            let sk = sk_of(&item);
+            records.push(parse_op(&Fields::new(&item, &self.table, job, &sk))?);
+        }
+        Ok(records)
+    }
+
     async fn show(&self, job: &str) -> Result<serde_json::Value> {
         let state = self.job_state(job).await?;
         let mut snapshots = serde_json::Map::new();
@@ -830,6 +987,56 @@ impl StateStore for DynamoStateStore {
 }
 
 impl DynamoStateStore {
+    /// The stored record of operation `op` of `job` (a default one when absent).
+    async fn op_record(&self, job: &str, op: &str) -> Result<OpRecord> {
+        let sk = op_sk(op);
+        match self.get_item(job, &sk).await? {
+            None => Ok(OpRecord {
+                op: op.to_owned(),
+                ..OpRecord::default()
+            }),
+            Some(item) => parse_op(&Fields::new(&item, &self.table, job, &sk)),
+        }
+    }
+
+    /// One update of `lease`'s `op#` item conditioned on its token and owner;
+    /// `SLUICE_STATE_FENCED` when they are no longer current.
+    async fn fenced_op_update(
+        &self,
+        lease: &OpLease,
+        update: &str,
+        names: &[(&str, &str)],
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<()> {
+        let sk = op_sk(&lease.op);
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(&lease.job, &sk)))
+            .update_expression(update)
+            .condition_expression("lease_token = :token AND lease_owner = :owner")
+            .expression_attribute_values(":token", number(lease.token))
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()));
+        for (name, value) in values {
+            request = request.expression_attribute_values(name, value);
+        }
+        for (alias, name) in names {
+            request = request.expression_attribute_names(*alias, *name);
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if condition_failed(&e) => {
+                let current = self.op_record(&lease.job, &lease.op).await?;
+                Err(
+                    ops::fenced(lease, current.lease_token, current.lease_owner.as_deref())
+                        .source(e),
+                )
+            }
+            Err(e) => Err(self.error(e, "dynamodb:UpdateItem", &format!("{}/{sk}", lease.job))),
+        }
+    }
+
     /// Every item the whole-table scan with `filter` (string `values`) returns, page by
     /// page, strongly consistent; `projection` limits the attributes read.
     async fn scan_all(

@@ -55,4 +55,6 @@ module "table" {
   schedule_type                  = lookup(each.value, "schedule_type", null)
   schedule_time_zone             = lookup(each.value, "schedule_time_zone", null)
   schedule_retry_attempts        = lookup(each.value, "schedule_retry_attempts", null)
+  compaction                     = lookup(each.value, "compaction", null)
+  compaction_schedule_expression = lookup(each.value, "compaction_schedule_expression", null)
 }

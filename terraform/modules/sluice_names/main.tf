@@ -10,19 +10,22 @@ locals {
 
   names = {
     # Lambda function names: <= 64, [A-Za-z0-9_-].
-    function        = local.name
-    worker_function = local.machine_name
+    function         = local.name
+    worker_function  = local.machine_name
+    compact_function = "${local.name}-compact"
     # IAM role names: <= 64, [\w+=,.@-].
     drain_role     = local.name
     worker_role    = local.machine_name
     machine_role   = "${local.name}-sfn"
     scheduler_role = "${local.name}-schedule"
     merge_role     = "${local.name}-merge"
+    compact_role   = "${local.name}-compact"
     # Step Functions state machine: <= 80, no whitespace or special characters.
     state_machine = local.machine_name
     merge_machine = "${local.name}-merge"
     # EventBridge rule / Scheduler schedule: <= 64, [.A-Za-z0-9_-].
-    schedule = local.name
+    schedule            = local.name
+    compaction_schedule = "${local.name}-compact"
     # SQS queue (the schedule's dead-letter queue): <= 80, [A-Za-z0-9_-].
     dead_letter_queue = "${local.name}-dlq"
     # CloudWatch Logs log groups: <= 512.
@@ -30,6 +33,7 @@ locals {
     worker_log_group  = "/aws/lambda/${local.machine_name}"
     machine_log_group = "/aws/vendedlogs/states/${local.machine_name}"
     merge_log_group   = "/aws/vendedlogs/states/${local.name}-merge"
+    compact_log_group = "/aws/lambda/${local.name}-compact"
     # CloudWatch dashboard: <= 255, [A-Za-z0-9_-].
     dashboard = local.name
   }
@@ -38,6 +42,7 @@ locals {
   alarm_suffixes = [
     "errors", "throttles", "dropped-events", "duration", "lag", "retained-bytes",
     "missed-runs", "failed-runs", "skipped-runs", "rds-slot-lag", "baseline-failed", "schedule-dlq",
+    "compaction-failed", "compaction-errors",
   ]
   alarms = { for s in local.alarm_suffixes : s => "${local.name}-${s}" }
 }

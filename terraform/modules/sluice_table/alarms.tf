@@ -74,6 +74,18 @@ locals {
         op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
       }
     },
+    !local.compaction_enabled ? {} : {
+      compaction-failed = {
+        description = "a table's compaction failed (EMF compaction_failed; the compaction function's log has the SLUICE_* code — SLUICE_COMPACTION_PART_CORRUPT names a part to restore)."
+        namespace   = "sluice", metric = "compaction_failed", dims = local.sluice_dims, stat = "Sum"
+        op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
+      }
+      compaction-errors = {
+        description = "the compaction function failed (see its log for the SLUICE_* code and hint)."
+        namespace   = "AWS/Lambda", metric = "Errors", dims = { FunctionName = local.names.compact_function }, stat = "Sum"
+        op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
+      }
+    },
     var.rds_db_instance_identifier == null ? {} : {
       rds-slot-lag = {
         description = "RDS reports over ${var.retained_bytes_alarm_threshold} bytes of WAL behind the oldest replication slot of ${var.rds_db_instance_identifier}."
@@ -168,6 +180,12 @@ locals {
     ["Runs partial", "sluice", "run_partial", local.sluice_dims, "Sum"],
     ["Runs skipped", "sluice", "run_skipped", local.sluice_dims, "Sum"],
     ["Runs failed", "sluice", "run_failed", local.sluice_dims, "Sum"],
+    ["Compaction: data files before", "sluice", "compaction_files_before", local.sluice_dims, "Maximum"],
+    ["Compaction: data files after", "sluice", "compaction_files_after", local.sluice_dims, "Maximum"],
+    ["Compaction: bytes read", "sluice", "compaction_bytes_read", local.sluice_dims, "Sum"],
+    ["Compaction: bytes written", "sluice", "compaction_bytes_written", local.sluice_dims, "Sum"],
+    ["Compaction duration (ms)", "sluice", "compaction_duration_ms", local.sluice_dims, "Maximum"],
+    ["Compactions failed", "sluice", "compaction_failed", local.sluice_dims, "Sum"],
     ["Function errors", "AWS/Lambda", "Errors", local.lambda_dims, "Sum"],
     ["Function throttles", "AWS/Lambda", "Throttles", local.lambda_dims, "Sum"],
   ]

@@ -18,6 +18,8 @@
 # * S3 Tables, Iceberg: with `iceberg` on `s3tables`, both functions use that one table
 #   bucket: its namespaces (read, create), its tables (create, read and move the metadata
 #   pointer) and their files (read, write).
+# The compaction function's role (compaction.tf): its log group, get/put/delete/abort on
+# `<prefix>/*`, list under the prefix, get/update of its job's items; no secret, no source.
 # The baseline machine's role: invoke its worker; read the chunk lists under
 # `<prefix>/_baseline/` (and decrypt them through S3) for the Distributed Map's
 # ItemReader; start, describe and stop its own executions (the Distributed Map's child
@@ -426,7 +428,10 @@ data "aws_iam_policy_document" "assume_scheduler" {
     condition {
       test     = "ArnLike"
       variable = "aws:SourceArn"
-      values   = ["arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.schedule}"]
+      values = [
+        "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.schedule}",
+        "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.compaction_schedule}",
+      ]
     }
   }
 }
@@ -438,6 +443,15 @@ data "aws_iam_policy_document" "scheduler" {
     sid       = "InvokeOwnDrain"
     actions   = ["lambda:InvokeFunction"]
     resources = [aws_lambda_function.drain.arn, "${aws_lambda_function.drain.arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = local.compaction_enabled ? [aws_lambda_function.compact[0].arn] : []
+    content {
+      sid       = "InvokeOwnCompaction"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [statement.value, "${statement.value}:*"]
+    }
   }
 
   dynamic "statement" {

@@ -38,13 +38,23 @@ output "worker_function_arn" {
   value       = var.baseline_state_machine ? aws_lambda_function.worker[0].arn : null
 }
 
+output "compaction_function_arn" {
+  description = "The compaction function (null with compaction = false)."
+  value       = local.compaction_enabled ? aws_lambda_function.compact[0].arn : null
+}
+
+output "compaction_schedule_arn" {
+  description = "What starts the compaction: its EventBridge Scheduler schedule or classic rule (null with compaction = false)."
+  value       = !local.compaction_enabled ? null : (var.schedule_type == "scheduler" ? aws_scheduler_schedule.compact[0].arn : aws_cloudwatch_event_rule.compact[0].arn)
+}
+
 output "config" {
   description = "The SLUICE_CONFIG document of both functions, as an object."
   value       = module.config.document
 }
 
 output "alarm_arns" {
-  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed)."
+  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, compaction-failed, compaction-errors)."
   value = merge(
     { for k, a in aws_cloudwatch_metric_alarm.metric : k => a.arn },
     { for a in aws_cloudwatch_metric_alarm.baseline_failed : "baseline-failed" => a.arn },
@@ -52,6 +62,6 @@ output "alarm_arns" {
 }
 
 output "dashboard_name" {
-  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, errors, throttles)."
+  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, compactions, errors, throttles)."
   value       = aws_cloudwatch_dashboard.stream.dashboard_name
 }

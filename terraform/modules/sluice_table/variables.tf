@@ -353,6 +353,24 @@ variable "schedule_enabled" {
   nullable    = false
 }
 
+variable "compaction" {
+  description = "Compact the stream's tables (docs/compaction.md): a function of its own, invoked on compaction_schedule_expression with `{\"action\": \"compact\"}`, rewrites each table's small parts into few large ones beside the drains (its role may delete below the prefix and reaches no source), with the binary's compaction defaults (parts older than an hour, 128 MiB targets), its alarms and dashboard rows. false: none of this."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "compaction_schedule_expression" {
+  description = "Schedule of the compaction: `rate(1 day)`, `cron(0 3 * * ? *)`, ... (the drain's schedule_type, time zone and dead-letter queue)."
+  type        = string
+  default     = "rate(1 day)"
+  nullable    = false
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.compaction_schedule_expression))
+    error_message = "The compaction_schedule_expression must be `rate(N minutes|hours|days)` or `cron(...)`."
+  }
+}
+
 # ------------------------------------------------------------------ the baseline machine
 
 variable "baseline_state_machine" {
