@@ -310,7 +310,11 @@ async fn manage_publication(
         )
         .await
         .map_err(|e| query_error("reading pg_publication", e))?;
-    let version = server_kind(client).await?.0;
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .await
+        .map_err(|e| query_error("reading server_version_num", e))?
+        .get(0);
     let definitions = Definitions::of(policies, tables, version)?;
     let table_list = tables
         .iter()
