@@ -30,7 +30,8 @@
 //! Compaction: a third of a trial's steps (not in Iceberg trials, which `sluice compact`
 //! refuses) run `sluice compact` after the step's drain or beside it, crashed at one of
 //! its fault points or killed a third of the time; half the trials end with a clean one.
-//! Every check then reads the compacted parts with the drains' ([`parts::read_table`]),
+//! Every check then reads each compacted part as the drain parts it holds
+//! ([`parts::read_table`]),
 //! and the reader that follows manifests takes the live parts the run and compaction
 //! manifests name ([`parts::listed_in_run_manifests`]); the summary line counts them
 //! (`compactions=`, `compaction_crashes=`, `parts_compacted=`: parts the finished ones replaced).

@@ -51,38 +51,224 @@ pub fn is_meta(column: &str) -> bool {
 }
 
 /// Every row of `<out>/<table>/snapshot/<plan>/part-*.parquet` then `<out>/<table>/cdc-*.parquet`,
-/// parts in name order (run id, then part number), rows in file order; each compacted
-/// part (`compacted-*.parquet`) before the first `cdc-` part whose first change comes
-/// after its own (the place its inputs had).
+/// parts in name order (run id, then part number), rows in file order. A compacted part
+/// (`compacted-*.parquet`) is read as the parts it holds, in their places: its rows are
+/// split by the row counts its compaction manifests record (followed through compactions
+/// of compacted parts) into segments named after the original parts (`file` =
+/// `<original> (in <compacted>)`, `run` = the original's run), so the write order the
+/// checks look at is the drains' own. A segment whose original is still in the folder (a
+/// compaction stopped before its removals), or that another compacted part also holds,
+/// must equal it row for row and is not repeated. A compacted part no manifest names (a
+/// compaction stopped before its manifest: copies of parts still there) comes last.
 pub fn read_table(out: &Path, table: &str) -> Result<Vec<PartRow>, String> {
     let dir = out.join(table);
-    let mut files: Vec<(Vec<PartRow>, bool)> = Vec::new();
+    let origins = origins(out, table)?;
+    let mut snapshot = Vec::new();
+    let mut changes: BTreeMap<String, Vec<PartRow>> = BTreeMap::new();
+    let mut compacted = Vec::new();
     for (path, run) in part_files(&dir)? {
         let file = path.strip_prefix(&dir).unwrap().display().to_string();
-        files.push((
-            read_file(&path, &file, &run)?,
-            run.starts_with("compacted-"),
+        if run == "snapshot" {
+            snapshot.extend(read_file(&path, &file, &run)?);
+        } else if run.starts_with("compacted-") {
+            compacted.push((path, file));
+        } else {
+            changes.insert(file.clone(), read_file(&path, &file, &run)?);
+        }
+    }
+    let mut orphans = Vec::new();
+    for (path, file) in compacted {
+        let rows = read_file(&path, &file, &file)?;
+        let Some(segments) = origins.get(&file) else {
+            orphans.extend(rows);
+            continue;
+        };
+        for (original, segment) in split(rows, &file, segments)? {
+            match changes.get(&original) {
+                Some(held) => same_rows(held, &segment, &original, &file)?,
+                None => {
+                    changes.insert(original, segment);
+                }
+            }
+        }
+    }
+    let mut rows = snapshot;
+    rows.extend(changes.into_values().flatten());
+    rows.extend(orphans);
+    Ok(rows)
+}
+
+/// The rows of the live change parts `live` (file names relative to the table folder),
+/// compacted parts read as the parts they hold ([`read_table`]), in name order.
+pub fn read_live(
+    out: &Path,
+    table: &str,
+    live: &BTreeMap<String, usize>,
+) -> Result<Vec<PartRow>, String> {
+    let dir = out.join(table);
+    let origins = origins(out, table)?;
+    let mut changes: BTreeMap<String, Vec<PartRow>> = BTreeMap::new();
+    for file in live.keys() {
+        let path = dir.join(file);
+        match origins.get(file) {
+            Some(segments) => {
+                let rows = read_file(&path, file, file)?;
+                for (original, segment) in split(rows, file, segments)? {
+                    if changes.insert(original.clone(), segment).is_some() {
+                        return Err(format!("{original} is held by two live parts"));
+                    }
+                }
+            }
+            None => {
+                let run = run_of(file).unwrap_or_else(|| file.clone());
+                if changes
+                    .insert(file.clone(), read_file(&path, file, &run)?)
+                    .is_some()
+                {
+                    return Err(format!("{file} is held by two live parts"));
+                }
+            }
+        }
+    }
+    Ok(changes.into_values().flatten().collect())
+}
+
+/// `<run_id>` of a drain's part name `cdc-<run_id>-<nnnnnn>.parquet`.
+fn run_of(file: &str) -> Option<String> {
+    let name = file.rsplit('/').next()?;
+    let stem = name.strip_suffix(".parquet")?;
+    Some(stem.strip_prefix("cdc-")?.rsplit_once('-')?.0.to_owned())
+}
+
+/// For each compacted part a compaction manifest names, the drain parts whose rows it
+/// holds, in order, with their row counts (a compacted part compacted again is followed
+/// to the drain parts it held).
+fn origins(out: &Path, table: &str) -> Result<BTreeMap<String, Vec<(String, u64)>>, String> {
+    let dir = out.join(table).join("_compactions");
+    let mut direct: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(direct);
+    };
+    let rel = |part: &serde_json::Value| {
+        let key = part["key"].as_str().unwrap_or_default();
+        key.strip_prefix(&format!("{table}/"))
+            .unwrap_or(key)
+            .to_owned()
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
+        let manifest: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
+        let mut inputs = manifest["replaced"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| (rel(p), p["rows"].as_u64().unwrap_or(0)))
+            .peekable();
+        // Outputs hold the inputs' rows in order, each a run of whole inputs.
+        for output in manifest["parts"].as_array().into_iter().flatten() {
+            let mut want = output["rows"].as_u64().unwrap_or(0);
+            let mut held = Vec::new();
+            while want > 0 {
+                let Some((input, rows)) = inputs.next() else {
+                    return Err(format!(
+                        "{path:?}: its parts hold more rows than it replaced"
+                    ));
+                };
+                if rows > want {
+                    return Err(format!("{path:?}: {input} does not end where a part does"));
+                }
+                want -= rows;
+                held.push((input, rows));
+            }
+            direct.insert(rel(output), held);
+        }
+        if inputs.peek().is_some() && manifest["parts"].as_array().is_some_and(|p| !p.is_empty()) {
+            return Err(format!(
+                "{path:?}: it replaced more rows than its parts hold"
+            ));
+        }
+    }
+    fn expand(
+        part: &str,
+        direct: &BTreeMap<String, Vec<(String, u64)>>,
+        depth: usize,
+    ) -> Vec<(String, u64)> {
+        match direct.get(part) {
+            Some(held) if depth < 64 => held
+                .iter()
+                .flat_map(|(input, rows)| {
+                    if direct.contains_key(input) {
+                        expand(input, direct, depth + 1)
+                    } else {
+                        vec![(input.clone(), *rows)]
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    Ok(direct
+        .keys()
+        .map(|part| (part.clone(), expand(part, &direct, 0)))
+        .collect())
+}
+
+/// Splits a compacted part's rows into the segments of the parts it holds, each row
+/// relabelled with its original part and run.
+fn split(
+    rows: Vec<PartRow>,
+    compacted: &str,
+    segments: &[(String, u64)],
+) -> Result<Vec<(String, Vec<PartRow>)>, String> {
+    let total: u64 = segments.iter().map(|(_, n)| n).sum();
+    if total != rows.len() as u64 {
+        return Err(format!(
+            "{compacted} holds {} rows; the parts its manifests say it holds have {total}",
+            rows.len()
         ));
     }
-    let first = |rows: &[PartRow]| rows.first().map(|r| (r.pos.clone(), r.seq));
-    let (mut compacted, others): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, c)| *c);
-    compacted.sort_by_key(|(rows, _)| first(rows));
-    let mut compacted = compacted.into_iter().peekable();
-    let mut rows = Vec::new();
-    for (file_rows, _) in others {
-        let snapshot = file_rows.first().is_some_and(|r| r.run == "snapshot");
-        while !snapshot
-            && let Some((next, _)) = compacted.peek()
-            && first(next) <= first(&file_rows)
-        {
-            rows.extend(compacted.next().unwrap().0);
-        }
-        rows.extend(file_rows);
+    let mut rows = rows.into_iter();
+    Ok(segments
+        .iter()
+        .map(|(original, n)| {
+            let run = run_of(original).unwrap_or_else(|| original.clone());
+            let segment = rows
+                .by_ref()
+                .take(*n as usize)
+                .map(|mut row| {
+                    row.file = format!("{original} (in {compacted})");
+                    row.run.clone_from(&run);
+                    row
+                })
+                .collect();
+            (original.clone(), segment)
+        })
+        .collect())
+}
+
+/// A part's rows read twice (the part itself and a compacted copy, or two compacted
+/// copies) must be the same rows.
+fn same_rows(
+    held: &[PartRow],
+    copy: &[PartRow],
+    original: &str,
+    compacted: &str,
+) -> Result<(), String> {
+    let cells = |rows: &[PartRow]| rows.iter().map(|r| r.all.clone()).collect::<Vec<_>>();
+    if cells(held) != cells(copy) {
+        return Err(format!(
+            "{compacted} holds {original}'s rows, but not as they are in {original} ({} rows there, {} in the copy)",
+            held.len(),
+            copy.len()
+        ));
     }
-    for (file_rows, _) in compacted {
-        rows.extend(file_rows);
-    }
-    Ok(rows)
+    Ok(())
 }
 
 fn read_file(path: &Path, file: &str, run: &str) -> Result<Vec<PartRow>, String> {

@@ -716,8 +716,13 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     }
     let followed: Vec<_> = rows
         .iter()
-        .filter(|r| r.run == "snapshot" || listed.contains_key(&r.file))
+        .filter(|r| r.run == "snapshot")
         .cloned()
+        .chain(super::parts::read_live(
+            &dir.join("out"),
+            &source.table(),
+            &listed,
+        )?)
         .collect();
     // Every change against the workload's own log (op, images, transaction, commit time),
     // in the parts a reader following the run manifests takes: a crashed run's part the
