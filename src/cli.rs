@@ -137,6 +137,10 @@ enum Command {
         /// Print `CREATE OR REPLACE VIEW <name> AS …` instead of the bare query.
         #[arg(long, conflicts_with = "merge")]
         view: Option<String>,
+        /// Print the read of the table's current state as `sluice materialize` keeps it
+        /// (`duckdb`; docs/current-state.md) instead of the replay of its changes.
+        #[arg(long, conflicts_with_all = ["merge", "view"])]
+        current_state: bool,
         /// Print the MERGE that brings the table's current-state table up to date from its
         /// Iceberg change log (`duckdb`, `athena`; docs/iceberg.md). `--source` then names
         /// the change log: Athena `db.table`, DuckDB its metadata file.
@@ -369,11 +373,15 @@ async fn run(command: Command) -> i32 {
             table,
             source,
             view,
+            current_state,
             merge,
             target,
             create,
             location,
         } => {
+            if current_state {
+                return sql_current(config, dialect, &table, source.as_deref()).await;
+            }
             let merge = merge.then_some(MergeArgs {
                 target: target.as_deref(),
                 create,
@@ -511,6 +519,25 @@ async fn sql(
         None => crate::replay::render(&config, dialect, table, source, view).await,
     };
     match rendered {
+        Ok(text) => {
+            stdout_text(&text);
+            0
+        }
+        Err(e) => fail(Some(&config.job), &e),
+    }
+}
+
+async fn sql_current(
+    config: Option<PathBuf>,
+    dialect: crate::replay::Dialect,
+    table: &str,
+    source: Option<&str>,
+) -> i32 {
+    let config = match job::config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    match crate::replay::render_current(&config, dialect, table, source).await {
         Ok(text) => {
             stdout_text(&text);
             0

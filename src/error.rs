@@ -121,6 +121,7 @@ codes! {
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
+    ReplayCurrentState => "SLUICE_REPLAY_CURRENT_STATE", Refusal;
     FoldInput => "SLUICE_FOLD_INPUT", Refusal;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
@@ -377,6 +378,9 @@ mod tests {
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),
+            // `sluice sql --current-state` with no state built yet, or in a dialect that
+            // cannot follow the pointer at query time.
+            (Code::ReplayCurrentState, R),
             (Code::FoldInput, R),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),

@@ -340,10 +340,9 @@ impl Build<'_> {
             Some(p) if w.kind == "incremental" => p.buckets.clone(),
             _ => vec![None; w.buckets as usize],
         };
-        for (b, rows) in buckets::split(w.state, w.shape, w.buckets)?
-            .into_iter()
-            .enumerate()
-        {
+        let split = buckets::split(w.state, w.shape, w.buckets)?;
+        let empty = split.first().map(|rows| rows.slice(0, 0));
+        for (b, rows) in split.into_iter().enumerate() {
             if !w.touched.contains(&(b as u32)) {
                 continue;
             }
@@ -354,6 +353,13 @@ impl Build<'_> {
                 self.destination.put_marker(&key, &encode(&rows)?).await?;
                 Some(key)
             };
+        }
+        // An empty state is one file of no rows: a reader of the pointer's files gets the
+        // columns (DuckDB refuses an empty file list).
+        if let (true, Some(empty)) = (files.iter().all(Option::is_none), empty) {
+            let key = format!("{folder}/bucket-0000.parquet");
+            self.destination.put_marker(&key, &encode(&empty)?).await?;
+            files[0] = Some(key);
         }
         crate::faults::hit(crate::faults::FaultPoint::MaterializeBeforePointer).await?;
         let pointer = Pointer {

@@ -1,6 +1,7 @@
 //! `sluice sql`: the replay rule as code. For one table of a job it renders the query (or
 //! view) that turns the table folder's rows into the table's current state, in DuckDB,
-//! Athena (Trino) or Spark SQL.
+//! Athena (Trino) or Spark SQL; with `--current-state`, the read of the state
+//! `sluice materialize` keeps ([`current`]).
 //!
 //! Guarantees: the rule is the one of docs/output.md, written once ([`query`]) for every
 //! dialect ([`dialect`] holds the only differences); the columns and key are the ones the
@@ -8,6 +9,7 @@
 //! reads the destination's manifests and prints text. A test runs the DuckDB text against
 //! a random workload's parts and compares it with the source.
 
+pub mod current;
 pub mod dialect;
 pub mod merge;
 pub mod query;
@@ -231,20 +233,40 @@ pub async fn render(
     view: Option<&str>,
 ) -> Result<String> {
     let columns = shape_of(config, table).await?;
-    let rows = match source {
-        None => default_rows(config, dialect, table)?,
-        Some(s) if dialect == Dialect::Athena => Rows::Table(s.to_owned()),
-        Some(s) if Path::new(s).is_relative() && !s.contains("://") => Rows::Folder(
-            std::path::absolute(s).map_or_else(|_| s.to_owned(), |p| p.display().to_string()),
-        ),
-        Some(s) => Rows::Folder(s.to_owned()),
-    };
+    let rows = rows_of(config, dialect, table, source)?;
     query::render(&Request {
         dialect,
         table: table.to_owned(),
         columns,
         rows,
         view: view.map(str::to_owned),
+    })
+}
+
+/// Renders `sluice sql --current-state` for `table`: the query over the files of its
+/// current state ([`current`]); `source` overrides the table folder.
+pub async fn render_current(
+    config: &Config,
+    dialect: Dialect,
+    table: &str,
+    source: Option<&str>,
+) -> Result<String> {
+    shape_of(config, table).await?;
+    let rows = rows_of(config, dialect, table, source)?;
+    current::check_names(table, &rows)?;
+    current::render(config, dialect, table, rows).await
+}
+
+/// Where the rows are: `source` when given (a folder, made absolute; Athena a table),
+/// else [`default_rows`].
+fn rows_of(config: &Config, dialect: Dialect, table: &str, source: Option<&str>) -> Result<Rows> {
+    Ok(match source {
+        None => default_rows(config, dialect, table)?,
+        Some(s) if dialect == Dialect::Athena => Rows::Table(s.to_owned()),
+        Some(s) if Path::new(s).is_relative() && !s.contains("://") => Rows::Folder(
+            std::path::absolute(s).map_or_else(|_| s.to_owned(), |p| p.display().to_string()),
+        ),
+        Some(s) => Rows::Folder(s.to_owned()),
     })
 }
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::support::current_state::{materialize, pointer, state_text};
+use crate::support::current_state::{materialize, pointer, state_text, state_text_by_sql};
 use crate::support::{Job, TestDb, readers};
 
 /// The files under the table's current-state folder.
@@ -187,10 +187,51 @@ fn with_output_current_state_every_drain_builds_the_state() {
     let db = TestDb::new(&admin, "matcli_after_run");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     let job = Job::postgres(&db, &["t"], "output: { current_state: true }");
+    // No state yet: the query is refused with the command that builds one.
+    let none = job.run(
+        &[
+            "sql",
+            "--dialect",
+            "duckdb",
+            "--table",
+            "t",
+            "--current-state",
+        ],
+        &[],
+    );
+    assert_ne!(none.code, 0, "{}", none.stdout);
     assert_eq!(job.drain()["status"], "drained");
     db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
     assert_eq!(job.drain()["status"], "drained");
     assert_eq!(pointer(&job)["build"], "full");
+    // An empty state is one file of no rows: its query reads nothing (and does not fail).
+    db.sql("DELETE FROM t");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(
+        pointer(&job)["files"].as_array().unwrap().len(),
+        1,
+        "{}",
+        pointer(&job)
+    );
+    if let Some(state) = state_text_by_sql(&job) {
+        assert_eq!(state, "");
+    }
+    db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(pointer(&job)["build"], "incremental");
+    // The text printed now reads every later version too: it reads the pointer when run.
+    let printed = job.run(
+        &[
+            "sql",
+            "--dialect",
+            "duckdb",
+            "--table",
+            "t",
+            "--current-state",
+        ],
+        &[],
+    );
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
     db.sql("UPDATE t SET v = 'B' WHERE id = 2");
     assert_eq!(job.drain()["status"], "drained");
     let p = pointer(&job);
@@ -198,5 +239,42 @@ fn with_output_current_state_every_drain_builds_the_state() {
     if let Some(state) = state_text(&job) {
         assert_eq!(state, db.id_v_text());
         assert_eq!(state, "1=a,2=B");
+        assert_eq!(
+            state_text_by_sql(&job).unwrap(),
+            state,
+            "sluice sql --current-state"
+        );
+        let again = job.run(
+            &[
+                "sql",
+                "--dialect",
+                "duckdb",
+                "--table",
+                "t",
+                "--current-state",
+            ],
+            &[],
+        );
+        assert_eq!(
+            again.stdout, printed.stdout,
+            "the text does not name a version"
+        );
     }
+    // Spark and Athena cannot follow the pointer inside a query: refused with the recipe.
+    let spark = job.run(
+        &[
+            "sql",
+            "--dialect",
+            "spark",
+            "--table",
+            "t",
+            "--current-state",
+        ],
+        &[],
+    );
+    assert_eq!(spark.code, 5, "{}{}", spark.stdout, spark.stderr);
+    assert_eq!(
+        spark.summary()["error"]["code"],
+        "SLUICE_REPLAY_CURRENT_STATE"
+    );
 }

@@ -34,3 +34,26 @@ pub fn state_text(job: &Job) -> Option<String> {
     );
     Some(readers::run(&python, &script, &[]))
 }
+
+/// DuckDB running the text `sluice sql --dialect duckdb --current-state` printed for `t`,
+/// in the form of [`state_text`]; `None` without the readers.
+pub fn state_text_by_sql(job: &Job) -> Option<String> {
+    let python = readers::python()?;
+    let out = job.run(
+        &[
+            "sql",
+            "--dialect",
+            "duckdb",
+            "--table",
+            "t",
+            "--current-state",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "sluice sql --current-state: {}", out.stderr);
+    let path = job.dir.path().join("current-state.sql");
+    std::fs::write(&path, &out.stdout).unwrap();
+    let script = "import sys, duckdb\nrows = duckdb.connect().execute(open(sys.argv[1]).read()).fetchall()\n\
+         print(','.join(f\"{r[0]}={'NULL' if r[1] is None else r[1]}\" for r in sorted(rows, key=lambda r: str(r[0]))))";
+    Some(readers::run(&python, script, &[&path]))
+}
