@@ -50,6 +50,9 @@ pub enum FaultPoint {
     /// Every part a compaction step replaced is removed; the table's record is not yet
     /// written.
     CompactStepDone,
+    /// A history fold's plan part is uploaded (complete for readers of the rule);
+    /// `snapshot/_manifest.json` does not name it yet.
+    RetentionPlanWritten,
 }
 
 impl FaultPoint {
@@ -69,6 +72,7 @@ impl FaultPoint {
             FaultPoint::CompactManifestWritten => "compact_manifest_written",
             FaultPoint::CompactPartRemoved => "compact_part_removed",
             FaultPoint::CompactStepDone => "compact_step_done",
+            FaultPoint::RetentionPlanWritten => "retention_plan_written",
         }
     }
 }

@@ -43,8 +43,13 @@ pub use super::messages::{
 /// gets a new id even where the log repeats a position, so its plan and parts never meet
 /// an earlier baseline's.
 pub fn plan_id(record: &BaselineRecord) -> String {
-    let anchor: String = record
-        .anchor
+    plan_id_of(&record.run_id, &record.anchor)
+}
+
+/// The plan id of a baseline anchored by run `run_id` at the tagged position `anchor`:
+/// plan ids sort by the anchoring run.
+pub fn plan_id_of(run_id: &str, anchor: &str) -> String {
+    let anchor: String = anchor
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
@@ -54,7 +59,7 @@ pub fn plan_id(record: &BaselineRecord) -> String {
             }
         })
         .collect();
-    format!("{}_{anchor}", record.run_id)
+    format!("{run_id}_{anchor}")
 }
 
 /// The folder of one anchoring's plan and parts: `<table>/snapshot/<plan id>/`.

@@ -37,6 +37,7 @@
 
 pub mod ledger;
 pub mod plan;
+pub mod retention;
 pub mod rewrite;
 pub mod step;
 pub mod superseded;
@@ -95,6 +96,13 @@ pub struct TableCompaction {
     /// Parts a re-baseline superseded, dropped (`compaction.drop_superseded`).
     #[serde(default)]
     pub superseded_dropped: u64,
+    /// With `output.history_retention`: the run whose checkpoint the history was folded at
+    /// by this compaction (a new baseline plan of the table's state there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_folded_through: Option<String>,
+    /// Files of baseline plans older than the current one, removed.
+    #[serde(default)]
+    pub plan_files_removed: u64,
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
@@ -316,7 +324,18 @@ async fn compact_leased(
         target_bytes: config.compaction.target_bytes,
         listed_before_ms: Utc::now().timestamp_millis() - min_age.as_millis() as i64,
     };
-    if config.compaction.drop_superseded
+    let retention = config
+        .output
+        .history_retention()
+        .map_err(|m| Error::new(Code::ConfigInvalid, m))?;
+    if let Some(retention) = retention {
+        match retention::fold(config, backends, table, retention, fence).await? {
+            Ok(folded) => done.history_folded_through = Some(folded.cut_run),
+            Err(why) => tracing::info!(table, why, "no history to fold"),
+        }
+    }
+    let drop_superseded = config.compaction.drop_superseded || retention.is_some();
+    if drop_superseded
         && let Some(marker) = superseded::marker(destination, table, &config.spill_dir()).await?
     {
         let dropped = superseded::parts_before(&ledger, table, &marker, limits.listed_before_ms);
@@ -339,6 +358,10 @@ async fn compact_leased(
             done.parts_replaced += step.replaced;
             done.bytes_read += step.bytes_read;
         }
+    }
+    if drop_superseded {
+        done.plan_files_removed =
+            retention::remove_earlier_plans(destination, table, &config.spill_dir(), fence).await?;
     }
     let groups = plan::plan(&ledger, table, limits);
     let settings = PartSettings::of(config);
@@ -381,7 +404,12 @@ async fn compact_leased(
         done.status = "compacted".into();
     }
     if done.status == "nothing"
-        && done.finished_earlier + done.orphans_removed + done.superseded_dropped > 0
+        && (done.finished_earlier
+            + done.orphans_removed
+            + done.superseded_dropped
+            + done.plan_files_removed
+            > 0
+            || done.history_folded_through.is_some())
     {
         done.status = "compacted".into();
     }

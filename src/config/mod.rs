@@ -259,6 +259,10 @@ impl Config {
             return Err(invalid("output.current_state_bucket_rows must be positive")
                 .hint("the rows one current-state file holds at most; the default is 65536"));
         }
+        if let Err(message) = out.history_retention() {
+            return Err(invalid(&message)
+                .hint("write a whole number and a unit: 30d, 12h, 90m or 45s (0s folds every change a checkpoint covers)"));
+        }
         if let Some(budget) = out.memory_budget_bytes {
             const MIN_BUDGET: u64 = OutputConfig::MIN_MEMORY_BUDGET;
             const MAX_BUDGET: u64 = OutputConfig::MAX_MEMORY_BUDGET;

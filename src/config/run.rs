@@ -111,6 +111,43 @@ pub struct OutputConfig {
     /// Rows one current-state file holds at most when a full build splits the state into
     /// buckets; an incremental build rewrites only the buckets its changes touch.
     pub current_state_bucket_rows: u64,
+    /// How much change history a table folder keeps (`30d`, `12h`, `90m`, `45s`): `sluice
+    /// compact` folds the changes older than that into a baseline of the table's state
+    /// and drops the parts that only held them (docs/compaction.md, history retention).
+    /// Absent: every change is kept.
+    pub history_retention: Option<String>,
+}
+
+impl OutputConfig {
+    /// [`Self::history_retention`] as a duration; `Err` names what is wrong with the text.
+    pub fn history_retention(&self) -> std::result::Result<Option<std::time::Duration>, String> {
+        let Some(text) = &self.history_retention else {
+            return Ok(None);
+        };
+        let text = text.trim();
+        let (number, unit) = text.split_at(
+            text.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .len(),
+        );
+        let seconds_per: u64 = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3_600,
+            "d" => 86_400,
+            _ => {
+                return Err(format!(
+                    "output.history_retention {text:?} has no unit s, m, h or d"
+                ));
+            }
+        };
+        let number: u64 = number.parse().map_err(|_| {
+            format!("output.history_retention {text:?} is not a whole number and a unit")
+        })?;
+        number
+            .checked_mul(seconds_per)
+            .map(|s| Some(std::time::Duration::from_secs(s)))
+            .ok_or_else(|| format!("output.history_retention {text:?} is too long"))
+    }
 }
 
 /// The folders change parts are written to below `<table>/` (docs/output.md, Layout).
@@ -189,6 +226,7 @@ impl Default for OutputConfig {
             layout: Layout::Flat,
             current_state: false,
             current_state_bucket_rows: 65_536,
+            history_retention: None,
         }
     }
 }

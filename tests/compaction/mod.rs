@@ -11,6 +11,8 @@
 //!   drain during a compaction, two compactions at once, a compaction that lost its lease;
 //! * `corrupt` — a part that does not hold its manifest's rows is refused, the other
 //!   tables go on;
+//! * `retention` — history older than `output.history_retention` folded into a new
+//!   baseline plan, the parts it superseded and the earlier plan removed;
 //! * `aws` — S3 (moto) and DynamoDB.
 
 mod aws;
@@ -18,6 +20,7 @@ mod corrupt;
 mod crashes;
 mod mysql;
 mod postgres;
+mod retention;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
