@@ -359,7 +359,8 @@ async fn compact_leased(
             done.bytes_read += step.bytes_read;
         }
     }
-    if drop_superseded {
+    // An Iceberg change log's snapshots reference its plan parts: they stay.
+    if drop_superseded && config.table_format != TableFormat::Iceberg {
         done.plan_files_removed =
             retention::remove_earlier_plans(destination, table, &config.spill_dir(), fence).await?;
     }

@@ -56,7 +56,7 @@ use super::step::Fence;
 use crate::backends::Backends;
 use crate::baseline::epoch;
 use crate::baseline::tasks::{KEYLESS_MARKER_SEQ, plan_id_of};
-use crate::config::Config;
+use crate::config::{Config, TableFormat};
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::lake::files as inputs;
@@ -98,6 +98,11 @@ pub async fn fold(
     fence: &mut Fence<'_>,
 ) -> Result<std::result::Result<Folded, Skipped>> {
     let destination = backends.destination.as_ref();
+    if config.table_format == TableFormat::Iceberg {
+        return Ok(Err(
+            "an Iceberg change log is not folded (its snapshots reference the parts)",
+        ));
+    }
     if let Some(record) = backends.state.load_baseline(&config.job, table).await?
         && record.status != BaselineStatus::Done
     {
@@ -483,8 +488,11 @@ impl Template {
                 POS => Arc::new(StringArray::from_iter_values(
                     std::iter::once(marker_pos).chain(std::iter::repeat_n(anchor, n)),
                 )),
+                // As a baseline's: a keyed table's rows all at `__seq` 0 (one per key), a
+                // keyless table's numbered (each row counts, none is a copy of another).
                 SEQ => Arc::new(Int64Array::from_iter_values(
-                    std::iter::once(marker_seq).chain(1..=n as i64),
+                    std::iter::once(marker_seq)
+                        .chain((0..n as i64).map(|i| if keyless { i } else { 0 })),
                 )),
                 _ if METADATA_COLUMNS.contains(&name) => new_null_array(field.data_type(), n + 1),
                 _ => {

@@ -400,6 +400,33 @@ fn rendered_values_keep_their_json_types() {
     assert_eq!(document["deadline"]["safety_margin_seconds"], 12.5);
 }
 
+#[test]
+fn compaction_settings_and_what_the_lake_keeps_render_into_a_config_the_binary_accepts() {
+    let Some(bin) = tools() else { return };
+    let example = example(&bin);
+    let mut inputs = example["streams"][0]["inputs"].clone();
+    let document = render(&bin, &inputs);
+    assert!(
+        document.get("compaction").is_none(),
+        "no block without a setting: {document}"
+    );
+    inputs["output"] = serde_json::json!({
+        "history_retention": "30d", "current_state": true, "current_state_bucket_rows": 4096
+    });
+    inputs["compaction_settings"] =
+        serde_json::json!({ "target_bytes": 67108864, "drop_superseded": false });
+    let document = render(&bin, &inputs);
+    assert_eq!(
+        document["output"],
+        serde_json::json!({ "history_retention": "30d", "current_state": true, "current_state_bucket_rows": 4096, "spill_dir": "/tmp" })
+    );
+    assert_eq!(
+        document["compaction"],
+        serde_json::json!({ "target_bytes": 67108864, "drop_superseded": false })
+    );
+    assert_eq!(validate(&document)["config"], document);
+}
+
 /// Actions the code names that belong to operator commands run with the operator's own
 /// credentials, never by the function: `sluice state init` creates the table,
 /// `sluice baseline --reset` deletes records, `doctor` / `init` list the claims.

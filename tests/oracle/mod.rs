@@ -35,6 +35,10 @@
 //! and the reader that follows manifests takes the live parts the run and compaction
 //! manifests name ([`parts::listed_in_run_manifests`]); the summary line counts them
 //! (`compactions=`, `compaction_crashes=`, `parts_compacted=`: parts the finished ones replaced).
+//! Two in five of the trials that compact keep no history (`output.history_retention: 0s`):
+//! every compaction folds the changes a checkpoint covers into a new baseline plan
+//! (crashed at `retention_plan_written` among the other points); the checks read every
+//! plan folder left, and the summary counts them (`retention_trials=`, `history_folds=`).
 
 #![allow(dead_code)]
 
@@ -91,6 +95,8 @@ pub struct Totals {
     pub compactions: u64,
     pub compaction_crashes: u64,
     pub parts_compacted: u64,
+    pub retention_trials: u64,
+    pub history_folds: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -119,6 +125,8 @@ impl Totals {
         self.compactions += r.compactions;
         self.compaction_crashes += r.compaction_crashes;
         self.parts_compacted += r.parts_compacted;
+        self.retention_trials += u64::from(r.retention);
+        self.history_folds += r.history_folds;
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -214,7 +222,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -236,6 +244,8 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.compactions,
         t.compaction_crashes,
         t.parts_compacted,
+        t.retention_trials,
+        t.history_folds,
         t.failovers,
         t.iceberg,
         t.policies,

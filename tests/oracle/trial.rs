@@ -185,6 +185,10 @@ pub struct Report {
     pub compaction_crashes: u64,
     /// Parts the compactions that finished replaced.
     pub parts_compacted: u64,
+    /// The trial keeps no history (`output.history_retention: 0s`).
+    pub retention: bool,
+    /// Tables whose history a finished compaction folded into a new baseline plan.
+    pub history_folds: u64,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -287,6 +291,11 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             .then(|| columns[own.below(columns.len())].to_owned())
     };
     report.policy = excluded.is_some();
+    // Two in five of the trials that compact keep no history: every compaction folds the
+    // changes a checkpoint covers into a new baseline plan (decided by a stream of its
+    // own, so the other choices of a seed stay what they were).
+    let retention = catalog.is_none() && Rng::new(seed ^ 0x7e7e_0001).chance(40);
+    report.retention = retention;
     let rollover_rows = *rng.pick(&[1u64, 2, 3, 5, 8, 20, 100, 100_000]);
     let rollover_bytes = *rng.pick(&[2048u64, 65_536, 128 << 20]);
     let row_group_rows = *rng.pick(&[1usize, 2, 4, 16, 1000]);
@@ -306,10 +315,15 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let yaml = format!(
         "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
          state: {{ type: local, path: {state} }}\n\
-         output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill} }}\n\
+         output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill}{history} }}\n\
          lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n\
          compaction: {{ min_age_seconds: 0, target_bytes: {compaction_target}, lease_ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}{policy}",
         baseline = baseline.as_deref().unwrap_or(""),
+        history = if retention {
+            ", history_retention: 0s"
+        } else {
+            ""
+        },
         policy = match &excluded {
             Some(column) => format!(
                 "policy:\n  tables:\n    {}: {{ exclude: [{column}] }}\n",
@@ -507,7 +521,11 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                     0..=39 => Crash::None,
                     40..=79 => Crash::Fault(format!(
                         "{}@{}",
-                        rng.pick(COMPACTION_FAULTS),
+                        match rng.below(COMPACTION_FAULTS.len() + 1) {
+                            i if i < COMPACTION_FAULTS.len() => COMPACTION_FAULTS[i],
+                            _ if retention => "retention_plan_written",
+                            _ => COMPACTION_FAULTS[0],
+                        },
                         rng.range(1, 4)
                     )),
                     _ => Crash::Kill(Duration::from_millis(rng.range(0, 300) as u64)),
@@ -588,6 +606,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             ));
             compaction_outcome(outcome, k, &crash, report)?;
             report.parts_compacted += parts_replaced(&logs, k);
+            report.history_folds += history_folds(&logs, k);
         }
     }
 
@@ -611,6 +630,8 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 other => {
                     compaction_outcome(other, k, &crash, report)?;
                     report.parts_compacted += parts_replaced(&logs, k);
+                    report.history_folds += history_folds(&logs, k);
+                    report.history_folds += history_folds(&logs, k);
                     break;
                 }
             }
@@ -862,6 +883,21 @@ fn parts_replaced(logs: &Path, k: usize) -> u64 {
                 t.values()
                     .filter_map(|t| t["parts_replaced"].as_u64())
                     .sum::<u64>()
+            })
+        })
+        .sum()
+}
+
+/// The tables compaction `k` folded history of, from its summary line.
+fn history_folds(logs: &Path, k: usize) -> u64 {
+    let out = std::fs::read_to_string(logs.join(format!("drain-{k}.out"))).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|s| {
+            s["tables"].as_object().map(|t| {
+                t.values()
+                    .filter(|t| t["history_folded_through"].is_string())
+                    .count() as u64
             })
         })
         .sum()

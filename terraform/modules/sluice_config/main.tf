@@ -4,10 +4,11 @@
 # Null values are dropped, so an unset input keeps the binary's default.
 
 locals {
-  pg_keys      = ["slot", "publication", "create", "page_changes", "page_wal_bytes"]
-  mysql_keys   = ["server_id", "transaction_memory_bytes", "max_transaction_bytes"]
-  output_keys  = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level", "memory_budget_bytes"]
-  baseline_key = ["chunk_rows", "parallel", "inline_plan_max_bytes", "keys"]
+  pg_keys         = ["slot", "publication", "create", "page_changes", "page_wal_bytes"]
+  mysql_keys      = ["server_id", "transaction_memory_bytes", "max_transaction_bytes"]
+  output_keys     = ["rollover_rows", "rollover_bytes", "row_group_rows", "zstd_level", "memory_budget_bytes", "current_state", "current_state_bucket_rows", "history_retention"]
+  compaction_keys = ["target_bytes", "min_age_seconds", "lease_ttl_seconds", "drop_superseded"]
+  baseline_key    = ["chunk_rows", "parallel", "inline_plan_max_bytes", "keys"]
 
   # A for-expression builds a map, whose values Terraform unifies to one type (a bool
   # next to a string becomes "false"), so keys of different types are filtered in
@@ -36,6 +37,7 @@ locals {
     [for k in keys(var.catalog == null ? {} : var.catalog) : "catalog.${k}" if !contains(["database", "table_prefix"], k)],
     [for k in keys(var.iceberg == null ? {} : var.iceberg) : "iceberg.${k}" if !contains(["catalog", "namespace", "table_prefix", "catalog_id", "table_bucket_arn"], k)],
     [for k in keys(var.baseline) : "baseline.${k}" if !contains(local.baseline_key, k)],
+    [for k in keys(local.compaction_input) : "compaction.${k}" if !contains(local.compaction_keys, k)],
     var.engine == "postgres" && local.postgres == null ? ["postgres (required when engine = postgres)"] : [],
     var.engine == "mysql" && var.postgres != null ? ["postgres (set for engine = mysql)"] : [],
     var.engine == "postgres" && var.mysql != null ? ["mysql (set for engine = postgres)"] : [],
@@ -43,6 +45,13 @@ locals {
   checked = length(local.unknown_keys) == 0 ? true : file("sluice_config: unknown or misplaced inputs: ${join(", ", local.unknown_keys)}")
 
   lease_ttl = var.lease_ttl_seconds == null ? var.timeout + 60 : var.lease_ttl_seconds
+
+  # `compaction: { … }` only with a setting that differs from the binary's defaults.
+  # (Through JSON: a conditional's branches must have one type, and {} is not the type of
+  # an object with attributes.)
+  compaction_input    = jsondecode(var.compaction_settings == null ? "{}" : jsonencode(var.compaction_settings))
+  compaction_settings = { for k in local.compaction_keys : k => lookup(local.compaction_input, k, null) if lookup(local.compaction_input, k, null) != null }
+  compaction_block    = length(local.compaction_settings) == 0 ? {} : { compaction = local.compaction_settings }
 
   # `catalog: { type: glue, database, table_prefix }` only when a catalog is asked for.
   catalog_block = var.catalog == null ? {} : {
@@ -113,5 +122,5 @@ locals {
       { for k in local.baseline_key : k => lookup(var.baseline, k, null) if lookup(var.baseline, k, null) != null },
       var.baseline_state_machine_arn == null ? {} : { state_machine_arn = var.baseline_state_machine_arn },
     )
-  }, local.catalog_block, local.table_format_block, local.iceberg_block, local.policy_block)
+  }, local.catalog_block, local.table_format_block, local.iceberg_block, local.policy_block, local.compaction_block)
 }

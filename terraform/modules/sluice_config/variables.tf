@@ -66,7 +66,13 @@ variable "mysql" {
 }
 
 variable "output" {
-  description = "Part layout and memory: { rollover_rows, rollover_bytes, row_group_rows, zstd_level, memory_budget_bytes, layout }; unset keys keep the binary's defaults (memory_budget_bytes: half the function's memory; layout: flat). Parts are spilled to /tmp."
+  description = "Part layout and memory, and what the lake keeps: { rollover_rows, rollover_bytes, row_group_rows, zstd_level, memory_budget_bytes, layout, current_state, current_state_bucket_rows, history_retention }; unset keys keep the binary's defaults (memory_budget_bytes: half the function's memory; layout: flat; every change kept). Parts are spilled to /tmp."
+  type        = any
+  default     = {}
+}
+
+variable "compaction_settings" {
+  description = "Compaction settings (docs/compaction.md): { target_bytes, min_age_seconds, lease_ttl_seconds, drop_superseded }; unset keys keep the binary's defaults."
   type        = any
   default     = {}
 }

@@ -57,4 +57,5 @@ module "table" {
   schedule_retry_attempts        = lookup(each.value, "schedule_retry_attempts", null)
   compaction                     = lookup(each.value, "compaction", null)
   compaction_schedule_expression = lookup(each.value, "compaction_schedule_expression", null)
+  compaction_settings            = lookup(each.value, "compaction_settings", null)
 }

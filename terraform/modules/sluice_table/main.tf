@@ -53,6 +53,7 @@ module "config" {
   postgres                   = var.postgres
   mysql                      = var.mysql
   output                     = var.output
+  compaction_settings        = var.compaction_settings
   timeout                    = var.timeout
   lease_ttl_seconds          = var.lease_ttl_seconds
   safety_margin_seconds      = var.safety_margin_seconds

@@ -89,19 +89,26 @@ variable "mysql" {
 }
 
 variable "output" {
-  description = "Part layout: rollover, row groups, compression and the folders of change parts (`layout`: `flat`, `dated` or `dated-hourly`); unset keys keep the binary's defaults. Parts under construction spill to /tmp (see ephemeral_storage_mb)."
+  description = "Part layout: rollover, row groups, compression and the folders of change parts (`layout`: `flat`, `dated` or `dated-hourly`); `current_state` (a current-state table built after every run, docs/current-state.md) and `current_state_bucket_rows`; `history_retention` (`30d`, `12h`, ...: each compaction folds older changes into a new baseline, docs/compaction.md). Unset keys keep the binary's defaults. Parts under construction spill to /tmp (see ephemeral_storage_mb)."
   type = object({
-    rollover_rows  = optional(number)
-    rollover_bytes = optional(number)
-    row_group_rows = optional(number)
-    zstd_level     = optional(number)
-    layout         = optional(string)
+    rollover_rows             = optional(number)
+    rollover_bytes            = optional(number)
+    row_group_rows            = optional(number)
+    zstd_level                = optional(number)
+    layout                    = optional(string)
+    current_state             = optional(bool)
+    current_state_bucket_rows = optional(number)
+    history_retention         = optional(string)
   })
   default  = {}
   nullable = false
   validation {
     condition     = var.output.layout == null || contains(["flat", "dated", "dated-hourly"], coalesce(var.output.layout, "flat"))
     error_message = "The output.layout must be `flat`, `dated` or `dated-hourly`."
+  }
+  validation {
+    condition     = var.output.history_retention == null || can(regex("^[0-9]+[smhd]$", coalesce(var.output.history_retention, "0s")))
+    error_message = "The output.history_retention must be a whole number and a unit: `30d`, `12h`, `90m` or `45s`."
   }
 }
 
@@ -358,6 +365,18 @@ variable "compaction" {
   type        = bool
   default     = true
   nullable    = false
+}
+
+variable "compaction_settings" {
+  description = "The compaction's settings (docs/compaction.md): { target_bytes, min_age_seconds, lease_ttl_seconds, drop_superseded }; unset keys keep the binary's defaults (128 MiB targets, parts older than an hour, a 900 s lease, superseded parts dropped)."
+  type = object({
+    target_bytes      = optional(number)
+    min_age_seconds   = optional(number)
+    lease_ttl_seconds = optional(number)
+    drop_superseded   = optional(bool)
+  })
+  default  = {}
+  nullable = false
 }
 
 variable "compaction_schedule_expression" {
