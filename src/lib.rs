@@ -38,6 +38,7 @@ pub mod drain;
 pub mod error;
 pub mod faults;
 pub mod fold;
+pub mod forget;
 pub mod framer;
 pub mod iceberg;
 pub mod init;
