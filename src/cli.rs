@@ -537,6 +537,10 @@ async fn forget(
         Ok(k) => k,
         Err(e) => return fail(Some(&config.job), &e),
     };
+    let config = match crate::secret::resolve_hash_key(config).await {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
     let options = crate::forget::ForgetOptions { table, keys };
     let result = match Backends::open(&config).await {
         Ok(backends) => crate::forget::run(&config, &backends, &options).await,

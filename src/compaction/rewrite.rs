@@ -17,6 +17,10 @@
 //!   back: its rows must sum (`mix64`) to the running sum of the inputs' rows, its row
 //!   count must be theirs, and its Parquet schema (physical and logical types) the
 //!   first input's — else `SLUICE_INTERNAL`, and nothing is uploaded;
+//! * **`sluice forget`'s filter** ([`Rewriter::keep`]): with one, an output holds the
+//!   rows of its inputs the filter keeps — each byte-identical, in order — and its sum is
+//!   theirs; the inputs are verified whole all the same. A file no manifest records
+//!   (given with an empty checksum, forget only) is read without a sum to check;
 //! * memory is bounded by one input batch and one output row group (the writer flushes
 //!   at `output.row_group_rows` rows or the row-group byte limit); a part is never held
 //!   in memory whole: inputs are downloaded to, and outputs built in, the spill directory.

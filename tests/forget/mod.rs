@@ -91,12 +91,7 @@ pub fn assert_no_row(out: &Path, column: &str, value: &str) {
 pub fn folder_rows(out: &Path, table: &str) -> Vec<Row> {
     let dir = out.join(table);
     let mut rows = support::read_rows(&support::snapshot_dir(&dir), "part-");
-    rows.extend(rows_of(&dir, &change_files(&dir)).into_iter().filter(|r| {
-        !r.get("__op")
-            .cloned()
-            .flatten()
-            .is_some_and(|op| op == "snapshot")
-    }));
+    rows.extend(rows_of(&dir, &change_files(&dir)));
     rows.sort_by_key(|r| {
         (
             r["__pos"].clone(),
