@@ -31,8 +31,9 @@
 //!   without the keys (the epoch held before it started); running it again finishes the
 //!   removals an earlier step recorded, removes the rewrites no manifest names, and
 //!   redoes the rest (a key already gone matches nothing);
-//! * **verified**: every input is checked against the checksum its manifest recorded, and
-//!   every rewrite read back, as compaction does ([`crate::compaction::rewrite`]); a
+//! * **verified before anything is removed**: every file is read whole and checked
+//!   against the rows and checksum its manifest recorded before the first step, and again
+//!   as each is rewritten, each rewrite read back ([`crate::compaction::rewrite`]); a
 //!   corrupt or missing part is `SLUICE_FORGET_PART_CORRUPT` naming it, and nothing is
 //!   removed;
 //! * **the current state**: its files holding a key ([`state`]) are rewritten into a new
@@ -64,6 +65,7 @@ use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
 use crate::faults::{FaultPoint, hit};
 use crate::parts::arrow_schema::{OP, POS, SEQ};
+use crate::parts::checksum::Algorithm;
 use crate::parts::{MANIFEST_FILE, Manifest, ManifestPart, PartSettings};
 use crate::policy::hash::Hasher;
 use crate::state::holder;
@@ -345,6 +347,7 @@ async fn forget_leased(
         let batches = crate::lake::files::read_file(destination, &candidate.part.key)
             .await
             .map_err(|e| corrupt(&candidate.part, &e.to_string()))?;
+        verify(&candidate.part, &batches)?;
         let mut here = Found::default();
         for batch in &batches {
             let per_key = matcher.per_key(batch)?;
@@ -895,6 +898,41 @@ fn absent(row: &Row, marker: Option<&Row>) -> bool {
     })
 }
 
+/// Checks `batches` (all of `part`) against the rows and checksum its manifest recorded
+/// (a file no manifest records has none), before anything is removed.
+fn verify(part: &ManifestPart, batches: &[arrow_array::RecordBatch]) -> Result<()> {
+    if part.checksum.is_empty() {
+        return Ok(());
+    }
+    let Some((algorithm, want)) = Algorithm::parse(&part.checksum) else {
+        return Err(corrupt(
+            part,
+            &format!(
+                "has no checksum this sluice can verify ({:?})",
+                part.checksum
+            ),
+        ));
+    };
+    let mut sum = algorithm.empty_sum();
+    let mut rows = 0u64;
+    for batch in batches {
+        sum = algorithm.hash_batch_from(sum, batch)?;
+        rows += batch.num_rows() as u64;
+    }
+    if sum != want || rows != part.rows {
+        return Err(corrupt(
+            part,
+            &format!(
+                "holds {rows} rows summing to {}{sum:016x}; its manifest recorded {} rows summing to {}",
+                algorithm.prefix(),
+                part.rows,
+                part.checksum
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `SLUICE_FORGET_PART_CORRUPT` for `part`.
 fn corrupt(part: &ManifestPart, what: &str) -> Error {
     Error::new(
@@ -956,6 +994,32 @@ mod tests {
         newer(&mut slot, row("b", 7, "delete"));
         newer(&mut slot, row("a", 9, "insert"));
         assert_eq!(slot, Some(row("b", 7, "delete")));
+    }
+
+    #[test]
+    fn an_iceberg_change_log_and_stdout_are_refused_as_config() {
+        const JOB: &str = "job: j\nsource:\n  url: postgres://postgres@127.0.0.1:5432/app\n  tables: [public.t]\n  postgres: { slot: s, publication: p }\nstate: { type: local, path: ./s }\n";
+        let local = Config::parse(
+            &format!("{JOB}destination: {{ type: local, path: ./o }}\n"),
+            "t",
+        )
+        .unwrap();
+        assert!(check_supported(&local).is_ok());
+        let stdout =
+            Config::parse(&format!("{JOB}destination: {{ type: stdout }}\n"), "t").unwrap();
+        let e = check_supported(&stdout).unwrap_err();
+        assert_eq!(
+            (e.code(), e.class().exit_code()),
+            (Code::ForgetUnsupported, 1)
+        );
+        let iceberg = Config::parse(
+            &format!("{JOB}destination: {{ type: local, path: ./o }}\ntable_format: iceberg\niceberg: {{ catalog: {{ type: sql, uri: \"sqlite:///c.db\" }} }}\n"),
+            "t",
+        )
+        .unwrap();
+        let e = check_supported(&iceberg).unwrap_err();
+        assert_eq!(e.code(), Code::ForgetUnsupported);
+        assert!(e.message().contains("Iceberg"), "{e}");
     }
 
     #[test]

@@ -184,3 +184,44 @@ fn postgres_forget_killed_at_every_fault_point_finishes_on_the_next_run() {
         assert_eq!(again["status"], "nothing", "{fault}: {again}");
     }
 }
+
+#[test]
+fn postgres_forget_refuses_a_corrupt_part_and_a_table_without_a_key() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "forget_pg_corrupt");
+    let job = lake(&db);
+    let out = job.out();
+    // The newest run's part (the deletes) replaced by another valid part: its rows no
+    // longer sum to what its manifest recorded.
+    let dir = out.join("t");
+    let cdc: Vec<String> = crate::compaction::change_files(&dir)
+        .into_iter()
+        .filter(|f| f.starts_with("cdc-"))
+        .collect();
+    assert!(cdc.len() >= 2, "{cdc:?}");
+    let victim = dir.join(&cdc[cdc.len() - 1]);
+    std::fs::copy(dir.join(&cdc[cdc.len() - 2]), &victim).unwrap();
+    let before = super::all_files(&out);
+    let refused = forget(&job, "t", &["--key", "id=7"], &[]);
+    assert_eq!(refused.code, 5, "{}", refused.stderr);
+    assert_eq!(refused.error_code(), "SLUICE_FORGET_PART_CORRUPT");
+    assert!(
+        refused.stderr.contains(&cdc[cdc.len() - 1]),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        super::all_files(&out),
+        before,
+        "nothing was removed or written"
+    );
+
+    let keyless = TestDb::new(&admin, "forget_pg_keyless");
+    keyless.sql("CREATE TABLE k (a int, v text); ALTER TABLE k REPLICA IDENTITY FULL");
+    keyless.sql("INSERT INTO k VALUES (1, 'x'), (1, 'x'), (2, 'y')");
+    let job = Job::postgres(&keyless, &["k"], "initial: snapshot\n");
+    assert_eq!(job.drain()["status"], "drained");
+    let refused = forget(&job, "k", &["--key", "a=1"], &[]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.error_code(), "SLUICE_FORGET_UNSUPPORTED");
+}
