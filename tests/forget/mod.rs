@@ -7,8 +7,10 @@
 //!
 //! * `postgres` — the whole flow, an idempotent rerun, the keys-file form, a key the
 //!   source still holds refused, a kill at every fault point then a rerun;
-//! * `mysql` — the flow on MariaDB with a hashed key column.
+//! * `mysql` — the flow on MariaDB with a hashed key column;
+//! * `aws` — S3 (moto) and DynamoDB; the Lambda face's `forget` action.
 
+mod aws;
 mod mysql;
 mod postgres;
 
