@@ -587,7 +587,16 @@ async fn candidates(
         .collect();
     let mut known: BTreeSet<String> = ledger.listed.keys().cloned().collect();
     known.extend(ledger.replaced.iter().cloned());
+    // The current plan's folder; a plan folder sorting after it is a baseline still being
+    // written (or given up): its chunks' records name its parts, so it is left alone.
+    let mut current_plan: Option<String> = None;
     if let Some(manifest) = baseline_manifest(destination, table).await? {
+        current_plan = manifest.parts.first().and_then(|p| {
+            under(table, &p.key)
+                .strip_prefix(&snapshot_prefix)
+                .and_then(|rest| rest.split_once('/'))
+                .map(|(plan, _)| plan.to_owned())
+        });
         for mut part in manifest.parts {
             part.key = under(table, &part.key);
             known.insert(part.key.clone());
@@ -606,11 +615,16 @@ async fn candidates(
         if name.starts_with('.') {
             continue;
         }
-        let unread =
-            key.starts_with(&snapshot_prefix) || key.starts_with(&format!("{table}/_superseded/"));
+        let plan = key
+            .strip_prefix(&snapshot_prefix)
+            .and_then(|rest| rest.split_once('/'))
+            .map(|(plan, _)| plan);
+        let settled_plan = plan.is_some_and(|p| current_plan.as_deref().is_some_and(|c| p <= c));
+        let unread = settled_plan || key.starts_with(&format!("{table}/_superseded/"));
         if !unread {
-            // A drain's part its run manifest does not list yet (or lists as pending):
-            // no checkpoint covers it, so a lake operation leaves it alone.
+            // A drain's part its run manifest does not list yet (or lists as pending), or
+            // a part of a baseline still being written: no checkpoint or finished plan
+            // covers it, so a lake operation leaves it alone.
             summary.unlisted_skipped += 1;
             continue;
         }

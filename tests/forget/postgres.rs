@@ -127,6 +127,16 @@ fn postgres_forget_erases_a_key_from_every_file_and_replays_the_source() {
     }
     assert_eq!(compact(&job, &[])["status"], "compacted");
 
+    // A re-baseline: the earlier plan's parts (which no reader takes now) still hold
+    // keys 4 and 5; the batch form erases them there too.
+    let rebaseline = job.run(&["baseline", "--table", "t"], &[]);
+    assert_eq!(rebaseline.code, 0, "{}", rebaseline.stderr);
+    assert_eq!(job.drain()["status"], "drained");
+    let plans = std::fs::read_dir(out.join("t/snapshot"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(plans, 2, "two plan folders");
     // The batch form.
     let keys = job.dir.path().join("keys.txt");
     std::fs::write(&keys, "# people who asked\nid=4\n\nid=5\n").unwrap();
