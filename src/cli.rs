@@ -78,6 +78,24 @@ enum Command {
         #[arg(long, value_parser = humantime::parse_duration)]
         max_duration: Option<Duration>,
     },
+    /// Erase every row of the given keys from one table's parts, baselines and current
+    /// state, once the source deleted them and a drain ran (docs/privacy.md, "The erasure
+    /// procedure").
+    Forget {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The table (as source.tables names it).
+        #[arg(long)]
+        table: String,
+        /// A key: `col=value[,col2=value2]` naming every key column (values in the
+        /// source's text form; `\,` for a comma in a value); may be repeated.
+        #[arg(long)]
+        key: Vec<String>,
+        /// A file of keys, one `col=value[,col2=value2]` a line (`#` comments, blank
+        /// lines skipped).
+        #[arg(long)]
+        keys_file: Option<PathBuf>,
+    },
     /// Inspect, create or clear the job's stored state.
     State {
         #[command(subcommand)]
@@ -335,6 +353,12 @@ async fn run(command: Command) -> i32 {
             table,
             max_duration,
         } => compact(config, table, max_duration).await,
+        Command::Forget {
+            config,
+            table,
+            key,
+            keys_file,
+        } => forget(config, table, key, keys_file).await,
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -483,6 +507,57 @@ async fn compact(
         Ok(summary) => {
             stdout_line(summary.to_line());
             summary.exit_code
+        }
+        Err(e) => fail(Some(&config.job), &e),
+    }
+}
+
+/// Forgets keys in one table; prints the summary line, exit 0 or the error's code.
+async fn forget(
+    config: Option<PathBuf>,
+    table: String,
+    key: Vec<String>,
+    keys_file: Option<PathBuf>,
+) -> i32 {
+    let config = match job::config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    let keys = (|| {
+        let mut keys = key
+            .iter()
+            .map(|k| crate::forget::keys::Key::parse(k))
+            .collect::<crate::error::Result<Vec<_>>>()?;
+        if let Some(path) = &keys_file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                crate::error::Error::new(
+                    crate::error::Code::ConfigInvalid,
+                    format!("cannot read the keys file {}", path.display()),
+                )
+                .hint("give --keys-file a readable file, one col=value[,col2=value2] key a line")
+                .source(e)
+            })?;
+            keys.extend(crate::forget::keys::Key::parse_file(&text)?);
+        }
+        Ok::<_, crate::error::Error>(keys)
+    })();
+    let keys = match keys {
+        Ok(k) => k,
+        Err(e) => return fail(Some(&config.job), &e),
+    };
+    let config = match crate::secret::resolve_hash_key(config).await {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    let options = crate::forget::ForgetOptions { table, keys };
+    let result = match Backends::open(&config).await {
+        Ok(backends) => crate::forget::run(&config, &backends, &options).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(summary) => {
+            stdout_line(summary.to_line());
+            0
         }
         Err(e) => fail(Some(&config.job), &e),
     }

@@ -118,6 +118,9 @@ codes! {
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     CompactionPartCorrupt => "SLUICE_COMPACTION_PART_CORRUPT", Refusal;
     CompactionUnsupported => "SLUICE_COMPACTION_UNSUPPORTED", Config;
+    ForgetUnsupported => "SLUICE_FORGET_UNSUPPORTED", Config;
+    ForgetKeyPresent => "SLUICE_FORGET_KEY_PRESENT", Refusal;
+    ForgetPartCorrupt => "SLUICE_FORGET_PART_CORRUPT", Refusal;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
@@ -375,6 +378,12 @@ mod tests {
             // Compaction asked of an output it cannot rewrite yet (an Iceberg change log,
             // stdout): the config decides.
             (Code::CompactionUnsupported, C),
+            // Forget asked of a table or output it cannot rewrite (no key, Iceberg,
+            // stdout): the config decides.
+            (Code::ForgetUnsupported, C),
+            // The replay still holds the key: the source must delete it first.
+            (Code::ForgetKeyPresent, R),
+            (Code::ForgetPartCorrupt, R),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),

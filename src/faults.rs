@@ -2,7 +2,8 @@
 //! destination uploads, compaction steps), for crash tests. The points sit in
 //! `crate::commit`, in the destinations, after an Iceberg commit (`crate::iceberg`),
 //! before a baseline chunk's read (`crate::baseline::tasks`) and between the steps of a
-//! compaction (`crate::compaction`); nothing else arms or passes them.
+//! compaction (`crate::compaction`) or a forget (`crate::forget`); nothing else arms or
+//! passes them.
 //!
 //! `SLUICE_FAULT=<point>[@<n>][:<action>]` arms one point: at its `n`-th hit (default 1)
 //! the process either aborts on the spot (`crash`, the default: no destructor, no lease
@@ -53,6 +54,15 @@ pub enum FaultPoint {
     /// A history fold's plan part is uploaded (complete for readers of the rule);
     /// `snapshot/_manifest.json` does not name it yet.
     RetentionPlanWritten,
+    /// A forget step's rewrite is uploaded and durable; no manifest names it yet.
+    ForgetPartDurable,
+    /// A forget step's manifest is written; the file it rewrote is not removed yet.
+    ForgetManifestWritten,
+    /// The file a forget step rewrote was removed (the `n`-th hit: the `n`-th removal).
+    ForgetPartRemoved,
+    /// The current-state pointer names the version without the keys; the files holding
+    /// them are not removed yet.
+    ForgetStateWritten,
 }
 
 impl FaultPoint {
@@ -73,6 +83,10 @@ impl FaultPoint {
             FaultPoint::CompactPartRemoved => "compact_part_removed",
             FaultPoint::CompactStepDone => "compact_step_done",
             FaultPoint::RetentionPlanWritten => "retention_plan_written",
+            FaultPoint::ForgetPartDurable => "forget_part_durable",
+            FaultPoint::ForgetManifestWritten => "forget_manifest_written",
+            FaultPoint::ForgetPartRemoved => "forget_part_removed",
+            FaultPoint::ForgetStateWritten => "forget_state_written",
         }
     }
 }

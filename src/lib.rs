@@ -9,7 +9,8 @@
 //! `doctor`, `init`, `validate`, `replay` — `sluice sql` —, `status`, `recovery`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline`, `compaction` (small
 //! covered parts rewritten into few large ones, beside the drain), `materialize`
-//! (current-state tables folded from the parts) → `commit` (the one
+//! (current-state tables folded from the parts), `forget` (a deleted key's rows erased
+//! from every file of a table, on compaction's steps) → `commit` (the one
 //! owner of part → fenced checkpoint → ack), `iceberg` (durable parts committed to
 //! Iceberg tables before the checkpoint), `backends` → `source` (the contracts; one folder
 //! per engine), `parts` (Parquet parts and their manifests), `destination`, `state`, `claims`, `secret`,
@@ -38,6 +39,7 @@ pub mod drain;
 pub mod error;
 pub mod faults;
 pub mod fold;
+pub mod forget;
 pub mod framer;
 pub mod iceberg;
 pub mod init;

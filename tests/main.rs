@@ -28,6 +28,7 @@ mod cli;
 mod compaction;
 mod conformance;
 mod docs_links;
+mod forget;
 mod iceberg;
 mod mssql;
 mod mysql;

@@ -61,8 +61,29 @@ pub struct CompactionManifest {
     /// the `__pos` of the epoch marker every change of `replaced` sorts before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
+    /// `forget` for a step of `sluice forget` (absent: a compaction's): its `parts` then
+    /// hold the rows of its `replaced` minus the forgotten keys' rows (each kept row
+    /// byte-identical, in order), and `files` names the files no run manifest lists that
+    /// it rewrote the same way (baseline parts, earlier plans).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// With `kind: forget`: the baseline (and other unlisted) files the step rewrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<RewrittenFile>,
+    /// With `kind: forget`: the rows of the forgotten keys the step removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_removed: Option<u64>,
     /// RFC 3339, UTC, milliseconds.
     pub written_at: String,
+}
+
+/// A file no run manifest lists that a `forget` step rewrote: `key` is removed after the
+/// manifest, `by` (absent when no row was left) holds the rest of its rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewrittenFile {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<ManifestPart>,
 }
 
 impl CompactionManifest {
@@ -87,6 +108,9 @@ impl CompactionManifest {
             bytes: parts.iter().map(|p| p.bytes).sum(),
             replaced_bytes: replaced.iter().map(|p| p.bytes).sum(),
             superseded_by: None,
+            kind: None,
+            files: Vec::new(),
+            rows_removed: None,
             parts,
             replaced,
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),

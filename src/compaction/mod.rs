@@ -374,6 +374,7 @@ async fn compact_leased(
         compaction_id: &compaction_id,
         settings: &settings,
         next_number: 1,
+        keep: None,
     };
     done.status = "nothing".into();
     for group in groups {

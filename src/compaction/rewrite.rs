@@ -17,6 +17,10 @@
 //!   back: its rows must sum (`mix64`) to the running sum of the inputs' rows, its row
 //!   count must be theirs, and its Parquet schema (physical and logical types) the
 //!   first input's — else `SLUICE_INTERNAL`, and nothing is uploaded;
+//! * **`sluice forget`'s filter** ([`Rewriter::keep`]): with one, an output holds the
+//!   rows of its inputs the filter keeps — each byte-identical, in order — and its sum is
+//!   theirs; the inputs are verified whole all the same. A file no manifest records
+//!   (given with an empty checksum, forget only) is read without a sum to check;
 //! * memory is bounded by one input batch and one output row group (the writer flushes
 //!   at `output.row_group_rows` rows or the row-group byte limit); a part is never held
 //!   in memory whole: inputs are downloaded to, and outputs built in, the spill directory.
@@ -74,7 +78,15 @@ pub struct Rewriter<'a> {
     pub settings: &'a PartSettings,
     /// The next compacted part's number (they count on across the compaction's steps).
     pub next_number: u32,
+    /// `sluice forget`'s row filter: the rows it keeps of each input batch (`None`:
+    /// every row, compaction's case). An output then holds a subset of its inputs' rows,
+    /// each byte-identical and in order.
+    pub keep: Option<&'a Keep<'a>>,
 }
+
+/// Which rows of a batch an output keeps (true: kept).
+pub type Keep<'a> =
+    dyn Fn(&arrow_array::RecordBatch) -> Result<arrow_array::BooleanArray> + Sync + 'a;
 
 /// The compacted part being written.
 struct Open {
@@ -189,7 +201,15 @@ impl Rewriter<'_> {
                 ),
             ));
         }
-        let Some((algorithm, want)) = Algorithm::parse(&part.checksum) else {
+        // A file no manifest records (an earlier baseline's plan folder, `_superseded/`:
+        // only `sluice forget` reads those) has no checksum to verify against.
+        let unrecorded = part.checksum.is_empty() && self.keep.is_some();
+        let parsed = if unrecorded {
+            Some((Algorithm::Mix64, 0))
+        } else {
+            Algorithm::parse(&part.checksum)
+        };
+        let Some((algorithm, want)) = parsed else {
             return Err(corrupt(
                 part,
                 format!(
@@ -218,12 +238,22 @@ impl Rewriter<'_> {
         };
         let mut verified = algorithm.empty_sum();
         let mut rows = 0u64;
+        let mut written = 0u64;
         for batch in input.reader.by_ref() {
             let batch =
                 batch.map_err(|e| corrupt(part, "does not read as Parquet".into()).source(e))?;
             verified = algorithm.hash_batch_from(verified, &batch)?;
-            out.sum = hash_batch_from(out.sum, &batch)?;
             rows += batch.num_rows() as u64;
+            let batch = match self.keep {
+                Some(keep) => arrow_select::filter::filter_record_batch(&batch, &keep(&batch)?)
+                    .map_err(|e| Error::new(Code::Internal, "filtering a part's rows").source(e))?,
+                None => batch,
+            };
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            written += batch.num_rows() as u64;
+            out.sum = hash_batch_from(out.sum, &batch)?;
             out.writer
                 .write(&batch)
                 .map_err(|e| self.write_error(e, &out.path))?;
@@ -233,7 +263,7 @@ impl Rewriter<'_> {
                     .map_err(|e| self.write_error(e, &out.path))?;
             }
         }
-        if verified != want || rows != part.rows {
+        if !unrecorded && (verified != want || rows != part.rows) {
             return Err(corrupt(
                 part,
                 format!(
@@ -244,7 +274,7 @@ impl Rewriter<'_> {
                 ),
             ));
         }
-        out.rows += rows;
+        out.rows += written;
         if out.first_pos.is_empty() {
             out.first_pos.clone_from(&part.first_pos);
         }

@@ -8,7 +8,8 @@
 //! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
-//! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret.
+//! `{"action": "compact"}` ([`crate::compaction`]) and `{"action": "forget", "table": …,
+//! "keys": [...]}` ([`crate::forget`]), which never read the source's secret.
 //! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
 //! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
@@ -175,6 +176,10 @@ async fn run_invocation(
         );
         return Ok(run_compaction(config, backends, &event.payload, deadline).await?);
     }
+    if action == Action::Forget {
+        let config = crate::secret::resolve_hash_key(config.clone()).await?;
+        return Ok(run_forget(&config, backends, &event.payload).await?);
+    }
     let config = &with_secret(container, config, false).await?;
     match action {
         Action::Drain => {
@@ -273,6 +278,38 @@ async fn with_rotated_secret<T>(
     }
 }
 
+/// One forget (`{"action": "forget", "table": "public.users", "keys": ["id=42"]}`): the
+/// summary as the response.
+async fn run_forget(
+    config: &Config,
+    backends: &Backends,
+    payload: &Value,
+) -> crate::error::Result<Value> {
+    let invalid = |what: String| {
+        Error::new(Code::ConfigInvalid, what).hint(
+            "send {\"action\": \"forget\", \"table\": \"public.users\", \"keys\": [\"id=42\"]}",
+        )
+    };
+    let table = payload
+        .get("table")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("forget: table must be a table name".into()))?;
+    let keys: Vec<String> = payload
+        .get("keys")
+        .and_then(|k| serde_json::from_value(k.clone()).ok())
+        .ok_or_else(|| invalid("forget: keys must be a list of col=value texts".into()))?;
+    let options = crate::forget::ForgetOptions {
+        table: table.to_owned(),
+        keys: keys
+            .iter()
+            .map(|k| crate::forget::keys::Key::parse(k))
+            .collect::<crate::error::Result<_>>()?,
+    };
+    let summary = crate::forget::run(config, backends, &options).await?;
+    tracing::info!(summary = %summary.to_line(), "forget finished");
+    Ok(serde_json::to_value(&summary).unwrap_or_default())
+}
+
 /// One compaction (`{"action": "compact", "tables": [...]}`, every table without
 /// `tables`): one EMF line per table on stdout, the summary as the response; a table's
 /// failure fails the invocation with that error (the summary is logged).
@@ -362,7 +399,7 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain | Action::Materialize | Action::Compact => Err(Error::new(
+        Action::Drain | Action::Materialize | Action::Compact | Action::Forget => Err(Error::new(
             Code::Internal,
             format!("{} is not a baseline task", action.name()),
         )),

@@ -511,7 +511,7 @@ fn column_names(shape: &Shape) -> Vec<String> {
 }
 
 /// One current-state file: Parquet, zstd, the batch's schema.
-fn encode(batch: &RecordBatch) -> Result<Vec<u8>> {
+pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>> {
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();

@@ -45,8 +45,9 @@ pub struct Pointer {
     /// The files the version named before this one, kept for readers that read that
     /// pointer just before this one replaced it.
     pub previous_files: Vec<String>,
-    /// `full` (every file of the table folded) or `incremental` (the buckets new changes
-    /// touched, on top of the previous version).
+    /// `full` (every file of the table folded), `incremental` (the buckets new changes
+    /// touched, on top of the previous version) or `forget` (`sluice forget` rewrote the
+    /// files holding a key; watermark and buckets kept).
     pub build: String,
     /// How many part files this build read.
     pub parts_read: usize,

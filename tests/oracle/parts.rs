@@ -164,6 +164,20 @@ fn origins(out: &Path, table: &str) -> Result<BTreeMap<String, Vec<(String, u64)
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
         let manifest: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{path:?}: {e}"))?;
+        // A forget's step holds a subset of its one input's rows: its output stands for
+        // that input (the rows it kept, by their own positions).
+        if manifest["kind"] == "forget" {
+            if let (Some(output), Some(input)) = (
+                manifest["parts"].as_array().and_then(|p| p.first()),
+                manifest["replaced"].as_array().and_then(|p| p.first()),
+            ) {
+                direct.insert(
+                    rel(output),
+                    vec![(rel(input), output["rows"].as_u64().unwrap_or(0))],
+                );
+            }
+            continue;
+        }
         let mut inputs = manifest["replaced"]
             .as_array()
             .into_iter()
