@@ -118,6 +118,9 @@ codes! {
     RecoveryRefused => "SLUICE_RECOVERY_REFUSED", Refusal;
     CompactionPartCorrupt => "SLUICE_COMPACTION_PART_CORRUPT", Refusal;
     CompactionUnsupported => "SLUICE_COMPACTION_UNSUPPORTED", Config;
+    VerifyDiffers => "SLUICE_VERIFY_DIFFERS", Refusal;
+    VerifyUnsupported => "SLUICE_VERIFY_UNSUPPORTED", Config;
+    VerifyLakeBehind => "SLUICE_VERIFY_LAKE_BEHIND", Transient;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
@@ -374,6 +377,13 @@ mod tests {
             // Compaction asked of an output it cannot rewrite yet (an Iceberg change log,
             // stdout): the config decides.
             (Code::CompactionUnsupported, C),
+            // `sluice verify` found rows the lake and the source disagree on, re-checked
+            // at one exact source position: the same next time until repaired.
+            (Code::VerifyDiffers, R),
+            (Code::VerifyUnsupported, C),
+            // The drain verify runs to bring the lake past its read could not run (another
+            // run held the job's lease): the next verify drains again.
+            (Code::VerifyLakeBehind, T),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),

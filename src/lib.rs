@@ -63,3 +63,4 @@ pub mod status;
 pub mod summary;
 pub mod tls;
 pub mod validate;
+pub mod verify;

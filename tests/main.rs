@@ -32,3 +32,4 @@ mod iceberg;
 mod mssql;
 mod mysql;
 mod postgres;
+mod verify;

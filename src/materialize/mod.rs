@@ -468,7 +468,7 @@ fn newest_change(batches: &[RecordBatch]) -> Option<Watermark> {
 
 /// The fold's shape: the newest manifest's columns, each with the type and field metadata
 /// of the newest batch that has it.
-fn shape_of(columns: &[ShapeColumn], batches: &[RecordBatch]) -> Shape {
+pub(crate) fn shape_of(columns: &[ShapeColumn], batches: &[RecordBatch]) -> Shape {
     let mut fields = Vec::with_capacity(columns.len());
     for column in columns {
         let field = batches
