@@ -1,8 +1,8 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions and `compact` are
-//! recognised by name;
+//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact` and `verify`
+//! are recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
 use serde_json::Value;
@@ -21,6 +21,8 @@ pub enum Action {
     Materialize,
     /// `sluice compact` (optionally `{"tables": [...]}`).
     Compact,
+    /// `sluice verify` (`{"table": ..., "sample": PCT, "repair": bool}`).
+    Verify,
 }
 
 impl Action {
@@ -34,6 +36,7 @@ impl Action {
             Action::BaselineFinish => "baseline.finish",
             Action::Materialize => "materialize",
             Action::Compact => "compact",
+            Action::Verify => "verify",
         }
     }
 }
@@ -58,12 +61,13 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::BaselineFinish,
         Action::Materialize,
         Action::Compact,
+        Action::Verify,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, verify",
         )
     })
 }
@@ -101,6 +105,7 @@ mod tests {
             "baseline.chunk",
             "baseline.finish",
             "compact",
+            "verify",
         ] {
             assert_eq!(
                 action_of(&json!({ "action": action })).unwrap().name(),

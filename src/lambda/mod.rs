@@ -8,7 +8,9 @@
 //! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
-//! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret.
+//! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret,
+//! and `{"action": "verify", "table": …}` ([`crate::verify`]: one EMF line for the table,
+//! the report as the response, also when rows differ — the metric and its alarm say so).
 //! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
 //! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
@@ -200,6 +202,23 @@ async fn run_invocation(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
+        Action::Verify => {
+            let options = verify_options(&event.payload)?;
+            let report = with_rotated_secret(container, config, async |config: &Config| {
+                crate::verify::run(config, backends, &options).await
+            })
+            .await?;
+            println!(
+                "{}",
+                crate::metrics::verify_emf_document(
+                    &config.job,
+                    &report.metrics(),
+                    chrono::Utc::now().timestamp_millis()
+                )
+            );
+            tracing::info!(summary = %report.to_line(), "verify finished");
+            Ok(serde_json::to_value(&report).unwrap_or_default())
+        }
         Action::Materialize => {
             let tables: Vec<String> = event
                 .payload
@@ -220,6 +239,35 @@ async fn run_invocation(
             .await?,
         ),
     }
+}
+
+/// `{"action": "verify", "table": T, "sample": PCT, "repair": bool}` as options.
+fn verify_options(payload: &Value) -> crate::error::Result<crate::verify::VerifyOptions> {
+    let usage = "send {\"action\": \"verify\", \"table\": \"public.orders\"} (optionally \"sample\": 1 for about 1% of the chunks, \"repair\": true)";
+    let table = payload
+        .get("table")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            Error::new(Code::ConfigInvalid, "verify: the event names no table").hint(usage)
+        })?;
+    let sample = match payload.get("sample") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_f64().ok_or_else(|| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!("verify: sample must be a number (percent), got {v}"),
+            )
+            .hint(usage)
+        })?),
+    };
+    Ok(crate::verify::VerifyOptions {
+        table: table.to_owned(),
+        sample,
+        repair: payload
+            .get("repair")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
 }
 
 /// `config` carrying its secret's URL: the one the container read before, or — on the
@@ -362,7 +410,7 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain | Action::Materialize | Action::Compact => Err(Error::new(
+        Action::Drain | Action::Materialize | Action::Compact | Action::Verify => Err(Error::new(
             Code::Internal,
             format!("{} is not a baseline task", action.name()),
         )),

@@ -140,6 +140,19 @@ impl VerifyReport {
         line
     }
 
+    /// The figures its metrics carry.
+    pub fn metrics(&self) -> crate::metrics::VerifyMetrics<'_> {
+        crate::metrics::VerifyMetrics {
+            table: &self.table,
+            chunks: self.chunks_read as u64,
+            mismatched_rows: self
+                .repair
+                .as_ref()
+                .map_or(self.mismatched_rows, |r| r.after_mismatched_rows),
+            duration_ms: self.duration_ms,
+        }
+    }
+
     /// The process exit code: 0 when equal, `SLUICE_VERIFY_DIFFERS`'s otherwise.
     pub fn exit_code(&self) -> i32 {
         if self.clean() {
@@ -579,8 +592,7 @@ pub(crate) async fn checkpoint(config: &Config, backends: &Backends) -> Result<P
 
 /// Drains the job once, so the lake holds every change committed before now.
 pub(crate) async fn drain(config: &Config, backends: &Backends) -> Result<()> {
-    let summary =
-        crate::job::run_with(config, backends, crate::drain::DrainOptions::default()).await?;
+    let summary = crate::job::drain_now(config, backends).await?;
     match summary.status {
         crate::summary::RunStatus::Drained => Ok(()),
         status => Err(Error::new(

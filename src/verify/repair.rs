@@ -198,7 +198,7 @@ pub async fn repair(
         );
         destination
             .put_marker(
-                &crate::drain::manifests::run_manifest_key(table, &run_id),
+                &format!("{table}/_manifests/{run_id}.json"),
                 &manifest.to_json_bytes()?,
             )
             .await?;
