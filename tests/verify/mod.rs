@@ -234,6 +234,7 @@ pub fn clean_under_writes(job: &Job, table: &str, sql: Arc<dyn Fn(&str) + Send +
             v.report
         );
         assert!(v.line.contains("status=equal"), "{}", v.line);
+        eprintln!("under writes: {}", v.line);
     }
     let sampled = verify(job, table, &["--sample", "40%"]);
     let writes = writer.stop();
