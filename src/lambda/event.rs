@@ -21,7 +21,8 @@ pub enum Action {
     Materialize,
     /// `sluice compact` (optionally `{"tables": [...]}`).
     Compact,
-    /// `sluice verify` (`{"table": ..., "sample": PCT, "repair": bool}`).
+    /// `sluice verify` of every table, or `{"table": ...}`; optionally `"sample": PCT`,
+    /// `"repair": true`.
     Verify,
 }
 

@@ -9,8 +9,9 @@
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
 //! `{"action": "compact"}` ([`crate::compaction`]), which never reads the source's secret,
-//! and `{"action": "verify", "table": …}` ([`crate::verify`]: one EMF line for the table,
-//! the report as the response, also when rows differ — the metric and its alarm say so).
+//! and `{"action": "verify"}` ([`crate::verify`]: every table, or `"table": …`; one EMF
+//! line per table, the reports as the response, also when rows differ — the metric and
+//! its alarm say so).
 //! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
 //! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
@@ -203,21 +204,30 @@ async fn run_invocation(
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
         Action::Verify => {
-            let options = verify_options(&event.payload)?;
-            let report = with_rotated_secret(container, config, async |config: &Config| {
-                crate::verify::run(config, backends, &options).await
-            })
-            .await?;
-            println!(
-                "{}",
-                crate::metrics::verify_emf_document(
-                    &config.job,
-                    &report.metrics(),
-                    chrono::Utc::now().timestamp_millis()
-                )
-            );
-            tracing::info!(summary = %report.to_line(), "verify finished");
-            Ok(serde_json::to_value(&report).unwrap_or_default())
+            let (tables, sample, repair) = verify_options(config, &event.payload)?;
+            let mut reports = Vec::with_capacity(tables.len());
+            for table in tables {
+                let options = crate::verify::VerifyOptions {
+                    table,
+                    sample,
+                    repair,
+                };
+                let report = with_rotated_secret(container, config, async |config: &Config| {
+                    crate::verify::run(config, backends, &options).await
+                })
+                .await?;
+                println!(
+                    "{}",
+                    crate::metrics::verify_emf_document(
+                        &config.job,
+                        &report.metrics(),
+                        chrono::Utc::now().timestamp_millis()
+                    )
+                );
+                tracing::info!(summary = %report.to_line(), "verify finished");
+                reports.push(serde_json::to_value(&report).unwrap_or_default());
+            }
+            Ok(serde_json::json!({ "job": config.job, "tables": reports }))
         }
         Action::Materialize => {
             let tables: Vec<String> = event
@@ -241,15 +251,24 @@ async fn run_invocation(
     }
 }
 
-/// `{"action": "verify", "table": T, "sample": PCT, "repair": bool}` as options.
-fn verify_options(payload: &Value) -> crate::error::Result<crate::verify::VerifyOptions> {
-    let usage = "send {\"action\": \"verify\", \"table\": \"public.orders\"} (optionally \"sample\": 1 for about 1% of the chunks, \"repair\": true)";
-    let table = payload
-        .get("table")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            Error::new(Code::ConfigInvalid, "verify: the event names no table").hint(usage)
-        })?;
+/// `{"action": "verify", "table": T, "sample": PCT, "repair": bool}` as the tables to
+/// verify (every captured table without `table`), the sample and the repair flag.
+fn verify_options(
+    config: &Config,
+    payload: &Value,
+) -> crate::error::Result<(Vec<String>, Option<f64>, bool)> {
+    let usage = "send {\"action\": \"verify\"} (every table) or {\"action\": \"verify\", \"table\": \"public.orders\"}, optionally with \"sample\": 1 (about 1% of the chunks) and \"repair\": true";
+    let tables = match payload.get("table") {
+        None | Some(Value::Null) => config.source.tables.clone(),
+        Some(Value::String(table)) => vec![table.clone()],
+        Some(other) => {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!("verify: table must be a table name, got {other}"),
+            )
+            .hint(usage));
+        }
+    };
     let sample = match payload.get("sample") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_f64().ok_or_else(|| {
@@ -260,14 +279,11 @@ fn verify_options(payload: &Value) -> crate::error::Result<crate::verify::Verify
             .hint(usage)
         })?),
     };
-    Ok(crate::verify::VerifyOptions {
-        table: table.to_owned(),
-        sample,
-        repair: payload
-            .get("repair")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    })
+    let repair = payload
+        .get("repair")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok((tables, sample, repair))
 }
 
 /// `config` carrying its secret's URL: the one the container read before, or — on the

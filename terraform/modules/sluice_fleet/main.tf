@@ -57,4 +57,6 @@ module "table" {
   schedule_retry_attempts        = lookup(each.value, "schedule_retry_attempts", null)
   compaction                     = lookup(each.value, "compaction", null)
   compaction_schedule_expression = lookup(each.value, "compaction_schedule_expression", null)
+  verify                         = lookup(each.value, "verify", null)
+  verify_schedule_expression     = lookup(each.value, "verify_schedule_expression", null)
 }

@@ -86,6 +86,13 @@ locals {
         op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
       }
     },
+    !local.verify_enabled ? {} : {
+      verify-differs = {
+        description = "a verify found rows the lake and the source disagree on (EMF verify_mismatched_rows; the drain function's log has the report's summary line — run sluice verify --table T --json FILE for the keys, --repair to fix them)."
+        namespace   = "sluice", metric = "verify_mismatched_rows", dims = local.sluice_dims, stat = "Sum"
+        op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
+      }
+    },
     var.rds_db_instance_identifier == null ? {} : {
       rds-slot-lag = {
         description = "RDS reports over ${var.retained_bytes_alarm_threshold} bytes of WAL behind the oldest replication slot of ${var.rds_db_instance_identifier}."

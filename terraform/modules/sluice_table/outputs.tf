@@ -54,7 +54,7 @@ output "config" {
 }
 
 output "alarm_arns" {
-  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, compaction-failed, compaction-errors)."
+  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, compaction-failed, compaction-errors, verify-differs)."
   value = merge(
     { for k, a in aws_cloudwatch_metric_alarm.metric : k => a.arn },
     { for a in aws_cloudwatch_metric_alarm.baseline_failed : "baseline-failed" => a.arn },
