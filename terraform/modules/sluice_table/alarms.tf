@@ -193,6 +193,9 @@ locals {
     ["Compaction: bytes written", "sluice", "compaction_bytes_written", local.sluice_dims, "Sum"],
     ["Compaction duration (ms)", "sluice", "compaction_duration_ms", local.sluice_dims, "Maximum"],
     ["Compactions failed", "sluice", "compaction_failed", local.sluice_dims, "Sum"],
+    ["Verify: chunks", "sluice", "verify_chunks", local.sluice_dims, "Sum"],
+    ["Verify: mismatched rows", "sluice", "verify_mismatched_rows", local.sluice_dims, "Sum"],
+    ["Verify duration (ms)", "sluice", "verify_duration_ms", local.sluice_dims, "Maximum"],
     ["Function errors", "AWS/Lambda", "Errors", local.lambda_dims, "Sum"],
     ["Function throttles", "AWS/Lambda", "Throttles", local.lambda_dims, "Sum"],
   ]

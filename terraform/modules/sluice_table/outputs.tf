@@ -62,6 +62,6 @@ output "alarm_arns" {
 }
 
 output "dashboard_name" {
-  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, compactions, errors, throttles)."
+  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, compactions, verifies, errors, throttles)."
   value       = aws_cloudwatch_dashboard.stream.dashboard_name
 }
