@@ -4,7 +4,9 @@
 //! `--repair` makes the next verify clean, a keyless table compares as a multiset, and a
 //! sampled verify runs.
 //!
-//! * `postgres` / `mysql` — the same cases on each engine (local destination and state).
+//! * `postgres` / `mysql` — the same cases on each engine (local destination and state);
+//!   `postgres` also verifies a table under a column policy and row filter against the
+//!   policy-applied source.
 
 mod mysql;
 mod postgres;
