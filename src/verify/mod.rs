@@ -656,7 +656,28 @@ fn at_or_before(batch: &RecordBatch, cut: &str) -> Result<RecordBatch> {
 
 #[cfg(test)]
 mod tests {
-    use super::sample;
+    use super::{at_or_before, sample};
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    #[test]
+    fn the_lake_is_cut_at_a_position_inclusively() {
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("__pos", DataType::Utf8, false),
+                Field::new("id", DataType::Int64, true),
+            ])),
+            vec![
+                Arc::new(StringArray::from(vec!["pg-1", "pg-2", "pg-3"])),
+                Arc::new(Int64Array::from(vec![1, 2, 3])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(at_or_before(&batch, "pg-2").unwrap().num_rows(), 2);
+        assert_eq!(at_or_before(&batch, "pg-0").unwrap().num_rows(), 0);
+    }
 
     #[test]
     fn a_sample_spreads_over_the_plan() {
