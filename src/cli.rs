@@ -1,4 +1,4 @@
-//! The command line: `sluice drain | baseline | compact | state show | state init | state
+//! The command line: `sluice drain | baseline | compact | verify | state show | state init | state
 //! clear | lease release | claims list | claims release | validate [--config-json] | doctor
 //! | sql | init`.
 //!
@@ -65,6 +65,24 @@ enum Command {
         /// anchored at the job's checkpoint, into a new plan folder, with an epoch marker.
         #[arg(long, conflicts_with = "reset")]
         table: Option<String>,
+    },
+    /// Compare one table in the lake with the source by key-range chunks, naming every key
+    /// that differs (docs/verify.md); exit 5 when a difference remains.
+    Verify {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The table, as source.tables names it.
+        #[arg(long)]
+        table: String,
+        /// Read only about this percent of the chunks (e.g. `1` or `1%`).
+        #[arg(long, value_parser = parse_percent)]
+        sample: Option<f64>,
+        /// Write the full JSON report to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write the source's rows of the keys that differ into the lake, then verify again.
+        #[arg(long)]
+        repair: bool,
     },
     /// Rewrite each table's small change parts that a checkpoint covers into few large
     /// ones (docs/compaction.md); beside drains, never blocking them.
@@ -359,6 +377,13 @@ async fn run(command: Command) -> i32 {
             key,
             keys_file,
         } => forget(config, table, key, keys_file).await,
+        Command::Verify {
+            config,
+            table,
+            sample,
+            json,
+            repair,
+        } => verify(config, table, sample, json, repair).await,
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -558,6 +583,60 @@ async fn forget(
         Ok(summary) => {
             stdout_line(summary.to_line());
             0
+        }
+        Err(e) => fail(Some(&config.job), &e),
+    }
+}
+
+/// `--sample`'s percentage: `1`, `1%`, `0.5`.
+fn parse_percent(text: &str) -> std::result::Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!(
+            "{text:?} is not a percentage above 0 and at most 100"
+        )),
+    }
+}
+
+/// Verifies one table; prints the summary line (and writes the JSON report with `--json`),
+/// exit 0 when equal, the `SLUICE_VERIFY_DIFFERS` class code when a difference remains.
+async fn verify(
+    config: Option<PathBuf>,
+    table: String,
+    sample: Option<f64>,
+    json: Option<PathBuf>,
+    repair: bool,
+) -> i32 {
+    let config = match job::config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(None, &e),
+    };
+    let options = crate::verify::VerifyOptions {
+        table,
+        sample,
+        repair,
+    };
+    let result = match Backends::open(&config).await {
+        Ok(backends) => crate::verify::run(&config, &backends, &options).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(report) => {
+            if let Some(path) = json {
+                let body = serde_json::to_vec_pretty(&report).unwrap_or_default();
+                if let Err(e) = std::fs::write(&path, body) {
+                    let error = Error::new(
+                        Code::ConfigInvalid,
+                        format!("cannot write the verify report to {}", path.display()),
+                    )
+                    .hint("pass --json a path in a folder that exists and is writable")
+                    .source(e);
+                    return fail(Some(&config.job), &error);
+                }
+            }
+            stdout_line(report.to_line());
+            report.exit_code()
         }
         Err(e) => fail(Some(&config.job), &e),
     }

@@ -121,6 +121,9 @@ codes! {
     ForgetUnsupported => "SLUICE_FORGET_UNSUPPORTED", Config;
     ForgetKeyPresent => "SLUICE_FORGET_KEY_PRESENT", Refusal;
     ForgetPartCorrupt => "SLUICE_FORGET_PART_CORRUPT", Refusal;
+    VerifyDiffers => "SLUICE_VERIFY_DIFFERS", Refusal;
+    VerifyUnsupported => "SLUICE_VERIFY_UNSUPPORTED", Config;
+    VerifyLakeBehind => "SLUICE_VERIFY_LAKE_BEHIND", Transient;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
@@ -384,6 +387,13 @@ mod tests {
             // The replay still holds the key: the source must delete it first.
             (Code::ForgetKeyPresent, R),
             (Code::ForgetPartCorrupt, R),
+            // `sluice verify` found rows the lake and the source disagree on, re-checked
+            // at one exact source position: the same next time until repaired.
+            (Code::VerifyDiffers, R),
+            (Code::VerifyUnsupported, C),
+            // The drain verify runs to bring the lake past its read could not run (another
+            // run held the job's lease): the next verify drains again.
+            (Code::VerifyLakeBehind, T),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),

@@ -7,6 +7,7 @@
 //! Rooms and the direction of imports (`docs/development.md` has the map; a test in
 //! `tests/` fails on any cycle, between rooms or between files): faces (`cli`, `lambda`,
 //! `doctor`, `init`, `validate`, `replay` — `sluice sql` —, `status`, `recovery`) →
+//! `verify` (a table in the lake compared with the source; it runs drains through `job`) →
 //! `job` (claims → baseline if due → drain) → `drain`, `baseline`, `compaction` (small
 //! covered parts rewritten into few large ones, beside the drain), `materialize`
 //! (current-state tables folded from the parts), `forget` (a deleted key's rows erased
@@ -65,3 +66,4 @@ pub mod status;
 pub mod summary;
 pub mod tls;
 pub mod validate;
+pub mod verify;

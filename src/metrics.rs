@@ -4,7 +4,8 @@
 //! them, changing one is a breaking change); one EMF document per run, derived from the
 //! same [`RunSummary`] that is printed and returned, so logs and metrics cannot disagree;
 //! a compaction emits one document per table ([`compaction_emf_document`]), from the
-//! same per-table figures its summary prints, with the dimensions `job` and `job, table`.
+//! same per-table figures its summary prints, with the dimensions `job` and `job, table`;
+//! a verify emits one document for its table ([`verify_emf_document`]) from its report.
 
 use serde_json::{Map, Value, json};
 
@@ -40,6 +41,49 @@ pub const COMPACTION_BYTES_WRITTEN: &str = "compaction_bytes_written";
 pub const COMPACTION_DURATION_MS: &str = "compaction_duration_ms";
 /// 1 when the table's compaction failed (a corrupt part, an outage), else 0.
 pub const COMPACTION_FAILED: &str = "compaction_failed";
+
+/// Chunks a verify compared, and keys (keyless: row copies) that still differ after its
+/// re-check (after its repair, with `--repair`).
+pub const VERIFY_CHUNKS: &str = "verify_chunks";
+pub const VERIFY_MISMATCHED_ROWS: &str = "verify_mismatched_rows";
+pub const VERIFY_DURATION_MS: &str = "verify_duration_ms";
+
+/// One table's verify, as its metrics carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyMetrics<'a> {
+    pub table: &'a str,
+    pub chunks: u64,
+    /// Keys still different after the re-check (after the repair, with one).
+    pub mismatched_rows: u64,
+    pub duration_ms: u64,
+}
+
+/// The EMF document of one table's verify.
+pub fn verify_emf_document(job: &str, m: &VerifyMetrics<'_>, now_ms: i64) -> Value {
+    let metrics: [(&str, &str, Value); 3] = [
+        (VERIFY_CHUNKS, "Count", json!(m.chunks)),
+        (VERIFY_MISMATCHED_ROWS, "Count", json!(m.mismatched_rows)),
+        (VERIFY_DURATION_MS, "Milliseconds", json!(m.duration_ms)),
+    ];
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": now_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [[DIMENSION_JOB], [DIMENSION_JOB, DIMENSION_TABLE]],
+                "Metrics": metrics.iter().map(|(n, u, _)| json!({"Name": n, "Unit": u})).collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    doc.insert(DIMENSION_JOB.into(), json!(job));
+    doc.insert(DIMENSION_TABLE.into(), json!(m.table));
+    for (name, _, value) in metrics {
+        doc.insert(name.into(), value);
+    }
+    Value::Object(doc)
+}
 
 /// One table's compaction, as its metrics carry it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

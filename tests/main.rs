@@ -33,3 +33,4 @@ mod iceberg;
 mod mssql;
 mod mysql;
 mod postgres;
+mod verify;

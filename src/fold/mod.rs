@@ -33,7 +33,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 
 use crate::error::{Code, Error, Result};
 
-pub use hash::row_hashes;
+pub use hash::{fnv1a, row_hashes};
 pub use order::{Op, Ordered};
 pub use shape::{Shape, may_be_unlogged};
 
@@ -60,6 +60,17 @@ pub fn fold(batches: &[RecordBatch], shape: &Shape) -> Result<RecordBatch> {
         )
         .source(e)
     })
+}
+
+/// The shape's columns of `batch`, matched by name and cast to the shape's types (a
+/// column the batch lacks is NULL), exactly as [`fold`] reads them: what a row's hashes
+/// are computed from, so a source row and a lake row compare in one type.
+pub fn conformed(batch: &RecordBatch, shape: &Shape) -> Result<Vec<ArrayRef>> {
+    shape.check()?;
+    let columns = cells::Columns::of(std::slice::from_ref(batch), shape)?;
+    Ok((0..shape.fields.len())
+        .map(|f| columns.of_field(f)[0].clone())
+        .collect())
 }
 
 #[cfg(test)]

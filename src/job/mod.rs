@@ -29,6 +29,13 @@ pub async fn run(config: &Config, options: DrainOptions) -> Result<RunSummary> {
     run_with(config, &backends, options).await
 }
 
+/// One run of the job with no deadline, on open backends: what a lake operation runs
+/// (`sluice verify`) to bring the lake past a source read it just made — the drain reads
+/// the change log to its end as of its start.
+pub async fn drain_now(config: &Config, backends: &Backends) -> Result<RunSummary> {
+    run_with(config, backends, DrainOptions::default()).await
+}
+
 /// How long recording a failed run may take: the failure is what the caller waits for.
 const FAILURE_RECORD_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(2);
 

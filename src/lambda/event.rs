@@ -1,7 +1,7 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact` and `forget`
+//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact`, `forget` and `verify`
 //! are recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
@@ -23,6 +23,9 @@ pub enum Action {
     Compact,
     /// `sluice forget` (`{"table": "...", "keys": ["col=value", ...]}`).
     Forget,
+    /// `sluice verify` of every table, or `{"table": ...}`; optionally `"sample": PCT`,
+    /// `"repair": true`.
+    Verify,
 }
 
 impl Action {
@@ -37,6 +40,7 @@ impl Action {
             Action::Materialize => "materialize",
             Action::Compact => "compact",
             Action::Forget => "forget",
+            Action::Verify => "verify",
         }
     }
 }
@@ -62,12 +66,13 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::Materialize,
         Action::Compact,
         Action::Forget,
+        Action::Verify,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, forget",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, forget, verify",
         )
     })
 }
@@ -106,6 +111,7 @@ mod tests {
             "baseline.finish",
             "compact",
             "forget",
+            "verify",
         ] {
             assert_eq!(
                 action_of(&json!({ "action": action })).unwrap().name(),

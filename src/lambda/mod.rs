@@ -9,7 +9,10 @@
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
 //! `{"action": "compact"}` ([`crate::compaction`]) and `{"action": "forget", "table": …,
-//! "keys": [...]}` ([`crate::forget`]), which never read the source's secret.
+//! "keys": [...]}` ([`crate::forget`]), which never read the source's secret, and
+//! `{"action": "verify"}` ([`crate::verify`]: every table, or `"table": …`; one EMF
+//! line per table, the reports as the response, also when rows differ — the metric and
+//! its alarm say so).
 //! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
 //! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
@@ -205,6 +208,32 @@ async fn run_invocation(
             tracing::info!(summary = %summary.to_line(), "run finished");
             Ok(serde_json::to_value(&summary).unwrap_or_default())
         }
+        Action::Verify => {
+            let (tables, sample, repair) = verify_options(config, &event.payload)?;
+            let mut reports = Vec::with_capacity(tables.len());
+            for table in tables {
+                let options = crate::verify::VerifyOptions {
+                    table,
+                    sample,
+                    repair,
+                };
+                let report = with_rotated_secret(container, config, async |config: &Config| {
+                    crate::verify::run(config, backends, &options).await
+                })
+                .await?;
+                println!(
+                    "{}",
+                    crate::metrics::verify_emf_document(
+                        &config.job,
+                        &report.metrics(),
+                        chrono::Utc::now().timestamp_millis()
+                    )
+                );
+                tracing::info!(summary = %report.to_line(), "verify finished");
+                reports.push(serde_json::to_value(&report).unwrap_or_default());
+            }
+            Ok(serde_json::json!({ "job": config.job, "tables": reports }))
+        }
         Action::Materialize => {
             let tables: Vec<String> = event
                 .payload
@@ -225,6 +254,41 @@ async fn run_invocation(
             .await?,
         ),
     }
+}
+
+/// `{"action": "verify", "table": T, "sample": PCT, "repair": bool}` as the tables to
+/// verify (every captured table without `table`), the sample and the repair flag.
+fn verify_options(
+    config: &Config,
+    payload: &Value,
+) -> crate::error::Result<(Vec<String>, Option<f64>, bool)> {
+    let usage = "send {\"action\": \"verify\"} (every table) or {\"action\": \"verify\", \"table\": \"public.orders\"}, optionally with \"sample\": 1 (about 1% of the chunks) and \"repair\": true";
+    let tables = match payload.get("table") {
+        None | Some(Value::Null) => config.source.tables.clone(),
+        Some(Value::String(table)) => vec![table.clone()],
+        Some(other) => {
+            return Err(Error::new(
+                Code::ConfigInvalid,
+                format!("verify: table must be a table name, got {other}"),
+            )
+            .hint(usage));
+        }
+    };
+    let sample = match payload.get("sample") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_f64().ok_or_else(|| {
+            Error::new(
+                Code::ConfigInvalid,
+                format!("verify: sample must be a number (percent), got {v}"),
+            )
+            .hint(usage)
+        })?),
+    };
+    let repair = payload
+        .get("repair")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok((tables, sample, repair))
 }
 
 /// `config` carrying its secret's URL: the one the container read before, or — on the
@@ -399,10 +463,12 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain | Action::Materialize | Action::Compact | Action::Forget => Err(Error::new(
-            Code::Internal,
-            format!("{} is not a baseline task", action.name()),
-        )),
+        Action::Drain | Action::Materialize | Action::Compact | Action::Forget | Action::Verify => {
+            Err(Error::new(
+                Code::Internal,
+                format!("{} is not a baseline task", action.name()),
+            ))
+        }
     }
 }
 

@@ -84,6 +84,22 @@ pub trait BaselineReader: Send {
         Ok(None)
     }
 
+    /// Starts one consistent read of `table` (keyed or not) at an exact position and
+    /// returns it: every change of the table at or before it (as `__pos` text compares)
+    /// is in what the following [`read_chunk`](Self::read_chunk)s of `table` return, none
+    /// after it, until [`end_pinned_read`](Self::end_pinned_read). `floor` is a position
+    /// the point is never before (the job's checkpoint: it carries the binlog generation).
+    /// `None` where the engine cannot pin a read (`sluice verify` then reports no
+    /// re-checked difference as exact).
+    async fn pin_read(&mut self, _table: &str, _floor: &Position) -> Result<Option<Position>> {
+        Ok(None)
+    }
+
+    /// Ends the read [`pin_read`](Self::pin_read) started (nothing when none is open).
+    async fn end_pinned_read(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Streams the rows of one chunk to `rows`; returns how many there were.
     async fn read_chunk(
         &mut self,

@@ -123,6 +123,14 @@ impl BaselineReader for PolicyReader {
         self.inner.snapshot_point(table, anchor).await
     }
 
+    async fn pin_read(&mut self, table: &str, floor: &Position) -> Result<Option<Position>> {
+        self.inner.pin_read(table, floor).await
+    }
+
+    async fn end_pinned_read(&mut self) -> Result<()> {
+        self.inner.end_pinned_read().await
+    }
+
     async fn read_chunk(
         &mut self,
         table: &str,

@@ -828,7 +828,7 @@ fn aws_limit(kind: &str) -> (usize, &'static str) {
         // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
         "state_machine" | "merge_machine" => (80, "_-"),
         // EventBridge rule and Scheduler schedule names.
-        "schedule" | "compaction_schedule" => (64, "._-"),
+        "schedule" | "compaction_schedule" | "verify_schedule" => (64, "._-"),
         "dead_letter_queue" => (80, "_-"),
         // Log group names: 1-512 of [.-_/#A-Za-z0-9].
         "drain_log_group" | "worker_log_group" | "machine_log_group" | "merge_log_group"

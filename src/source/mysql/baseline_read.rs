@@ -48,6 +48,8 @@ pub struct MyBaselineReader {
     tables: Vec<CapturedTable>,
     /// The keyless table whose pinned read is open on `conn`.
     pinned: Option<String>,
+    /// A pinned read `pin_read` opened: it stays open across chunks.
+    held: bool,
     /// The URL's database, which unqualified table names are in.
     default_db: Option<String>,
     /// What each table's policy lets its reads skip ([`BaselineReader::restrict`]).
@@ -81,6 +83,7 @@ impl MyBaselineReader {
             conn,
             tables,
             pinned: None,
+            held: false,
             default_db,
             scopes: Default::default(),
         })
@@ -558,6 +561,44 @@ impl BaselineReader for MyBaselineReader {
         Ok(Some(point))
     }
 
+    async fn pin_read(&mut self, name: &str, floor: &Position) -> Result<Option<Position>> {
+        self.table(name)?;
+        let Some((file, offset)) = self.pin().await? else {
+            let _ = self.conn.query_drop("ROLLBACK").await;
+            return Ok(None);
+        };
+        let generation = match floor {
+            Position::MySql(p) => p.generation(),
+            _ => 0,
+        };
+        let point = crate::position::BinlogPosition::new(&file, offset)
+            .map_err(|e| {
+                Error::new(
+                    Code::SourceProtocol,
+                    format!("binlog_snapshot_file {file:?} is not a binlog file name"),
+                )
+                .source(e)
+            })?
+            .with_generation(generation);
+        self.pinned = Some(name.to_owned());
+        self.held = true;
+        Ok(Some(crate::source::baseline_read::at_or_after_anchor(
+            Position::MySql(Box::new(point)),
+            floor,
+        )))
+    }
+
+    async fn end_pinned_read(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.held) {
+            self.pinned = None;
+            self.conn
+                .query_drop("COMMIT")
+                .await
+                .map_err(|e| query_error("ending the consistent-snapshot read", e))?;
+        }
+        Ok(())
+    }
+
     async fn read_chunk(
         &mut self,
         name: &str,
@@ -565,8 +606,10 @@ impl BaselineReader for MyBaselineReader {
         rows: &mut RowSink<'_>,
     ) -> Result<u64> {
         let table = self.table(name)?.clone();
-        let pinned = table.key.is_empty();
-        if pinned {
+        // A keyless table's pinned read ends with its one chunk; a pinned read of a keyed
+        // table (`pin_read`) stays open for more chunks until `end_pinned_read`.
+        let pinned = table.key.is_empty() && !self.held;
+        if table.key.is_empty() {
             crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
         let scope = self.scopes.get(name).cloned().unwrap_or_default();

@@ -50,6 +50,8 @@ pub struct PgBaselineReader {
     ),
     /// The keyless table whose pinned read is open on `client`.
     pinned: Option<String>,
+    /// A pinned read `pin_read` opened: it stays open across chunks.
+    held: bool,
     /// The columns held in their text form (`source.text_columns`), for re-reading shapes.
     text_columns: crate::config::TextColumns,
     /// What each table's policy lets its reads skip ([`BaselineReader::restrict`]).
@@ -95,6 +97,7 @@ impl PgBaselineReader {
                 config.source.timeouts,
             ),
             pinned: None,
+            held: false,
             text_columns: config.source.text_columns.clone(),
             scopes: Default::default(),
         })
@@ -370,6 +373,28 @@ impl BaselineReader for PgBaselineReader {
         Ok(Some(point))
     }
 
+    async fn pin_read(&mut self, name: &str, floor: &Position) -> Result<Option<Position>> {
+        let table = self.table(name)?.clone();
+        let lsn = self.pin(name, &table.quoted()).await?;
+        self.pinned = Some(name.to_owned());
+        self.held = true;
+        let point = Position::Postgres(lsn).just_before();
+        Ok(Some(crate::source::baseline_read::at_or_after_anchor(
+            point, floor,
+        )))
+    }
+
+    async fn end_pinned_read(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.held) {
+            self.pinned = None;
+            self.client
+                .batch_execute("COMMIT")
+                .await
+                .map_err(|e| query_error("ending the pinned read", e))?;
+        }
+        Ok(())
+    }
+
     async fn read_chunk(
         &mut self,
         name: &str,
@@ -377,8 +402,10 @@ impl BaselineReader for PgBaselineReader {
         rows: &mut RowSink<'_>,
     ) -> Result<u64> {
         let table = self.table(name)?.clone();
-        let pinned = table.key.is_empty();
-        if pinned {
+        // A keyless table's pinned read ends with its one chunk; a pinned read of a keyed
+        // table (`pin_read`) stays open for more chunks until `end_pinned_read`.
+        let pinned = table.key.is_empty() && !self.held;
+        if table.key.is_empty() {
             crate::source::baseline_read::check_pinned(name, self.pinned.as_deref(), bounds)?;
         }
         let scope = self.scopes.get(name).cloned().unwrap_or_default();

@@ -58,4 +58,6 @@ module "table" {
   compaction                     = lookup(each.value, "compaction", null)
   compaction_schedule_expression = lookup(each.value, "compaction_schedule_expression", null)
   compaction_settings            = lookup(each.value, "compaction_settings", null)
+  verify                         = lookup(each.value, "verify", null)
+  verify_schedule_expression     = lookup(each.value, "verify_schedule_expression", null)
 }

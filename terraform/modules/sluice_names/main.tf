@@ -26,6 +26,7 @@ locals {
     # EventBridge rule / Scheduler schedule: <= 64, [.A-Za-z0-9_-].
     schedule            = local.name
     compaction_schedule = "${local.name}-compact"
+    verify_schedule     = "${local.name}-verify"
     # SQS queue (the schedule's dead-letter queue): <= 80, [A-Za-z0-9_-].
     dead_letter_queue = "${local.name}-dlq"
     # CloudWatch Logs log groups: <= 512.
@@ -42,7 +43,7 @@ locals {
   alarm_suffixes = [
     "errors", "throttles", "dropped-events", "duration", "lag", "retained-bytes",
     "missed-runs", "failed-runs", "skipped-runs", "rds-slot-lag", "baseline-failed", "schedule-dlq",
-    "compaction-failed", "compaction-errors",
+    "compaction-failed", "compaction-errors", "verify-differs",
   ]
   alarms = { for s in local.alarm_suffixes : s => "${local.name}-${s}" }
 }

@@ -86,6 +86,13 @@ locals {
         op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
       }
     },
+    !local.verify_enabled ? {} : {
+      verify-differs = {
+        description = "a verify found rows the lake and the source disagree on (EMF verify_mismatched_rows; the drain function's log has the report's summary line — run sluice verify --table T --json FILE for the keys, --repair to fix them)."
+        namespace   = "sluice", metric = "verify_mismatched_rows", dims = local.sluice_dims, stat = "Sum"
+        op          = "GreaterThanOrEqualToThreshold", threshold = 1, sustained = false, missing = "notBreaching"
+      }
+    },
     var.rds_db_instance_identifier == null ? {} : {
       rds-slot-lag = {
         description = "RDS reports over ${var.retained_bytes_alarm_threshold} bytes of WAL behind the oldest replication slot of ${var.rds_db_instance_identifier}."
@@ -186,6 +193,9 @@ locals {
     ["Compaction: bytes written", "sluice", "compaction_bytes_written", local.sluice_dims, "Sum"],
     ["Compaction duration (ms)", "sluice", "compaction_duration_ms", local.sluice_dims, "Maximum"],
     ["Compactions failed", "sluice", "compaction_failed", local.sluice_dims, "Sum"],
+    ["Verify: chunks", "sluice", "verify_chunks", local.sluice_dims, "Sum"],
+    ["Verify: mismatched rows", "sluice", "verify_mismatched_rows", local.sluice_dims, "Sum"],
+    ["Verify duration (ms)", "sluice", "verify_duration_ms", local.sluice_dims, "Maximum"],
     ["Function errors", "AWS/Lambda", "Errors", local.lambda_dims, "Sum"],
     ["Function throttles", "AWS/Lambda", "Throttles", local.lambda_dims, "Sum"],
   ]

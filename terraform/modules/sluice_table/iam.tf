@@ -431,6 +431,7 @@ data "aws_iam_policy_document" "assume_scheduler" {
       values = [
         "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.schedule}",
         "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.compaction_schedule}",
+        "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/default/${local.names.verify_schedule}",
       ]
     }
   }

@@ -54,7 +54,7 @@ output "config" {
 }
 
 output "alarm_arns" {
-  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, compaction-failed, compaction-errors)."
+  description = "The stream's alarms, by name suffix (errors, throttles, dropped-events, duration, lag, retained-bytes, missed-runs, failed-runs, skipped-runs, rds-slot-lag, baseline-failed, compaction-failed, compaction-errors, verify-differs)."
   value = merge(
     { for k, a in aws_cloudwatch_metric_alarm.metric : k => a.arn },
     { for a in aws_cloudwatch_metric_alarm.baseline_failed : "baseline-failed" => a.arn },
@@ -62,6 +62,6 @@ output "alarm_arns" {
 }
 
 output "dashboard_name" {
-  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, compactions, errors, throttles)."
+  description = "The stream's CloudWatch dashboard (lag, retained bytes, rows, bytes, parts, duration, runs by status, compactions, verifies, errors, throttles)."
   value       = aws_cloudwatch_dashboard.stream.dashboard_name
 }

@@ -390,6 +390,24 @@ variable "compaction_schedule_expression" {
   }
 }
 
+variable "verify" {
+  description = "Verify the stream's tables on verify_schedule_expression (docs/verify.md): the drain function is invoked with `{\"action\": \"verify\"}`, compares every table in the lake with the source (reading it, and draining), and emits verify_mismatched_rows, which the verify-differs alarm watches. It needs the source user's grant for pinned reads on PostgreSQL (UPDATE on each table). false: no schedule, no alarm."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "verify_schedule_expression" {
+  description = "Schedule of the verify: `rate(7 days)`, `cron(0 4 ? * SUN *)`, ... (the drain's schedule_type, time zone and dead-letter queue)."
+  type        = string
+  default     = "rate(7 days)"
+  nullable    = false
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.verify_schedule_expression))
+    error_message = "The verify_schedule_expression must be `rate(N minutes|hours|days)` or `cron(...)`."
+  }
+}
+
 # ------------------------------------------------------------------ the baseline machine
 
 variable "baseline_state_machine" {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""sluice verify benchmark: what one full `sluice verify` of a PostgreSQL table costs.
+
+Run by `make bench` (1,000,000 rows) and `make bench-quick` (50,000 rows, debug build,
+scratch output). Per size: a table of six mixed-type columns is baselined
+(`initial: snapshot`), then verified in full, then a 1% sample. Measured, never asserted:
+wall time, CPU and peak RSS of each verify, and the chunks and rows it read — the figures
+that say whether a table of that size fits one Lambda invocation (15 minutes, 10 GiB).
+Every verify must find the table equal (exit 0), so the numbers are reported only for a
+verify that is right.
+
+Output: <out>/verify.json, <out>/verify.md, and one summary line on stdout.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure  # noqa: E402
+
+TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
+         "at timestamptz, flag boolean)")
+VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
+    return out.stdout.strip()
+
+
+def with_db(url, db):
+    base, _, rest = url.rpartition("/")
+    query = rest.partition("?")[2]
+    return f"{base}/{db}" + (f"?{query}" if query else "")
+
+
+def verify(binary, config, env, extra, job_dir):
+    report = os.path.join(job_dir, "verify.json")
+    wall, cpu, rss, out = measure.timed_child(
+        [binary, "verify", "--config", config, "--table", "public.t", "--json", report, *extra], env)
+    with open(report) as f:
+        body = json.load(f)
+    if body["mismatched_rows"] != 0:
+        raise RuntimeError(f"verify found differences on a clean table: {out}")
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss / 1024, "chunks": body["chunks_read"],
+            "rows": body["rows_read"], "line": out.strip()}
+
+
+def one_size(binary, admin, rows, scratch):
+    db = f"bench_verify_{rows}"
+    psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    psql(admin, f"CREATE DATABASE {db}")
+    url = with_db(admin, db)
+    job_dir = tempfile.mkdtemp(dir=scratch)
+    try:
+        psql(url, TABLE)
+        psql(url, f"INSERT INTO t SELECT {VALUES} FROM generate_series(1, {rows}) i")
+        config = measure.job_config(job_dir, db, ["public.t"],
+                                    f"  postgres: {{ slot: s_{db}, publication: p_{db} }}\n")
+        with open(config, "a") as f:
+            f.write("initial: snapshot\n")
+        env = dict(os.environ, BENCH_URL=url)
+        subprocess.run([binary, "baseline", "--config", config], env=env, check=True, capture_output=True)
+        full = verify(binary, config, env, [], job_dir)
+        sample = verify(binary, config, env, ["--sample", "1%"], job_dir)
+        return {"rows": rows, "full": full, "sample": sample}
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def markdown(report):
+    lines = [f"# sluice verify — {report['at']}", "",
+             f"Commit {report['commit']}, binary `{report['binary']}`. A baselined PostgreSQL table, "
+             "verified in full and with `--sample 1%`; every verify found it equal.", "",
+             "| table rows | full: s | CPU s | peak RSS MiB | chunks | 1% sample: s | peak RSS MiB | chunks |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in report["sizes"]:
+        f, s = r["full"], r["sample"]
+        lines.append(f"| {r['rows']} | {f['wall_s']:.2f} | {f['cpu_s']:.2f} | {f['peak_rss_mib']:.1f} | {f['chunks']} | "
+                     f"{s['wall_s']:.2f} | {s['peak_rss_mib']:.1f} | {s['chunks']} |")
+    big = report["sizes"][-1]
+    lines += ["", f"Full verify of {big['rows']} rows: {big['full']['wall_s']:.1f} s, "
+              f"{big['full']['peak_rss_mib']:.0f} MiB peak RSS (a Lambda allows 900 s and 10240 MiB)."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--sizes", default="1000000")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    args = parser.parse_args()
+    admin = os.environ.get("SLUICE_TEST_PG_URL")
+    if not admin:
+        if os.environ.get("CI") == "true":
+            sys.exit("SLUICE_TEST_PG_URL is not set (run `make services`)")
+        print("verify bench: no PostgreSQL, skipped")
+        return
+    scratch = tempfile.mkdtemp(prefix="sluice-bench-verify-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        sizes = [one_size(args.binary, admin, int(n), scratch) for n in args.sizes.split(",")]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    report = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": commit, "binary": args.binary, "sizes": sizes}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "verify.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    text = markdown(report)
+    with open(os.path.join(args.out, "verify.md"), "w") as f:
+        f.write(text)
+    print(text.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()
