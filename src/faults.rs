@@ -50,6 +50,11 @@ pub enum FaultPoint {
     /// Every part a compaction step replaced is removed; the table's record is not yet
     /// written.
     CompactStepDone,
+    /// A compaction step's `replace` snapshot is committed to the Iceberg table; its
+    /// manifest does not record it yet.
+    CompactIcebergCommitted,
+    /// An Iceberg expiry's metadata is committed; no file it unreferenced is deleted yet.
+    IcebergExpired,
 }
 
 impl FaultPoint {
@@ -69,6 +74,8 @@ impl FaultPoint {
             FaultPoint::CompactManifestWritten => "compact_manifest_written",
             FaultPoint::CompactPartRemoved => "compact_part_removed",
             FaultPoint::CompactStepDone => "compact_step_done",
+            FaultPoint::CompactIcebergCommitted => "compact_iceberg_committed",
+            FaultPoint::IcebergExpired => "iceberg_expired",
         }
     }
 }

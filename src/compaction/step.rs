@@ -27,7 +27,8 @@ use std::collections::BTreeSet;
 
 use chrono::Utc;
 
-use super::ledger::{COMPACTED_PREFIX, COMPACTIONS_DIR, CompactionManifest, Ledger};
+use super::iceberg::IcebergTable;
+use super::ledger::{COMPACTED_PREFIX, COMPACTIONS_DIR, CompactionManifest, IcebergRecord, Ledger};
 use super::rewrite::{Output, corrupt};
 use crate::destination::Destination;
 use crate::error::Result;
@@ -88,6 +89,12 @@ pub struct StepDone {
 /// parts holding the rows of `replaced`), writes the manifest, removes `replaced`. A step
 /// that drops parts a re-baseline superseded has no outputs and names the marker
 /// (`superseded_by`).
+///
+/// With an Iceberg table (`iceberg`) the manifest is written `pending`, the step's
+/// `replace` snapshot is committed after it (fault point `compact_iceberg_committed`),
+/// the manifest is then rewritten `committed` — and nothing is removed: the table's
+/// retained snapshots still reference the replaced parts, which the expiry removes.
+#[allow(clippy::too_many_arguments)]
 pub async fn commit(
     destination: &dyn Destination,
     fence: &mut Fence<'_>,
@@ -96,6 +103,7 @@ pub async fn commit(
     outputs: Vec<Output>,
     replaced: Vec<ManifestPart>,
     superseded_by: Option<&str>,
+    iceberg: Option<&IcebergTable<'_>>,
 ) -> Result<StepDone> {
     let mut parts = Vec::with_capacity(outputs.len());
     let mut outputs = outputs.into_iter();
@@ -118,6 +126,12 @@ pub async fn commit(
         Utc::now(),
     );
     manifest.superseded_by = superseded_by.map(str::to_owned);
+    if iceberg.is_some() {
+        manifest.iceberg = Some(IcebergRecord {
+            status: IcebergRecord::PENDING.to_owned(),
+            snapshot_id: None,
+        });
+    }
     destination
         .put_marker(&manifest.key(), &manifest.to_json_bytes()?)
         .await?;
@@ -147,9 +161,13 @@ pub async fn commit(
             .hint("nothing was removed; the next compaction redoes the step"));
         }
     }
-    for part in &manifest.replaced {
-        destination.delete(&part.key).await?;
-        hit(FaultPoint::CompactPartRemoved).await?;
+    if let Some(iceberg) = iceberg {
+        iceberg.commit(destination, fence, &mut manifest).await?;
+    } else {
+        for part in &manifest.replaced {
+            destination.delete(&part.key).await?;
+            hit(FaultPoint::CompactPartRemoved).await?;
+        }
     }
     hit(FaultPoint::CompactStepDone).await?;
     Ok(StepDone {
@@ -216,6 +234,10 @@ pub async fn finish_earlier(
 ) -> Result<u64> {
     let mut removed = 0;
     for manifest in ledger.compactions.values() {
+        // An Iceberg step's replaced parts stay until the expiry removes them.
+        if manifest.iceberg.is_some() {
+            continue;
+        }
         let left: Vec<&ManifestPart> = manifest
             .replaced
             .iter()

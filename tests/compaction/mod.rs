@@ -16,6 +16,7 @@
 mod aws;
 mod corrupt;
 mod crashes;
+mod iceberg;
 mod mysql;
 mod postgres;
 
