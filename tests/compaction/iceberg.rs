@@ -283,3 +283,93 @@ fn iceberg_compaction_killed_at_each_fault_point_is_finished_once() {
         assert_eq!(pyiceberg(&job).unwrap()["files"], 2, "{point}");
     }
 }
+
+/// A drain that dies between its Iceberg commit and its checkpoint, then a compaction
+/// with expiry: the crashed snapshot stays reachable, and the next drain still drops it —
+/// every change once.
+#[test]
+fn iceberg_a_crashed_drain_snapshot_is_dropped_after_a_compaction_and_expiry() {
+    let Some((db, job)) = job_with_runs("compact_ice_crash", 6, "1ms") else {
+        return;
+    };
+    db.sql("INSERT INTO t VALUES (500, 'crashed'); UPDATE t SET v = 'again' WHERE id = 2");
+    let run = job.run(&["drain"], &[("SLUICE_FAULT", "iceberg_committed")]);
+    assert_ne!(run.code, 0, "the fault kills the drain");
+    let Some(crashed) = pyiceberg(&job) else {
+        return;
+    };
+    let summary = compact(&job, &[]);
+    assert_eq!(
+        summary["tables"]["public.t"]["status"], "compacted",
+        "{summary}"
+    );
+    let compacted = pyiceberg(&job).unwrap();
+    assert_eq!(compacted["rows"], crashed["rows"], "the same changes");
+    assert_eq!(
+        compacted["files"], 2,
+        "the compacted part and the crashed run's: {compacted}"
+    );
+    let drained = job.drain_when_free();
+    assert_eq!(drained["status"], "drained", "{drained}");
+    let after = pyiceberg(&job).unwrap();
+    let rows = after["rows"].as_array().unwrap();
+    let distinct: std::collections::BTreeSet<String> =
+        rows.iter().map(|r| format!("{}/{}", r[0], r[1])).collect();
+    assert_eq!(distinct.len(), rows.len(), "every change once: {after}");
+    assert_eq!(rows.len(), crashed["rows"].as_array().unwrap().len());
+    let dir = job.out().join("public.t");
+    let live: Vec<String> = super::live_files(&job.out(), "public.t")
+        .into_iter()
+        .collect();
+    assert_eq!(
+        rows_of(&dir, &live).len(),
+        rows.len(),
+        "the manifests' live parts agree"
+    );
+}
+
+/// A drain beside a compaction paused before its Iceberg commit: the drain's snapshot
+/// is committed first and kept; the compaction commits on top of it.
+#[test]
+fn iceberg_a_drain_beside_a_compaction_keeps_its_snapshot() {
+    let Some((db, job)) = job_with_runs("compact_ice_beside", 6, "7d") else {
+        return;
+    };
+    let Some(before) = pyiceberg(&job) else {
+        return;
+    };
+    let compaction = job
+        .command(
+            &["compact"],
+            &[("SLUICE_FAULT", "compact_manifest_written:pause=4000")],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    small_runs(&job, &db, 7, 1);
+    let out = compaction.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["tables"]["public.t"]["parts_replaced"], 6,
+        "{summary}"
+    );
+    let after = pyiceberg(&job).unwrap();
+    assert_eq!(
+        after["files"], 2,
+        "the compacted part and the drain's: {after}"
+    );
+    let dir = job.out().join("public.t");
+    let expected = changes(&rows_of(&dir, &change_files(&dir)));
+    assert_eq!(
+        after["rows"].as_array().unwrap().len(),
+        expected.len(),
+        "{after}"
+    );
+    assert!(after["rows"].as_array().unwrap().len() > before["rows"].as_array().unwrap().len());
+    let ops = after["ops"].as_array().unwrap();
+    assert_eq!(ops[ops.len() - 2], "append", "{after}");
+    assert_eq!(ops[ops.len() - 1], "replace", "{after}");
+}
