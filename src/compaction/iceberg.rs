@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use chrono::{NaiveDateTime, Utc};
 
+use super::fence::Fence;
 use super::ledger::{CompactionManifest, IcebergRecord, Ledger, is_data_file};
-use super::step::Fence;
 use crate::destination::Destination;
 use crate::error::Result;
 use crate::faults::{FaultPoint, hit};

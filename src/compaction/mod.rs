@@ -37,6 +37,7 @@
 //!   orphan removal follow the steps ([`iceberg`]); with S3 Tables (which maintains its
 //!   own tables) compaction is refused (`SLUICE_COMPACTION_UNSUPPORTED`).
 
+pub mod fence;
 pub mod iceberg;
 pub mod ledger;
 pub mod plan;

@@ -37,7 +37,8 @@ use super::catalog::Catalog;
 use super::manifest::{self, DELETED, DataFile, EXISTING, Entry, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
 use super::table_commit::{
-    ATTEMPTS, CHECKPOINT_KEY, JOB_KEY, PLAN_KEY, file_number, read_metadata, with_ids,
+    ATTEMPTS, CHECKPOINT_KEY, EXPIRED_PLANS_PROPERTY, JOB_KEY, PLAN_KEY, file_number,
+    read_metadata, with_ids,
 };
 use super::table_ref::TableRef;
 use crate::destination::Destination;
@@ -45,9 +46,6 @@ use crate::error::{Code, Error, Result};
 
 /// The summary key naming the compaction step a `replace` snapshot commits.
 pub const COMPACTION_KEY: &str = "sluice.compaction-id";
-
-/// The table property listing the baseline plans of expired snapshots.
-pub const EXPIRED_PLANS_PROPERTY: &str = "sluice.expired-plan-ids";
 
 /// Metadata JSON files an expiry keeps (the current one and the newest earlier ones).
 pub const METADATA_FILES_KEPT: usize = 10;

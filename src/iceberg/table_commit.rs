@@ -49,6 +49,10 @@ pub const PLAN_KEY: &str = "sluice.plan-id";
 pub const PARTS_KEY: &str = "sluice.parts";
 pub const DROPPED_KEY: &str = "sluice.dropped-snapshots";
 
+/// The table property listing the baseline plans whose snapshots an expiry removed
+/// (`super::maintenance`): [`holds_plan`] still finds them.
+pub const EXPIRED_PLANS_PROPERTY: &str = "sluice.expired-plan-ids";
+
 /// What a commit belongs to.
 #[derive(Debug, Clone)]
 pub enum Origin<'a> {
@@ -304,7 +308,7 @@ pub(crate) fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> Data
 pub fn holds_plan(metadata: &TableMetadata, plan_id: &str) -> bool {
     let expired = metadata
         .properties
-        .get(super::maintenance::EXPIRED_PLANS_PROPERTY)
+        .get(EXPIRED_PLANS_PROPERTY)
         .is_some_and(|plans| plans.split(',').any(|p| p == plan_id));
     expired
         || metadata
