@@ -321,18 +321,17 @@ async fn compact_leased(
 ) -> Result<()> {
     let destination = backends.destination.as_ref();
     let compaction_id = done.compaction_id.clone();
-    let iceberg = match crate::iceberg::ChangeLog::of(config, destination)? {
-        Some(log) => Some(iceberg::IcebergTable {
+    let retention = config
+        .iceberg
+        .as_ref()
+        .and_then(|i| i.retention())
+        .unwrap_or(Duration::from_secs(7 * 24 * 3600));
+    let iceberg =
+        crate::iceberg::ChangeLog::of(config, destination)?.map(|log| iceberg::IcebergTable {
             log,
             table,
-            retention: config
-                .iceberg
-                .as_ref()
-                .and_then(|i| i.retention())
-                .unwrap_or(Duration::from_secs(7 * 24 * 3600)),
-        }),
-        None => None,
-    };
+            retention,
+        });
     let mut ledger = Ledger::read(destination, table).await?;
     done.files_before = ledger.data_files(table) as u64;
     if step::withdraw_void(destination, fence, &ledger).await? > 0 {
