@@ -63,6 +63,11 @@ pub enum FaultPoint {
     /// The current-state pointer names the version without the keys; the files holding
     /// them are not removed yet.
     ForgetStateWritten,
+    /// A compaction step's `replace` snapshot is committed to the Iceberg table; its
+    /// manifest does not record it yet.
+    CompactIcebergCommitted,
+    /// An Iceberg expiry's metadata is committed; no file it unreferenced is deleted yet.
+    IcebergExpired,
 }
 
 impl FaultPoint {
@@ -87,6 +92,8 @@ impl FaultPoint {
             FaultPoint::ForgetManifestWritten => "forget_manifest_written",
             FaultPoint::ForgetPartRemoved => "forget_part_removed",
             FaultPoint::ForgetStateWritten => "forget_state_written",
+            FaultPoint::CompactIcebergCommitted => "compact_iceberg_committed",
+            FaultPoint::IcebergExpired => "iceberg_expired",
         }
     }
 }

@@ -75,6 +75,32 @@ pub struct CompactionManifest {
     pub rows_removed: Option<u64>,
     /// RFC 3339, UTC, milliseconds.
     pub written_at: String,
+    /// With `table_format: iceberg`: the step's `replace` snapshot — `pending` from the
+    /// manifest's first write until the snapshot is committed, then `committed` with its
+    /// id. Absent for a plain folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iceberg: Option<IcebergRecord>,
+}
+
+/// A compaction step's Iceberg commit, as its manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcebergRecord {
+    /// `pending` or `committed`.
+    pub status: String,
+    /// The `replace` snapshot (absent while pending, or when the snapshot was found
+    /// committed but already expired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<i64>,
+}
+
+impl IcebergRecord {
+    pub const PENDING: &'static str = "pending";
+    pub const COMMITTED: &'static str = "committed";
+
+    /// True while the step's snapshot is not known committed.
+    pub fn pending(&self) -> bool {
+        self.status != Self::COMMITTED
+    }
 }
 
 /// A file no run manifest lists that a `forget` step rewrote: `key` is removed after the
@@ -111,10 +137,17 @@ impl CompactionManifest {
             kind: None,
             files: Vec::new(),
             rows_removed: None,
+            iceberg: None,
             parts,
             replaced,
             written_at: written_at.to_rfc3339_opts(SecondsFormat::Millis, true),
         }
+    }
+
+    /// The step's name in an Iceberg snapshot summary (`sluice.compaction-id`):
+    /// `<compaction id>-<step>`.
+    pub fn step_id(&self) -> String {
+        format!("{}-{:04}", self.compaction_id, self.step)
     }
 
     /// Its key.
@@ -189,6 +222,9 @@ pub struct Ledger {
     pub compactions: BTreeMap<String, CompactionManifest>,
     /// Every object key below the table folder, as listed.
     pub objects: BTreeSet<String>,
+    /// Every part a run manifest lists as `pending` (not data, but a run may still
+    /// settle it into `parts`).
+    pub pending: BTreeSet<String>,
 }
 
 impl Ledger {
@@ -233,6 +269,11 @@ impl Ledger {
             if key.starts_with(&runs_dir) {
                 let manifest: Manifest = parse(destination, &key, &body)?;
                 let at = millis(&manifest.written_at);
+                if let Some(pending) = &manifest.pending {
+                    ledger
+                        .pending
+                        .extend(pending.parts.iter().map(|p| p.key.clone()));
+                }
                 ledger.list(manifest.parts, at);
             } else {
                 let manifest: CompactionManifest = parse(destination, &key, &body)?;

@@ -32,9 +32,13 @@
 //!   held whole; a deadline (`--max-duration`, Lambda's) stops it between inputs, with
 //!   everything committed so far kept (status `partial`).
 //!
-//! Not yet: an Iceberg change log (`table_format: iceberg`) is refused
-//! (`SLUICE_COMPACTION_UNSUPPORTED`): its snapshots reference the parts.
+//! * **Iceberg** (`table_format: iceberg`, SQL and Glue catalogs): each step also
+//!   commits a `replace` snapshot, removes nothing, and the table's snapshot expiry and
+//!   orphan removal follow the steps ([`iceberg`]); with S3 Tables (which maintains its
+//!   own tables) compaction is refused (`SLUICE_COMPACTION_UNSUPPORTED`).
 
+pub mod fence;
+pub mod iceberg;
 pub mod ledger;
 pub mod plan;
 pub mod retention;
@@ -49,7 +53,7 @@ use chrono::{SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backends::Backends;
-use crate::config::{Config, DestinationConfig, TableFormat};
+use crate::config::{Config, DestinationConfig, IcebergCatalogConfig, TableFormat};
 use crate::error::{Code, Error, Result};
 use crate::metrics::CompactionMetrics;
 use crate::parts::PartSettings;
@@ -103,6 +107,16 @@ pub struct TableCompaction {
     /// Files of baseline plans older than the current one, removed.
     #[serde(default)]
     pub plan_files_removed: u64,
+    /// Iceberg: snapshots expired (`iceberg.snapshot_retention`).
+    #[serde(default)]
+    pub snapshots_expired: u64,
+    /// Iceberg: replaced parts and metadata files no retained snapshot references,
+    /// removed.
+    #[serde(default)]
+    pub files_removed: u64,
+    /// Iceberg: steps an interrupted compaction left uncommitted, committed now.
+    #[serde(default)]
+    pub steps_finished: u64,
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
@@ -154,12 +168,17 @@ impl CompactionSummary {
 
 /// Refuses a config whose output compaction does not rewrite yet.
 pub fn check_supported(config: &Config) -> Result<()> {
-    if config.table_format == TableFormat::Iceberg {
+    if config.table_format == TableFormat::Iceberg
+        && config
+            .iceberg
+            .as_ref()
+            .is_some_and(|i| matches!(i.catalog, IcebergCatalogConfig::S3Tables { .. }))
+    {
         return Err(Error::new(
             Code::CompactionUnsupported,
-            "sluice compact does not rewrite an Iceberg change log yet (table_format: iceberg): its snapshots reference the parts",
+            "sluice compact does not maintain S3 Tables tables (iceberg.catalog type s3tables): S3 Tables compacts and expires its tables itself, and the parts in the destination are not the table's files",
         )
-        .hint("compact the Iceberg tables with their own maintenance (S3 Tables does it for you; Spark's rewrite_data_files), not with sluice compact"));
+        .hint("leave compaction to S3 Tables (its maintenance is on by default; `aws s3tables put-table-maintenance-configuration` tunes it); to compact the destination's parts, run sluice compact with a copy of the config without the table_format and iceberg keys"));
     }
     if matches!(config.destination, DestinationConfig::Stdout {}) {
         return Err(Error::new(
@@ -310,10 +329,24 @@ async fn compact_leased(
 ) -> Result<()> {
     let destination = backends.destination.as_ref();
     let compaction_id = done.compaction_id.clone();
+    let retention = config
+        .iceberg
+        .as_ref()
+        .and_then(|i| i.retention())
+        .unwrap_or(Duration::from_secs(7 * 24 * 3600));
+    let iceberg =
+        crate::iceberg::ChangeLog::of(config, destination)?.map(|log| iceberg::IcebergTable {
+            log,
+            table,
+            retention,
+        });
     let mut ledger = Ledger::read(destination, table).await?;
     done.files_before = ledger.data_files(table) as u64;
     if step::withdraw_void(destination, fence, &ledger).await? > 0 {
         ledger = Ledger::read(destination, table).await?;
+    }
+    if let Some(iceberg) = &iceberg {
+        done.steps_finished = iceberg.finish_pending(destination, fence, &ledger).await?;
     }
     done.finished_earlier = step::finish_earlier(destination, fence, &ledger).await?;
     // (The ledger is read once: what an earlier compaction finished is no longer live.)
@@ -324,17 +357,20 @@ async fn compact_leased(
         target_bytes: config.compaction.target_bytes,
         listed_before_ms: Utc::now().timestamp_millis() - min_age.as_millis() as i64,
     };
-    let retention = config
+    let history = config
         .output
         .history_retention()
         .map_err(|m| Error::new(Code::ConfigInvalid, m))?;
-    if let Some(retention) = retention {
-        match retention::fold(config, backends, table, retention, fence).await? {
+    if let Some(history) = history {
+        match retention::fold(config, backends, table, history, fence).await? {
             Ok(folded) => done.history_folded_through = Some(folded.cut_run),
             Err(why) => tracing::info!(table, why, "no history to fold"),
         }
     }
-    let drop_superseded = config.compaction.drop_superseded || retention.is_some();
+    // In an Iceberg table the superseded changes are rows of the table: dropping them
+    // would be a delete, not a replace.
+    let drop_superseded =
+        (config.compaction.drop_superseded || history.is_some()) && iceberg.is_none();
     if drop_superseded
         && let Some(marker) = superseded::marker(destination, table, &config.spill_dir()).await?
     {
@@ -352,6 +388,7 @@ async fn compact_leased(
                 Vec::new(),
                 dropped,
                 Some(&marker),
+                None,
             )
             .await?;
             done.superseded_dropped = step.replaced;
@@ -360,9 +397,12 @@ async fn compact_leased(
         }
     }
     // An Iceberg change log's snapshots reference its plan parts: they stay.
-    if drop_superseded && config.table_format != TableFormat::Iceberg {
+    if drop_superseded {
         done.plan_files_removed =
             retention::remove_earlier_plans(destination, table, &config.spill_dir(), fence).await?;
+    }
+    if let Some(iceberg) = &iceberg {
+        iceberg.restrict(&mut ledger).await?;
     }
     let groups = plan::plan(&ledger, table, limits);
     let settings = PartSettings::of(config);
@@ -396,6 +436,7 @@ async fn compact_leased(
             outputs,
             group.parts,
             None,
+            iceberg.as_ref(),
         )
         .await?;
         done.parts_replaced += step.replaced;
@@ -405,11 +446,22 @@ async fn compact_leased(
         done.rows += step.rows;
         done.status = "compacted".into();
     }
+    if let Some(iceberg) = &iceberg
+        && done.status != "partial"
+    {
+        let maintained = iceberg.maintain(destination, fence).await?;
+        done.snapshots_expired = maintained.snapshots_expired;
+        done.files_removed = maintained.files_removed;
+        done.orphans_removed += maintained.orphans_removed;
+    }
     if done.status == "nothing"
         && (done.finished_earlier
             + done.orphans_removed
             + done.superseded_dropped
             + done.plan_files_removed
+            + done.steps_finished
+            + done.snapshots_expired
+            + done.files_removed
             > 0
             || done.history_folded_through.is_some())
     {
@@ -441,7 +493,7 @@ mod tests {
     const JOB: &str = "job: j\nsource:\n  url: postgres://postgres@127.0.0.1:5432/app\n  tables: [public.t]\n  postgres: { slot: s, publication: p }\nstate: { type: local, path: ./s }\n";
 
     #[test]
-    fn an_iceberg_change_log_and_stdout_are_refused_as_config() {
+    fn an_s3_tables_change_log_and_stdout_are_refused_as_config() {
         let local = Config::parse(
             &format!("{JOB}destination: {{ type: local, path: ./o }}\n"),
             "t",
@@ -460,9 +512,18 @@ mod tests {
             "t",
         )
         .unwrap();
-        let e = check_supported(&iceberg).unwrap_err();
+        assert!(
+            check_supported(&iceberg).is_ok(),
+            "the SQL catalog's tables are compacted"
+        );
+        let s3tables = Config::parse(
+            &format!("{JOB}destination: {{ type: local, path: ./o }}\ntable_format: iceberg\niceberg: {{ catalog: {{ type: s3tables, table_bucket_arn: \"arn:aws:s3tables:eu-west-1:123456789012:bucket/b\" }} }}\n"),
+            "t",
+        )
+        .unwrap();
+        let e = check_supported(&s3tables).unwrap_err();
         assert_eq!(e.code(), Code::CompactionUnsupported);
-        assert!(e.message().contains("Iceberg"), "{e}");
+        assert!(e.message().contains("S3 Tables"), "{e}");
     }
 
     #[test]

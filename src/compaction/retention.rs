@@ -31,7 +31,7 @@
 //!   sorts after it.
 //!
 //! Not yet: the state is folded in memory and written as one part (the table must fit the
-//! run's memory); an Iceberg change log is not folded (compaction refuses it).
+//! run's memory); an Iceberg change log is not folded (its snapshots are its history).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -91,6 +91,10 @@ pub type Keep<'a> =
 /// The compacted part being written.
 struct Open {
     writer: ArrowWriter<File>,
+    /// The schema the writer writes: the inputs' with the JSON extension on every column
+    /// whose Parquet logical type is JSON (an Iceberg table's parts store their Arrow
+    /// schema without it; the writer needs it to write the JSON logical type again).
+    writing: SchemaRef,
     path: PathBuf,
     hold: Option<File>,
     schema: SchemaRef,
@@ -254,6 +258,14 @@ impl Rewriter<'_> {
             }
             written += batch.num_rows() as u64;
             out.sum = hash_batch_from(out.sum, &batch)?;
+            let batch = if out.writing.as_ref() == batch.schema().as_ref() {
+                batch
+            } else {
+                arrow_array::RecordBatch::try_new(out.writing.clone(), batch.columns().to_vec())
+                    .map_err(|e| {
+                        Error::new(Code::Internal, "re-labelling a batch's JSON columns").source(e)
+                    })?
+            };
             out.writer
                 .write(&batch)
                 .map_err(|e| self.write_error(e, &out.path))?;
@@ -321,10 +333,12 @@ impl Rewriter<'_> {
         let options = ArrowWriterOptions::new()
             .with_properties(props)
             .with_skip_arrow_metadata(true);
-        let writer = ArrowWriter::try_new_with_options(created.file, input.schema.clone(), options)
+        let writing = with_json_extensions(&input.schema, &input.parquet_schema)?;
+        let writer = ArrowWriter::try_new_with_options(created.file, writing.clone(), options)
             .map_err(|e| self.write_error(e, &created.path))?;
         Ok(Open {
             writer,
+            writing,
             path: created.path,
             hold: created.hold,
             schema: input.schema.clone(),
@@ -378,7 +392,16 @@ impl Rewriter<'_> {
         };
         let back = open_input(&part, &open.path).map_err(|e| wrong(e.to_string()))?;
         if back.parquet_schema.root_schema() != open.parquet_schema.root_schema() {
-            return Err(wrong("its Parquet schema is not its inputs'".into()));
+            let (ours, theirs) = (back.parquet_schema.columns(), open.parquet_schema.columns());
+            let differ = ours
+                .iter()
+                .zip(theirs)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| format!(": column {a:?} where the inputs have {b:?}"))
+                .unwrap_or_default();
+            return Err(wrong(format!(
+                "its Parquet schema is not its inputs'{differ}"
+            )));
         }
         if back.schema != open.schema || back.table_schema != open.table_schema {
             return Err(wrong("its schema metadata is not its inputs'".into()));
@@ -451,6 +474,58 @@ fn open_input(part: &ManifestPart, local: &Path) -> Result<Input> {
         table_schema,
         parquet_schema,
     })
+}
+
+/// `schema` with the JSON extension on each string column (or list of strings) whose
+/// Parquet leaf in `parquet` has the JSON logical type and which lacks it: the stored
+/// Arrow schema of an Iceberg table's parts leaves it out, the writer needs it to write
+/// that logical type.
+fn with_json_extensions(schema: &SchemaRef, parquet: &SchemaDescPtr) -> Result<SchemaRef> {
+    use arrow_schema::extension::Json;
+    use arrow_schema::{DataType, Field};
+    use parquet::basic::LogicalType;
+    let json: std::collections::BTreeSet<String> = parquet
+        .columns()
+        .iter()
+        .filter(|c| matches!(c.logical_type_ref(), Some(LogicalType::Json)))
+        .filter_map(|c| c.path().parts().first().cloned())
+        .collect();
+    if json.is_empty() {
+        return Ok(schema.clone());
+    }
+    let extended = |field: &Field| -> Result<Field> {
+        let mut f = field.clone();
+        if f.extension_type_name().is_none() {
+            f.try_with_extension_type(Json::default()).map_err(|e| {
+                Error::new(
+                    Code::Internal,
+                    format!("attaching the JSON extension to {}", field.name()),
+                )
+                .source(e)
+            })?;
+        }
+        Ok(f)
+    };
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let f = match field.data_type() {
+            _ if !json.contains(field.name()) => field.as_ref().clone(),
+            DataType::Utf8 | DataType::LargeUtf8 => extended(field)?,
+            DataType::List(item)
+                if matches!(item.data_type(), DataType::Utf8 | DataType::LargeUtf8) =>
+            {
+                let item = Arc::new(extended(item)?);
+                Field::new(field.name(), DataType::List(item), field.is_nullable())
+                    .with_metadata(field.metadata().clone())
+            }
+            _ => field.as_ref().clone(),
+        };
+        fields.push(f);
+    }
+    Ok(Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
 }
 
 /// `SLUICE_COMPACTION_PART_CORRUPT` for `part`.

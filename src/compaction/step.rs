@@ -27,52 +27,14 @@ use std::collections::BTreeSet;
 
 use chrono::Utc;
 
-use super::ledger::{COMPACTED_PREFIX, COMPACTIONS_DIR, CompactionManifest, Ledger};
+pub use super::fence::Fence;
+use super::iceberg::IcebergTable;
+use super::ledger::{COMPACTED_PREFIX, COMPACTIONS_DIR, CompactionManifest, IcebergRecord, Ledger};
 use super::rewrite::{Output, corrupt};
 use crate::destination::Destination;
 use crate::error::Result;
 use crate::faults::{FaultPoint, hit};
 use crate::parts::ManifestPart;
-use crate::state::StateStore;
-use crate::state::ops::OpLease;
-
-/// The lease a compaction holds, renewed before every destructive step and whenever a
-/// third of its lifetime has passed.
-pub struct Fence<'a> {
-    pub store: &'a dyn StateStore,
-    pub lease: OpLease,
-    pub ttl: std::time::Duration,
-    /// When it was last granted or renewed.
-    pub renewed: std::time::Instant,
-}
-
-impl<'a> Fence<'a> {
-    /// The fence of a lease just granted.
-    pub fn new(store: &'a dyn StateStore, lease: OpLease, ttl: std::time::Duration) -> Self {
-        Fence {
-            store,
-            lease,
-            ttl,
-            renewed: std::time::Instant::now(),
-        }
-    }
-
-    /// Renews the lease; `SLUICE_STATE_FENCED` when another compaction holds it now.
-    pub async fn renew(&mut self) -> Result<()> {
-        self.lease = self.store.renew_op_lease(&self.lease, self.ttl).await?;
-        self.renewed = std::time::Instant::now();
-        Ok(())
-    }
-
-    /// Renews the lease when a third of its lifetime has passed since the last renewal
-    /// (a long rewrite keeps it).
-    pub async fn keep(&mut self) -> Result<()> {
-        if self.renewed.elapsed() >= self.ttl / 3 {
-            self.renew().await?;
-        }
-        Ok(())
-    }
-}
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +50,12 @@ pub struct StepDone {
 /// parts holding the rows of `replaced`), writes the manifest, removes `replaced`. A step
 /// that drops parts a re-baseline superseded has no outputs and names the marker
 /// (`superseded_by`).
+///
+/// With an Iceberg table (`iceberg`) the manifest is written `pending`, the step's
+/// `replace` snapshot is committed after it (fault point `compact_iceberg_committed`),
+/// the manifest is then rewritten `committed` — and nothing is removed: the table's
+/// retained snapshots still reference the replaced parts, which the expiry removes.
+#[allow(clippy::too_many_arguments)]
 pub async fn commit(
     destination: &dyn Destination,
     fence: &mut Fence<'_>,
@@ -96,6 +64,7 @@ pub async fn commit(
     outputs: Vec<Output>,
     replaced: Vec<ManifestPart>,
     superseded_by: Option<&str>,
+    iceberg: Option<&IcebergTable<'_>>,
 ) -> Result<StepDone> {
     let mut parts = Vec::with_capacity(outputs.len());
     let mut outputs = outputs.into_iter();
@@ -118,6 +87,12 @@ pub async fn commit(
         Utc::now(),
     );
     manifest.superseded_by = superseded_by.map(str::to_owned);
+    if iceberg.is_some() {
+        manifest.iceberg = Some(IcebergRecord {
+            status: IcebergRecord::PENDING.to_owned(),
+            snapshot_id: None,
+        });
+    }
     destination
         .put_marker(&manifest.key(), &manifest.to_json_bytes()?)
         .await?;
@@ -147,9 +122,13 @@ pub async fn commit(
             .hint("nothing was removed; the next compaction redoes the step"));
         }
     }
-    for part in &manifest.replaced {
-        destination.delete(&part.key).await?;
-        hit(FaultPoint::CompactPartRemoved).await?;
+    if let Some(iceberg) = iceberg {
+        iceberg.commit(destination, fence, &mut manifest).await?;
+    } else {
+        for part in &manifest.replaced {
+            destination.delete(&part.key).await?;
+            hit(FaultPoint::CompactPartRemoved).await?;
+        }
     }
     hit(FaultPoint::CompactStepDone).await?;
     Ok(StepDone {
@@ -216,6 +195,10 @@ pub async fn finish_earlier(
 ) -> Result<u64> {
     let mut removed = 0;
     for manifest in ledger.compactions.values() {
+        // An Iceberg step's replaced parts stay until the expiry removes them.
+        if manifest.iceberg.is_some() {
+            continue;
+        }
         let left: Vec<&ManifestPart> = manifest
             .replaced
             .iter()

@@ -26,6 +26,25 @@ pub struct IcebergConfig {
     /// Prepended to every table's Iceberg name (`raw_` → `raw_public_orders`).
     #[serde(default)]
     pub table_prefix: String,
+    /// How long `sluice compact` keeps a table's snapshots (`7d`, `36h`: humantime);
+    /// default [`DEFAULT_SNAPSHOT_RETENTION`]. Checked by the Iceberg room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_retention: Option<String>,
+}
+
+/// `iceberg.snapshot_retention` when unset.
+pub const DEFAULT_SNAPSHOT_RETENTION: &str = "7d";
+
+impl IcebergConfig {
+    /// `snapshot_retention` as a duration; `None` when it does not parse.
+    pub fn retention(&self) -> Option<std::time::Duration> {
+        humantime::parse_duration(
+            self.snapshot_retention
+                .as_deref()
+                .unwrap_or(DEFAULT_SNAPSHOT_RETENTION),
+        )
+        .ok()
+    }
 }
 
 fn default_namespace() -> String {

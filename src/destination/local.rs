@@ -205,6 +205,23 @@ impl Destination for LocalDestination {
         }
     }
 
+    async fn list_modified(&self, prefix: &str) -> Result<Vec<(String, Option<i64>)>> {
+        let keys = self.list(prefix).await?;
+        Ok(keys
+            .into_iter()
+            .map(|key| {
+                let modified = self
+                    .path_of(&key)
+                    .ok()
+                    .and_then(|p| fs::metadata(p).ok())
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_millis() as i64);
+                (key, modified)
+            })
+            .collect())
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         let path = self.path_of(key)?;
         match fs::remove_file(&path) {

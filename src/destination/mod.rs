@@ -67,6 +67,18 @@ pub trait Destination: Send + Sync {
     /// Keys under `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// Keys under `prefix`, sorted, each with when it was last written (ms since the
+    /// epoch), `None` where the backend does not tell: a caller that removes old objects
+    /// never removes one of unknown age.
+    async fn list_modified(&self, prefix: &str) -> Result<Vec<(String, Option<i64>)>> {
+        Ok(self
+            .list(prefix)
+            .await?
+            .into_iter()
+            .map(|k| (k, None))
+            .collect())
+    }
+
     /// `len` bytes of the object at `key` from byte `start` (fewer at its end); `None` when
     /// absent. Backends that hold large objects read only that range.
     async fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {

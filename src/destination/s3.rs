@@ -620,6 +620,29 @@ impl Destination for S3Destination {
         Ok(keys)
     }
 
+    async fn list_modified(&self, prefix: &str) -> Result<Vec<(String, Option<i64>)>> {
+        let full = format!("{}{prefix}", self.prefix);
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(&full)
+            .into_paginator()
+            .send();
+        let mut keys = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| self.error(e, "s3:ListBucket", &full))?;
+            for object in page.contents() {
+                if let Some(key) = object.key().and_then(|k| k.strip_prefix(&self.prefix)) {
+                    let modified = object.last_modified().and_then(|t| t.to_millis().ok());
+                    keys.push((key.to_owned(), modified));
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         let object_key = self.object_key(key)?;
         self.client

@@ -7,7 +7,10 @@
 //! count and size, and the column metrics the caller gives (value and null counts, lower
 //! and upper bounds: [`super::stats`], and a change part's exact `__pos` range); the
 //! sequence numbers of its entries are left null, so they inherit the snapshot's (the v2
-//! rule for added files). A manifest list read back
+//! rule for added files). A manifest read back ([`read_manifest`]) keeps each entry's
+//! data file record as written, so a rewrite ([`write_entries`]: a compaction's
+//! `replace`) carries an entry into a new manifest as `EXISTING` or `DELETED` with its
+//! metrics unchanged and its sequence numbers made explicit. A manifest list read back
 //! ([`read_list`]) keeps each manifest's counts and sequence numbers, so a later list can
 //! carry it over unchanged.
 
@@ -162,6 +165,89 @@ pub fn write_manifest(
             ])
         })
         .collect();
+    write_records(schema_json, schema_id, &records)
+}
+
+/// The status of a manifest entry (Iceberg's `status`).
+pub const EXISTING: i64 = 0;
+pub const ADDED: i64 = 1;
+pub const DELETED: i64 = 2;
+
+/// One entry of a manifest as read back: its status, snapshot and sequence numbers, and
+/// the data file record as it was written (so an entry carried into a new manifest keeps
+/// its counts and bounds byte for byte).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub status: i64,
+    pub snapshot_id: Option<i64>,
+    pub sequence_number: Option<i64>,
+    pub file_sequence_number: Option<i64>,
+    pub data_file: Value,
+}
+
+impl Entry {
+    /// The data file's location.
+    pub fn path(&self) -> &str {
+        self.data_file
+            .field("file_path")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The data file's record count.
+    pub fn rows(&self) -> i64 {
+        self.data_file
+            .field("record_count")
+            .and_then(Value::as_long)
+            .unwrap_or(0)
+    }
+
+    /// Whether the file is data of the snapshot the manifest belongs to (not `DELETED`).
+    pub fn live(&self) -> bool {
+        self.status != DELETED
+    }
+
+    fn to_value(&self) -> Value {
+        let opt = |v: Option<i64>| v.map_or(Value::Null, Value::Long);
+        Value::Record(vec![
+            ("status".into(), Value::Long(self.status)),
+            ("snapshot_id".into(), opt(self.snapshot_id)),
+            ("sequence_number".into(), opt(self.sequence_number)),
+            (
+                "file_sequence_number".into(),
+                opt(self.file_sequence_number),
+            ),
+            ("data_file".into(), self.data_file.clone()),
+        ])
+    }
+}
+
+/// The entries of a manifest (`name` names the file in errors).
+pub fn read_manifest(body: &[u8], name: &str) -> Result<Vec<Entry>> {
+    let (_, records) = avro::read_container(body, name)?;
+    Ok(records
+        .iter()
+        .map(|r| {
+            let long = |field: &str| r.field(field).and_then(Value::as_long);
+            Entry {
+                status: long("status").unwrap_or(ADDED),
+                snapshot_id: long("snapshot_id"),
+                sequence_number: long("sequence_number"),
+                file_sequence_number: long("file_sequence_number"),
+                data_file: r.field("data_file").cloned().unwrap_or(Value::Null),
+            }
+        })
+        .collect())
+}
+
+/// A manifest of `entries` as they are (statuses, snapshot ids and sequence numbers
+/// set by the caller); `schema_json` as for [`write_manifest`].
+pub fn write_entries(schema_json: &str, schema_id: i32, entries: &[Entry]) -> Result<Vec<u8>> {
+    let records: Vec<Value> = entries.iter().map(Entry::to_value).collect();
+    write_records(schema_json, schema_id, &records)
+}
+
+fn write_records(schema_json: &str, schema_id: i32, records: &[Value]) -> Result<Vec<u8>> {
     let metadata = [
         ("schema", schema_json.to_owned()),
         ("schema-id", schema_id.to_string()),
@@ -170,7 +256,7 @@ pub fn write_manifest(
         ("format-version", "2".to_owned()),
         ("content", "data".to_owned()),
     ];
-    avro::write_container(MANIFEST_ENTRY_SCHEMA, &metadata, &records)
+    avro::write_container(MANIFEST_ENTRY_SCHEMA, &metadata, records)
 }
 
 /// One entry of a manifest list.
@@ -192,7 +278,7 @@ pub struct ManifestFile {
 }
 
 impl ManifestFile {
-    fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         let l = Value::Long;
         Value::Record(vec![
             ("manifest_path".into(), Value::String(self.path.clone())),

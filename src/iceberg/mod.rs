@@ -33,6 +33,7 @@
 pub mod avro;
 pub mod catalog;
 pub mod glue_catalog;
+pub mod maintenance;
 pub mod manifest;
 pub mod metadata;
 pub mod s3tables;
@@ -114,6 +115,15 @@ pub fn check_config(config: &Config) -> Result<()> {
             table_bucket_arn,
             endpoint_url,
         } => check_s3tables(iceberg, table_bucket_arn, endpoint_url.as_deref())?,
+    }
+    if iceberg.retention().is_none() {
+        return invalid(
+            format!(
+                "iceberg.snapshot_retention {:?} is not a duration",
+                iceberg.snapshot_retention.as_deref().unwrap_or_default()
+            ),
+            "write a duration such as `7d`, `36h` or `90m`",
+        );
     }
     if !iceberg.table_prefix.is_empty() && !plain(&iceberg.table_prefix) {
         return invalid(
@@ -665,6 +675,103 @@ impl<'a> ChangeLog<'a> {
         tracing::info!(table = %table, plan = %plan_id, ?outcome, "baseline committed to the Iceberg table");
         hit(FaultPoint::IcebergCommitted).await?;
         Ok(outcome)
+    }
+
+    /// Whether sluice maintains this job's Iceberg tables itself (`sluice compact`): with
+    /// the SQL and Glue catalogs (the data files are the parts); S3 Tables maintains its
+    /// own tables.
+    pub fn maintained_by_sluice(&self) -> bool {
+        !matches!(self.catalog, Catalog::S3Tables(_))
+    }
+
+    /// The destination keys of the data files of `table`'s current snapshot; empty when
+    /// the table does not exist.
+    pub async fn live_keys(&self, table: &str) -> Result<std::collections::BTreeSet<String>> {
+        let at = self.table(table);
+        let files = maintenance::live_files(self.destination, &self.catalog, &at).await?;
+        Ok(files.iter().filter_map(|uri| at.key_of(uri).ok()).collect())
+    }
+
+    /// Commits compaction step `step_id` of `table`: the parts `replaced` are replaced by
+    /// the compacted `parts` (holding the same rows) in one `replace` snapshot, once.
+    pub async fn compaction_step(
+        &self,
+        table: &str,
+        replaced: &[ManifestPart],
+        parts: &[ManifestPart],
+        step_id: &str,
+    ) -> Result<maintenance::Replaced> {
+        let place = Place {
+            at: self.table(table),
+            warehouse: None,
+        };
+        let mut files = self.data_files(&place, parts).await?;
+        for (file, part) in files.iter_mut().zip(parts) {
+            if !part.first_pos.is_empty() && part.first_pos <= part.last_pos {
+                file.pos_range = Some((part.first_pos.clone(), part.last_pos.clone()));
+            }
+        }
+        let removed: Vec<String> = replaced.iter().map(|p| place.at.uri(&p.key)).collect();
+        let done = maintenance::replace(
+            self.destination,
+            &self.catalog,
+            &place.at,
+            &removed,
+            &files,
+            (&self.config.job, step_id),
+        )
+        .await?;
+        tracing::info!(table = %table, step = %step_id, ?done, "compaction step committed to the Iceberg table");
+        Ok(done)
+    }
+
+    /// Expires `table`'s snapshots older than `retention` ([`maintenance::expire`]); what
+    /// is kept, with data files as destination keys. `None` for a table not created yet.
+    pub async fn expire(
+        &self,
+        table: &str,
+        retention: std::time::Duration,
+    ) -> Result<Option<maintenance::Retained>> {
+        let at = self.table(table);
+        let now = chrono::Utc::now().timestamp_millis();
+        let Some(mut kept) = maintenance::expire(
+            self.destination,
+            &self.catalog,
+            &at,
+            now,
+            retention.as_millis() as i64,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        kept.live = kept
+            .live
+            .iter()
+            .filter_map(|uri| at.key_of(uri).ok())
+            .collect();
+        Ok(Some(kept))
+    }
+
+    /// The metadata files of `table` written before `before_ms` that its current metadata
+    /// no longer reaches ([`maintenance::orphan_metadata`]), as destination keys.
+    pub async fn orphan_metadata(
+        &self,
+        table: &str,
+        objects: &[(String, Option<i64>)],
+        before_ms: i64,
+    ) -> Result<Vec<String>> {
+        let at = self.table(table);
+        maintenance::orphan_metadata(self.destination, &self.catalog, &at, objects, before_ms).await
+    }
+
+    /// The snapshots of `table` (for the run ids a retained snapshot names).
+    pub async fn snapshots(&self, table: &str) -> Result<Vec<metadata::Snapshot>> {
+        let at = self.table(table);
+        Ok(maintenance::current(self.destination, &self.catalog, &at)
+            .await?
+            .map(|(_, m)| m.snapshots)
+            .unwrap_or_default())
     }
 }
 

@@ -49,6 +49,10 @@ pub const PLAN_KEY: &str = "sluice.plan-id";
 pub const PARTS_KEY: &str = "sluice.parts";
 pub const DROPPED_KEY: &str = "sluice.dropped-snapshots";
 
+/// The table property listing the baseline plans whose snapshots an expiry removed
+/// (`super::maintenance`): [`holds_plan`] still finds them.
+pub const EXPIRED_PLANS_PROPERTY: &str = "sluice.expired-plan-ids";
+
 /// What a commit belongs to.
 #[derive(Debug, Clone)]
 pub enum Origin<'a> {
@@ -267,7 +271,7 @@ async fn attempt(
 
 /// `file` with its column metrics and its exact `__pos` range keyed by the field ids of
 /// `fields` (the table's current schema); a column the schema lacks is left out.
-fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
+pub(crate) fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
     let mut f = file.clone();
     f.bounds.clear();
     f.counts.clear();
@@ -299,17 +303,23 @@ fn with_ids(file: &DataFile, fields: &[super::schema::Field]) -> DataFile {
     f
 }
 
-/// Whether the table's current history holds the baseline snapshot of plan `plan_id`.
+/// Whether the table's current history holds the baseline snapshot of plan `plan_id`
+/// (or held it before an expiry: `sluice.expired-plan-ids`).
 pub fn holds_plan(metadata: &TableMetadata, plan_id: &str) -> bool {
-    metadata
-        .ancestry()
-        .iter()
-        .any(|s| s.summary.get(PLAN_KEY).map(String::as_str) == Some(plan_id))
+    let expired = metadata
+        .properties
+        .get(EXPIRED_PLANS_PROPERTY)
+        .is_some_and(|plans| plans.split(',').any(|p| p == plan_id));
+    expired
+        || metadata
+            .ancestry()
+            .iter()
+            .any(|s| s.summary.get(PLAN_KEY).map(String::as_str) == Some(plan_id))
 }
 
 /// The number a metadata file's name starts with (`00003-<uuid>.metadata.json` → 3);
 /// 0 for another name.
-fn file_number(location: &str) -> u64 {
+pub(crate) fn file_number(location: &str) -> u64 {
     let name = location.rsplit('/').next().unwrap_or_default();
     name.split('-')
         .next()

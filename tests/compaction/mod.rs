@@ -18,6 +18,7 @@
 mod aws;
 mod corrupt;
 mod crashes;
+mod iceberg;
 mod mysql;
 mod postgres;
 mod retention;

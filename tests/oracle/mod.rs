@@ -27,9 +27,12 @@
 //! quarter): `table_format: iceberg` on a SQL catalog, the table then also read through
 //! pyiceberg and checked like the folder ([`iceberg`]).
 //!
-//! Compaction: a third of a trial's steps (not in Iceberg trials, which `sluice compact`
+//! Compaction: a third of a trial's steps (not in S3 Tables trials, which `sluice compact`
 //! refuses) run `sluice compact` after the step's drain or beside it, crashed at one of
-//! its fault points or killed a third of the time; half the trials end with a clean one.
+//! its fault points or killed a third of the time; half the trials end with a clean one,
+//! every Iceberg trial on the SQL catalog does (with `iceberg.snapshot_retention` `1ms`
+//! in half of them, so each compaction expires snapshots too), and its current snapshot's
+//! files must then be the live parts.
 //! Every check then reads each compacted part as the drain parts it holds
 //! ([`parts::read_table`]),
 //! and the reader that follows manifests takes the live parts the run and compaction

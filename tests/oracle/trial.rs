@@ -207,6 +207,17 @@ const COMPACTION_FAULTS: &[&str] = &[
     "compact_step_done",
 ];
 
+/// The fault points of a compaction of an Iceberg change log (its steps remove nothing;
+/// it commits a `replace` snapshot per step and expires snapshots).
+const ICEBERG_COMPACTION_FAULTS: &[&str] = &[
+    "mid_upload",
+    "compact_part_durable",
+    "compact_manifest_written",
+    "compact_iceberg_committed",
+    "compact_step_done",
+    "iceberg_expired",
+];
+
 /// Runs the trial of `seed`.
 pub fn run(engine: &dyn Engine, seed: u64) -> Report {
     let mut report = Report {
@@ -333,9 +344,16 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         },
         iceberg = match &catalog {
             Some(catalog) => format!(
-                "table_format: iceberg\niceberg: {{ catalog: {}, namespace: {ns} }}\n",
+                "table_format: iceberg\niceberg: {{ catalog: {}, namespace: {ns}, snapshot_retention: {retention} }}\n",
                 catalog.yaml(),
-                ns = super::iceberg::NAMESPACE
+                ns = super::iceberg::NAMESPACE,
+                // Half the Iceberg trials expire every snapshot they can at each
+                // compaction; decided by a stream of its own.
+                retention = if Rng::new(seed ^ 0x1ce_be79).chance(50) {
+                    "1ms"
+                } else {
+                    "7d"
+                },
             ),
             None => String::new(),
         },
@@ -356,9 +374,15 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         report.drains += 1;
         (n, drain::start(&config, &env.borrow(), crash, &logs, n))
     };
-    // `sluice compact` (not for an Iceberg change log, which it refuses), logged as
+    // `sluice compact` (not for an S3 Tables change log, which it refuses), logged as
     // `<logs>/drain-<2000+c>.*`.
-    let compacts = catalog.is_none();
+    let sql_iceberg = matches!(catalog, Some(super::iceberg::Catalog::Sql(_)));
+    let compacts = catalog.is_none() || sql_iceberg;
+    let compaction_faults = if sql_iceberg {
+        ICEBERG_COMPACTION_FAULTS
+    } else {
+        COMPACTION_FAULTS
+    };
     let mut c = 0usize;
     let mut compact_once = |crash: Crash| {
         c += 1;
@@ -521,10 +545,10 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                     0..=39 => Crash::None,
                     40..=79 => Crash::Fault(format!(
                         "{}@{}",
-                        match rng.below(COMPACTION_FAULTS.len() + 1) {
-                            i if i < COMPACTION_FAULTS.len() => COMPACTION_FAULTS[i],
+                        match rng.below(compaction_faults.len() + 1) {
+                            i if i < compaction_faults.len() => compaction_faults[i],
                             _ if retention => "retention_plan_written",
-                            _ => COMPACTION_FAULTS[0],
+                            _ => compaction_faults[0],
                         },
                         rng.range(1, 4)
                     )),
@@ -613,8 +637,11 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // One clean final drain (waiting out a crashed run's lease, retrying transients).
     drain_clean(&mut drain_once, report, "final")?;
     // Half the trials end with a clean compaction (the others as the steps left them, a
-    // crashed compaction included); it must leave no spill file either.
-    if compacts && rng.chance(50) {
+    // crashed compaction included); it must leave no spill file either. Every Iceberg
+    // trial does: a step a crashed compaction left pending is the Iceberg table's only
+    // once the next compaction commits it (until then the table holds the parts it
+    // replaced — exact too, but other files than the manifests' live parts).
+    if compacts && (sql_iceberg || rng.chance(50)) {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let (k, crash, running) = compact_once(Crash::None);
@@ -804,10 +831,18 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             }
         }
         // In the folder reader's order (baseline parts, then change parts by run and
-        // number: the order they were written), not the scan plan's.
-        let mut in_order = seen.files.clone();
-        in_order.sort_by_key(|f| (!f.starts_with("snapshot/"), f.clone()));
-        let through = super::parts::read_files(&out, &source.table(), &in_order)?;
+        // number: the order they were written; a compacted part as the parts it holds,
+        // in their places), not the scan plan's.
+        let (baseline_files, change_files): (Vec<String>, Vec<String>) = seen
+            .files
+            .iter()
+            .cloned()
+            .partition(|f| f.starts_with("snapshot/"));
+        let mut baseline_files = baseline_files;
+        baseline_files.sort();
+        let changes: BTreeMap<String, usize> = change_files.into_iter().map(|f| (f, 1)).collect();
+        let mut through = super::parts::read_files(&out, &source.table(), &baseline_files)?;
+        through.extend(super::parts::read_live(&out, &source.table(), &changes)?);
         if through.len() as u64 != seen.rows {
             report.mismatches.push(format!(
                 "pyiceberg scans {} rows; the files it plans hold {}",
