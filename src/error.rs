@@ -129,6 +129,7 @@ codes! {
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
     ReplayCurrentState => "SLUICE_REPLAY_CURRENT_STATE", Refusal;
     FoldInput => "SLUICE_FOLD_INPUT", Refusal;
+    LakeFileGone => "SLUICE_LAKE_FILE_GONE", Transient;
     RunInterrupted => "SLUICE_RUN_INTERRUPTED", Transient;
     FaultInjected => "SLUICE_FAULT_INJECTED", Transient;
     Internal => "SLUICE_INTERNAL", Refusal;
@@ -401,6 +402,9 @@ mod tests {
             // cannot follow the pointer at query time.
             (Code::ReplayCurrentState, R),
             (Code::FoldInput, R),
+            // A file listed a moment ago was removed by a compaction (or a forget) before
+            // it was read: the listing is stale, the next read lists again.
+            (Code::LakeFileGone, T),
             // Stopped by a signal where a crash could have stopped it; the next run resumes.
             (Code::RunInterrupted, T),
             (Code::FaultInjected, T),

@@ -406,8 +406,8 @@ struct DataFile {
 impl DataFile {
     async fn read(destination: &dyn Destination, key: &str) -> Result<DataFile> {
         let body = destination.get(key).await?.ok_or_else(|| {
-            Error::new(Code::FoldInput, format!("{key} was listed and is gone"))
-                .hint("a compaction removed it while this one read the folder; run again")
+            Error::new(Code::LakeFileGone, format!("{key} was listed and is gone"))
+                .hint("a forget removed it while this compaction read the folder; run again (it lists the folder anew)")
         })?;
         let not_parquet = |e: parquet::errors::ParquetError| {
             Error::new(

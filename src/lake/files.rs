@@ -76,10 +76,10 @@ pub fn sort_keys(table: &str, keys: &[String]) -> Listing {
 pub async fn read_file(destination: &dyn Destination, key: &str) -> Result<Vec<RecordBatch>> {
     let body = destination.get(key).await?.ok_or_else(|| {
         Error::new(
-            Code::FoldInput,
+            Code::LakeFileGone,
             format!("{} {key} was listed and is gone", destination.describe()),
         )
-        .hint("a compaction or retention removed it while this run read the folder; run again")
+        .hint("a compaction or forget removed it while this run read the folder; run again (it lists the folder anew)")
     })?;
     let not_parquet = |e: parquet::errors::ParquetError| {
         Error::new(

@@ -146,6 +146,9 @@ async fn under_lease(
     .await
 }
 
+/// Builds of one table, at most, while files it listed keep disappearing under it.
+const BUILD_ATTEMPTS: usize = 4;
+
 /// Builds each table in turn; a table that fails does not stop the others.
 async fn build_tables(
     destination: &dyn Destination,
@@ -154,7 +157,18 @@ async fn build_tables(
 ) -> Result<Vec<(String, Result<Option<Pointer>>)>> {
     let mut report = Vec::with_capacity(tables.len());
     for table in tables {
-        let built = build(destination, table, per_bucket).await;
+        let mut built = build(destination, table, per_bucket).await;
+        // A compaction or forget beside the build removed a file it had listed: the build
+        // wrote nothing the pointer names, so it starts over from a new listing.
+        for _ in 1..BUILD_ATTEMPTS {
+            match &built {
+                Err(e) if e.code() == Code::LakeFileGone => {
+                    tracing::info!(table = %table, error = %e, "a listed file is gone; building again");
+                    built = build(destination, table, per_bucket).await;
+                }
+                _ => break,
+            }
+        }
         if let Err(e) = &built {
             tracing::warn!(table = %table, error = %e, "current state not built");
         }
