@@ -37,6 +37,7 @@
 //!   orphan removal follow the steps ([`iceberg`]); with S3 Tables (which maintains its
 //!   own tables) compaction is refused (`SLUICE_COMPACTION_UNSUPPORTED`).
 
+pub mod fan_out;
 pub mod fence;
 pub mod iceberg;
 pub mod ledger;
@@ -134,6 +135,10 @@ pub struct CompactionSummary {
     pub job: String,
     pub compaction_id: String,
     pub duration_ms: u64,
+    /// Steps committed over every table: with `partial`, 0 means the invocation stopped
+    /// before it could commit anything (the compaction machine stops going on then).
+    #[serde(default)]
+    pub steps: u32,
     pub tables: BTreeMap<String, TableCompaction>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
@@ -222,6 +227,7 @@ pub async fn run(
         job: config.job.clone(),
         compaction_id: compaction_id.clone(),
         duration_ms: 0,
+        steps: 0,
         tables: BTreeMap::new(),
         error: None,
         exit_code: 0,
@@ -236,6 +242,7 @@ pub async fn run(
             "partial" if summary.status == "compacted" => summary.status = "partial".into(),
             _ => {}
         }
+        summary.steps += done.steps;
         summary.tables.insert(table.clone(), done);
     }
     summary.exit_code = summary
@@ -533,6 +540,7 @@ mod tests {
             job: "j".into(),
             compaction_id: "c".into(),
             duration_ms: 1,
+            steps: 0,
             tables: BTreeMap::new(),
             error: None,
             exit_code: 0,

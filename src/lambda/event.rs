@@ -1,7 +1,7 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact`, `forget` and `verify`
+//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact`, `compact.plan`, `forget` and `verify`
 //! are recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
@@ -21,6 +21,9 @@ pub enum Action {
     Materialize,
     /// `sluice compact` (optionally `{"tables": [...]}`).
     Compact,
+    /// The compaction machine's plan: the job's tables as Map items
+    /// ([`crate::compaction::fan_out`]).
+    CompactPlan,
     /// `sluice forget` (`{"table": "...", "keys": ["col=value", ...]}`).
     Forget,
     /// `sluice verify` of every table, or `{"table": ...}`; optionally `"sample": PCT`,
@@ -39,6 +42,7 @@ impl Action {
             Action::BaselineFinish => "baseline.finish",
             Action::Materialize => "materialize",
             Action::Compact => "compact",
+            Action::CompactPlan => "compact.plan",
             Action::Forget => "forget",
             Action::Verify => "verify",
         }
@@ -65,6 +69,7 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::BaselineFinish,
         Action::Materialize,
         Action::Compact,
+        Action::CompactPlan,
         Action::Forget,
         Action::Verify,
     ]
@@ -72,7 +77,7 @@ pub fn action_of(event: &Value) -> Result<Action> {
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, forget, verify",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, compact.plan, forget, verify",
         )
     })
 }
@@ -110,6 +115,7 @@ mod tests {
             "baseline.chunk",
             "baseline.finish",
             "compact",
+            "compact.plan",
             "forget",
             "verify",
         ] {

@@ -8,7 +8,8 @@
 //! when it has been rotated, the run is retried once with the new value.
 //! Each invocation's deadline is Lambda's `Context::deadline` minus
 //! `deadline.safety_margin_seconds`. Besides drains and the baseline tasks it runs
-//! `{"action": "compact"}` ([`crate::compaction`]) and `{"action": "forget", "table": …,
+//! `{"action": "compact"}` ([`crate::compaction`]; `compact.plan` lists the tables for the
+//! compaction machine, [`crate::compaction::fan_out`]) and `{"action": "forget", "table": …,
 //! "keys": [...]}` ([`crate::forget`]), which never read the source's secret, and
 //! `{"action": "verify"}` ([`crate::verify`]: every table, or `"table": …`; one EMF
 //! line per table, the reports as the response, also when rows differ — the metric and
@@ -178,6 +179,11 @@ async fn run_invocation(
             now,
         );
         return Ok(run_compaction(config, backends, &event.payload, deadline).await?);
+    }
+    if action == Action::CompactPlan {
+        let input = event.payload.get("input");
+        let plan = crate::compaction::fan_out::plan(config, input)?;
+        return Ok(serde_json::to_value(plan).unwrap_or_default());
     }
     if action == Action::Forget {
         let config = crate::secret::resolve_hash_key(config.clone()).await?;
@@ -463,12 +469,15 @@ async fn run_baseline_task(
         Action::BaselineFinish => {
             to_json(serde_json::to_value(tasks::finish(config, backends).await?))
         }
-        Action::Drain | Action::Materialize | Action::Compact | Action::Forget | Action::Verify => {
-            Err(Error::new(
-                Code::Internal,
-                format!("{} is not a baseline task", action.name()),
-            ))
-        }
+        Action::Drain
+        | Action::Materialize
+        | Action::Compact
+        | Action::CompactPlan
+        | Action::Forget
+        | Action::Verify => Err(Error::new(
+            Code::Internal,
+            format!("{} is not a baseline task", action.name()),
+        )),
     }
 }
 

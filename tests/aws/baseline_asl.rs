@@ -10,40 +10,18 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::{self, Job, TestDb, aws::AwsTarget};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use support::asl::{self, Walker};
 use support::lambda_api::{Function, Outcome, RuntimeApi};
 
 const ASL: &str = "infra/stepfunctions/baseline.asl.json";
-
-/// Step Functions' limit on a state's input and output, and on a Map's collected results.
-const PAYLOAD_LIMIT: usize = 256 * 1024;
-
-fn asl_validator() -> Option<String> {
-    let out = Command::new("infra/local/asl-validator.sh")
-        .output()
-        .expect("runs the install script");
-    if !out.status.success() {
-        if support::in_ci() {
-            panic!(
-                "asl-validator could not be installed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        support::skipped(&format!(
-            "asl-validator unavailable: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
 
 /// An edit that makes the definition invalid.
 type Breakage = fn(&mut Value);
 
 #[test]
 fn definition_is_valid_asl_and_the_validator_catches_errors() {
-    let Some(validator) = asl_validator() else {
+    let Some(validator) = asl::validator() else {
         return;
     };
     let ok = Command::new(&validator)
@@ -99,224 +77,8 @@ fn definition_is_valid_asl_and_the_validator_catches_errors() {
     }
 }
 
-/// Resolves a JSONPath of the simple form `$`, `$.a.b` or `$$.Map.Item.Value`.
-fn path(root: &Value, context: &Value, expr: &str) -> Value {
-    let (base, rest) = if let Some(rest) = expr.strip_prefix("$$") {
-        (context, rest)
-    } else {
-        (root, expr.strip_prefix('$').expect("a JSONPath"))
-    };
-    rest.split('.')
-        .filter(|s| !s.is_empty())
-        .fold(base.clone(), |v, key| match v.get(key) {
-            Some(found) => found.clone(),
-            None => panic!("States.Runtime: {expr} does not resolve ({key} missing)"),
-        })
-}
-
-/// Applies a Parameters / ItemSelector / ResultSelector template.
-fn template(tpl: &Value, input: &Value, context: &Value) -> Value {
-    match tpl {
-        Value::Object(fields) => {
-            let mut out = Map::new();
-            for (key, value) in fields {
-                match key.strip_suffix(".$") {
-                    Some(name) => out.insert(
-                        name.to_owned(),
-                        path(input, context, value.as_str().unwrap()),
-                    ),
-                    None => out.insert(key.clone(), template(value, input, context)),
-                };
-            }
-            Value::Object(out)
-        }
-        other => other.clone(),
-    }
-}
-
-fn set_result(input: Value, result_path: Option<&Value>, result: Value) -> Value {
-    match result_path {
-        Some(Value::Null) => input,
-        Some(Value::String(p)) if p != "$" => {
-            let mut input = input;
-            let key = p.strip_prefix("$.").expect("a top-level ResultPath");
-            input
-                .as_object_mut()
-                .unwrap()
-                .insert(key.to_owned(), result);
-            input
-        }
-        _ => result,
-    }
-}
-
-/// A state's `OutputPath`: absent or `$` keeps the output, null makes it `{}`.
-fn output_path(state: &Value, output: Value, context: &Value) -> Value {
-    match state.get("OutputPath") {
-        None => output,
-        Some(Value::Null) => json!({}),
-        Some(Value::String(p)) => path(&output, context, p),
-        Some(other) => panic!("OutputPath {other} is not a path"),
-    }
-}
-
-fn within_limit(what: &str, value: &Value) {
-    let bytes = value.to_string().len();
-    assert!(
-        bytes <= PAYLOAD_LIMIT,
-        "States.DataLimitExceeded: {what} is {bytes} bytes"
-    );
-}
-
-struct Walker<'a> {
-    api: &'a RuntimeApi,
-    /// moto's endpoint, for a Distributed Map's `ItemReader`.
-    s3_endpoint: Option<&'a str>,
-    invocations: Vec<String>,
-    /// Every state entered, in order (Map children included).
-    visited: Vec<String>,
-}
-
-impl<'a> Walker<'a> {
-    fn new(api: &'a RuntimeApi, s3_endpoint: Option<&'a str>) -> Self {
-        Walker {
-            api,
-            s3_endpoint,
-            invocations: vec![],
-            visited: vec![],
-        }
-    }
-
-    fn run(&mut self, states: &Value, start: &str, mut input: Value, context: &Value) -> Value {
-        let mut current = start.to_owned();
-        loop {
-            within_limit(&format!("the input of {current}"), &input);
-            self.visited.push(current.clone());
-            let state = &states[&current];
-            let output = match state["Type"].as_str().unwrap() {
-                "Task" => {
-                    assert_eq!(state["Resource"], "arn:aws:states:::lambda:invoke");
-                    let params = template(&state["Parameters"], &input, context);
-                    assert_eq!(params["FunctionName"], "${function_arn}");
-                    let payload = params["Payload"].clone();
-                    self.invocations
-                        .push(payload["action"].as_str().unwrap_or("?").to_owned());
-                    let response = self.api.call(payload);
-                    within_limit(&format!("the response to {current}"), &response);
-                    let result = json!({ "Payload": response, "StatusCode": 200 });
-                    let result = match state.get("ResultSelector") {
-                        Some(selector) => template(selector, &result, context),
-                        None => result,
-                    };
-                    let output = set_result(input.clone(), state.get("ResultPath"), result);
-                    output_path(state, output, context)
-                }
-                "Choice" => {
-                    let next = state["Choices"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .find(|rule| {
-                            let expected = rule["StringEquals"]
-                                .as_str()
-                                .expect("the baseline machine compares strings only");
-                            let value = path(&input, context, rule["Variable"].as_str().unwrap());
-                            value.as_str() == Some(expected)
-                        })
-                        .map(|rule| &rule["Next"])
-                        .or_else(|| state.get("Default"))
-                        .unwrap_or_else(|| panic!("States.NoChoiceMatched in {current}: {input}"));
-                    current = next.as_str().unwrap().to_owned();
-                    continue;
-                }
-                "Map" => {
-                    let output = self.map(state, &input, context);
-                    output_path(state, output, context)
-                }
-                other => panic!("state type {other} is not used by the baseline machine"),
-            };
-            within_limit(&format!("the output of {current}"), &output);
-            if state.get("End").is_some_and(|e| e == true) {
-                return output;
-            }
-            input = output;
-            current = state["Next"].as_str().expect("Next or End").to_owned();
-        }
-    }
-
-    fn map(&mut self, state: &Value, input: &Value, context: &Value) -> Value {
-        let processor = &state["ItemProcessor"];
-        let items = match processor["ProcessorConfig"]["Mode"].as_str() {
-            Some("INLINE") => {
-                assert!(state.get("ItemReader").is_none());
-                path(input, context, state["ItemsPath"].as_str().unwrap())
-            }
-            Some("DISTRIBUTED") => {
-                assert_eq!(processor["ProcessorConfig"]["ExecutionType"], "STANDARD");
-                assert_eq!(state["ToleratedFailurePercentage"], 0, "no chunk may fail");
-                assert!(state.get("ItemsPath").is_none());
-                self.read_items(&state["ItemReader"], input, context)
-            }
-            other => panic!("ProcessorConfig.Mode {other:?}"),
-        };
-        let concurrency = path(
-            input,
-            context,
-            state["MaxConcurrencyPath"].as_str().unwrap(),
-        );
-        assert!(
-            concurrency.as_u64().is_some_and(|c| c >= 1),
-            "MaxConcurrencyPath must give a count"
-        );
-        let mut results = vec![];
-        for (index, item) in items
-            .as_array()
-            .expect("the Map's items are a list")
-            .iter()
-            .enumerate()
-        {
-            let map_context = json!({ "Map": { "Item": { "Value": item, "Index": index } } });
-            let item_input = template(&state["ItemSelector"], input, &map_context);
-            let start = processor["StartAt"].as_str().unwrap();
-            results.push(self.run(&processor["States"], start, item_input, &map_context));
-        }
-        // The Map gathers every iteration's output whatever its ResultPath says.
-        let results = Value::Array(results);
-        within_limit("the Map's collected results", &results);
-        set_result(input.clone(), state.get("ResultPath"), results)
-    }
-
-    /// What an `ItemReader` of a JSON object in S3 yields: the array in the object.
-    fn read_items(&self, reader: &Value, input: &Value, context: &Value) -> Value {
-        assert_eq!(reader["Resource"], "arn:aws:states:::s3:getObject");
-        assert_eq!(reader["ReaderConfig"]["InputType"], "JSON");
-        let params = template(&reader["Parameters"], input, context);
-        let (bucket, key) = (
-            params["Bucket"].as_str().expect("Bucket").to_owned(),
-            params["Key"].as_str().expect("Key").to_owned(),
-        );
-        let endpoint = self
-            .s3_endpoint
-            .expect("a Distributed Map ran but the walker has no S3 endpoint");
-        let body = support::aws::runtime().block_on(async {
-            let sdk = support::aws::sdk(endpoint).await;
-            let object = support::aws::s3_client(&sdk)
-                .get_object()
-                .bucket(&bucket)
-                .key(&key)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("ItemReader: s3://{bucket}/{key}: {e:?}"));
-            object.body.collect().await.unwrap().into_bytes()
-        });
-        let items: Value = serde_json::from_slice(&body).expect("the object is JSON");
-        assert!(items.is_array(), "InputType JSON needs an array: {items}");
-        items
-    }
-}
-
 fn definition() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(Path::new(ASL)).unwrap()).unwrap()
+    asl::definition(ASL)
 }
 
 /// Walks the whole definition from `StartAt` with an empty input.
@@ -326,9 +88,9 @@ fn walk(walker: &mut Walker) -> Value {
 
 /// Walks the definition for an execution started with `input`.
 fn walk_with(walker: &mut Walker, input: Value) -> Value {
-    let definition = definition();
-    let start = definition["StartAt"].as_str().unwrap().to_owned();
-    walker.run(&definition["States"], &start, input, &json!({}))
+    walker
+        .execute(&definition(), input)
+        .expect("the baseline execution succeeds")
 }
 
 /// The replayed snapshot + changes under `out/t`, as `id=v,…` ordered by the id's text.

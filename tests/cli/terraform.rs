@@ -313,59 +313,133 @@ fn function_names(value: &Value, out: &mut BTreeSet<String>) {
 }
 
 #[test]
-fn baseline_definition_renders_with_the_modules_template_variables() {
+fn state_machine_definitions_render_with_the_modules_template_variables() {
     let Some(bin) = tools() else { return };
-    let asl = Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json");
-    let text = std::fs::read_to_string(&asl).unwrap();
-    assert!(
-        !text.contains("%{"),
-        "{} holds a template directive",
-        asl.display()
-    );
-    let used: BTreeSet<&str> = text
-        .match_indices("${")
-        .filter(|(at, _)| !text[..*at].ends_with('$'))
-        .map(|(at, _)| text[at + 2..].split('}').next().unwrap())
-        .collect();
-    assert_eq!(
-        used,
-        BTreeSet::from(["function_arn"]),
-        "template variables of {}",
-        asl.display()
-    );
-    let module =
-        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/main.tf"))
-            .unwrap();
-    assert!(
-        module.contains("{ function_arn = aws_lambda_function.worker[0].arn }"),
-        "sluice_table no longer passes exactly function_arn to the definition"
-    );
-
-    // Render it as the module does, with Terraform's own templatefile().
-    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-baseline";
-    let dir = tempfile::tempdir().unwrap();
-    let expr = dir.path().join("expr");
-    std::fs::write(
-        &expr,
-        format!(
-            "jsonencode(jsondecode(templatefile({:?}, {{ function_arn = {arn:?} }})))\n",
-            asl.display().to_string()
+    for (definition, module_file, passed, arn) in [
+        (
+            "baseline.asl.json",
+            "main.tf",
+            "{ function_arn = aws_lambda_function.worker[0].arn }",
+            "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-baseline",
         ),
+        (
+            "compact.asl.json",
+            "compaction.tf",
+            "{ function_arn = aws_lambda_function.compact[0].arn }",
+            "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-compact",
+        ),
+    ] {
+        let asl = Path::new(ROOT).join("infra/stepfunctions").join(definition);
+        let text = std::fs::read_to_string(&asl).unwrap();
+        assert!(
+            !text.contains("%{"),
+            "{} holds a template directive",
+            asl.display()
+        );
+        let used: BTreeSet<&str> = text
+            .match_indices("${")
+            .filter(|(at, _)| !text[..*at].ends_with('$'))
+            .map(|(at, _)| text[at + 2..].split('}').next().unwrap())
+            .collect();
+        assert_eq!(
+            used,
+            BTreeSet::from(["function_arn"]),
+            "template variables of {}",
+            asl.display()
+        );
+        let module = std::fs::read_to_string(
+            Path::new(ROOT)
+                .join("terraform/modules/sluice_table")
+                .join(module_file),
+        )
+        .unwrap();
+        assert!(
+            module.contains(passed),
+            "sluice_table no longer passes exactly function_arn to {definition}"
+        );
+
+        // Render it as the module does, with Terraform's own templatefile().
+        let dir = tempfile::tempdir().unwrap();
+        let expr = dir.path().join("expr");
+        std::fs::write(
+            &expr,
+            format!(
+                "jsonencode(jsondecode(templatefile({:?}, {{ function_arn = {arn:?} }})))\n",
+                asl.display().to_string()
+            ),
+        )
+        .unwrap();
+        let printed = run(Command::new(bin.join("terraform"))
+            .current_dir(dir.path())
+            .arg("console")
+            .env("CHECKPOINT_DISABLE", "1")
+            .stdin(std::fs::File::open(&expr).unwrap()));
+        let json: String = serde_json::from_str(printed.trim()).unwrap();
+        let rendered: Value = serde_json::from_str(&json).unwrap();
+        let mut names = BTreeSet::new();
+        function_names(&rendered["States"], &mut names);
+        assert_eq!(
+            names,
+            BTreeSet::from([arn.to_owned()]),
+            "every task of {definition} invokes its one function"
+        );
+    }
+}
+
+#[test]
+fn the_compaction_machine_replaces_the_direct_invocation_only_with_compaction_parallel() {
+    let compaction_tf = std::fs::read_to_string(
+        Path::new(ROOT).join("terraform/modules/sluice_table/compaction.tf"),
     )
     .unwrap();
-    let printed = run(Command::new(bin.join("terraform"))
-        .current_dir(dir.path())
-        .arg("console")
-        .env("CHECKPOINT_DISABLE", "1")
-        .stdin(std::fs::File::open(&expr).unwrap()));
-    let json: String = serde_json::from_str(printed.trim()).unwrap();
-    let definition: Value = serde_json::from_str(&json).unwrap();
-    let mut names = BTreeSet::new();
-    function_names(&definition["States"], &mut names);
+    let squeezed = |l: &str| l.split_whitespace().collect::<String>();
+    assert!(
+        compaction_tf
+            .lines()
+            .any(|l| squeezed(l)
+                == "compaction_fan_out=var.compaction&&var.compaction_parallel!=null")
+    );
     assert_eq!(
-        names,
-        BTreeSet::from([arn.to_owned()]),
-        "every task invokes the worker"
+        compaction_tf
+            .lines()
+            .filter(|l| squeezed(l) == "count=local.compaction_fan_out?1:0")
+            .count(),
+        5,
+        "the machine, its log group, role, policy and policy document exist only with compaction_parallel"
+    );
+    // The schedule starts the machine with the parallelism, or invokes the function.
+    assert!(compaction_tf.contains(
+        "compaction_target_input = local.compaction_fan_out ? jsonencode({ parallel = var.compaction_parallel }) : jsonencode({ action = \"compact\" })"
+    ));
+    assert!(compaction_tf.contains("arn      = local.compaction_target_arn"));
+    // The machine's role invokes the compaction function and nothing else of the stream.
+    let document = &compaction_tf[compaction_tf
+        .find("data \"aws_iam_policy_document\" \"compact_machine\"")
+        .unwrap()..];
+    let document = &document[..document.find("\n}\n").unwrap()];
+    assert_eq!(document.matches("actions").count(), 1, "{document}");
+    assert!(document.contains("actions   = [\"lambda:InvokeFunction\"]"));
+    // The schedule's role may start it, and invokes the function only without it.
+    let iam_tf =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    assert!(
+        iam_tf.contains("for_each = local.compaction_fan_out ? [local.compact_machine_arn] : []")
+    );
+    assert!(iam_tf.contains(
+        "for_each = local.compaction_enabled && !local.compaction_fan_out ? [aws_lambda_function.compact[0].arn] : []"
+    ));
+    // What compact.plan answers is what the Map reads.
+    let definition: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/compact.asl.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let tables = &definition["States"]["Tables"];
+    assert_eq!(tables["Parameters"]["Payload"]["action"], "compact.plan");
+    assert_eq!(
+        tables["ResultSelector"],
+        serde_json::json!({ "items.$": "$.Payload.items", "parallel.$": "$.Payload.parallel" })
     );
 }
 
@@ -823,16 +897,25 @@ fn aws_limit(kind: &str) -> (usize, &'static str) {
     match kind {
         // Lambda FunctionName (the name form), IAM role names.
         "function" | "worker_function" | "compact_function" => (64, "_-"),
-        "drain_role" | "worker_role" | "machine_role" | "scheduler_role" | "merge_role"
-        | "compact_role" => (64, "_+=,.@-"),
+        "drain_role"
+        | "worker_role"
+        | "machine_role"
+        | "scheduler_role"
+        | "merge_role"
+        | "compact_role"
+        | "compact_machine_role" => (64, "_+=,.@-"),
         // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
-        "state_machine" | "merge_machine" => (80, "_-"),
+        "state_machine" | "merge_machine" | "compact_machine" => (80, "_-"),
         // EventBridge rule and Scheduler schedule names.
         "schedule" | "compaction_schedule" | "verify_schedule" => (64, "._-"),
         "dead_letter_queue" => (80, "_-"),
         // Log group names: 1-512 of [.-_/#A-Za-z0-9].
-        "drain_log_group" | "worker_log_group" | "machine_log_group" | "merge_log_group"
-        | "compact_log_group" => (512, "._-/#"),
+        "drain_log_group"
+        | "worker_log_group"
+        | "machine_log_group"
+        | "merge_log_group"
+        | "compact_log_group"
+        | "compact_machine_log_group" => (512, "._-/#"),
         "dashboard" => (255, "_-"),
         // Alarm names: 1-255 printable ASCII.
         "alarm" => (255, "_-.:/ "),

@@ -13,11 +13,13 @@
 //!   tables go on;
 //! * `retention` — history older than `output.history_retention` folded into a new
 //!   baseline plan, the parts it superseded and the earlier plan removed;
-//! * `aws` — S3 (moto) and DynamoDB.
+//! * `aws` — S3 (moto) and DynamoDB;
+//! * `fan_out` — the compaction state machine walked over the real Lambda face.
 
 mod aws;
 mod corrupt;
 mod crashes;
+mod fan_out;
 mod iceberg;
 mod mysql;
 mod postgres;

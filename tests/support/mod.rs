@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod asl;
 #[macro_use]
 pub mod aws;
 pub mod black_hole;

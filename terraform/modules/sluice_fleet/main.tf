@@ -57,6 +57,7 @@ module "table" {
   schedule_retry_attempts        = lookup(each.value, "schedule_retry_attempts", null)
   compaction                     = lookup(each.value, "compaction", null)
   compaction_schedule_expression = lookup(each.value, "compaction_schedule_expression", null)
+  compaction_parallel            = lookup(each.value, "compaction_parallel", null)
   compaction_settings            = lookup(each.value, "compaction_settings", null)
   verify                         = lookup(each.value, "verify", null)
   verify_schedule_expression     = lookup(each.value, "verify_schedule_expression", null)

@@ -14,15 +14,17 @@ locals {
     worker_function  = local.machine_name
     compact_function = "${local.name}-compact"
     # IAM role names: <= 64, [\w+=,.@-].
-    drain_role     = local.name
-    worker_role    = local.machine_name
-    machine_role   = "${local.name}-sfn"
-    scheduler_role = "${local.name}-schedule"
-    merge_role     = "${local.name}-merge"
-    compact_role   = "${local.name}-compact"
+    drain_role           = local.name
+    worker_role          = local.machine_name
+    machine_role         = "${local.name}-sfn"
+    scheduler_role       = "${local.name}-schedule"
+    merge_role           = "${local.name}-merge"
+    compact_role         = "${local.name}-compact"
+    compact_machine_role = "${local.name}-sfn-cmp"
     # Step Functions state machine: <= 80, no whitespace or special characters.
-    state_machine = local.machine_name
-    merge_machine = "${local.name}-merge"
+    state_machine   = local.machine_name
+    merge_machine   = "${local.name}-merge"
+    compact_machine = "${local.name}-compact"
     # EventBridge rule / Scheduler schedule: <= 64, [.A-Za-z0-9_-].
     schedule            = local.name
     compaction_schedule = "${local.name}-compact"
@@ -30,11 +32,12 @@ locals {
     # SQS queue (the schedule's dead-letter queue): <= 80, [A-Za-z0-9_-].
     dead_letter_queue = "${local.name}-dlq"
     # CloudWatch Logs log groups: <= 512.
-    drain_log_group   = "/aws/lambda/${local.name}"
-    worker_log_group  = "/aws/lambda/${local.machine_name}"
-    machine_log_group = "/aws/vendedlogs/states/${local.machine_name}"
-    merge_log_group   = "/aws/vendedlogs/states/${local.name}-merge"
-    compact_log_group = "/aws/lambda/${local.name}-compact"
+    drain_log_group           = "/aws/lambda/${local.name}"
+    worker_log_group          = "/aws/lambda/${local.machine_name}"
+    machine_log_group         = "/aws/vendedlogs/states/${local.machine_name}"
+    merge_log_group           = "/aws/vendedlogs/states/${local.name}-merge"
+    compact_log_group         = "/aws/lambda/${local.name}-compact"
+    compact_machine_log_group = "/aws/vendedlogs/states/${local.name}-compact"
     # CloudWatch dashboard: <= 255, [A-Za-z0-9_-].
     dashboard = local.name
   }

@@ -1,5 +1,5 @@
 output "names" {
-  description = "The stream's resource names: function, worker_function, compact_function, drain_role, worker_role, machine_role, scheduler_role, merge_role, compact_role, state_machine, merge_machine, schedule, compaction_schedule, verify_schedule, dead_letter_queue, drain_log_group, worker_log_group, machine_log_group, merge_log_group, compact_log_group, dashboard."
+  description = "The stream's resource names: function, worker_function, compact_function, drain_role, worker_role, machine_role, scheduler_role, merge_role, compact_role, compact_machine_role, state_machine, merge_machine, compact_machine, schedule, compaction_schedule, verify_schedule, dead_letter_queue, drain_log_group, worker_log_group, machine_log_group, merge_log_group, compact_log_group, compact_machine_log_group, dashboard."
   value       = local.names
 }
 

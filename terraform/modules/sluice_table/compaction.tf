@@ -4,9 +4,19 @@
 # writes the stream's prefix only (deleting the parts it replaced) and its job's items of
 # the state table (its per-table lease and record, `op#compact#<table>`); it never reads
 # the source or its secret. compaction = false: none of this.
+#
+# compaction_parallel = N: the schedule starts a Step Functions machine instead
+# (infra/stepfunctions/compact.asl.json) that compacts up to N tables at once, each in as
+# many invocations as it needs, so a job with many tables, or a table with a long backlog
+# of small parts, is not held to one invocation's 15 minutes.
 
 locals {
-  compaction_enabled = var.compaction
+  compaction_enabled  = var.compaction
+  compaction_fan_out  = var.compaction && var.compaction_parallel != null
+  compact_machine_arn = "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.names.compact_machine}"
+  # What the compaction schedule starts, and with what.
+  compaction_target_arn   = local.compaction_fan_out ? local.compact_machine_arn : (local.compaction_enabled ? aws_lambda_function.compact[0].arn : null)
+  compaction_target_input = local.compaction_fan_out ? jsonencode({ parallel = var.compaction_parallel }) : jsonencode({ action = "compact" })
 }
 
 resource "aws_cloudwatch_log_group" "compact" {
@@ -35,8 +45,9 @@ resource "aws_lambda_function" "compact" {
   timeout          = var.timeout
   kms_key_arn      = var.stack.kms_key_arn
 
-  # One compaction of a table at a time: its lease is the mechanism, this is belt and braces.
-  reserved_concurrent_executions = 1
+  # One invocation per table at a time: each table's lease is the mechanism, this is belt
+  # and braces (the fan-out machine runs up to compaction_parallel tables at once).
+  reserved_concurrent_executions = local.compaction_fan_out ? var.compaction_parallel : 1
 
   ephemeral_storage {
     size = var.ephemeral_storage_mb
@@ -80,9 +91,9 @@ resource "aws_scheduler_schedule" "compact" {
   }
 
   target {
-    arn      = aws_lambda_function.compact[0].arn
+    arn      = local.compaction_target_arn
     role_arn = aws_iam_role.scheduler[0].arn
-    input    = jsonencode({ action = "compact" })
+    input    = local.compaction_target_input
 
     retry_policy {
       maximum_event_age_in_seconds = 3600
@@ -96,7 +107,15 @@ resource "aws_scheduler_schedule" "compact" {
 }
 
 resource "aws_cloudwatch_event_rule" "compact" {
-  count               = local.compaction_enabled && var.schedule_type == "rule" ? 1 : 0
+  count = local.compaction_enabled && var.schedule_type == "rule" ? 1 : 0
+
+  lifecycle {
+    precondition {
+      condition     = var.compaction_parallel == null
+      error_message = "compaction_parallel needs schedule_type = \"scheduler\" (the schedule starts the compaction machine)."
+    }
+  }
+
   name                = local.names.compaction_schedule
   description         = "sluice compaction of ${var.job}"
   schedule_expression = var.compaction_schedule_expression
@@ -193,4 +212,96 @@ resource "aws_iam_role_policy" "compact" {
   name   = "sluice"
   role   = aws_iam_role.compact[0].id
   policy = data.aws_iam_policy_document.compact[0].json
+}
+
+# ---------------------------------------------------------------- the fan-out machine
+
+resource "aws_cloudwatch_log_group" "compact_machine" {
+  count             = local.compaction_fan_out ? 1 : 0
+  name              = local.names.compact_machine_log_group
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.stack.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_sfn_state_machine" "compact" {
+  #checkov:skip=CKV_AWS_284:the tasks emit no X-Ray segments; execution history and the ERROR-level log are the trace
+  count    = local.compaction_fan_out ? 1 : 0
+  name     = local.names.compact_machine
+  role_arn = aws_iam_role.compact_machine[0].arn
+  type     = "STANDARD"
+  definition = templatefile(
+    "${path.module}/../../../infra/stepfunctions/compact.asl.json",
+    { function_arn = aws_lambda_function.compact[0].arn },
+  )
+
+  logging_configuration {
+    log_destination        = "${aws_cloudwatch_log_group.compact_machine[0].arn}:*"
+    include_execution_data = true
+    level                  = "ERROR"
+  }
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.schedule_type == "scheduler"
+      error_message = "compaction_parallel needs schedule_type = \"scheduler\" (the schedule starts the compaction machine)."
+    }
+    postcondition {
+      condition     = self.arn == local.compact_machine_arn
+      error_message = "The compaction machine's ARN differs from the one the schedule's role may start."
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.compact_machine]
+}
+
+data "aws_iam_policy_document" "assume_compact_machine" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["states.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = [local.compact_machine_arn]
+    }
+  }
+}
+
+# It invokes the compaction function and delivers its own ERROR-level log; nothing else.
+data "aws_iam_policy_document" "compact_machine" {
+  count                   = local.compaction_fan_out ? 1 : 0
+  source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
+
+  statement {
+    sid       = "InvokeOwnCompaction"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.compact[0].arn, "${aws_lambda_function.compact[0].arn}:*"]
+  }
+}
+
+resource "aws_iam_role" "compact_machine" {
+  count                = local.compaction_fan_out ? 1 : 0
+  name                 = local.names.compact_machine_role
+  description          = "sluice compaction state machine of ${var.job}"
+  assume_role_policy   = data.aws_iam_policy_document.assume_compact_machine.json
+  path                 = var.iam_role_path
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "compact_machine" {
+  count  = local.compaction_fan_out ? 1 : 0
+  name   = "sluice"
+  role   = aws_iam_role.compact_machine[0].id
+  policy = data.aws_iam_policy_document.compact_machine[0].json
 }

@@ -447,11 +447,20 @@ data "aws_iam_policy_document" "scheduler" {
   }
 
   dynamic "statement" {
-    for_each = local.compaction_enabled ? [aws_lambda_function.compact[0].arn] : []
+    for_each = local.compaction_enabled && !local.compaction_fan_out ? [aws_lambda_function.compact[0].arn] : []
     content {
       sid       = "InvokeOwnCompaction"
       actions   = ["lambda:InvokeFunction"]
       resources = [statement.value, "${statement.value}:*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.compaction_fan_out ? [local.compact_machine_arn] : []
+    content {
+      sid       = "StartOwnCompactionMachine"
+      actions   = ["states:StartExecution"]
+      resources = [statement.value]
     }
   }
 

@@ -43,6 +43,11 @@ output "compaction_function_arn" {
   value       = local.compaction_enabled ? aws_lambda_function.compact[0].arn : null
 }
 
+output "compaction_state_machine_arn" {
+  description = "The compaction's fan-out machine (null without compaction_parallel)."
+  value       = local.compaction_fan_out ? aws_sfn_state_machine.compact[0].arn : null
+}
+
 output "compaction_schedule_arn" {
   description = "What starts the compaction: its EventBridge Scheduler schedule or classic rule (null with compaction = false)."
   value       = !local.compaction_enabled ? null : (var.schedule_type == "scheduler" ? aws_scheduler_schedule.compact[0].arn : aws_cloudwatch_event_rule.compact[0].arn)

@@ -379,6 +379,16 @@ variable "compaction_settings" {
   nullable = false
 }
 
+variable "compaction_parallel" {
+  description = "Fan the compaction out over the stream's tables: the schedule starts a Step Functions machine (infra/stepfunctions/compact.asl.json) that compacts up to this many tables at once, each in as many invocations of the compaction function as it needs (one that stops at its deadline is followed by the next), a table that fails leaving the others going (the execution fails at the end). Its role may only invoke the compaction function. Needs schedule_type = \"scheduler\". null: the schedule invokes the function once for every table, one after the other."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.compaction_parallel == null || try(var.compaction_parallel >= 1 && var.compaction_parallel <= 40 && floor(var.compaction_parallel) == var.compaction_parallel, false)
+    error_message = "The compaction_parallel must be a whole number from 1 to 40 (an inline Map's concurrency), or null."
+  }
+}
+
 variable "compaction_schedule_expression" {
   description = "Schedule of the compaction: `rate(1 day)`, `cron(0 3 * * ? *)`, ... (the drain's schedule_type, time zone and dead-letter queue)."
   type        = string
