@@ -26,6 +26,8 @@
 //! `SLUICE_ORACLE_ICEBERG=1` makes every trial an Iceberg one (`=0` none; default a
 //! quarter): `table_format: iceberg` on a SQL catalog, the table then also read through
 //! pyiceberg and checked like the folder ([`iceberg`]).
+//! `SLUICE_ORACLE_VERIFY=1` ends every trial that can with `sluice verify` (`=0` none;
+//! default a third).
 //!
 //! Compaction: a third of a trial's steps (not in S3 Tables trials, which `sluice compact`
 //! refuses) run `sluice compact` after the step's drain or beside it, crashed at one of
@@ -42,6 +44,8 @@
 //! every compaction folds the changes a checkpoint covers into a new baseline plan
 //! (crashed at `retention_plan_written` among the other points); the checks read every
 //! plan folder left, and the summary counts them (`retention_trials=`, `history_folds=`).
+//! A third of the trials that are not Iceberg ones end with `sluice verify` of the table,
+//! which must agree with the oracle's own comparison ([`verify`]; `verifies=`).
 
 #![allow(dead_code)]
 
@@ -54,6 +58,7 @@ pub mod parts;
 pub mod rng;
 pub mod sql;
 pub mod trial;
+pub mod verify;
 pub mod workload;
 
 use std::sync::Mutex;
@@ -100,6 +105,7 @@ pub struct Totals {
     pub parts_compacted: u64,
     pub retention_trials: u64,
     pub history_folds: u64,
+    pub verifies: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -130,6 +136,7 @@ impl Totals {
         self.parts_compacted += r.parts_compacted;
         self.retention_trials += u64::from(r.retention);
         self.history_folds += r.history_folds;
+        self.verifies += u64::from(r.verified);
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -225,7 +232,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -249,6 +256,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.parts_compacted,
         t.retention_trials,
         t.history_folds,
+        t.verifies,
         t.failovers,
         t.iceberg,
         t.policies,

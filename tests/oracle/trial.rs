@@ -189,6 +189,8 @@ pub struct Report {
     pub retention: bool,
     /// Tables whose history a finished compaction folded into a new baseline plan.
     pub history_folds: u64,
+    /// The trial ended with `sluice verify` ([`super::verify`]).
+    pub verified: bool,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -658,7 +660,6 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                     compaction_outcome(other, k, &crash, report)?;
                     report.parts_compacted += parts_replaced(&logs, k);
                     report.history_folds += history_folds(&logs, k);
-                    report.history_folds += history_folds(&logs, k);
                     break;
                 }
             }
@@ -878,6 +879,32 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                     .into_iter()
                     .map(|m| format!("through Iceberg, per event: {m}")),
             );
+        }
+    }
+    // sluice verify agrees with the oracle's replay of the folder.
+    let verifies = match std::env::var("SLUICE_ORACLE_VERIFY").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => rng.chance(33),
+    };
+    if catalog.is_none() && verifies {
+        let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir)?;
+        report.verified = true;
+        let oracle_equal = findings.mismatches.is_empty();
+        report
+            .facts
+            .push(format!("verify equal={} ({})", verdict.equal, verdict.said));
+        if oracle_equal && !verdict.equal {
+            report.mismatches.push(format!(
+                "sluice verify reports differences where the replay equals the source: {}",
+                verdict.said
+            ));
+        }
+        if !oracle_equal && verdict.equal {
+            report.mismatches.push(format!(
+                "sluice verify reports the table equal where the replay differs: {}",
+                verdict.said
+            ));
         }
     }
     report.changes = expected_changes;

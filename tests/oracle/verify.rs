@@ -1,0 +1,72 @@
+//! `sluice verify` at the end of a trial, held to the oracle's own verdict: when the
+//! oracle's replay of the folder equals the source, verify must report the table equal
+//! (no false difference, whatever the trial did: crashes, compactions, folds, failovers,
+//! schema changes, policies); when the oracle finds the table differs, verify must find a
+//! difference too.
+//!
+//! A trial runs it a third of the time, never on an Iceberg trial (verify reads change
+//! logs of plain Parquet only: `SLUICE_VERIFY_UNSUPPORTED`).
+
+use std::path::Path;
+use std::process::Command;
+
+/// What one verify run said.
+#[derive(Debug)]
+pub struct Verdict {
+    /// Exit 0 (`equal`) or 5 (`SLUICE_VERIFY_DIFFERS`).
+    pub equal: bool,
+    /// Its summary line and the first differences of its JSON report.
+    pub said: String,
+}
+
+/// Runs `sluice verify --table <table> --json` under the trial's config and environment.
+pub fn run(
+    config: &Path,
+    env: &[(String, String)],
+    table: &str,
+    dir: &Path,
+) -> Result<Verdict, String> {
+    let bin =
+        std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
+    let report = dir.join("verify.json");
+    let mut cmd = Command::new(bin);
+    cmd.args(["verify", "--config"])
+        .arg(config)
+        .args(["--table", table, "--json"])
+        .arg(&report)
+        .env_remove("SLUICE_FAULT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().map_err(|e| format!("sluice verify: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let equal = match out.status.code() {
+        Some(0) => true,
+        Some(5) if stderr.contains("SLUICE_VERIFY_DIFFERS") || stdout.contains("differs") => false,
+        _ => {
+            return Err(format!(
+                "sluice verify failed ({:?}): {stdout}\n{stderr}",
+                out.status.code()
+            ));
+        }
+    };
+    let differences: Vec<String> = std::fs::read(&report)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .map(|r| {
+            r["chunks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["differences"].as_array().cloned().unwrap_or_default())
+                .take(5)
+                .map(|d| d.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Verdict {
+        equal,
+        said: format!("{stdout} {}", differences.join(" ")),
+    })
+}
