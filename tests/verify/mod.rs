@@ -6,8 +6,11 @@
 //!
 //! * `postgres` / `mysql` — the same cases on each engine (local destination and state);
 //!   `postgres` also verifies a table under a column policy and row filter against the
-//!   policy-applied source.
+//!   policy-applied source;
+//! * `aws` — S3 and DynamoDB (moto): an object deleted from the bucket, found, repaired,
+//!   and verified clean by the CLI and the Lambda face.
 
+mod aws;
 mod mysql;
 mod postgres;
 
