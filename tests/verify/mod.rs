@@ -1,8 +1,8 @@
 //! `sluice verify` against real sources: a clean table verifies equal while a thread
 //! writes to it (no false difference), each injected difference — a deleted part, a part
-//! edited (a changed cell, a missing row, an extra row) — is found and named by key,
-//! `--repair` makes the next verify clean, a keyless table compares as a multiset, and a
-//! sampled verify runs.
+//! edited (a changed cell, a missing row, an extra row), a row taken out of the
+//! baseline's snapshot — is found and named by key, `--repair` makes the next verify
+//! clean, a keyless table compares as a multiset, and a sampled verify runs.
 //!
 //! * `postgres` / `mysql` — the same cases on each engine (local destination and state);
 //!   `postgres` also verifies a table under a column policy and row filter against the
@@ -364,4 +364,65 @@ pub fn keyless_multiset(job: &Job, table: &str, sql: &dyn Fn(&str)) {
         (Some(2), Some(1))
     );
     assert_eq!(v.report["mismatched_rows"], 1);
+}
+
+/// The baseline's parts of `table` (`snapshot/<plan>/…`), in name order.
+pub fn snapshot_parts(job: &Job, table: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with('_') || name.starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, out);
+            } else if name.ends_with(".parquet") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&job.out().join(table).join("snapshot"), &mut out);
+    out.sort();
+    out
+}
+
+/// A table of 300 rows baselined (`job` has `initial: snapshot`); a row taken out of the
+/// baseline's part is found by key (`missing_in_lake`), `--repair` brings it back, and
+/// the next verify — after more changes — is clean.
+pub fn snapshot_row_missing_found_and_repaired(job: &Job, table: &str, sql: &dyn Fn(&str)) {
+    sql(&insert("t", 1..=300));
+    assert_eq!(job.drain()["status"], "drained");
+    let parts = snapshot_parts(job, table);
+    assert!(!parts.is_empty(), "the baseline wrote parts");
+    edit_part(&part_with(&parts, 42), |b| without(b, 42));
+
+    let v = verify(job, table, &[]);
+    assert_eq!(v.code, 5, "{}\n{}\n{}", v.line, v.report, v.stderr);
+    let found: Vec<(String, String)> = v
+        .differences()
+        .into_iter()
+        .map(|(key, kind, _)| (key, kind))
+        .collect();
+    assert_eq!(
+        found,
+        [("id=42".to_owned(), "missing_in_lake".to_owned())],
+        "{}",
+        v.report
+    );
+    let repaired = verify(job, table, &["--repair"]);
+    assert_eq!(
+        repaired.code, 0,
+        "{}\n{}\n{}",
+        repaired.line, repaired.report, repaired.stderr
+    );
+    assert_eq!(repaired.report["repair"]["rows_written"], 1);
+    sql("UPDATE t SET v = 'later' WHERE id = 42; DELETE FROM t WHERE id = 43;");
+    assert_eq!(job.drain()["status"], "drained");
+    let again = verify(job, table, &[]);
+    assert_eq!(again.code, 0, "{}\n{}", again.report, again.stderr);
 }

@@ -51,3 +51,19 @@ fn mariadb_a_keyless_table_verifies_as_a_multiset() {
         db.sql(s);
     });
 }
+
+#[test]
+fn mariadb_a_row_missing_from_the_baseline_is_found_and_repaired() {
+    let admin = mysql_or_skip!();
+    let db = TestMysqlDb::new(&admin, "verify_my");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v varchar(200), n int) ENGINE=InnoDB");
+    let job = Job::mysql(
+        &db,
+        &["t"],
+        "",
+        &format!("initial: snapshot\n{}", super::CONFIG),
+    );
+    super::snapshot_row_missing_found_and_repaired(&job, "t", &|s: &str| {
+        db.sql(s);
+    });
+}

@@ -93,3 +93,18 @@ fn postgres_a_table_under_a_policy_verifies_against_the_policy_applied_source() 
     );
     assert!(!v.report.to_string().contains("secret-"), "{}", v.report);
 }
+
+#[test]
+fn postgres_a_row_missing_from_the_baseline_is_found_and_repaired() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "verify_pg");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, n int)");
+    let job = Job::postgres(
+        &db,
+        &["public.t"],
+        &format!("initial: snapshot\n{}", super::CONFIG),
+    );
+    super::snapshot_row_missing_found_and_repaired(&job, "public.t", &|s: &str| {
+        db.sql(s);
+    });
+}
