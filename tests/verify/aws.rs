@@ -47,13 +47,8 @@ fn s3_a_deleted_change_object_is_found_by_key_and_repaired() {
 
     let v = verify(&job, "t", &[]);
     assert_eq!(v.code, 5, "{}\n{}\n{}", v.line, v.report, v.stderr);
-    let found: Vec<(String, String)> = v
-        .differences()
-        .into_iter()
-        .map(|(key, kind, _)| (key, kind))
-        .collect();
     assert_eq!(
-        found,
+        v.keys_and_kinds(),
         [
             ("id=301".to_owned(), "missing_in_lake".to_owned()),
             ("id=302".to_owned(), "missing_in_lake".to_owned())

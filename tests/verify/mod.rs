@@ -54,6 +54,14 @@ impl Verified {
         out.sort();
         out
     }
+
+    /// Every difference as `(key, kind)`, sorted.
+    pub fn keys_and_kinds(&self) -> Vec<(String, String)> {
+        self.differences()
+            .into_iter()
+            .map(|(key, kind, _)| (key, kind))
+            .collect()
+    }
 }
 
 /// Runs `sluice verify --table <table> <extra…> --json <file>`.
@@ -74,27 +82,33 @@ pub fn verify(job: &Job, table: &str, extra: &[&str]) -> Verified {
     }
 }
 
-/// The change parts of `table` (not the baseline's), in name order.
-pub fn change_parts(job: &Job, table: &str) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.parquet` below `dir` (no name starting with `_` or `.`, nor `skip`).
+fn parquet_files(dir: &Path, skip: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, skip: &str, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for entry in entries {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.starts_with('_') || name.starts_with('.') || name == "snapshot" {
+            if name.starts_with('_') || name.starts_with('.') || name == skip {
                 continue;
             }
             if path.is_dir() {
-                walk(&path, out);
+                walk(&path, skip, out);
             } else if name.ends_with(".parquet") {
                 out.push(path);
             }
         }
     }
     let mut out = Vec::new();
-    walk(&job.out().join(table), &mut out);
+    walk(dir, skip, &mut out);
+    out
+}
+
+/// The change parts of `table` (not the baseline's), in name order.
+pub fn change_parts(job: &Job, table: &str) -> Vec<PathBuf> {
+    let mut out = parquet_files(&job.out().join(table), "snapshot");
     out.sort_by_key(|p| p.file_name().unwrap().to_owned());
     out
 }
@@ -366,27 +380,9 @@ pub fn keyless_multiset(job: &Job, table: &str, sql: &dyn Fn(&str)) {
     assert_eq!(v.report["mismatched_rows"], 1);
 }
 
-/// The baseline's parts of `table` (`snapshot/<plan>/…`), in name order.
+/// The baseline's parts of `table` (`snapshot/<plan>/…`), in path order.
 pub fn snapshot_parts(job: &Job, table: &str) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.starts_with('_') || name.starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                walk(&path, out);
-            } else if name.ends_with(".parquet") {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&job.out().join(table).join("snapshot"), &mut out);
+    let mut out = parquet_files(&job.out().join(table).join("snapshot"), "");
     out.sort();
     out
 }
@@ -403,13 +399,8 @@ pub fn snapshot_row_missing_found_and_repaired(job: &Job, table: &str, sql: &dyn
 
     let v = verify(job, table, &[]);
     assert_eq!(v.code, 5, "{}\n{}\n{}", v.line, v.report, v.stderr);
-    let found: Vec<(String, String)> = v
-        .differences()
-        .into_iter()
-        .map(|(key, kind, _)| (key, kind))
-        .collect();
     assert_eq!(
-        found,
+        v.keys_and_kinds(),
         [("id=42".to_owned(), "missing_in_lake".to_owned())],
         "{}",
         v.report
