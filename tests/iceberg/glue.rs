@@ -68,6 +68,7 @@ print(json.dumps({
     "ops": sorted(data["__op"].to_pylist()),
     "types": {f.name: str(f.field_type) for f in table.schema().fields},
     "snapshots": [s.summary.operation.value for s in table.snapshots()],
+    "files": len(list(table.scan().plan_files())),
     "metadata": table.metadata_location,
     "location": table.location(),
     "replayed": sorted([k, v] for k, v in state.items()),
@@ -518,4 +519,108 @@ fn iceberg_glue_refuses_a_foreign_table_and_an_unreachable_catalog() {
         return;
     };
     assert_eq!(read["replayed"], source(&db), "{read}");
+}
+
+/// `sluice compact` of a change log in S3 committed through Glue: the small runs' data
+/// files are replaced by one (a `replace` snapshot), pyiceberg's Glue catalog reads the
+/// same state before and after, a drain after the compaction commits on top of it, and
+/// the replaced objects leave the bucket once the snapshots naming them expire.
+#[test]
+fn iceberg_glue_compaction_replaces_small_files_and_pyiceberg_reads_the_same_state() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "ice_glue_compact");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let target = AwsTarget::new(&moto);
+    let database = glue_database();
+    let job = target.job(
+        &db,
+        &["t"],
+        &glue_yaml(
+            &moto,
+            &database,
+            &format!(
+                "  snapshot_retention: 1ms\n{}\n",
+                crate::compaction::config_block(1 << 20)
+            ),
+        ),
+    );
+    assert_eq!(job.drain()["status"], "drained");
+    for i in 1..=8 {
+        db.sql(&format!(
+            "INSERT INTO t VALUES ({i}, 'v{i}'); UPDATE t SET v = v || '+' WHERE id = {}",
+            i / 2
+        ));
+        assert_eq!(job.drain()["status"], "drained");
+    }
+    let state = |read: &Value| {
+        read["replayed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|kv| format!("{}={}", kv[0], kv[1].as_str().unwrap()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let expected =
+        || db.sql("SELECT coalesce(string_agg(id || '=' || v, ',' ORDER BY id::text), '') FROM t");
+    let Some(before) = pyiceberg(&moto, &database, "t") else {
+        return;
+    };
+    let small_parts: Vec<String> = target
+        .keys()
+        .into_iter()
+        .filter(|k| k.contains("/t/") && k.ends_with(".parquet") && !k.contains("/_"))
+        .collect();
+    assert_eq!(small_parts.len(), 8, "{small_parts:?}");
+    assert_eq!(state(&before), expected(), "{before}");
+    assert_eq!(before["files"], 8, "{before}");
+
+    let summary = crate::compaction::compact(&job, &[]);
+    let table = &summary["tables"]["t"];
+    assert_eq!(table["status"], "compacted", "{summary}");
+    assert_eq!(table["parts_replaced"], 8, "{summary}");
+    // With a 1 ms retention the older snapshots expire at once; the newest drain
+    // snapshot (it carries the checkpoint) is kept, and with it the small parts.
+    assert!(
+        table["snapshots_expired"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    let after = pyiceberg(&moto, &database, "t").unwrap();
+    assert_eq!(state(&after), expected(), "{after}");
+    assert_eq!(after["files"], 1, "{after}");
+    assert!(
+        after["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|op| op == "replace"),
+        "{after}"
+    );
+    assert_eq!(after["rows"], before["rows"], "the same changes: {after}");
+    // The Glue table names the compaction's metadata.
+    let glue = glue_table(&moto, &database, "t").unwrap();
+    assert_eq!(
+        glue.parameters().unwrap()["metadata_location"].as_str(),
+        after["metadata"].as_str().unwrap()
+    );
+
+    db.sql("UPDATE t SET v = 'after' WHERE id = 3; DELETE FROM t WHERE id = 4");
+    assert_eq!(job.drain()["status"], "drained");
+    let later = pyiceberg(&moto, &database, "t").unwrap();
+    assert_eq!(state(&later), expected(), "{later}");
+    assert_eq!(later["files"], 2, "{later}");
+    // The next compaction's expiry passes the drain snapshot that named the small parts:
+    // they leave the bucket, and the table still reads the same.
+    let summary = crate::compaction::compact(&job, &[]);
+    assert_eq!(summary["tables"]["t"]["status"], "compacted", "{summary}");
+    let keys = target.keys();
+    for part in &small_parts {
+        assert!(
+            !keys.contains(part),
+            "{part} is still in the bucket: {summary}"
+        );
+    }
+    let last = pyiceberg(&moto, &database, "t").unwrap();
+    assert_eq!(state(&last), expected(), "{last}");
 }
