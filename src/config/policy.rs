@@ -22,6 +22,13 @@ pub struct PolicyConfig {
     /// `binary` (the 32 bytes).
     #[serde(default)]
     pub hash_output: HashOutput,
+    /// PostgreSQL 15+: leave excluded columns out of the publication (a column list), so
+    /// their values never leave the server. Off (the default), they are published and
+    /// dropped by sluice before anything is written — PostgreSQL refuses `DROP COLUMN` and
+    /// `ALTER COLUMN … TYPE` of every column a column list names, so a list would make the
+    /// application's migrations fail (docs/privacy.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub column_lists: bool,
     /// Each table's policy, by its name as `source.tables` lists it.
     #[serde(default)]
     pub tables: BTreeMap<String, TablePolicyConfig>,

@@ -123,6 +123,8 @@ pub struct Policies {
     /// The source evaluates the row filters (PostgreSQL's publication and the baseline's
     /// `WHERE`): sluice does not evaluate them again.
     filters_at_source: bool,
+    /// `policy.column_lists`: a PostgreSQL publication leaves excluded columns out.
+    column_lists: bool,
     changed: BTreeSet<String>,
 }
 
@@ -158,6 +160,7 @@ impl Policies {
             tables,
             hasher,
             filters_at_source,
+            column_lists: config.policy.column_lists,
             changed: config.policy.changed.clone(),
         })
     }
@@ -165,6 +168,12 @@ impl Policies {
     /// True when no table has a policy.
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
+    }
+
+    /// True when a PostgreSQL publication may leave excluded columns out
+    /// (`policy.column_lists`).
+    pub fn column_lists(&self) -> bool {
+        self.column_lists
     }
 
     /// True when `table` has a policy (its output differs from the source's).

@@ -1,5 +1,7 @@
 //! Column policies and row filters where PostgreSQL applies them itself: the publication's
-//! column list (an excluded column is never decoded) and row filter (with the baseline's
+//! column list with `policy.column_lists` (an excluded column is never decoded; without
+//! it the application may still drop and retype published columns, and the excluded
+//! values are dropped before anything is written) and row filter (with the baseline's
 //! `WHERE`), set when the policy changes; a filter PostgreSQL would make the application's
 //! UPDATEs fail on is refused first; a publication sluice does not manage is refused with
 //! the statement that fixes it. Each test owns its database, slot and publication
@@ -44,7 +46,7 @@ fn policy_publication_lists_the_columns_and_filters_the_rows_and_follows_a_chang
     db.sql("INSERT INTO t SELECT i, 'v' || i, 'SECRET-' || i FROM generate_series(1, 30) i");
     let policy = |filter: &str| {
         format!(
-            "initial: snapshot\npolicy:\n  tables:\n    t: {{ exclude: [secret], filter: \"{filter}\" }}\n"
+            "initial: snapshot\npolicy:\n  column_lists: true\n  tables:\n    t: {{ exclude: [secret], filter: \"{filter}\" }}\n"
         )
     };
     let job = Job::postgres(&db, &["t"], &policy("id > 10"));
@@ -141,7 +143,7 @@ fn policy_on_a_publication_sluice_does_not_manage_is_refused_with_the_statement(
     let job = Job::postgres(
         &db,
         &["t"],
-        "policy:\n  tables:\n    t: { exclude: [secret], filter: \"id > 1\" }\n",
+        "policy:\n  column_lists: true\n  tables:\n    t: { exclude: [secret], filter: \"id > 1\" }\n",
     );
     let yaml = std::fs::read_to_string(&job.config)
         .unwrap()
@@ -156,4 +158,65 @@ fn policy_on_a_publication_sluice_does_not_manage_is_refused_with_the_statement(
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn policy_without_column_lists_the_application_may_drop_and_retype_published_columns() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "policy_ddl");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, secret text, n int)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i, 'SECRET-' || i, i FROM generate_series(1, 5) i");
+    let exclude = "policy:\n  tables:\n    t: { exclude: [secret] }\n";
+    let job = Job::postgres(&db, &["t"], &format!("initial: snapshot\n{exclude}"));
+    assert_eq!(job.drain()["status"], "drained");
+    // No column list: every column is published, the application's migrations run.
+    assert_eq!(published(&db, "t"), "id,v,secret,n |");
+    db.sql("INSERT INTO t VALUES (6, 'v6', 'SECRET-6', 6); UPDATE t SET secret = 'SECRET-x' WHERE id = 1");
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql("ALTER TABLE t ALTER COLUMN n TYPE bigint");
+    db.sql("ALTER TABLE t DROP COLUMN n");
+    db.sql("UPDATE t SET v = 'after' WHERE id = 2; INSERT INTO t VALUES (7, 'v7', 'SECRET-7')");
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(
+        replayed(&job, "t"),
+        db.sql("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM t")
+    );
+    // No byte of an excluded value anywhere under the job's folder (parts, baseline,
+    // manifests, state, spill).
+    fn every_file(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                every_file(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    every_file(job.dir.path(), &mut files);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("snapshot"))
+    );
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !bytes.windows(7).any(|w| w == b"SECRET-"),
+            "{}",
+            file.display()
+        );
+    }
+
+    // With column lists the excluded column is not published, and PostgreSQL refuses to
+    // drop a listed one (what docs/privacy.md warns of).
+    let yaml = std::fs::read_to_string(&job.config)
+        .unwrap()
+        .replace("policy:\n", "policy:\n  column_lists: true\n");
+    std::fs::write(&job.config, yaml).unwrap();
+    assert_eq!(job.drain()["status"], "drained");
+    assert_eq!(published(&db, "t"), "id,v |");
+    let refused = db.sql_err("ALTER TABLE t DROP COLUMN v");
+    assert!(refused.contains("depend"), "{refused}");
 }

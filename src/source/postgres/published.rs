@@ -6,10 +6,11 @@
 //! columns of the table's replica identity or the table is `REPLICA IDENTITY FULL` —
 //! otherwise PostgreSQL would refuse the application's own UPDATEs and DELETEs of the
 //! table, so sluice refuses first (`SLUICE_SOURCE_PREREQUISITE`, naming the fix). A column
-//! list leaves out the excluded columns only where PostgreSQL accepts one for a table whose
-//! updates are published (15+, and not `REPLICA IDENTITY FULL`, whose identity is every
-//! column); elsewhere the excluded values are decoded and dropped by sluice before
-//! anything is written.
+//! list leaves out the excluded columns only when the job asks for it
+//! (`policy.column_lists`: PostgreSQL then refuses to drop or retype any listed column) and
+//! PostgreSQL accepts one for a table whose updates are published (15+, and not
+//! `REPLICA IDENTITY FULL`, whose identity is every column); elsewhere the excluded values
+//! are decoded and dropped by sluice before anything is written.
 
 use std::collections::BTreeMap;
 
@@ -87,7 +88,11 @@ impl Definitions {
                 definition.filter = Some(filter.postgres());
             }
             let excluded = policies.excluded(&t.shape);
-            if !excluded.is_empty() && version_num >= FILTERS_SINCE && !t.identity_full {
+            if !excluded.is_empty()
+                && policies.column_lists()
+                && version_num >= FILTERS_SINCE
+                && !t.identity_full
+            {
                 definition.columns = Some(
                     t.shape
                         .columns
@@ -98,7 +103,7 @@ impl Definitions {
                 );
             } else if !excluded.is_empty() {
                 tracing::info!(table = %t.config_name, columns = %excluded.join(", "),
-                    "the excluded columns are published (a column list needs PostgreSQL 15 and a replica identity other than FULL); sluice drops their values before anything is written");
+                    "the excluded columns are published (a column list needs policy.column_lists, PostgreSQL 15 and a replica identity other than FULL); sluice drops their values before anything is written");
             }
             if definition != Definition::default() {
                 by_table.insert(t.config_name.clone(), definition);
