@@ -1485,6 +1485,11 @@ fn a_policy_renders_its_block_with_the_key_named_never_inlined() {
         })
     );
     assert_eq!(validate(&document)["config"], document);
+    // Column lists are asked for by name only.
+    inputs["policy"]["column_lists"] = Value::Bool(true);
+    let document = render(&bin, &inputs);
+    assert_eq!(document["policy"]["column_lists"], true);
+    assert_eq!(validate(&document)["config"], document);
     inputs["policy"] = Value::Null;
     assert!(render(&bin, &inputs).get("policy").is_none());
 }

@@ -61,12 +61,13 @@ locals {
     )
   }
 
-  # `policy: { hash_key: { secret_arn }, hash_output, tables }` only when column policies
+  # `policy: { hash_key: { secret_arn }, hash_output, column_lists, tables }` only when column policies
   # or row filters are asked for; the hash key itself is never in the document.
   policy_block = var.policy == null ? {} : {
     policy = merge(
       lookup(var.policy, "hash_key_secret_arn", null) == null ? {} : { hash_key = { secret_arn = var.policy.hash_key_secret_arn } },
       lookup(var.policy, "hash_output", null) == null ? {} : { hash_output = var.policy.hash_output },
+      lookup(var.policy, "column_lists", null) == null ? {} : { column_lists = var.policy.column_lists },
       { tables = lookup(var.policy, "tables", {}) },
     )
   }

@@ -129,7 +129,7 @@ variable "iceberg" {
 }
 
 variable "policy" {
-  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (the Secrets Manager secret whose string is the hash key), hash_output (hex or binary), tables = { table = { exclude, include, hash, mask, null, filter } } } (each optional) renders the policy block; null captures every column and row."
+  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (the Secrets Manager secret whose string is the hash key), hash_output (hex or binary), column_lists (PostgreSQL: leave excluded columns out of the publication; PostgreSQL then refuses to drop or retype listed columns), tables = { table = { exclude, include, hash, mask, null, filter } } } (each optional) renders the policy block; null captures every column and row."
   type        = any
   default     = null
 }

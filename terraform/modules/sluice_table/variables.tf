@@ -142,10 +142,11 @@ variable "iceberg" {
 }
 
 variable "policy" {
-  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (optional: the Secrets Manager secret whose string is the hash key; both functions' roles may read it, secretsmanager:GetSecretValue — that secret only), hash_output (optional: hex or binary), tables = { table = { exclude, include, hash, mask, null, filter } } }. null captures every column and row."
+  description = "Column policies and row filters (docs/privacy.md): { hash_key_secret_arn (optional: the Secrets Manager secret whose string is the hash key; both functions' roles may read it, secretsmanager:GetSecretValue — that secret only), hash_output (optional: hex or binary), column_lists (optional, PostgreSQL: leave excluded columns out of the publication — PostgreSQL then refuses to drop or retype the listed columns), tables = { table = { exclude, include, hash, mask, null, filter } } }. null captures every column and row."
   type = object({
     hash_key_secret_arn = optional(string)
     hash_output         = optional(string)
+    column_lists        = optional(bool)
     tables              = any
   })
   default = null
