@@ -257,26 +257,6 @@ resource "aws_sfn_state_machine" "compact" {
   depends_on = [aws_iam_role_policy.compact_machine]
 }
 
-data "aws_iam_policy_document" "assume_compact_machine" {
-  statement {
-    actions = ["sts:AssumeRole"]
-    principals {
-      type        = "Service"
-      identifiers = ["states.amazonaws.com"]
-    }
-    condition {
-      test     = "StringEquals"
-      variable = "aws:SourceAccount"
-      values   = [local.account_id]
-    }
-    condition {
-      test     = "ArnLike"
-      variable = "aws:SourceArn"
-      values   = [local.compact_machine_arn]
-    }
-  }
-}
-
 # It invokes the compaction function and delivers its own ERROR-level log; nothing else.
 data "aws_iam_policy_document" "compact_machine" {
   count                   = local.compaction_fan_out ? 1 : 0
@@ -293,7 +273,7 @@ resource "aws_iam_role" "compact_machine" {
   count                = local.compaction_fan_out ? 1 : 0
   name                 = local.names.compact_machine_role
   description          = "sluice compaction state machine of ${var.job}"
-  assume_role_policy   = data.aws_iam_policy_document.assume_compact_machine.json
+  assume_role_policy   = data.aws_iam_policy_document.assume_own_machine["compact"].json
   path                 = var.iam_role_path
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags

@@ -325,6 +325,30 @@ data "aws_iam_policy_document" "assume_states" {
   }
 }
 
+# Step Functions may take the role of one machine only: this account's, of that name
+# (confused deputy). The MERGE machine's and the compaction machine's.
+data "aws_iam_policy_document" "assume_own_machine" {
+  for_each = { merge = local.merge_machine_arn, compact = local.compact_machine_arn }
+
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["states.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = [each.value]
+    }
+  }
+}
+
 # The logging part of each state machine's role (the baseline machine's and the MERGE's).
 data "aws_iam_policy_document" "deliver_execution_logs" {
   statement {

@@ -63,26 +63,6 @@ resource "aws_sfn_state_machine" "merge" {
   depends_on = [aws_iam_role_policy.merge]
 }
 
-data "aws_iam_policy_document" "assume_merge" {
-  statement {
-    actions = ["sts:AssumeRole"]
-    principals {
-      type        = "Service"
-      identifiers = ["states.amazonaws.com"]
-    }
-    condition {
-      test     = "StringEquals"
-      variable = "aws:SourceAccount"
-      values   = [local.account_id]
-    }
-    condition {
-      test     = "ArnLike"
-      variable = "aws:SourceArn"
-      values   = [local.merge_machine_arn]
-    }
-  }
-}
-
 data "aws_iam_policy_document" "merge" {
   count                   = local.merge_enabled ? 1 : 0
   source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
@@ -150,7 +130,7 @@ resource "aws_iam_role" "merge" {
   count                = local.merge_enabled ? 1 : 0
   name                 = local.names.merge_role
   description          = "sluice drain-then-MERGE state machine of ${var.job}"
-  assume_role_policy   = data.aws_iam_policy_document.assume_merge.json
+  assume_role_policy   = data.aws_iam_policy_document.assume_own_machine["merge"].json
   path                 = var.iam_role_path
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags
