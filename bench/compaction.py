@@ -33,9 +33,8 @@ import time
 
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
-         "at timestamptz, flag boolean)")
-VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure  # noqa: E402
 # Issue #44's bar (notes, not assertions).
 TARGET_QUERY_VS_ONE_FILE, TARGET_FILES_PER_PARTITION = 2.0, 5
 
@@ -62,17 +61,6 @@ pq.write_table(pa.concat_tables(tables, promote_options="permissive"), target, c
 """
 
 
-def psql(url, sql):
-    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
-    return out.stdout.strip()
-
-
-def with_db(url, db):
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{db}"
 
 
 def sluice(binary, args, config, env):
@@ -113,7 +101,7 @@ def query(python, binary, config, env, workdir, repeat, source=None):
 
 def source_rows(url):
     """The source's row count (the query's rows must be as many)."""
-    return int(psql(url, "SELECT count(*) FROM t"))
+    return int(measure.psql(url, "SELECT count(*) FROM t"))
 
 
 def main():
@@ -135,10 +123,10 @@ def main():
         print(msg + "; skipping", file=sys.stderr)
         return 0
     db = "bench_compaction"
-    psql(pg, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 's_{db}'")
-    psql(pg, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    psql(pg, f"CREATE DATABASE {db}")
-    url = with_db(pg, db)
+    measure.psql(pg, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 's_{db}'")
+    measure.psql(pg, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    measure.psql(pg, f"CREATE DATABASE {db}")
+    url = measure.with_db(pg, db)
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                        capture_output=True, text=True).stdout.strip(),
@@ -146,8 +134,8 @@ def main():
               "note": args.note, "loadavg_at_start": round(os.getloadavg()[0], 1)}
     try:
         with tempfile.TemporaryDirectory(dir=args.workdir, prefix="sluice-bench-compaction-") as work:
-            psql(url, TABLE)
-            psql(url, f"INSERT INTO t SELECT {VALUES} FROM generate_series(1, {args.rows}) i")
+            measure.psql(url, measure.TABLE)
+            measure.psql(url, f"INSERT INTO t SELECT {measure.VALUES} FROM generate_series(1, {args.rows}) i")
             config = os.path.join(work, "sluice.yaml")
             with open(config, "w") as f:
                 f.write(f"job: {db}\nsource:\n  url_env: BENCH_SOURCE_URL\n  tables: [public.t]\n"
@@ -163,13 +151,13 @@ def main():
             for i in range(args.runs):
                 k = rng.randint(1, args.rows)
                 if i % 10 == 3:
-                    sql = f"INSERT INTO t SELECT {VALUES} FROM generate_series({next_id}, {next_id}) i"
+                    sql = f"INSERT INTO t SELECT {measure.VALUES} FROM generate_series({next_id}, {next_id}) i"
                     next_id += 1
                 elif i % 25 == 7:
                     sql = f"DELETE FROM t WHERE id = {k}"
                 else:
                     sql = f"UPDATE t SET n = n + 1, label = label || '.' WHERE id = {k}"
-                psql(url, sql)
+                measure.psql(url, sql)
                 sluice(args.binary, ["drain"], config, env)
             report["drain_runs_s"] = round(time.monotonic() - started, 1)
             table_dir = os.path.join(work, "out", "public.t")
@@ -203,8 +191,8 @@ def main():
             report["result_rows"] = report["query_after"]["rows"]
             shutil.rmtree(one_dir)
     finally:
-        psql(pg, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 's_{db}'")
-        psql(pg, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        measure.psql(pg, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 's_{db}'")
+        measure.psql(pg, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
     one_s = report["query_one_file"]["median_s"]
     report["ratio_before"] = round(report["query_before"]["median_s"] / one_s, 2)
     report["ratio_after"] = round(report["query_after"]["median_s"] / one_s, 2)

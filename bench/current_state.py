@@ -32,9 +32,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure  # noqa: E402
 
-TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
-         "at timestamptz, flag boolean)")
-VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
 
 DIGEST_SCRIPT = r"""
 import hashlib, json, sys, duckdb
@@ -47,22 +44,10 @@ print(json.dumps({"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode(
 """
 
 
-def psql(url, sql):
-    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
-    return out.stdout.strip()
-
-
-def with_db(url, db):
-    base, _, rest = url.rpartition("/")
-    query = rest.partition("?")[2]
-    return f"{base}/{db}" + (f"?{query}" if query else "")
 
 
 def source_digest(url):
-    rows = psql(url, "SELECT json_agg(json_build_array(id, n, amount::text, label) ORDER BY id) FROM t")
+    rows = measure.psql(url, "SELECT json_agg(json_build_array(id, n, amount::text, label) ORDER BY id) FROM t")
     data = json.loads(rows) if rows else []
     return {"rows": len(data),
             "digest": hashlib.sha256(repr([(r[0], r[1], r[2], r[3]) for r in data]).encode()).hexdigest()}
@@ -91,13 +76,13 @@ def rewritten(job_dir, version):
 
 def one_size(binary, admin, python, rows, changes, rounds, scratch):
     db = f"bench_state_{rows}"
-    psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    psql(admin, f"CREATE DATABASE {db}")
-    url = with_db(admin, db)
+    measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    measure.psql(admin, f"CREATE DATABASE {db}")
+    url = measure.with_db(admin, db)
     job_dir = tempfile.mkdtemp(dir=scratch)
     try:
-        psql(url, TABLE)
-        psql(url, f"INSERT INTO t SELECT {VALUES} FROM generate_series(1, {rows}) i")
+        measure.psql(url, measure.TABLE)
+        measure.psql(url, f"INSERT INTO t SELECT {measure.VALUES} FROM generate_series(1, {rows}) i")
         config = measure.job_config(job_dir, f"bench_state_{rows}", ["t"],
                                     f"  postgres: {{ slot: s_{db}, publication: p_{db} }}\n")
         with open(config, "a") as f:
@@ -112,7 +97,7 @@ def one_size(binary, admin, python, rows, changes, rounds, scratch):
             for kind in ("scattered", "recent"):
                 low = 1 if kind == "scattered" else max(1, rows - rows // 100)
                 ids = [rng.randint(low, rows) for _ in range(changes)]
-                psql(url, "; ".join(f"UPDATE t SET n = n + 1, label = label || 'x' WHERE id = {i}" for i in ids))
+                measure.psql(url, "; ".join(f"UPDATE t SET n = n + 1, label = label || 'x' WHERE id = {i}" for i in ids))
                 measure.drain(binary, config, env)
                 b = materialize(binary, config, env)
                 b["files_rewritten"] = rewritten(job_dir, b["version"])
@@ -126,7 +111,7 @@ def one_size(binary, admin, python, rows, changes, rounds, scratch):
                    for k in ("wall_s", "cpu_s", "peak_rss_mib", "parts_read", "files_rewritten")}}
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
-        psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
 def markdown(report):

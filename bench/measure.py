@@ -1,4 +1,5 @@
-"""Measuring one process and folding repeated measurements into one result row.
+"""Measuring one process and folding repeated measurements into one result row; the
+PostgreSQL helpers and the six-column table the lake benchmarks share.
 
 Guarantees: every time is wall-clock of a child process (monotonic clock, fork to
 wait4); CPU and peak RSS are that child's own (wait4 rusage, not its children's), measured
@@ -111,3 +112,26 @@ def result(engine, scenario, rows, seed_s, drains, floors, extra=None, instructi
         row[f"{prefix}floor_runs_s"] = [round(r["wall_s"], 3) for r in runs]
     row.update(extra or {})
     return row
+
+
+# The table of the lake benchmarks (compaction, current state, verify): six mixed-type
+# columns, and the values of row `i`.
+TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
+         "at timestamptz, flag boolean)")
+VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+
+
+def psql(url, sql):
+    """One statement through psql; its output, trimmed. Raises with psql's stderr."""
+    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
+    return out.stdout.strip()
+
+
+def with_db(url, db):
+    """`url` pointing at database `db` (its query string kept)."""
+    base, _, rest = url.rpartition("/")
+    query = rest.partition("?")[2]
+    return f"{base}/{db}" + (f"?{query}" if query else "")

@@ -26,23 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure  # noqa: E402
 
-TABLE = ("CREATE TABLE t (id bigint PRIMARY KEY, n int, amount numeric(12,2), label text, "
-         "at timestamptz, flag boolean)")
-VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
 
 
-def psql(url, sql):
-    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
-    return out.stdout.strip()
-
-
-def with_db(url, db):
-    base, _, rest = url.rpartition("/")
-    query = rest.partition("?")[2]
-    return f"{base}/{db}" + (f"?{query}" if query else "")
 
 
 def verify(binary, config, env, extra, job_dir):
@@ -59,13 +44,13 @@ def verify(binary, config, env, extra, job_dir):
 
 def one_size(binary, admin, rows, scratch):
     db = f"bench_verify_{rows}"
-    psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    psql(admin, f"CREATE DATABASE {db}")
-    url = with_db(admin, db)
+    measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    measure.psql(admin, f"CREATE DATABASE {db}")
+    url = measure.with_db(admin, db)
     job_dir = tempfile.mkdtemp(dir=scratch)
     try:
-        psql(url, TABLE)
-        psql(url, f"INSERT INTO t SELECT {VALUES} FROM generate_series(1, {rows}) i")
+        measure.psql(url, measure.TABLE)
+        measure.psql(url, f"INSERT INTO t SELECT {measure.VALUES} FROM generate_series(1, {rows}) i")
         config = measure.job_config(job_dir, db, ["public.t"],
                                     f"  postgres: {{ slot: s_{db}, publication: p_{db} }}\n")
         with open(config, "a") as f:
@@ -77,7 +62,7 @@ def one_size(binary, admin, rows, scratch):
         return {"rows": rows, "full": full, "sample": sample}
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
-        psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
 def markdown(report):
