@@ -65,24 +65,7 @@ pub fn verify_emf_document(job: &str, m: &VerifyMetrics<'_>, now_ms: i64) -> Val
         (VERIFY_MISMATCHED_ROWS, "Count", json!(m.mismatched_rows)),
         (VERIFY_DURATION_MS, "Milliseconds", json!(m.duration_ms)),
     ];
-    let mut doc = Map::new();
-    doc.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": now_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [[DIMENSION_JOB], [DIMENSION_JOB, DIMENSION_TABLE]],
-                "Metrics": metrics.iter().map(|(n, u, _)| json!({"Name": n, "Unit": u})).collect::<Vec<_>>(),
-            }],
-        }),
-    );
-    doc.insert(DIMENSION_JOB.into(), json!(job));
-    doc.insert(DIMENSION_TABLE.into(), json!(m.table));
-    for (name, _, value) in metrics {
-        doc.insert(name.into(), value);
-    }
-    Value::Object(doc)
+    table_emf_document(job, m.table, &metrics, now_ms)
 }
 
 /// One table's compaction, as its metrics carry it.
@@ -107,6 +90,17 @@ pub fn compaction_emf_document(job: &str, m: &CompactionMetrics<'_>, now_ms: i64
         (COMPACTION_DURATION_MS, "Milliseconds", json!(m.duration_ms)),
         (COMPACTION_FAILED, "Count", json!(u8::from(m.failed))),
     ];
+    table_emf_document(job, m.table, &metrics, now_ms)
+}
+
+/// One table's EMF document: `metrics` as `(name, unit, value)`, with the dimensions
+/// `job` and `job, table`.
+fn table_emf_document(
+    job: &str,
+    table: &str,
+    metrics: &[(&str, &str, Value)],
+    now_ms: i64,
+) -> Value {
     let mut doc = Map::new();
     doc.insert(
         "_aws".into(),
@@ -120,9 +114,9 @@ pub fn compaction_emf_document(job: &str, m: &CompactionMetrics<'_>, now_ms: i64
         }),
     );
     doc.insert(DIMENSION_JOB.into(), json!(job));
-    doc.insert(DIMENSION_TABLE.into(), json!(m.table));
+    doc.insert(DIMENSION_TABLE.into(), json!(table));
     for (name, _, value) in metrics {
-        doc.insert(name.into(), value);
+        doc.insert((*name).into(), value.clone());
     }
     Value::Object(doc)
 }
