@@ -157,17 +157,7 @@ def main():
                  for n in args.sizes.split(",")]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    report = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "commit": commit, "binary": args.binary, "rounds": args.rounds, "sizes": sizes}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "current-state.json"), "w") as f:
-        json.dump(report, f, indent=2)
-    text = markdown(report)
-    with open(os.path.join(args.out, "current-state.md"), "w") as f:
-        f.write(text)
-    print(text.strip().splitlines()[-1])
+    measure.write_report(args.out, "current-state", {"binary": args.binary, "rounds": args.rounds, "sizes": sizes}, markdown)
 
 
 if __name__ == "__main__":

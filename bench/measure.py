@@ -8,6 +8,7 @@ carries the median of its runs, and the sluice / floor ratios are ratios of thos
 medians, measured side by side on the same backlog in the same run. A child that exits non-zero raises with its stderr tail.
 """
 
+import datetime
 import json
 import os
 import shutil
@@ -135,3 +136,20 @@ def with_db(url, db):
     base, _, rest = url.rpartition("/")
     query = rest.partition("?")[2]
     return f"{base}/{db}" + (f"?{query}" if query else "")
+
+
+def write_report(out, name, report, markdown):
+    """`report` (with the time and the commit added) as `<out>/<name>.json`, its markdown
+    as `<out>/<name>.md`; the markdown's last line printed as the summary."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                            text=True).stdout.strip()
+    report = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": commit, **report}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    text = markdown(report)
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(text)
+    print(text.strip().splitlines()[-1])
