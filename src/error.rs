@@ -124,6 +124,7 @@ codes! {
     VerifyDiffers => "SLUICE_VERIFY_DIFFERS", Refusal;
     VerifyUnsupported => "SLUICE_VERIFY_UNSUPPORTED", Config;
     VerifyLakeBehind => "SLUICE_VERIFY_LAKE_BEHIND", Transient;
+    VerifyWalkIncomplete => "SLUICE_VERIFY_WALK_INCOMPLETE", Refusal;
     ReplayNoSchema => "SLUICE_REPLAY_NO_SCHEMA", Refusal;
     ReplayNoKey => "SLUICE_REPLAY_NO_KEY", Refusal;
     ReplayMergeKeyless => "SLUICE_REPLAY_MERGE_KEYLESS", Refusal;
@@ -395,6 +396,8 @@ mod tests {
             // The drain verify runs to bring the lake past its read could not run (another
             // run held the job's lease): the next verify drains again.
             (Code::VerifyLakeBehind, T),
+            // A verify walk's finish met a chunk without a result: a new walk is needed.
+            (Code::VerifyWalkIncomplete, R),
             (Code::ReplayNoSchema, R),
             (Code::ReplayNoKey, R),
             (Code::ReplayMergeKeyless, R),

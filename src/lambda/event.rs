@@ -1,8 +1,8 @@
 //! What a Lambda invocation asks for.
 //!
 //! Guarantees: an event without an `action` (an EventBridge scheduled event, or `{}`) is
-//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact`, `compact.plan`, `forget` and `verify`
-//! are recognised by name;
+//! a drain; `{"action": "drain"}` likewise; the baseline actions, `compact`, `compact.plan`, `forget`, `verify`
+//! and the verify walker's tasks are recognised by name;
 //! anything else is a config-class error naming the action — never silently a drain.
 
 use serde_json::Value;
@@ -29,6 +29,10 @@ pub enum Action {
     /// `sluice verify` of every table, or `{"table": ...}`; optionally `"sample": PCT`,
     /// `"repair": true`.
     Verify,
+    /// The verify walker's tasks ([`crate::verify::walk`]).
+    VerifyPlan,
+    VerifyChunk,
+    VerifyFinish,
 }
 
 impl Action {
@@ -45,6 +49,9 @@ impl Action {
             Action::CompactPlan => "compact.plan",
             Action::Forget => "forget",
             Action::Verify => "verify",
+            Action::VerifyPlan => "verify.plan",
+            Action::VerifyChunk => "verify.chunk",
+            Action::VerifyFinish => "verify.finish",
         }
     }
 }
@@ -72,12 +79,15 @@ pub fn action_of(event: &Value) -> Result<Action> {
         Action::CompactPlan,
         Action::Forget,
         Action::Verify,
+        Action::VerifyPlan,
+        Action::VerifyChunk,
+        Action::VerifyFinish,
     ]
     .into_iter()
     .find(|a| a.name() == name)
     .ok_or_else(|| {
         Error::new(Code::ConfigInvalid, format!("unknown action {name:?}")).hint(
-            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, compact.plan, forget, verify",
+            "actions are drain, baseline.anchor, baseline.plan, baseline.chunk, baseline.finish, materialize, compact, compact.plan, forget, verify, verify.plan, verify.chunk, verify.finish",
         )
     })
 }
@@ -118,6 +128,9 @@ mod tests {
             "compact.plan",
             "forget",
             "verify",
+            "verify.plan",
+            "verify.chunk",
+            "verify.finish",
         ] {
             assert_eq!(
                 action_of(&json!({ "action": action })).unwrap().name(),

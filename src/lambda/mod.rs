@@ -13,7 +13,8 @@
 //! "keys": [...]}` ([`crate::forget`]), which never read the source's secret, and
 //! `{"action": "verify"}` ([`crate::verify`]: every table, or `"table": …`; one EMF
 //! line per table, the reports as the response, also when rows differ — the metric and
-//! its alarm say so).
+//! its alarm say so), and the verify walker's `verify.plan` / `verify.chunk` /
+//! `verify.finish` ([`crate::verify::walk`]; the finish prints the EMF line).
 //! Logs are JSON lines on stderr; each invocation also prints one CloudWatch EMF line on
 //! stdout (see [`crate::metrics`]; a compaction one per table) and returns the run
 //! summary as its response. Errors become [`diagnostic`] responses.
@@ -239,6 +240,42 @@ async fn run_invocation(
                 reports.push(serde_json::to_value(&report).unwrap_or_default());
             }
             Ok(serde_json::json!({ "job": config.job, "tables": reports }))
+        }
+        Action::VerifyPlan => {
+            let input = event
+                .payload
+                .get("input")
+                .cloned()
+                .unwrap_or_else(|| event.payload.clone());
+            let plan = with_rotated_secret(container, config, async |config: &Config| {
+                crate::verify::walk::plan(config, backends, &input).await
+            })
+            .await?;
+            Ok(serde_json::to_value(plan).unwrap_or_default())
+        }
+        Action::VerifyChunk => {
+            let result = with_rotated_secret(container, config, async |config: &Config| {
+                crate::verify::walk::chunk(config, backends, &event.payload).await
+            })
+            .await?;
+            Ok(serde_json::to_value(result).unwrap_or_default())
+        }
+        Action::VerifyFinish => {
+            let (output, report) =
+                with_rotated_secret(container, config, async |config: &Config| {
+                    crate::verify::walk::finish(config, backends, &event.payload).await
+                })
+                .await?;
+            println!(
+                "{}",
+                crate::metrics::verify_emf_document(
+                    &config.job,
+                    &report.metrics(),
+                    chrono::Utc::now().timestamp_millis()
+                )
+            );
+            tracing::info!(summary = %report.to_line(), "verify finished");
+            Ok(serde_json::to_value(output).unwrap_or_default())
         }
         Action::Materialize => {
             let tables: Vec<String> = event
@@ -474,7 +511,10 @@ async fn run_baseline_task(
         | Action::Compact
         | Action::CompactPlan
         | Action::Forget
-        | Action::Verify => Err(Error::new(
+        | Action::Verify
+        | Action::VerifyPlan
+        | Action::VerifyChunk
+        | Action::VerifyFinish => Err(Error::new(
             Code::Internal,
             format!("{} is not a baseline task", action.name()),
         )),

@@ -28,11 +28,14 @@
 //! * it writes nothing to the lake without `--repair` ([`repair`]), and runs under its own
 //!   operation lease (`verify#<table>`), apart from the drain's.
 //!
-//! Not yet: the lake side is folded whole in memory (the table's state, like a full
-//! current-state build); no Step Functions walker over chunks.
+//! One invocation folds the lake's side whole in memory (the table's state, like a full
+//! current-state build); a table too big for that is walked by chunks on Step Functions
+//! ([`walk`]), each task folding only its key range's share of the lake ([`range`]).
 
 pub mod compare;
+pub mod range;
 pub mod repair;
+pub mod walk;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -194,6 +197,15 @@ pub async fn run(
     backends: &Backends,
     options: &VerifyOptions,
 ) -> Result<VerifyReport> {
+    check_options(config, options)?;
+    leased(config, backends, &options.table, async || {
+        verify_and_repair(config, backends, options).await
+    })
+    .await
+}
+
+/// Refuses a verify `options` cannot ask of `config`'s job.
+pub fn check_options(config: &Config, options: &VerifyOptions) -> Result<()> {
     check_supported(config)?;
     if !config.source.tables.contains(&options.table) {
         return Err(Error::new(
@@ -211,15 +223,25 @@ pub async fn run(
         )
         .hint("e.g. --sample 1 reads about 1% of the chunks"));
     }
+    Ok(())
+}
+
+/// Runs `work` under the verify lease of `table` (`verify#<table>`).
+pub(crate) async fn leased<T>(
+    config: &Config,
+    backends: &Backends,
+    table: &str,
+    work: impl AsyncFnOnce() -> Result<T>,
+) -> Result<T> {
     let run_id = crate::run_id::new_run_id();
     let owner = crate::state::holder::owner(&run_id, Some("verify"));
     let leased = crate::state::ops::with_op_lease(
         backends.state.as_ref(),
         &config.job,
-        &verify_op(&options.table),
+        &verify_op(table),
         &owner,
         config.lease.ttl(),
-        |_lease| verify_and_repair(config, backends, options),
+        |_lease| work(),
     )
     .await?;
     match leased {
@@ -229,7 +251,7 @@ pub async fn run(
             expires_at_ms,
         } => Err(Error::new(
             Code::StateLeaseHeld,
-            format!("another verify of {} holds its lease ({owner})", options.table),
+            format!("another verify of {table} holds its lease ({owner})"),
         )
         .hint(format!(
             "wait for it to finish (the lease expires at {expires_at_ms} ms since the epoch at the latest), then run again"
@@ -245,7 +267,7 @@ async fn verify_and_repair(
     let started = Instant::now();
     let mut report = verify(config, backends, options).await?;
     if options.repair && report.mismatched_rows > 0 {
-        let written = repair::repair(config, backends, &options.table, &report).await?;
+        let written = repair::repair(config, backends, &options.table, &report, None).await?;
         let again = verify(
             config,
             backends,

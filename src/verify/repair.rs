@@ -64,6 +64,7 @@ pub async fn repair(
     backends: &Backends,
     table: &str,
     report: &VerifyReport,
+    ranges: Option<&super::range::KeyRanges>,
 ) -> Result<RepairReport> {
     if report.multiset.is_some() {
         return Err(Error::new(
@@ -125,9 +126,20 @@ pub async fn repair(
     }
     // The checkpoint passes P before anything is written (DESIGN rule 1).
     super::drain(config, backends).await?;
-    let (lake_batches, shape) = super::lake_rows(destination, table, &columns, None).await?;
-    let state = fold::fold(&lake_batches, &shape)?;
-    drop(lake_batches);
+    // The lake's state of the keys the report names: the whole table's, or — for a walk —
+    // that of the differing chunks' ranges only.
+    let state = match ranges {
+        None => {
+            let (batches, shape) = super::lake_rows(destination, table, &columns, None).await?;
+            (fold::fold(&batches, &shape)?, shape)
+        }
+        Some(ranges) => {
+            let (batches, shape) =
+                super::range::lake_rows_in(destination, table, &columns, ranges, None).await?;
+            (ranges.retain(&fold::fold(&batches, &shape)?)?, shape)
+        }
+    };
+    let (state, shape) = state;
 
     let mut events = Vec::new();
     let mut found: HashSet<Vec<u8>> = HashSet::new();

@@ -13,6 +13,7 @@
 mod aws;
 mod mysql;
 mod postgres;
+mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
