@@ -261,20 +261,22 @@ async fn run_invocation(
             Ok(serde_json::to_value(result).unwrap_or_default())
         }
         Action::VerifyFinish => {
-            let (output, report) =
+            let (output, reports) =
                 with_rotated_secret(container, config, async |config: &Config| {
                     crate::verify::walk::finish(config, backends, &event.payload).await
                 })
                 .await?;
-            println!(
-                "{}",
-                crate::metrics::verify_emf_document(
-                    &config.job,
-                    &report.metrics(),
-                    chrono::Utc::now().timestamp_millis()
-                )
-            );
-            tracing::info!(summary = %report.to_line(), "verify finished");
+            for report in &reports {
+                println!(
+                    "{}",
+                    crate::metrics::verify_emf_document(
+                        &config.job,
+                        &report.metrics(),
+                        chrono::Utc::now().timestamp_millis()
+                    )
+                );
+                tracing::info!(summary = %report.to_line(), "verify finished");
+            }
             Ok(serde_json::to_value(output).unwrap_or_default())
         }
         Action::Materialize => {

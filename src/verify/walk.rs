@@ -56,13 +56,13 @@ fn items_key(run: &str) -> String {
     format!("{WALK_FOLDER}{run}/items.json")
 }
 
-fn chunk_key(run: &str, chunk: usize) -> String {
-    format!("{WALK_FOLDER}{run}/chunk-{chunk:06}.json")
+fn chunk_key(run: &str, table: usize, chunk: usize) -> String {
+    format!("{WALK_FOLDER}{run}/chunk-{table:04}-{chunk:06}.json")
 }
 
-/// Where the report of walk `run` is written.
-pub fn report_key(run: &str) -> String {
-    format!("{WALK_FOLDER}{run}/report.json")
+/// Where the report of the walk `run` of its table number `table` (from 1) is written.
+pub fn report_key(run: &str, table: usize) -> String {
+    format!("{WALK_FOLDER}{run}/report-{table:04}.json")
 }
 
 /// One chunk of a walk: its number in the source's plan (from 1) and its bounds.
@@ -86,10 +86,17 @@ impl PlannedChunk {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WalkPlan {
     pub job: String,
-    pub table: String,
     pub run: String,
     pub sample: Option<f64>,
     pub repair: bool,
+    /// The tables, in the order walked (numbered from 1).
+    pub tables: Vec<TablePlan>,
+}
+
+/// One table of a walk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TablePlan {
+    pub table: String,
     /// Why the table is verified whole by `verify.finish` (`None`: walked by chunks).
     pub whole: Option<String>,
     pub chunks_planned: usize,
@@ -97,12 +104,14 @@ pub struct WalkPlan {
     pub chunks: Vec<PlannedChunk>,
 }
 
-/// One `verify.chunk` task, as the Map passes it.
+/// One `verify.chunk` task, as the Map passes it: chunk `chunk` of the walk's table
+/// number `table_number` (`table` names it, for the reader of an execution's history).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChunkItem {
     pub action: String,
     pub run: String,
     pub table: String,
+    pub table_number: usize,
     pub chunk: usize,
 }
 
@@ -110,16 +119,14 @@ pub struct ChunkItem {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanOutput {
     pub run: String,
-    pub table: String,
+    pub tables: Vec<String>,
     /// `inline` (the items in `chunks`), `s3` (the items in the object `items`), or
-    /// `whole` (no chunk tasks: `verify.finish` verifies the table in one invocation).
+    /// `whole` (no chunk tasks: `verify.finish` verifies every table in one invocation).
     pub mode: String,
     pub chunks: Vec<ChunkItem>,
     pub items: Option<S3Object>,
     pub chunk_count: usize,
     pub parallel: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub whole: Option<String>,
 }
 
 /// A chunk task's result (`_verify/<run>/chunk-<n>.json`, and its output).
@@ -135,9 +142,19 @@ pub struct ChunkResult {
     pub suspects: u64,
 }
 
-/// What `verify.finish` returns: the summary; the whole report is at `report`.
+/// What `verify.finish` returns: `equal` when every table is, and per table its summary
+/// (the whole report is at `report`).
 #[derive(Debug, Clone, Serialize)]
 pub struct FinishOutput {
+    /// `equal` or `differs`.
+    pub status: String,
+    pub mismatched_rows: u64,
+    pub tables: Vec<TableOutcome>,
+}
+
+/// One table's outcome in [`FinishOutput`].
+#[derive(Debug, Clone, Serialize)]
+pub struct TableOutcome {
     pub table: String,
     /// `equal` or `differs`.
     pub status: String,
@@ -160,29 +177,20 @@ fn text_field(input: &Value, name: &str, usage: &str) -> Result<Option<String>> 
     }
 }
 
-/// The table a walk verifies: the input's `table`, or the job's only table.
-fn table_of(config: &Config, input: &Value) -> Result<String> {
-    let usage = "start the verify machine with {\"table\": \"public.orders\"} (optionally \"sample\": 1, \"repair\": true, \"parallel\": 8)";
-    match text_field(input, "table", usage)? {
-        Some(table) => Ok(table),
-        None if config.source.tables.len() == 1 => Ok(config.source.tables[0].clone()),
-        None => Err(Error::new(
-            Code::ConfigInvalid,
-            format!(
-                "job {} captures {} tables: the walk verifies one",
-                config.job,
-                config.source.tables.len()
-            ),
-        )
-        .hint(usage)),
-    }
+/// The tables a walk verifies: the input's `table`, or every table of the job.
+fn tables_of(config: &Config, input: &Value) -> Result<Vec<String>> {
+    let usage = "start the verify machine with {} (every table) or {\"table\": \"public.orders\"}, optionally with \"sample\": 1, \"repair\": true, \"parallel\": 8";
+    Ok(match text_field(input, "table", usage)? {
+        Some(table) => vec![table],
+        None => config.source.tables.clone(),
+    })
 }
 
-/// `verify.plan`: plans the walk of one table (`input`: `table`, `sample`, `repair`,
-/// `parallel`), drains the job once (so the chunks compare with a recent lake), stores the
-/// plan and hands over the chunk tasks.
+/// `verify.plan`: plans the walk of the job's tables (`input`: `table` for one of them,
+/// `sample`, `repair`, `parallel`), drains the job once (so the chunks compare with a
+/// recent lake), stores the plan and hands over the chunk tasks.
 pub async fn plan(config: &Config, backends: &Backends, input: &Value) -> Result<PlanOutput> {
-    let table = table_of(config, input)?;
+    let names = tables_of(config, input)?;
     let sample = match input.get("sample") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_f64().ok_or_else(|| {
@@ -211,69 +219,85 @@ pub async fn plan(config: &Config, backends: &Backends, input: &Value) -> Result
                 .hint("parallel is how many chunks the walk reads at once, e.g. 8")
             })?,
     };
-    let options = VerifyOptions {
-        table: table.clone(),
-        sample,
-        repair,
-    };
-    super::check_options(config, &options)?;
+    for table in &names {
+        super::check_options(
+            config,
+            &VerifyOptions {
+                table: table.clone(),
+                sample,
+                repair,
+            },
+        )?;
+    }
     let destination = backends.destination.as_ref();
-    let columns = crate::lake::shape::read(destination, &table).await?;
     let run = crate::run_id::new_run_id();
     let mut plan = WalkPlan {
         job: config.job.clone(),
-        table: table.clone(),
         run: run.clone(),
         sample,
         repair,
-        whole: range::walkable(&columns).err(),
-        chunks_planned: 0,
-        chunks: Vec::new(),
+        tables: Vec::with_capacity(names.len()),
     };
-    if plan.whole.is_none() {
-        let mut reader = crate::source::open_baseline_reader(config).await?;
-        let bounds = reader.plan(&table, config.baseline.chunk_rows).await?;
-        plan.chunks_planned = bounds.len();
-        plan.chunks = super::sample(bounds.len(), sample)
-            .into_iter()
-            .map(|c| PlannedChunk {
-                chunk: c + 1,
-                lower: bounds[c].lower.clone(),
-                upper: bounds[c].upper.clone(),
+    let mut reader = None;
+    for table in &names {
+        let columns = crate::lake::shape::read(destination, table).await?;
+        let mut planned = TablePlan {
+            table: table.clone(),
+            whole: range::walkable(&columns).err(),
+            chunks_planned: 0,
+            chunks: Vec::new(),
+        };
+        if planned.whole.is_none() {
+            let reader = match &mut reader {
+                Some(r) => r,
+                None => reader.insert(crate::source::open_baseline_reader(config).await?),
+            };
+            let bounds = reader.plan(table, config.baseline.chunk_rows).await?;
+            planned.chunks_planned = bounds.len();
+            planned.chunks = super::sample(bounds.len(), sample)
+                .into_iter()
+                .map(|c| PlannedChunk {
+                    chunk: c + 1,
+                    lower: bounds[c].lower.clone(),
+                    upper: bounds[c].upper.clone(),
+                })
+                .collect();
+            // Every bound parses as its key column's value, or the walk is refused now.
+            ranges_of(&columns, &planned.chunks)?;
+        }
+        plan.tables.push(planned);
+    }
+    drop(reader);
+    let run_id = run.as_str();
+    let items: Vec<ChunkItem> = plan
+        .tables
+        .iter()
+        .enumerate()
+        .flat_map(|(t, planned)| {
+            planned.chunks.iter().map(move |c| ChunkItem {
+                action: "verify.chunk".to_owned(),
+                run: run_id.to_owned(),
+                table: planned.table.clone(),
+                table_number: t + 1,
+                chunk: c.chunk,
             })
-            .collect();
-        // Every bound parses as its key column's value, or the walk is refused now.
-        ranges_of(&columns, &plan.chunks)?;
+        })
+        .collect();
+    if !items.is_empty() {
         super::drain(config, backends).await?;
     }
     write_json(destination, &plan_key(&run), &plan).await?;
-    let items: Vec<ChunkItem> = plan
-        .chunks
-        .iter()
-        .map(|c| ChunkItem {
-            action: "verify.chunk".to_owned(),
-            run: run.clone(),
-            table: table.clone(),
-            chunk: c.chunk,
-        })
-        .collect();
     let chunk_count = items.len();
     let mut output = PlanOutput {
         run: run.clone(),
-        table,
-        mode: if plan.whole.is_some() {
-            "whole"
-        } else {
-            "inline"
-        }
-        .to_owned(),
+        tables: names,
+        mode: if items.is_empty() { "whole" } else { "inline" }.to_owned(),
         chunks: Vec::new(),
         items: None,
         chunk_count,
         parallel,
-        whole: plan.whole.clone(),
     };
-    if plan.whole.is_some() {
+    if items.is_empty() {
         return Ok(output);
     }
     let object = destination.s3_object(&items_key(&run))?;
@@ -368,16 +392,24 @@ pub async fn chunk(config: &Config, backends: &Backends, input: &Value) -> Resul
         Error::new(Code::ConfigInvalid, "verify.chunk names no chunk number")
             .hint("the Map passes each item verify.plan returned as it is")
     })? as usize;
+    let t = input
+        .get("table_number")
+        .and_then(Value::as_u64)
+        .unwrap_or(1) as usize;
     let destination = backends.destination.as_ref();
     let plan = load_plan(destination, &run).await?;
-    let Some(planned) = plan.chunks.iter().find(|c| c.chunk == n) else {
+    let Some(planned) = t
+        .checked_sub(1)
+        .and_then(|i| plan.tables.get(i))
+        .and_then(|p| p.chunks.iter().find(|c| c.chunk == n).map(|c| (p, c)))
+    else {
         return Err(Error::new(
             Code::ConfigInvalid,
-            format!("verify walk {run} has no chunk {n}"),
+            format!("verify walk {run} has no chunk {n} of table number {t}"),
         )
         .hint("the Map passes each item verify.plan returned as it is"));
     };
-    let table = plan.table.as_str();
+    let (table, planned) = (planned.0.table.as_str(), planned.1);
     let columns = crate::lake::shape::read(destination, table).await?;
     let ranges = ranges_of(&columns, std::slice::from_ref(planned))?;
     let mut reader = crate::source::open_baseline_reader(config).await?;
@@ -401,74 +433,94 @@ pub async fn chunk(config: &Config, backends: &Backends, input: &Value) -> Resul
         lake_rows: theirs.len() as u64,
         suspects: suspects.len() as u64,
     };
-    write_json(destination, &chunk_key(&run, n), &result).await?;
+    write_json(destination, &chunk_key(&run, t, n), &result).await?;
     Ok(result)
 }
 
-/// `verify.finish`: re-checks every chunk with a difference at one exact position (or
-/// verifies a `whole` table in one invocation), repairs when the walk asks, and writes the
-/// report — under the table's verify lease.
+/// `verify.finish`: per table of the walk, re-checks every chunk with a difference at one
+/// exact position (or verifies a `whole` table in one invocation), repairs when the walk
+/// asks, and writes the table's report — under the table's verify lease.
 pub async fn finish(
     config: &Config,
     backends: &Backends,
     input: &Value,
-) -> Result<(FinishOutput, VerifyReport)> {
+) -> Result<(FinishOutput, Vec<VerifyReport>)> {
     let run = run_of(input)?;
     let destination = backends.destination.as_ref();
     let plan = load_plan(destination, &run).await?;
-    let report = super::leased(config, backends, &plan.table, async || {
-        if plan.whole.is_some() {
-            super::verify_and_repair(
-                config,
-                backends,
-                &VerifyOptions {
-                    table: plan.table.clone(),
-                    sample: plan.sample,
-                    repair: plan.repair,
-                },
-            )
-            .await
-        } else {
-            finish_walk(config, backends, &plan).await
+    let mut reports = Vec::with_capacity(plan.tables.len());
+    let mut outcomes = Vec::with_capacity(plan.tables.len());
+    for (i, table) in plan.tables.iter().enumerate() {
+        let report = super::leased(config, backends, &table.table, async || {
+            if table.whole.is_some() {
+                super::verify_and_repair(
+                    config,
+                    backends,
+                    &VerifyOptions {
+                        table: table.table.clone(),
+                        sample: plan.sample,
+                        repair: plan.repair,
+                    },
+                )
+                .await
+            } else {
+                finish_walk(config, backends, &plan, i + 1).await
+            }
+        })
+        .await?;
+        let key = report_key(&run, i + 1);
+        write_json(destination, &key, &report).await?;
+        for c in &table.chunks {
+            destination.delete(&chunk_key(&run, i + 1, c.chunk)).await?;
         }
-    })
-    .await?;
-    write_json(destination, &report_key(&run), &report).await?;
-    for c in &plan.chunks {
-        destination.delete(&chunk_key(&run, c.chunk)).await?;
+        outcomes.push(TableOutcome {
+            table: table.table.clone(),
+            status: if report.clean() { "equal" } else { "differs" }.to_owned(),
+            mismatched_rows: report.metrics().mismatched_rows,
+            chunks: report.chunks_read,
+            rechecked: report.rechecked,
+            report: key,
+            summary: report.to_line(),
+        });
+        reports.push(report);
     }
     if destination.get(&items_key(&run)).await?.is_some() {
         destination.delete(&items_key(&run)).await?;
     }
+    let mismatched_rows = outcomes.iter().map(|o| o.mismatched_rows).sum();
     let output = FinishOutput {
-        table: plan.table.clone(),
-        status: if report.clean() { "equal" } else { "differs" }.to_owned(),
-        mismatched_rows: report.metrics().mismatched_rows,
-        chunks: report.chunks_read,
-        rechecked: report.rechecked,
-        report: report_key(&run),
-        summary: report.to_line(),
+        status: if mismatched_rows == 0 {
+            "equal"
+        } else {
+            "differs"
+        }
+        .to_owned(),
+        mismatched_rows,
+        tables: outcomes,
     };
-    Ok((output, report))
+    Ok((output, reports))
 }
 
+/// The walk of the plan's table number `t` (from 1), finished.
 async fn finish_walk(
     config: &Config,
     backends: &Backends,
-    plan: &WalkPlan,
+    walk: &WalkPlan,
+    t: usize,
 ) -> Result<VerifyReport> {
+    let plan = &walk.tables[t - 1];
     let started = Instant::now();
     let destination = backends.destination.as_ref();
     let mut results = Vec::with_capacity(plan.chunks.len());
     for c in &plan.chunks {
-        let result: ChunkResult = read_json(destination, &chunk_key(&plan.run, c.chunk))
+        let result: ChunkResult = read_json(destination, &chunk_key(&walk.run, t, c.chunk))
             .await?
             .ok_or_else(|| {
                 Error::new(
                     Code::VerifyWalkIncomplete,
                     format!(
                         "verify walk {} of {}: chunk {} has no result",
-                        plan.run, plan.table, c.chunk
+                        walk.run, plan.table, c.chunk
                     ),
                 )
                 .hint("a chunk task did not finish: start the verify machine again")
@@ -478,7 +530,7 @@ async fn finish_walk(
     let mut report = VerifyReport {
         job: config.job.clone(),
         table: plan.table.clone(),
-        mode: if plan.sample.is_some() {
+        mode: if walk.sample.is_some() {
             "sample"
         } else {
             "full"
@@ -525,7 +577,7 @@ async fn finish_walk(
             keys,
         });
     }
-    if plan.repair && report.mismatched_rows > 0 {
+    if walk.repair && report.mismatched_rows > 0 {
         let differing: Vec<PlannedChunk> = plan
             .chunks
             .iter()

@@ -21,19 +21,23 @@ use crate::support::{self, Job, TestDb, TestMysqlDb};
 
 const ASL: &str = "infra/stepfunctions/verify.asl.json";
 
-/// The newest walk report under `out` (`_verify/<run>/report.json`; run ids sort by time).
-fn latest_report(out: &Path) -> Value {
+/// The report of the newest walk under `out` of its table number `t`
+/// (`_verify/<run>/report-<t>.json`; run ids sort by time).
+fn table_report(out: &Path, t: usize) -> Value {
+    let name = format!("report-{t:04}.json");
     let mut runs: Vec<_> = std::fs::read_dir(out.join("_verify"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.join("report.json").exists())
+        .filter(|p| p.join(&name).exists())
         .collect();
     runs.sort();
-    let report = runs
-        .last()
-        .expect("a walk wrote its report")
-        .join("report.json");
+    let report = runs.last().expect("a walk wrote its report").join(&name);
     serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap()
+}
+
+/// The report of the newest walk of a one-table job.
+fn latest_report(out: &Path) -> Value {
+    table_report(out, 1)
 }
 
 /// Every difference of a report as `(key, kind)`, sorted.
@@ -209,7 +213,10 @@ fn postgres_a_clean_table_walks_equal_under_concurrent_writes() {
         let (outcome, _) = walk(&api, None, json!({"table": "public.t", "parallel": 3}));
         let output = outcome.unwrap_or_else(|e| panic!("a false difference: {e}"));
         assert_eq!(output["verify"]["status"], "equal", "{output}");
-        eprintln!("walked under writes: {}", output["verify"]["summary"]);
+        eprintln!(
+            "walked under writes: {}",
+            output["verify"]["tables"][0]["summary"]
+        );
     }
     let (outcome, actions) = walk(&api, None, json!({"table": "public.t", "sample": 40}));
     let writes = writer.stop();
@@ -312,25 +319,40 @@ fn postgres_a_key_change_across_chunks_is_filled_from_the_old_keys_range() {
     );
 }
 
-/// A table keyed by text: chunks follow PostgreSQL's collation, which sluice does not
-/// reproduce, so the plan hands the whole table to the finish — which still finds a
-/// difference by key.
+/// A job of two tables, one keyed by text: its chunks follow PostgreSQL's collation, which
+/// sluice does not reproduce, so the finish verifies it whole, while the integer-keyed one
+/// is walked by chunks — one execution for both; a difference in either fails it and is
+/// named in that table's report.
 #[test]
-fn postgres_a_text_keyed_table_is_verified_whole_by_the_finish() {
+fn postgres_a_text_keyed_table_is_verified_whole_beside_a_walked_one() {
     let admin = pg_or_skip!();
     let db = TestDb::new(&admin, "verify_walk");
     db.sql("CREATE TABLE s (code text PRIMARY KEY, v text)");
-    let job = Job::postgres(&db, &["public.s"], CONFIG);
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, n int)");
+    let job = Job::postgres(&db, &["public.s", "public.t"], CONFIG);
     job.drain();
     db.sql("INSERT INTO s SELECT 'c' || i, 'v' || i FROM generate_series(1, 120) i");
+    db.sql(&insert("t", 1..=150));
     assert_eq!(job.drain()["status"], "drained");
     let api = RuntimeApi::start();
     let _function = Function::start(&api, &job, &[]);
-    let (outcome, actions) = walk(&api, None, json!({"table": "public.s"}));
-    assert_eq!(outcome.unwrap()["verify"]["status"], "equal");
-    assert_eq!(actions, ["verify.plan", "verify.finish"]);
+    let (outcome, actions) = walk(&api, None, json!({}));
+    let output = outcome.unwrap();
+    assert_eq!(output["verify"]["status"], "equal", "{output}");
+    let chunks = count(&actions, "verify.chunk");
+    assert!(chunks >= 3, "t is walked: {actions:?}");
+    assert_eq!(actions.len(), chunks + 2, "{actions:?}");
+    assert_eq!(output["verify"]["tables"][0]["table"], "public.s");
+    assert!(
+        output["plan"]["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["table"] == "public.t"),
+        "only t is walked by chunks: {output}"
+    );
+    // The lake holds c7 until a drain; the finish drains, so it is equal again.
     db.sql("DELETE FROM s WHERE code = 'c7'");
-    // The lake still holds c7 until a drain; the finish drains, so it is equal again.
     let (outcome, _) = walk(&api, None, json!({"table": "public.s"}));
     assert_eq!(outcome.unwrap()["verify"]["status"], "equal");
     let part = change_parts(&job, "public.s")[0].clone();
@@ -354,11 +376,17 @@ fn postgres_a_text_keyed_table_is_verified_whole_by_the_finish() {
         columns[index] = arrow_cast::cast(&edited, b.column(index).data_type()).unwrap();
         arrow_array::RecordBatch::try_new(b.schema(), columns).unwrap()
     });
-    let (outcome, _) = walk(&api, None, json!({"table": "public.s"}));
+    let (outcome, _) = walk(&api, None, json!({}));
     assert!(outcome.unwrap_err().starts_with("Sluice.VerifyDiffers"));
     assert_eq!(
-        keys_and_kinds(&latest_report(&job.out())),
+        keys_and_kinds(&table_report(&job.out(), 1)),
         [("code=c9".to_owned(), "different".to_owned())]
+    );
+    let t = table_report(&job.out(), 2);
+    assert_eq!(
+        (t["table"].as_str(), t["mismatched_rows"].as_u64()),
+        (Some("public.t"), Some(0)),
+        "{t}"
     );
 }
 
@@ -428,7 +456,7 @@ fn s3_a_walk_reads_its_chunk_list_from_the_bucket() {
         .collect();
     assert!(
         left.iter()
-            .all(|k| k.ends_with("/plan.json") || k.ends_with("/report.json")),
+            .all(|k| k.ends_with("/plan.json") || k.ends_with("/report-0001.json")),
         "{left:?}"
     );
 }
