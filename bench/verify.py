@@ -3,9 +3,12 @@
 
 Run by `make bench` (1,000,000 rows) and `make bench-quick` (50,000 rows, debug build,
 scratch output). Per size: a table of six mixed-type columns is baselined
-(`initial: snapshot`), then verified in full, then a 1% sample. Measured, never asserted:
-wall time, CPU and peak RSS of each verify, and the chunks and rows it read — the figures
-that say whether a table of that size fits one Lambda invocation (15 minutes, 10 GiB).
+(`initial: snapshot`), then verified in full, then a 1% sample, then in full by chunks
+(`--by-chunks`: the verify machine's tasks one after the other in one process, so its peak
+RSS is that of the largest task). Measured, never asserted: wall time, CPU and peak RSS of
+each verify, and the chunks and rows it read — the figures that say whether a table of
+that size fits one Lambda invocation (15 minutes, 10 GiB), and what one chunk task of the
+walk needs.
 Every verify must find the table equal (exit 0), so the numbers are reported only for a
 verify that is right.
 
@@ -59,7 +62,8 @@ def one_size(binary, admin, rows, scratch):
         subprocess.run([binary, "baseline", "--config", config], env=env, check=True, capture_output=True)
         full = verify(binary, config, env, [], job_dir)
         sample = verify(binary, config, env, ["--sample", "1%"], job_dir)
-        return {"rows": rows, "full": full, "sample": sample}
+        walked = verify(binary, config, env, ["--by-chunks"], job_dir)
+        return {"rows": rows, "full": full, "sample": sample, "by_chunks": walked}
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
         measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
@@ -69,15 +73,20 @@ def markdown(report):
     lines = [f"# sluice verify — {report['at']}", "",
              f"Commit {report['commit']}, binary `{report['binary']}`. A baselined PostgreSQL table, "
              "verified in full and with `--sample 1%`; every verify found it equal.", "",
-             "| table rows | full: s | CPU s | peak RSS MiB | chunks | 1% sample: s | peak RSS MiB | chunks |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| table rows | full: s | CPU s | peak RSS MiB | chunks | 1% sample: s | peak RSS MiB | chunks "
+             "| by chunks: s | CPU s | peak RSS MiB |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["sizes"]:
-        f, s = r["full"], r["sample"]
+        f, s, w = r["full"], r["sample"], r["by_chunks"]
         lines.append(f"| {r['rows']} | {f['wall_s']:.2f} | {f['cpu_s']:.2f} | {f['peak_rss_mib']:.1f} | {f['chunks']} | "
-                     f"{s['wall_s']:.2f} | {s['peak_rss_mib']:.1f} | {s['chunks']} |")
+                     f"{s['wall_s']:.2f} | {s['peak_rss_mib']:.1f} | {s['chunks']} | "
+                     f"{w['wall_s']:.2f} | {w['cpu_s']:.2f} | {w['peak_rss_mib']:.1f} |")
     big = report["sizes"][-1]
     lines += ["", f"Full verify of {big['rows']} rows: {big['full']['wall_s']:.1f} s, "
-              f"{big['full']['peak_rss_mib']:.0f} MiB peak RSS (a Lambda allows 900 s and 10240 MiB)."]
+              f"{big['full']['peak_rss_mib']:.0f} MiB peak RSS (a Lambda allows 900 s and 10240 MiB); "
+              f"walked by chunks in one process: {big['by_chunks']['wall_s']:.1f} s, "
+              f"{big['by_chunks']['peak_rss_mib']:.0f} MiB peak RSS (x{big['by_chunks']['peak_rss_mib'] / big['full']['peak_rss_mib']:.2f} "
+              "of the whole verify's)."]
     return "\n".join(lines) + "\n"
 
 

@@ -83,6 +83,11 @@ enum Command {
         /// Write the source's rows of the keys that differ into the lake, then verify again.
         #[arg(long)]
         repair: bool,
+        /// Walk the table chunk by chunk, as the verify state machine does: each chunk
+        /// folds only its key range's share of the lake, so memory follows a chunk, not
+        /// the table (integer keys; other tables are verified whole).
+        #[arg(long)]
+        by_chunks: bool,
     },
     /// Rewrite each table's small change parts that a checkpoint covers into few large
     /// ones (docs/compaction.md); beside drains, never blocking them.
@@ -383,7 +388,8 @@ async fn run(command: Command) -> i32 {
             sample,
             json,
             repair,
-        } => verify(config, table, sample, json, repair).await,
+            by_chunks,
+        } => verify(config, table, sample, json, repair, by_chunks).await,
         Command::State {
             command: StateCommand::Show { config },
         } => report(show_state(config).await),
@@ -607,6 +613,7 @@ async fn verify(
     sample: Option<f64>,
     json: Option<PathBuf>,
     repair: bool,
+    by_chunks: bool,
 ) -> i32 {
     let config = match job::config::load(config.as_deref()) {
         Ok(c) => c,
@@ -618,6 +625,9 @@ async fn verify(
         repair,
     };
     let result = match Backends::open(&config).await {
+        Ok(backends) if by_chunks => {
+            crate::verify::walk::walk_here(&config, &backends, &options).await
+        }
         Ok(backends) => crate::verify::run(&config, &backends, &options).await,
         Err(e) => Err(e),
     };

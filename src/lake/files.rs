@@ -74,6 +74,16 @@ pub fn sort_keys(table: &str, keys: &[String]) -> Listing {
 
 /// Every row batch of the file at `key`.
 pub async fn read_file(destination: &dyn Destination, key: &str) -> Result<Vec<RecordBatch>> {
+    read_file_where(destination, key, |_| None).await
+}
+
+/// The row batches of the file at `key` in the row groups `select` picks from its
+/// metadata (`None`: every row group).
+pub async fn read_file_where(
+    destination: &dyn Destination,
+    key: &str,
+    select: impl Fn(&parquet::file::metadata::ParquetMetaData) -> Option<Vec<usize>>,
+) -> Result<Vec<RecordBatch>> {
     let body = destination.get(key).await?.ok_or_else(|| {
         Error::new(
             Code::LakeFileGone,
@@ -92,11 +102,14 @@ pub async fn read_file(destination: &dyn Destination, key: &str) -> Result<Vec<R
         .hint("move the file out of the table folder, or restore it from the run that wrote it")
         .source(e)
     };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(body))
-        .map_err(not_parquet)?
-        .build()
-        .map_err(not_parquet)?;
-    reader
+    let mut builder =
+        ParquetRecordBatchReaderBuilder::try_new(Bytes::from(body)).map_err(not_parquet)?;
+    let schema = builder.schema().clone();
+    if let Some(groups) = select(builder.metadata()) {
+        builder = builder.with_row_groups(groups);
+    }
+    let reader = builder.build().map_err(not_parquet)?;
+    let batches: Vec<RecordBatch> = reader
         .map(|batch| {
             batch.map_err(|e| {
                 Error::new(
@@ -106,7 +119,12 @@ pub async fn read_file(destination: &dyn Destination, key: &str) -> Result<Vec<R
                 .source(e)
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    // A file whose every row group was skipped still says what its columns are.
+    if batches.is_empty() {
+        return Ok(vec![RecordBatch::new_empty(schema)]);
+    }
+    Ok(batches)
 }
 
 /// Every batch of the files at `keys`, in order.

@@ -32,6 +32,8 @@ use crate::lake::shape::ShapeColumn;
 use crate::parts::arrow_schema::{OP, POS, SEQ, UNLOGGED};
 use crate::position::Position;
 use crate::source::baseline_read::ChunkBounds;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::statistics::Statistics;
 
 /// The Arrow type a key column is compared in, for the sluice types whose order is the
 /// source's order of the column (integers).
@@ -72,6 +74,10 @@ pub struct KeyRanges {
     converter: RowConverter,
     /// Per chunk: its number in the plan (from 1) and its bounds (`None` = open).
     ranges: Vec<(usize, Option<OwnedRow>, Option<OwnedRow>)>,
+    /// Per chunk: the first key column's bounds, inclusive (a row group whose statistics
+    /// lie outside every one holds no row of the ranges); `None` when the first key
+    /// column is unsigned (its statistics are not compared as numbers here).
+    first: Option<Vec<(Option<i128>, Option<i128>)>>,
 }
 
 impl KeyRanges {
@@ -111,13 +117,79 @@ impl KeyRanges {
             let upper = bound(&converter, &key_shape, bounds.upper.as_deref())?;
             ranges.push((*n, lower, upper));
         }
+        let signed = matches!(
+            key_shape.fields[0].data_type(),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+        );
+        let first_of = |b: &Option<Vec<String>>| -> Option<i128> {
+            b.as_ref()
+                .and_then(|b| b.first())
+                .and_then(|t| t.parse().ok())
+        };
+        let first = signed.then(|| {
+            chunks
+                .iter()
+                .map(|(_, b)| (first_of(&b.lower), first_of(&b.upper)))
+                .collect()
+        });
         Ok(KeyRanges {
             key_shape,
             converter,
             ranges,
+            first,
         })
     }
 
+    /// The row groups of a Parquet file that may hold a row of the ranges — or a marker
+    /// (a NULL key): every row group whose first key column's statistics are missing,
+    /// count a NULL, or overlap a range. `None`: read them all.
+    pub fn row_groups(&self, metadata: &ParquetMetaData) -> Option<Vec<usize>> {
+        let first = self.first.as_ref()?;
+        let name = self.key_shape.fields[0].name();
+        let column = metadata
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.path().parts() == [name.as_str()])?;
+        let groups = metadata
+            .row_groups()
+            .iter()
+            .enumerate()
+            .filter(|(_, group)| {
+                let Some((min, max, nulls)) = int_statistics(group.column(column).statistics())
+                else {
+                    return true;
+                };
+                nulls != Some(0)
+                    || first.iter().any(|(lower, upper)| {
+                        lower.is_none_or(|l| max >= l) && upper.is_none_or(|u| min <= u)
+                    })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        Some(groups)
+    }
+}
+
+/// A column chunk's integer statistics: min, max, NULL count (`None` when unknown).
+fn int_statistics(statistics: Option<&Statistics>) -> Option<(i128, i128, Option<u64>)> {
+    match statistics? {
+        Statistics::Int32(s) => Some((
+            i128::from(*s.min_opt()?),
+            i128::from(*s.max_opt()?),
+            s.null_count_opt(),
+        )),
+        Statistics::Int64(s) => Some((
+            i128::from(*s.min_opt()?),
+            i128::from(*s.max_opt()?),
+            s.null_count_opt(),
+        )),
+        _ => None,
+    }
+}
+
+impl KeyRanges {
     /// The key of each row of `batch` (its key columns cast to the compared types).
     pub fn keys(&self, batch: &RecordBatch) -> Result<Rows> {
         let arrays = fold::conformed(batch, &self.key_shape)?;
@@ -218,7 +290,14 @@ pub async fn lake_rows_in(
     loop {
         let mut kept = Vec::new();
         for key in &files {
-            for batch in inputs::read_file(destination, key).await? {
+            // Row groups outside the ranges are skipped, unless keys outside them are
+            // wanted too (a key change's old key: anywhere).
+            let batches = if carried.is_empty() {
+                inputs::read_file_where(destination, key, |m| ranges.row_groups(m)).await?
+            } else {
+                inputs::read_file(destination, key).await?
+            };
+            for batch in batches {
                 let batch = match &cut {
                     Some(cut) => super::at_or_before(&batch, cut)?,
                     None => batch,
@@ -386,6 +465,43 @@ mod tests {
         // A subset of the plan's chunks holds only their keys.
         let middle = KeyRanges::new(&columns, &[(2, bounds(Some("9"), Some("100")))]).unwrap();
         assert_eq!(middle.retain(&batch).unwrap().num_rows(), 2);
+    }
+
+    #[test]
+    fn row_groups_outside_the_ranges_are_skipped_and_those_with_a_null_key_kept() {
+        use parquet::arrow::ArrowWriter;
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use parquet::file::properties::WriterProperties;
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let mut body = Vec::new();
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(10))
+            .build();
+        let mut writer = ArrowWriter::try_new(&mut body, schema.clone(), Some(properties)).unwrap();
+        // Row groups: 1..=10, 11..=20, 21..=30, then 31..=39 with one NULL (a marker's).
+        let ids: Vec<Option<i64>> = (1..=39).map(Some).chain([None]).collect();
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids))]).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(body)).unwrap();
+        let metadata = builder.metadata();
+        assert_eq!(metadata.num_row_groups(), 4);
+        let columns = [column("id", "int64", true)];
+        let middle = KeyRanges::new(&columns, &[(2, bounds(Some("12"), Some("15")))]).unwrap();
+        assert_eq!(middle.row_groups(metadata), Some(vec![1, 3]));
+        let ends = KeyRanges::new(
+            &columns,
+            &[(1, bounds(None, Some("5"))), (3, bounds(Some("25"), None))],
+        )
+        .unwrap();
+        assert_eq!(ends.row_groups(metadata), Some(vec![0, 2, 3]));
+        // An unsigned key is not pruned.
+        let unsigned = KeyRanges::new(
+            &[column("id", "uint64", true)],
+            &[(1, bounds(None, Some("5")))],
+        )
+        .unwrap();
+        assert_eq!(unsigned.row_groups(metadata), None);
     }
 
     #[test]

@@ -319,6 +319,36 @@ pub async fn plan(config: &Config, backends: &Backends, input: &Value) -> Result
     Ok(output)
 }
 
+/// The walk of one table run in this process, task after task (`sluice verify
+/// --by-chunks`): the same plan, chunk and finish tasks as on Step Functions, so memory
+/// follows one chunk; the table's report.
+pub async fn walk_here(
+    config: &Config,
+    backends: &Backends,
+    options: &VerifyOptions,
+) -> Result<VerifyReport> {
+    let input = serde_json::json!({
+        "table": options.table,
+        "sample": options.sample,
+        "repair": options.repair,
+    });
+    let planned = plan(config, backends, &input).await?;
+    let items = match &planned.items {
+        Some(_) => read_json(backends.destination.as_ref(), &items_key(&planned.run))
+            .await?
+            .unwrap_or_default(),
+        None => planned.chunks.clone(),
+    };
+    for item in &items {
+        let task = serde_json::to_value(item)
+            .map_err(|e| Error::new(Code::Internal, "encoding a chunk task").source(e))?;
+        chunk(config, backends, &task).await?;
+    }
+    let (_, mut reports) =
+        finish(config, backends, &serde_json::json!({"run": planned.run})).await?;
+    Ok(reports.remove(0))
+}
+
 fn ranges_of(
     columns: &[crate::lake::shape::ShapeColumn],
     chunks: &[PlannedChunk],

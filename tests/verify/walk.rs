@@ -119,9 +119,13 @@ fn walked_differences_found_and_repaired(job: &Job, table: &str, sql: &dyn Fn(&s
         report["position"].is_string(),
         "re-checked at one position: {report}"
     );
-    // One invocation finds exactly the same keys.
+    // One invocation finds exactly the same keys, and so does the CLI's walk.
     let one = verify(job, table, &[]);
     assert_eq!(one.keys_and_kinds(), expected, "{}", one.report);
+    let here = verify(job, table, &["--by-chunks"]);
+    assert_eq!(here.code, 5, "{}\n{}", here.line, here.stderr);
+    assert_eq!(here.keys_and_kinds(), expected, "{}", here.report);
+    assert_eq!(here.report["chunks_read"], report["chunks_read"]);
     // The chunk results are gone once the report is written.
     let leftovers: Vec<_> = walkdir(&job.out().join("_verify"))
         .into_iter()
