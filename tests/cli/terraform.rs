@@ -328,6 +328,12 @@ fn state_machine_definitions_render_with_the_modules_template_variables() {
             "{ function_arn = aws_lambda_function.compact[0].arn }",
             "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-compact",
         ),
+        (
+            "verify.asl.json",
+            "verify.tf",
+            "{ function_arn = aws_lambda_function.worker[0].arn }",
+            "arn:aws:lambda:eu-west-1:123456789012:function:sluice-shop-orders-baseline",
+        ),
     ] {
         let asl = Path::new(ROOT).join("infra/stepfunctions").join(definition);
         let text = std::fs::read_to_string(&asl).unwrap();
@@ -441,6 +447,62 @@ fn the_compaction_machine_replaces_the_direct_invocation_only_with_compaction_pa
         tables["ResultSelector"],
         serde_json::json!({ "items.$": "$.Payload.items", "parallel.$": "$.Payload.parallel" })
     );
+}
+
+#[test]
+fn the_verify_walker_replaces_the_drain_invocation_only_with_verify_parallel() {
+    let verify_tf =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/verify.tf"))
+            .unwrap();
+    let squeezed = |l: &str| l.split_whitespace().collect::<String>();
+    assert!(
+        verify_tf
+            .lines()
+            .any(|l| squeezed(l) == "verify_fan_out=var.verify&&var.verify_parallel!=null")
+    );
+    assert_eq!(
+        verify_tf
+            .lines()
+            .filter(|l| squeezed(l) == "count=local.verify_fan_out?1:0")
+            .count(),
+        5,
+        "the machine, its log group, role, policy and policy document exist only with verify_parallel"
+    );
+    // The schedule starts the machine with the parallelism, or invokes the drain function.
+    assert!(verify_tf.contains(
+        "verify_target_input = local.verify_fan_out ? jsonencode({ parallel = var.verify_parallel }) : jsonencode({ action = \"verify\" })"
+    ));
+    assert!(verify_tf.contains("arn      = local.verify_target_arn"));
+    // The machine's role invokes the worker, reads only the walks' folder, and runs its
+    // own child executions.
+    let document = &verify_tf[verify_tf
+        .find("data \"aws_iam_policy_document\" \"verify_machine\"")
+        .unwrap()..];
+    let document = &document[..document.find("\n}\n").unwrap()];
+    assert!(document.contains("actions   = [\"lambda:InvokeFunction\"]"));
+    assert!(document.contains("resources = [local.verify_walks_arn]"));
+    assert!(!document.contains("local.object_arn"), "{document}");
+    // The walks' folder is the binary's.
+    assert!(verify_tf.contains(&format!(
+        "verify_walks_arn = \"${{var.stack.bucket_arn}}/${{local.prefix}}/{}*\"",
+        sluice::verify::walk::WALK_FOLDER
+    )));
+    // The schedule's role may start it; the worker may remove the walks' documents.
+    let iam_tf =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    assert!(iam_tf.contains("for_each = local.verify_fan_out ? [local.verify_machine_arn] : []"));
+    assert!(iam_tf.contains(
+        "for_each = each.key == \"worker\" && local.verify_fan_out ? [local.verify_walks_arn] : []"
+    ));
+    // What verify.plan answers is what the machine reads.
+    let definition: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/verify.asl.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let plan = &definition["States"]["Plan"];
+    assert_eq!(plan["Parameters"]["Payload"]["action"], "verify.plan");
 }
 
 #[test]
@@ -903,9 +965,10 @@ fn aws_limit(kind: &str) -> (usize, &'static str) {
         | "scheduler_role"
         | "merge_role"
         | "compact_role"
-        | "compact_machine_role" => (64, "_+=,.@-"),
+        | "compact_machine_role"
+        | "verify_machine_role" => (64, "_+=,.@-"),
         // Step Functions: 1-80, no whitespace, brackets, wildcards or special characters.
-        "state_machine" | "merge_machine" | "compact_machine" => (80, "_-"),
+        "state_machine" | "merge_machine" | "compact_machine" | "verify_machine" => (80, "_-"),
         // EventBridge rule and Scheduler schedule names.
         "schedule" | "compaction_schedule" | "verify_schedule" => (64, "._-"),
         "dead_letter_queue" => (80, "_-"),
@@ -915,7 +978,8 @@ fn aws_limit(kind: &str) -> (usize, &'static str) {
         | "machine_log_group"
         | "merge_log_group"
         | "compact_log_group"
-        | "compact_machine_log_group" => (512, "._-/#"),
+        | "compact_machine_log_group"
+        | "verify_machine_log_group" => (512, "._-/#"),
         "dashboard" => (255, "_-"),
         // Alarm names: 1-255 printable ASCII.
         "alarm" => (255, "_-.:/ "),

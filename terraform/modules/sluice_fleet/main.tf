@@ -61,4 +61,5 @@ module "table" {
   compaction_settings            = lookup(each.value, "compaction_settings", null)
   verify                         = lookup(each.value, "verify", null)
   verify_schedule_expression     = lookup(each.value, "verify_schedule_expression", null)
+  verify_parallel                = lookup(each.value, "verify_parallel", null)
 }

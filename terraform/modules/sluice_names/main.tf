@@ -21,10 +21,12 @@ locals {
     merge_role           = "${local.name}-merge"
     compact_role         = "${local.name}-compact"
     compact_machine_role = "${local.name}-sfn-cmp"
+    verify_machine_role  = "${local.name}-sfn-vfy"
     # Step Functions state machine: <= 80, no whitespace or special characters.
     state_machine   = local.machine_name
     merge_machine   = "${local.name}-merge"
     compact_machine = "${local.name}-compact"
+    verify_machine  = "${local.name}-verify"
     # EventBridge rule / Scheduler schedule: <= 64, [.A-Za-z0-9_-].
     schedule            = local.name
     compaction_schedule = "${local.name}-compact"
@@ -38,6 +40,7 @@ locals {
     merge_log_group           = "/aws/vendedlogs/states/${local.name}-merge"
     compact_log_group         = "/aws/lambda/${local.name}-compact"
     compact_machine_log_group = "/aws/vendedlogs/states/${local.name}-compact"
+    verify_machine_log_group  = "/aws/vendedlogs/states/${local.name}-verify"
     # CloudWatch dashboard: <= 255, [A-Za-z0-9_-].
     dashboard = local.name
   }

@@ -8,6 +8,8 @@
 # * Secrets Manager: GetSecretValue on its one secret (and its key, through Secrets
 #   Manager, when it has a customer managed one);
 # * Step Functions: StartExecution on its own baseline machine, drain function only;
+# * S3 DeleteObject under `<prefix>/_verify/` for the worker with verify_parallel (the
+#   verify walker's finish removes its walk's chunk results);
 # * EC2: the ENI actions Lambda needs, only when the function runs in a VPC;
 # * Glue: with a catalog, the drain function reads its database (and creates it when
 #   missing) and reads, creates and updates the tables in it — nothing else in the catalog.
@@ -80,6 +82,17 @@ data "aws_iam_policy_document" "function" {
     sid       = "ReadWriteOwnPrefix"
     actions   = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]
     resources = [local.object_arn]
+  }
+
+  # The verify walker's finish (on the worker) removes its walk's chunk results and chunk
+  # list once the reports are written — under `_verify/` only.
+  dynamic "statement" {
+    for_each = each.key == "worker" && local.verify_fan_out ? [local.verify_walks_arn] : []
+    content {
+      sid       = "RemoveOwnVerifyWalkDocuments"
+      actions   = ["s3:DeleteObject"]
+      resources = [statement.value]
+    }
   }
 
   statement {
@@ -326,9 +339,9 @@ data "aws_iam_policy_document" "assume_states" {
 }
 
 # Step Functions may take the role of one machine only: this account's, of that name
-# (confused deputy). The MERGE machine's and the compaction machine's.
+# (confused deputy). The MERGE machine's, the compaction machine's and the verify walker's.
 data "aws_iam_policy_document" "assume_own_machine" {
-  for_each = { merge = local.merge_machine_arn, compact = local.compact_machine_arn }
+  for_each = { merge = local.merge_machine_arn, compact = local.compact_machine_arn, verify = local.verify_machine_arn }
 
   statement {
     actions = ["sts:AssumeRole"]
@@ -483,6 +496,15 @@ data "aws_iam_policy_document" "scheduler" {
     for_each = local.compaction_fan_out ? [local.compact_machine_arn] : []
     content {
       sid       = "StartOwnCompactionMachine"
+      actions   = ["states:StartExecution"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.verify_fan_out ? [local.verify_machine_arn] : []
+    content {
+      sid       = "StartOwnVerifyMachine"
       actions   = ["states:StartExecution"]
       resources = [statement.value]
     }

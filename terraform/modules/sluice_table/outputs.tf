@@ -53,6 +53,11 @@ output "compaction_schedule_arn" {
   value       = !local.compaction_enabled ? null : (var.schedule_type == "scheduler" ? aws_scheduler_schedule.compact[0].arn : aws_cloudwatch_event_rule.compact[0].arn)
 }
 
+output "verify_state_machine_arn" {
+  description = "The verify walker's machine (null without verify_parallel)."
+  value       = local.verify_fan_out ? aws_sfn_state_machine.verify[0].arn : null
+}
+
 output "config" {
   description = "The SLUICE_CONFIG document of both functions, as an object."
   value       = module.config.document

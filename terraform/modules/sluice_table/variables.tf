@@ -419,6 +419,16 @@ variable "verify_schedule_expression" {
   }
 }
 
+variable "verify_parallel" {
+  description = "Walk the verify by chunks on Step Functions (infra/stepfunctions/verify.asl.json, docs/verify.md \"Walked by Step Functions\"): the verify schedule starts a machine that runs up to this many chunk tasks at once on the baseline worker function, each comparing one key range of a table with the lake's share of it, then re-checks and reports in one finish task — for tables too big for one invocation. Needs baseline_state_machine = true (the worker), schedule_type = \"scheduler\", and at most the worker's reserved concurrency. null: the schedule invokes the drain function, which verifies each table in one invocation."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.verify_parallel == null || try(var.verify_parallel >= 1 && var.verify_parallel <= 40 && floor(var.verify_parallel) == var.verify_parallel, false)
+    error_message = "The verify_parallel must be a whole number from 1 to 40 (an inline Map's concurrency), or null."
+  }
+}
+
 # ------------------------------------------------------------------ the baseline machine
 
 variable "baseline_state_machine" {
