@@ -45,7 +45,9 @@
 //! (crashed at `retention_plan_written` among the other points); the checks read every
 //! plan folder left, and the summary counts them (`retention_trials=`, `history_folds=`).
 //! A third of the trials that are not Iceberg ones end with `sluice verify` of the table,
-//! which must agree with the oracle's own comparison ([`verify`]; `verifies=`).
+//! which must agree with the oracle's own comparison ([`verify`]; `verifies=`); half of
+//! those also walk it by chunks of 1 to 40 rows (`--by-chunks`; `walks=`;
+//! `SLUICE_ORACLE_WALK=1` every one, `=0` none).
 
 #![allow(dead_code)]
 
@@ -106,6 +108,7 @@ pub struct Totals {
     pub retention_trials: u64,
     pub history_folds: u64,
     pub verifies: u64,
+    pub walks: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -137,6 +140,7 @@ impl Totals {
         self.retention_trials += u64::from(r.retention);
         self.history_folds += r.history_folds;
         self.verifies += u64::from(r.verified);
+        self.walks += u64::from(r.walked);
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -232,7 +236,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -257,6 +261,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.retention_trials,
         t.history_folds,
         t.verifies,
+        t.walks,
         t.failovers,
         t.iceberg,
         t.policies,

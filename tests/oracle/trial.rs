@@ -191,6 +191,8 @@ pub struct Report {
     pub history_folds: u64,
     /// The trial ended with `sluice verify` ([`super::verify`]).
     pub verified: bool,
+    /// The verify was also walked by chunks (`--by-chunks`).
+    pub walked: bool,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -898,23 +900,38 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         _ => rng.chance(33),
     };
     if catalog.is_none() && verifies {
-        let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir)?;
-        report.verified = true;
         let oracle_equal = findings.mismatches.is_empty();
-        report
-            .facts
-            .push(format!("verify equal={} ({})", verdict.equal, verdict.said));
-        if oracle_equal && !verdict.equal {
-            report.mismatches.push(format!(
-                "sluice verify reports differences where the replay equals the source: {}",
-                verdict.said
-            ));
-        }
-        if !oracle_equal && verdict.equal {
-            report.mismatches.push(format!(
-                "sluice verify reports the table equal where the replay differs: {}",
-                verdict.said
-            ));
+        // Half of them also walk the table by chunks of a few rows (a stream of its own).
+        let mut own = Rng::new(seed ^ 0x0ba1_c4a2);
+        let walks = match std::env::var("SLUICE_ORACLE_WALK").as_deref() {
+            Ok("1") => true,
+            Ok("0") => false,
+            _ => own.chance(50),
+        };
+        let walk = walks.then(|| *own.pick(&[1u64, 3, 7, 40]));
+        report.verified = true;
+        report.walked = walk.is_some();
+        for walk in std::iter::once(None).chain(walk.map(Some)) {
+            let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir, walk)?;
+            let how = match walk {
+                None => "verify".to_owned(),
+                Some(rows) => format!("verify --by-chunks (chunks of {rows})"),
+            };
+            report
+                .facts
+                .push(format!("{how} equal={} ({})", verdict.equal, verdict.said));
+            if oracle_equal && !verdict.equal {
+                report.mismatches.push(format!(
+                    "sluice {how} reports differences where the replay equals the source: {}",
+                    verdict.said
+                ));
+            }
+            if !oracle_equal && verdict.equal {
+                report.mismatches.push(format!(
+                    "sluice {how} reports the table equal where the replay differs: {}",
+                    verdict.said
+                ));
+            }
         }
     }
     report.changes = expected_changes;

@@ -5,7 +5,9 @@
 //! difference too.
 //!
 //! A trial runs it a third of the time, never on an Iceberg trial (verify reads change
-//! logs of plain Parquet only: `SLUICE_VERIFY_UNSUPPORTED`).
+//! logs of plain Parquet only: `SLUICE_VERIFY_UNSUPPORTED`); half of those also walk the
+//! table by chunks (`--by-chunks`, the verify machine's tasks, with chunks of a few rows so
+//! every range rule is met), which must agree too.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,22 +21,32 @@ pub struct Verdict {
     pub said: String,
 }
 
-/// Runs `sluice verify --table <table> --json` under the trial's config and environment.
+/// Runs `sluice verify --table <table> --json` under the trial's config and environment;
+/// with `walk: Some(rows)`, `--by-chunks` with chunks of `rows` rows.
 pub fn run(
     config: &Path,
     env: &[(String, String)],
     table: &str,
     dir: &Path,
+    walk: Option<u64>,
 ) -> Result<Verdict, String> {
     let bin =
         std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
     let report = dir.join("verify.json");
+    let _ = std::fs::remove_file(&report);
+    let config = match walk {
+        None => config.to_path_buf(),
+        Some(rows) => with_chunk_rows(config, rows, dir)?,
+    };
     let mut cmd = Command::new(bin);
     cmd.args(["verify", "--config"])
-        .arg(config)
+        .arg(&config)
         .args(["--table", table, "--json"])
         .arg(&report)
         .env_remove("SLUICE_FAULT");
+    if walk.is_some() {
+        cmd.arg("--by-chunks");
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -69,4 +81,23 @@ pub fn run(
         equal,
         said: format!("{stdout} {}", differences.join(" ")),
     })
+}
+
+/// A copy of the trial's config whose baseline chunks are `rows` rows.
+fn with_chunk_rows(config: &Path, rows: u64, dir: &Path) -> Result<std::path::PathBuf, String> {
+    let yaml = std::fs::read_to_string(config).map_err(|e| format!("{}: {e}", config.display()))?;
+    const KEY: &str = "chunk_rows: ";
+    let yaml = match yaml.find(KEY) {
+        Some(at) => {
+            let start = at + KEY.len();
+            let digits = yaml[start..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(yaml.len() - start);
+            format!("{}{rows}{}", &yaml[..start], &yaml[start + digits..])
+        }
+        None => format!("{yaml}baseline: {{ chunk_rows: {rows} }}\n"),
+    };
+    let path = dir.join("verify-walk.yaml");
+    std::fs::write(&path, yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
