@@ -24,7 +24,9 @@
 //! * **a table without a key** is one pinned read of the whole table at P against the lake
 //!   folded at P, compared as a multiset of whole rows (counts per row hash);
 //! * **sampling** (`--sample PCT`): evenly spread chunks, about PCT % of the plan; keys the
-//!   lake holds outside the chunks read are not looked at (a full verify finds them);
+//!   lake holds outside the chunks read are not looked at (a full verify finds them); a
+//!   table with an integer key is sampled by the walker's tasks ([`walk::walk_here`]), so
+//!   only the sampled chunks' share of the lake is read;
 //! * it writes nothing to the lake without `--repair` ([`repair`]), and runs under its own
 //!   operation lease (`verify#<table>`), apart from the drain's.
 //!
@@ -198,6 +200,14 @@ pub async fn run(
     options: &VerifyOptions,
 ) -> Result<VerifyReport> {
     check_options(config, options)?;
+    // A sample of a table split by integer keys is walked: only the sampled chunks' key
+    // ranges of the lake are read and folded, not the whole table.
+    if options.sample.is_some() {
+        let columns = crate::lake::shape::read(backends.destination.as_ref(), &options.table).await;
+        if columns.is_ok_and(|c| range::walkable(&c).is_ok()) {
+            return walk::walk_here(config, backends, options).await;
+        }
+    }
     leased(config, backends, &options.table, async || {
         verify_and_repair(config, backends, options).await
     })

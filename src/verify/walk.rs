@@ -22,7 +22,9 @@
 //!   (`SLUICE_VERIFY_WALK_INCOMPLETE`) rather than report it equal;
 //! * nothing is written to the lake without `repair`, and `verify.finish` runs under the
 //!   table's verify lease (`verify#<table>`); the walk's documents stay under `_verify/`,
-//!   and its chunk results are removed once the report is written.
+//!   and its chunk results are removed once the report is written (a walk run in one
+//!   process, [`walk_here`], removes its plan and report too); a removal that fails is
+//!   logged, never the walk's answer.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -344,9 +346,23 @@ pub async fn walk_here(
             .map_err(|e| Error::new(Code::Internal, "encoding a chunk task").source(e))?;
         chunk(config, backends, &task).await?;
     }
-    let (_, mut reports) =
+    let (output, mut reports) =
         finish(config, backends, &serde_json::json!({"run": planned.run})).await?;
+    // The report goes to the caller: nothing of the walk stays in the destination.
+    let destination = backends.destination.as_ref();
+    for table in &output.tables {
+        remove(destination, &table.report).await;
+    }
+    remove(destination, &plan_key(&planned.run)).await;
     Ok(reports.remove(0))
+}
+
+/// Removes a walk document; a failure is logged, never an error (the document is small
+/// and names no value; the walk's answer stands).
+async fn remove(destination: &dyn Destination, key: &str) {
+    if let Err(e) = destination.delete(key).await {
+        tracing::warn!(key, error = %e, "a verify walk document was left in the destination");
+    }
 }
 
 fn ranges_of(
@@ -501,7 +517,7 @@ pub async fn finish(
         let key = report_key(&run, i + 1);
         write_json(destination, &key, &report).await?;
         for c in &table.chunks {
-            destination.delete(&chunk_key(&run, i + 1, c.chunk)).await?;
+            remove(destination, &chunk_key(&run, i + 1, c.chunk)).await;
         }
         outcomes.push(TableOutcome {
             table: table.table.clone(),
@@ -515,7 +531,7 @@ pub async fn finish(
         reports.push(report);
     }
     if destination.get(&items_key(&run)).await?.is_some() {
-        destination.delete(&items_key(&run)).await?;
+        remove(destination, &items_key(&run)).await;
     }
     let mismatched_rows = outcomes.iter().map(|o| o.mismatched_rows).sum();
     let output = FinishOutput {

@@ -493,7 +493,7 @@ fn the_verify_walker_replaces_the_drain_invocation_only_with_verify_parallel() {
             .unwrap();
     assert!(iam_tf.contains("for_each = local.verify_fan_out ? [local.verify_machine_arn] : []"));
     assert!(iam_tf.contains(
-        "for_each = each.key == \"worker\" && local.verify_fan_out ? [local.verify_walks_arn] : []"
+        "for_each = local.verify_enabled && (each.key == \"drain\" || local.verify_fan_out) ? [local.verify_walks_arn] : []"
     ));
     // What verify.plan answers is what the machine reads.
     let definition: Value = serde_json::from_str(

@@ -266,6 +266,17 @@ pub fn clean_under_writes(job: &Job, table: &str, sql: Arc<dyn Fn(&str) + Send +
         "{}",
         sampled.report
     );
+    // The sample was walked in the one process (its run folder), and left nothing of the
+    // walk behind.
+    let runs: Vec<PathBuf> = std::fs::read_dir(job.out().join("_verify"))
+        .expect("the sample was walked")
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let left: Vec<PathBuf> = std::fs::read_dir(&runs[0])
+        .map(|files| files.map(|f| f.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A deleted part (keys 301, 302 missing), an edited part (id 5's `v` changed, id 7's row

@@ -8,8 +8,8 @@
 # * Secrets Manager: GetSecretValue on its one secret (and its key, through Secrets
 #   Manager, when it has a customer managed one);
 # * Step Functions: StartExecution on its own baseline machine, drain function only;
-# * S3 DeleteObject under `<prefix>/_verify/` for the worker with verify_parallel (the
-#   verify walker's finish removes its walk's chunk results);
+# * S3 DeleteObject under `<prefix>/_verify/` when verify is on (a verify walk removes its
+#   own documents: the drain function's sampled verify, the worker's with verify_parallel);
 # * EC2: the ENI actions Lambda needs, only when the function runs in a VPC;
 # * Glue: with a catalog, the drain function reads its database (and creates it when
 #   missing) and reads, creates and updates the tables in it — nothing else in the catalog.
@@ -84,10 +84,10 @@ data "aws_iam_policy_document" "function" {
     resources = [local.object_arn]
   }
 
-  # The verify walker's finish (on the worker) removes its walk's chunk results and chunk
-  # list once the reports are written — under `_verify/` only.
+  # A verify walk removes its documents once its reports are written — under `_verify/`
+  # only: the walker's finish on the worker, a sampled verify on the drain function.
   dynamic "statement" {
-    for_each = each.key == "worker" && local.verify_fan_out ? [local.verify_walks_arn] : []
+    for_each = local.verify_enabled && (each.key == "drain" || local.verify_fan_out) ? [local.verify_walks_arn] : []
     content {
       sid       = "RemoveOwnVerifyWalkDocuments"
       actions   = ["s3:DeleteObject"]
