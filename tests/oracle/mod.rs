@@ -46,7 +46,7 @@
 //! plan folder left, and the summary counts them (`retention_trials=`, `history_folds=`).
 //! A third of the trials that are not Iceberg ones end with `sluice verify` of the table,
 //! which must agree with the oracle's own comparison ([`verify`]; `verifies=`); half of
-//! those also walk it by chunks of 1 to 40 rows (`--by-chunks`; `walks=`;
+//! those also walk it by chunks of 20 to 500 rows (`--by-chunks`; `walks=`;
 //! `SLUICE_ORACLE_WALK=1` every one, `=0` none).
 
 #![allow(dead_code)]

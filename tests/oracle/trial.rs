@@ -908,7 +908,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
             Ok("0") => false,
             _ => own.chance(50),
         };
-        let walk = walks.then(|| *own.pick(&[1u64, 3, 7, 40]));
+        let walk = walks.then(|| *own.pick(&[20u64, 100, 500]));
         report.verified = true;
         report.walked = walk.is_some();
         for walk in std::iter::once(None).chain(walk.map(Some)) {

@@ -6,7 +6,7 @@
 //!
 //! A trial runs it a third of the time, never on an Iceberg trial (verify reads change
 //! logs of plain Parquet only: `SLUICE_VERIFY_UNSUPPORTED`); half of those also walk the
-//! table by chunks (`--by-chunks`, the verify machine's tasks, with chunks of a few rows so
+//! table by chunks (`--by-chunks`, the verify machine's tasks, with chunks of 20 to 500 rows so
 //! every range rule is met), which must agree too.
 
 use std::path::Path;
