@@ -89,6 +89,15 @@ pub trait Destination: Send + Sync {
         }))
     }
 
+    /// The last `len` bytes of the object at `key` (all of it when shorter); `None` when
+    /// absent. Backends that hold large objects read only those bytes.
+    async fn get_tail(&self, key: &str, len: u64) -> Result<Option<Vec<u8>>> {
+        Ok(self.get(key).await?.map(|body| {
+            let from = body.len().saturating_sub(len as usize);
+            body[from..].to_vec()
+        }))
+    }
+
     /// Copies the object at `key` into the local file `local` (created or replaced);
     /// `false` when absent. Backends that hold large objects stream them, so a part is
     /// never held in memory whole.

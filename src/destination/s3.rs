@@ -572,6 +572,13 @@ impl Destination for S3Destination {
         self.body(key, Some(range)).await
     }
 
+    async fn get_tail(&self, key: &str, len: u64) -> Result<Option<Vec<u8>>> {
+        if len == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        self.body(key, Some(format!("bytes=-{len}"))).await
+    }
+
     async fn download(&self, key: &str, local: &Path) -> Result<bool> {
         use std::io::Write;
         let Some((object_key, mut output)) = self.object(key, None).await? else {

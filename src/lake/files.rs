@@ -127,6 +127,52 @@ pub async fn read_file_where(
     Ok(batches)
 }
 
+/// The Parquet metadata of the file at `key`, read from its footer alone (one ranged read,
+/// two when the footer is longer than a first guess); `None` when the file is gone.
+pub async fn read_footer(
+    destination: &dyn Destination,
+    key: &str,
+) -> Result<Option<parquet::file::metadata::ParquetMetaData>> {
+    const GUESS: u64 = 64 * 1024;
+    const TAIL: usize = 8;
+    let not_parquet = |why: String| {
+        Error::new(
+            Code::FoldInput,
+            format!(
+                "{} {key} is not a readable Parquet file: {why}",
+                destination.describe()
+            ),
+        )
+        .hint("move the file out of the table folder, or restore it from the run that wrote it")
+    };
+    let Some(mut tail) = destination.get_tail(key, GUESS).await? else {
+        return Ok(None);
+    };
+    if tail.len() < TAIL || &tail[tail.len() - 4..] != b"PAR1" {
+        return Err(not_parquet("no Parquet footer".to_owned()));
+    }
+    let length = u32::from_le_bytes(
+        tail[tail.len() - TAIL..tail.len() - 4]
+            .try_into()
+            .unwrap_or_default(),
+    ) as usize;
+    if length + TAIL > tail.len() {
+        let Some(longer) = destination.get_tail(key, (length + TAIL) as u64).await? else {
+            return Ok(None);
+        };
+        tail = longer;
+        if tail.len() < length + TAIL {
+            return Err(not_parquet(format!(
+                "a footer of {length} bytes in a shorter file"
+            )));
+        }
+    }
+    let metadata = &tail[tail.len() - TAIL - length..tail.len() - TAIL];
+    parquet::file::metadata::ParquetMetaDataReader::decode_metadata(metadata)
+        .map(Some)
+        .map_err(|e| not_parquet(e.to_string()))
+}
+
 /// Every batch of the files at `keys`, in order.
 pub async fn read_files(
     destination: &dyn Destination,

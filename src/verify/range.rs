@@ -77,7 +77,70 @@ pub struct KeyRanges {
     /// Per chunk: the first key column's bounds, inclusive (a row group whose statistics
     /// lie outside every one holds no row of the ranges); `None` when the first key
     /// column is unsigned (its statistics are not compared as numbers here).
-    first: Option<Vec<(Option<i128>, Option<i128>)>>,
+    first: Option<Vec<(Option<i64>, Option<i64>)>>,
+}
+
+/// What one lake object holds of a table's first key column: its smallest and largest
+/// value, and whether a row has none (a marker's NULL key). `min`/`max` are `None` when its
+/// statistics do not say (or the column is not a signed integer): the object is then read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ObjectSpan {
+    pub key: String,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub nulls: bool,
+}
+
+/// The span of the object `key` (its Parquet `metadata`) over the first key column of
+/// `columns`.
+pub fn object_span(columns: &[ShapeColumn], key: &str, metadata: &ParquetMetaData) -> ObjectSpan {
+    let unknown = ObjectSpan {
+        key: key.to_owned(),
+        min: None,
+        max: None,
+        nulls: true,
+    };
+    let Some(first) = columns.iter().find(|c| c.key) else {
+        return unknown;
+    };
+    if !matches!(first.ty.as_str(), "int8" | "int16" | "int32" | "int64") {
+        return unknown;
+    }
+    let Some(column) = column_index(metadata, &first.name) else {
+        // The object lacks the column (written before it existed): every row's is NULL.
+        return unknown;
+    };
+    let (mut min, mut max, mut nulls) = (i64::MAX, i64::MIN, false);
+    for group in metadata.row_groups() {
+        match int_statistics(group.column(column).statistics()) {
+            Some((lo, hi, count)) => {
+                min = min.min(lo);
+                max = max.max(hi);
+                nulls |= count != Some(0);
+            }
+            None if group.num_rows() == 0 => {}
+            None => return unknown,
+        }
+    }
+    if min > max {
+        // No row at all.
+        return ObjectSpan { nulls, ..unknown };
+    }
+    ObjectSpan {
+        key: key.to_owned(),
+        min: Some(min),
+        max: Some(max),
+        nulls,
+    }
+}
+
+fn column_index(metadata: &ParquetMetaData, name: &str) -> Option<usize> {
+    metadata
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.path().parts() == [name])
 }
 
 impl KeyRanges {
@@ -121,7 +184,7 @@ impl KeyRanges {
             key_shape.fields[0].data_type(),
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
         );
-        let first_of = |b: &Option<Vec<String>>| -> Option<i128> {
+        let first_of = |b: &Option<Vec<String>>| -> Option<i64> {
             b.as_ref()
                 .and_then(|b| b.first())
                 .and_then(|t| t.parse().ok())
@@ -145,13 +208,7 @@ impl KeyRanges {
     /// count a NULL, or overlap a range. `None`: read them all.
     pub fn row_groups(&self, metadata: &ParquetMetaData) -> Option<Vec<usize>> {
         let first = self.first.as_ref()?;
-        let name = self.key_shape.fields[0].name();
-        let column = metadata
-            .file_metadata()
-            .schema_descr()
-            .columns()
-            .iter()
-            .position(|c| c.path().parts() == [name.as_str()])?;
+        let column = column_index(metadata, self.key_shape.fields[0].name())?;
         let groups = metadata
             .row_groups()
             .iter()
@@ -161,30 +218,40 @@ impl KeyRanges {
                 else {
                     return true;
                 };
-                nulls != Some(0)
-                    || first.iter().any(|(lower, upper)| {
-                        lower.is_none_or(|l| max >= l) && upper.is_none_or(|u| min <= u)
-                    })
+                nulls != Some(0) || overlaps(first, min, max)
             })
             .map(|(i, _)| i)
             .collect();
         Some(groups)
     }
+
+    /// Whether the object of `span` may hold a row a fold of the ranges needs: a key in a
+    /// range, a marker, or what its statistics do not say.
+    pub fn may_hold(&self, span: &ObjectSpan) -> bool {
+        match (&self.first, span.min, span.max) {
+            (Some(first), Some(min), Some(max)) => span.nulls || overlaps(first, min, max),
+            (Some(_), None, None) if !span.nulls => false,
+            _ => true,
+        }
+    }
+}
+
+/// Whether `[min, max]` meets one of the first key column's inclusive bounds.
+fn overlaps(first: &[(Option<i64>, Option<i64>)], min: i64, max: i64) -> bool {
+    first
+        .iter()
+        .any(|(lower, upper)| lower.is_none_or(|l| max >= l) && upper.is_none_or(|u| min <= u))
 }
 
 /// A column chunk's integer statistics: min, max, NULL count (`None` when unknown).
-fn int_statistics(statistics: Option<&Statistics>) -> Option<(i128, i128, Option<u64>)> {
+fn int_statistics(statistics: Option<&Statistics>) -> Option<(i64, i64, Option<u64>)> {
     match statistics? {
         Statistics::Int32(s) => Some((
-            i128::from(*s.min_opt()?),
-            i128::from(*s.max_opt()?),
+            i64::from(*s.min_opt()?),
+            i64::from(*s.max_opt()?),
             s.null_count_opt(),
         )),
-        Statistics::Int64(s) => Some((
-            i128::from(*s.min_opt()?),
-            i128::from(*s.max_opt()?),
-            s.null_count_opt(),
-        )),
+        Statistics::Int64(s) => Some((*s.min_opt()?, *s.max_opt()?, s.null_count_opt())),
         _ => None,
     }
 }
@@ -273,14 +340,22 @@ fn filter(batch: &RecordBatch, keep: &BooleanArray) -> Result<RecordBatch> {
 /// The lake's rows of `table` a fold of the keys in `ranges` needs (see the module's
 /// guarantees), only those at or before `upto` when given, and the fold's shape. Reads
 /// the table's files one at a time, keeping only those rows: memory follows the ranges'
-/// share of the lake, not the lake.
+/// share of the lake, not the lake. The objects of `spans` that cannot hold such a row
+/// ([`KeyRanges::may_hold`]) are not read at all — unless keys outside the ranges are
+/// wanted (a key change's old key), when every object is.
 pub async fn lake_rows_in(
     destination: &dyn Destination,
     table: &str,
     columns: &[ShapeColumn],
     ranges: &KeyRanges,
+    spans: &[ObjectSpan],
     upto: Option<&Position>,
 ) -> Result<(Vec<RecordBatch>, Shape)> {
+    let skip: HashSet<&str> = spans
+        .iter()
+        .filter(|s| !ranges.may_hold(s))
+        .map(|s| s.key.as_str())
+        .collect();
     let listing = inputs::list(destination, table).await?;
     let plan = inputs::current_plan_id(destination, &listing).await?;
     let files = inputs::all_files(&listing, plan.as_deref());
@@ -293,6 +368,9 @@ pub async fn lake_rows_in(
             // Row groups outside the ranges are skipped, unless keys outside them are
             // wanted too (a key change's old key: anywhere).
             let batches = if carried.is_empty() {
+                if skip.contains(key.as_str()) {
+                    continue;
+                }
                 inputs::read_file_where(destination, key, |m| ranges.row_groups(m)).await?
             } else {
                 inputs::read_file(destination, key).await?
@@ -502,6 +580,74 @@ mod tests {
         )
         .unwrap();
         assert_eq!(unsigned.row_groups(metadata), None);
+    }
+
+    fn parquet(ids: Vec<Option<i64>>, rows_per_group: usize) -> Vec<u8> {
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::WriterProperties;
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let mut body = Vec::new();
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows_per_group))
+            .build();
+        let mut writer = ArrowWriter::try_new(&mut body, schema.clone(), Some(properties)).unwrap();
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids))]).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        body
+    }
+
+    #[tokio::test]
+    async fn an_object_is_skipped_only_when_its_footer_says_no_row_of_the_ranges_is_in_it() {
+        use crate::destination::Destination;
+        let dir = tempfile::tempdir().unwrap();
+        let destination = crate::destination::local::LocalDestination::new(dir.path()).unwrap();
+        let columns = [column("id", "int64", true)];
+        // A footer longer than the first read (2,000 row groups), and a file with a NULL key.
+        destination
+            .put_marker("t/a.parquet", &parquet((1..=2000).map(Some).collect(), 1))
+            .await
+            .unwrap();
+        destination
+            .put_marker("t/b.parquet", &parquet(vec![Some(5000), None], 10))
+            .await
+            .unwrap();
+        let a = crate::lake::files::read_footer(&destination, "t/a.parquet")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.num_row_groups(), 2000);
+        let a = object_span(&columns, "t/a.parquet", &a);
+        assert_eq!((a.min, a.max, a.nulls), (Some(1), Some(2000), false));
+        let b = crate::lake::files::read_footer(&destination, "t/b.parquet")
+            .await
+            .unwrap()
+            .unwrap();
+        let b = object_span(&columns, "t/b.parquet", &b);
+        assert_eq!((b.min, b.max, b.nulls), (Some(5000), Some(5000), true));
+        assert!(
+            crate::lake::files::read_footer(&destination, "t/gone.parquet")
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        let inside = KeyRanges::new(&columns, &[(2, bounds(Some("10"), Some("20")))]).unwrap();
+        let beyond = KeyRanges::new(&columns, &[(9, bounds(Some("3000"), None))]).unwrap();
+        assert!(inside.may_hold(&a));
+        assert!(!beyond.may_hold(&a));
+        // A NULL key (a marker) is needed by every range.
+        assert!(inside.may_hold(&b) && beyond.may_hold(&b));
+        // A text key's objects are always read.
+        let text = object_span(
+            &[column("id", "utf8", true)],
+            "t/a.parquet",
+            &crate::lake::files::read_footer(&destination, "t/a.parquet")
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        assert!(beyond.may_hold(&text));
     }
 
     #[test]

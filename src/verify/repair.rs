@@ -135,7 +135,7 @@ pub async fn repair(
         }
         Some(ranges) => {
             let (batches, shape) =
-                super::range::lake_rows_in(destination, table, &columns, ranges, None).await?;
+                super::range::lake_rows_in(destination, table, &columns, ranges, &[], None).await?;
             (ranges.retain(&fold::fold(&batches, &shape)?)?, shape)
         }
     };

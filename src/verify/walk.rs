@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::compare::{self, Finding, Prints};
-use super::range::{self, KeyRanges};
+use super::range::{self, KeyRanges, ObjectSpan};
 use super::{ChunkReport, VerifyOptions, VerifyReport, read_chunk};
 use crate::backends::Backends;
 use crate::config::Config;
@@ -104,6 +104,11 @@ pub struct TablePlan {
     pub chunks_planned: usize,
     /// The chunks read (all of them, or the sample's).
     pub chunks: Vec<PlannedChunk>,
+    /// The first key column's span in each lake object when the walk was planned (read
+    /// from the objects' footers): a chunk task skips the objects that cannot hold a row of
+    /// its range. Objects written since are read.
+    #[serde(default)]
+    pub spans: Vec<ObjectSpan>,
 }
 
 /// One `verify.chunk` task, as the Map passes it: chunk `chunk` of the walk's table
@@ -248,6 +253,7 @@ pub async fn plan(config: &Config, backends: &Backends, input: &Value) -> Result
             whole: range::walkable(&columns).err(),
             chunks_planned: 0,
             chunks: Vec::new(),
+            spans: Vec::new(),
         };
         if planned.whole.is_none() {
             let reader = match &mut reader {
@@ -266,6 +272,7 @@ pub async fn plan(config: &Config, backends: &Backends, input: &Value) -> Result
                 .collect();
             // Every bound parses as its key column's value, or the walk is refused now.
             ranges_of(&columns, &planned.chunks)?;
+            planned.spans = spans_of(destination, table, &columns).await?;
         }
         plan.tables.push(planned);
     }
@@ -355,6 +362,23 @@ pub async fn walk_here(
     }
     remove(destination, &plan_key(&planned.run)).await;
     Ok(reports.remove(0))
+}
+
+/// The span of every data file of `table` now, from the files' footers.
+async fn spans_of(
+    destination: &dyn Destination,
+    table: &str,
+    columns: &[crate::lake::shape::ShapeColumn],
+) -> Result<Vec<ObjectSpan>> {
+    let listing = crate::lake::files::list(destination, table).await?;
+    let plan = crate::lake::files::current_plan_id(destination, &listing).await?;
+    let mut spans = Vec::new();
+    for key in crate::lake::files::all_files(&listing, plan.as_deref()) {
+        if let Some(metadata) = crate::lake::files::read_footer(destination, &key).await? {
+            spans.push(range::object_span(columns, &key, &metadata));
+        }
+    }
+    Ok(spans)
 }
 
 /// Removes a walk document; a failure is logged, never an error (the document is small
@@ -455,14 +479,19 @@ pub async fn chunk(config: &Config, backends: &Backends, input: &Value) -> Resul
         )
         .hint("the Map passes each item verify.plan returned as it is"));
     };
-    let (table, planned) = (planned.0.table.as_str(), planned.1);
+    let (table, spans, planned) = (
+        planned.0.table.as_str(),
+        planned.0.spans.as_slice(),
+        planned.1,
+    );
     let columns = crate::lake::shape::read(destination, table).await?;
     let ranges = ranges_of(&columns, std::slice::from_ref(planned))?;
     let mut reader = crate::source::open_baseline_reader(config).await?;
     let schema = reader.schema(table)?;
     let source = read_chunk(reader.as_mut(), &schema, table, &planned.bounds()).await?;
     drop(reader);
-    let (lake, shape) = range::lake_rows_in(destination, table, &columns, &ranges, None).await?;
+    let (lake, shape) =
+        range::lake_rows_in(destination, table, &columns, &ranges, spans, None).await?;
     let state = ranges.retain(&fold::fold(&lake, &shape)?)?;
     drop(lake);
     let names: Vec<String> = shape.fields.iter().map(|f| f.name().clone()).collect();
@@ -602,7 +631,8 @@ async fn finish_walk(
         .collect();
     let mut found = BTreeMap::new();
     if !suspect.is_empty() {
-        let (point, findings) = recheck(config, backends, &plan.table, &suspect).await?;
+        let (point, findings) =
+            recheck(config, backends, &plan.table, &plan.spans, &suspect).await?;
         report.position = point.as_ref().map(ToString::to_string);
         found = findings;
     }
@@ -635,7 +665,7 @@ async fn finish_walk(
         let ranges = ranges_of(&columns, &differing)?;
         let written =
             super::repair::repair(config, backends, &plan.table, &report, Some(&ranges)).await?;
-        let (_, after) = recheck(config, backends, &plan.table, &differing).await?;
+        let (_, after) = recheck(config, backends, &plan.table, &plan.spans, &differing).await?;
         let after: Vec<ChunkReport> = differing
             .iter()
             .filter_map(|c| {
@@ -670,6 +700,7 @@ async fn recheck(
     config: &Config,
     backends: &Backends,
     table: &str,
+    spans: &[ObjectSpan],
     chunks: &[PlannedChunk],
 ) -> Result<(Option<Position>, BTreeMap<usize, Vec<(Vec<u8>, Finding)>>)> {
     let destination = backends.destination.as_ref();
@@ -697,7 +728,7 @@ async fn recheck(
     drop(reader);
     super::drain(config, backends).await?;
     let (lake, shape) =
-        range::lake_rows_in(destination, table, &columns, &ranges, point.as_ref()).await?;
+        range::lake_rows_in(destination, table, &columns, &ranges, spans, point.as_ref()).await?;
     let state = ranges.retain(&fold::fold(&lake, &shape)?)?;
     drop(lake);
     let names: Vec<String> = shape.fields.iter().map(|f| f.name().clone()).collect();
