@@ -11,8 +11,9 @@
 //!   difference is one at P, and concurrent writes cause none (the argument of
 //!   [`super`]). A chunk pass 1 found equal is reported equal;
 //! * **bounded invocations**: a chunk task holds its chunk's source rows and its range's
-//!   share of the lake, never the table; `verify.finish` holds the chunks with
-//!   differences;
+//!   share of the lake, never the table, and reads only the lake objects whose key span
+//!   (from their footers, read once by the plan) meets its range; `verify.finish` holds
+//!   the chunks with differences;
 //! * a table whose key sluice cannot split by the source's order (no key, or a key column
 //!   that is not an integer: [`super::range::walkable`]) is verified whole by
 //!   `verify.finish` (`mode: whole`, the reason in the plan), never by guessed ranges;
