@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_row::{RowConverter, SortField};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
 use crate::fold::{self, Shape};
@@ -30,7 +30,7 @@ pub struct Print {
 pub type Prints = HashMap<Vec<u8>, Print>;
 
 /// How one key differs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Difference {
     /// The source has the key, the lake does not.
@@ -42,7 +42,7 @@ pub enum Difference {
 }
 
 /// One key that differs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub key: String,
     #[serde(flatten)]
@@ -125,7 +125,7 @@ pub fn multiset(batch: &RecordBatch, shape: &Shape, into: &mut BTreeMap<u64, i64
 }
 
 /// One whole-row hash whose count differs between the source and the lake.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountFinding {
     /// The row's hash (hex), standing in for the row: a keyless row has no key to name.
     pub row_hash: String,

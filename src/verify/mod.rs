@@ -47,7 +47,7 @@ use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_schema::DataType;
 use arrow_select::filter::filter_record_batch;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::backends::Backends;
 use crate::change::{ChangeEvent, Op, TableSchema, Value};
@@ -72,7 +72,7 @@ pub struct VerifyOptions {
 }
 
 /// One chunk's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChunkReport {
     /// The chunk's number in the plan, from 1.
     pub chunk: usize,
@@ -88,7 +88,7 @@ pub struct ChunkReport {
 }
 
 /// The report of one verify of one table (the JSON report, `--json FILE`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub job: String,
     pub table: String,

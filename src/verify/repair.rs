@@ -28,7 +28,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, TimeUnit};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ChunkReport, VerifyReport};
 use crate::backends::Backends;
@@ -44,7 +44,7 @@ use crate::source::baseline_read::ChunkBounds;
 pub const REPAIR_SEQ_BASE: u64 = 1 << 62;
 
 /// What a repair wrote, and the verify after it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RepairReport {
     pub rows_written: u64,
     /// The source position the repair rows carry (tagged text).

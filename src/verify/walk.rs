@@ -20,7 +20,9 @@
 //! * the plan is one document (`_verify/<run>/plan.json`) every task reads, so a retried
 //!   task reads the chunk it was given; a chunk's result is written when it is complete,
 //!   and `verify.finish` refuses a walk with a chunk that has none
-//!   (`SLUICE_VERIFY_WALK_INCOMPLETE`) rather than report it equal;
+//!   (`SLUICE_VERIFY_WALK_INCOMPLETE`) rather than report it equal; a table's report is
+//!   written before its chunk results are removed, and a retried finish keeps a report
+//!   an earlier attempt wrote;
 //! * nothing is written to the lake without `repair`, and `verify.finish` runs under the
 //!   table's verify lease (`verify#<table>`); the walk's documents stay under `_verify/`,
 //!   and its chunk results are removed once the report is written (a walk run in one
@@ -527,24 +529,32 @@ pub async fn finish(
     let mut reports = Vec::with_capacity(plan.tables.len());
     let mut outcomes = Vec::with_capacity(plan.tables.len());
     for (i, table) in plan.tables.iter().enumerate() {
-        let report = super::leased(config, backends, &table.table, async || {
-            if table.whole.is_some() {
-                super::verify_and_repair(
-                    config,
-                    backends,
-                    &VerifyOptions {
-                        table: table.table.clone(),
-                        sample: plan.sample,
-                        repair: plan.repair,
-                    },
-                )
-                .await
-            } else {
-                finish_walk(config, backends, &plan, i + 1).await
-            }
-        })
-        .await?;
         let key = report_key(&run, i + 1);
+        // A retried finish keeps the report an earlier attempt wrote (its chunk results
+        // are gone with it).
+        let written: Option<VerifyReport> = read_json(destination, &key).await?;
+        let report = match written {
+            Some(report) => report,
+            None => {
+                super::leased(config, backends, &table.table, async || {
+                    if table.whole.is_some() {
+                        super::verify_and_repair(
+                            config,
+                            backends,
+                            &VerifyOptions {
+                                table: table.table.clone(),
+                                sample: plan.sample,
+                                repair: plan.repair,
+                            },
+                        )
+                        .await
+                    } else {
+                        finish_walk(config, backends, &plan, i + 1).await
+                    }
+                })
+                .await?
+            }
+        };
         write_json(destination, &key, &report).await?;
         for c in &table.chunks {
             remove(destination, &chunk_key(&run, i + 1, c.chunk)).await;

@@ -47,9 +47,11 @@ impl Drop for StandbySnapshots {
 }
 
 /// Waits until the standby at `standby` has replayed everything the primary at `primary`
-/// has written so far.
+/// has written so far. Asked in the standby's `postgres` database: a database just made
+/// on the primary may not exist on the standby before it has replayed that far.
 pub fn caught_up(primary: &str, standby: &str) {
     let lsn = psql(primary, "SELECT pg_current_wal_lsn()");
+    let standby = &with_database(standby, "postgres");
     let deadline = Instant::now() + Duration::from_secs(60);
     while psql(
         standby,
