@@ -47,7 +47,10 @@
 //! A third of the trials that are not Iceberg ones end with `sluice verify` of the table,
 //! which must agree with the oracle's own comparison ([`verify`]; `verifies=`); half of
 //! those also walk it by chunks of 20 to 500 rows (`--by-chunks`; `walks=`;
-//! `SLUICE_ORACLE_WALK=1` every one, `=0` none).
+//! `SLUICE_ORACLE_WALK=1` every one, `=0` none). Half of the keyed verifying trials whose
+//! lake is equal then lose their newest change part and run `sluice verify --repair`,
+//! after which the folder's replay must equal the source (`repairs=`;
+//! `SLUICE_ORACLE_REPAIR=1` every one, `=0` none).
 
 #![allow(dead_code)]
 
@@ -109,6 +112,7 @@ pub struct Totals {
     pub history_folds: u64,
     pub verifies: u64,
     pub walks: u64,
+    pub repairs: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -141,6 +145,7 @@ impl Totals {
         self.history_folds += r.history_folds;
         self.verifies += u64::from(r.verified);
         self.walks += u64::from(r.walked);
+        self.repairs += u64::from(r.repaired);
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -236,7 +241,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} repairs={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -262,6 +267,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.history_folds,
         t.verifies,
         t.walks,
+        t.repairs,
         t.failovers,
         t.iceberg,
         t.policies,

@@ -431,6 +431,11 @@ fn part_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
             .ok_or_else(|| format!("part name {name} is not cdc-<run_id>-<n>"))?;
         out.push((path, run));
     }
+    // `sluice verify --repair`'s parts: change rows at the repair's position.
+    for path in list(dir, "repair-") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        out.push((path, name));
+    }
     Ok(out)
 }
 

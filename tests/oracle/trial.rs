@@ -193,6 +193,8 @@ pub struct Report {
     pub verified: bool,
     /// The verify was also walked by chunks (`--by-chunks`).
     pub walked: bool,
+    /// A change part was taken out and `sluice verify --repair` run.
+    pub repaired: bool,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -912,7 +914,8 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         report.verified = true;
         report.walked = walk.is_some();
         for walk in std::iter::once(None).chain(walk.map(Some)) {
-            let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir, walk)?;
+            let verdict =
+                super::verify::run(&config, &env.borrow(), &source.table(), dir, walk, false)?;
             let how = match walk {
                 None => "verify".to_owned(),
                 Some(rows) => format!("verify --by-chunks (chunks of {rows})"),
@@ -958,6 +961,83 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 .into_iter()
                 .map(|m| format!("sluice sql, {m}")),
         );
+    }
+    // sluice verify --repair, held to the replay (after every other check: it takes a
+    // part out of the folder).
+    let repairs = match std::env::var("SLUICE_ORACLE_REPAIR").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => Rng::new(seed ^ 0x4e9a_1400).chance(50),
+    };
+    if catalog.is_none()
+        && verifies
+        && repairs
+        && !spec.key.is_empty()
+        && report.mismatches.is_empty()
+    {
+        let check = |rows: &[super::parts::PartRow]| {
+            check::check_table(
+                rows,
+                &spec.key,
+                &source_rows,
+                None,
+                &dropped,
+                !source.logs_every_value(),
+            )
+        };
+        let table_dir = dir.join("out").join(source.table());
+        let mut newest: Vec<std::path::PathBuf> = std::fs::read_dir(&table_dir)
+            .map_err(|e| format!("{}: {e}", table_dir.display()))?
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("cdc-") && name.ends_with(".parquet")
+            })
+            .collect();
+        newest.sort();
+        if let Some(lost) = newest.pop() {
+            std::fs::remove_file(&lost).map_err(|e| format!("{}: {e}", lost.display()))?;
+            report.repaired = true;
+            let without = check(&super::parts::read_table(
+                &dir.join("out"),
+                &source.table(),
+            )?);
+            let verdict =
+                super::verify::run(&config, &env.borrow(), &source.table(), dir, None, false)?;
+            let lost = lost.file_name().unwrap().to_string_lossy().into_owned();
+            report.facts.push(format!(
+                "{lost} taken out: oracle equal={}, verify equal={} ({})",
+                without.mismatches.is_empty(),
+                verdict.equal,
+                verdict.said
+            ));
+            if verdict.equal != without.mismatches.is_empty() {
+                report.mismatches.push(format!(
+                    "with {lost} taken out, sluice verify says equal={} where the replay says equal={}: {}",
+                    verdict.equal,
+                    without.mismatches.is_empty(),
+                    verdict.said
+                ));
+            }
+            let repaired =
+                super::verify::run(&config, &env.borrow(), &source.table(), dir, None, true)?;
+            if !repaired.equal {
+                report.mismatches.push(format!(
+                    "sluice verify --repair left differences: {}",
+                    repaired.said
+                ));
+            }
+            let after = check(&super::parts::read_table(
+                &dir.join("out"),
+                &source.table(),
+            )?);
+            report.mismatches.extend(
+                after
+                    .mismatches
+                    .into_iter()
+                    .map(|m| format!("after sluice verify --repair ({lost} taken out): {m}")),
+            );
+        }
     }
     Ok(())
 }

@@ -7,7 +7,10 @@
 //! A trial runs it a third of the time, never on an Iceberg trial (verify reads change
 //! logs of plain Parquet only: `SLUICE_VERIFY_UNSUPPORTED`); half of those also walk the
 //! table by chunks (`--by-chunks`, the verify machine's tasks, with chunks of 20 to 500 rows so
-//! every range rule is met), which must agree too.
+//! every range rule is met), which must agree too. Half of the keyed trials whose lake is
+//! equal then lose their newest change part (as a lifecycle rule or a hand would lose it):
+//! verify must agree with the oracle about the folder without it, and `--repair` must make
+//! the folder's replay equal the source again ([`super::trial`]; `repairs=`).
 
 use std::path::Path;
 use std::process::Command;
@@ -22,13 +25,15 @@ pub struct Verdict {
 }
 
 /// Runs `sluice verify --table <table> --json` under the trial's config and environment;
-/// with `walk: Some(rows)`, `--by-chunks` with chunks of `rows` rows.
+/// with `walk: Some(rows)`, `--by-chunks` with chunks of `rows` rows; with `repair`,
+/// `--repair` (the verdict is then the verify after the repair).
 pub fn run(
     config: &Path,
     env: &[(String, String)],
     table: &str,
     dir: &Path,
     walk: Option<u64>,
+    repair: bool,
 ) -> Result<Verdict, String> {
     let bin =
         std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
@@ -46,6 +51,9 @@ pub fn run(
         .env_remove("SLUICE_FAULT");
     if walk.is_some() {
         cmd.arg("--by-chunks");
+    }
+    if repair {
+        cmd.arg("--repair");
     }
     for (k, v) in env {
         cmd.env(k, v);
