@@ -465,22 +465,31 @@ fn the_verify_walker_replaces_the_drain_invocation_only_with_verify_parallel() {
             .lines()
             .filter(|l| squeezed(l) == "count=local.verify_fan_out?1:0")
             .count(),
-        5,
-        "the machine, its log group, role, policy and policy document exist only with verify_parallel"
+        4,
+        "the machine, its log group, role and policy exist only with verify_parallel (its policy document is the worker machines' entry for it, likewise)"
     );
     // The schedule starts the machine with the parallelism, or invokes the drain function.
     assert!(verify_tf.contains(
         "verify_target_input = local.verify_fan_out ? jsonencode({ parallel = var.verify_parallel }) : jsonencode({ action = \"verify\" })"
     ));
     assert!(verify_tf.contains("arn      = local.verify_target_arn"));
-    // The machine's role invokes the worker, reads only the walks' folder, and runs its
-    // own child executions.
-    let document = &verify_tf[verify_tf
-        .find("data \"aws_iam_policy_document\" \"verify_machine\"")
+    // The machine's role is the worker machines' policy for it: it invokes the worker,
+    // reads only the walks' folder, and runs its own child executions.
+    assert!(
+        verify_tf.contains("policy = data.aws_iam_policy_document.worker_machine[\"verify\"].json")
+    );
+    let iam_tf =
+        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
+            .unwrap();
+    assert!(iam_tf.contains(
+        "local.verify_fan_out ? { verify = { name = local.names.verify_machine, arn = local.verify_machine_arn, lists_arn = local.verify_walks_arn } } : {}"
+    ));
+    let document = &iam_tf[iam_tf
+        .find("data \"aws_iam_policy_document\" \"worker_machine\"")
         .unwrap()..];
     let document = &document[..document.find("\n}\n").unwrap()];
     assert!(document.contains("actions   = [\"lambda:InvokeFunction\"]"));
-    assert!(document.contains("resources = [local.verify_walks_arn]"));
+    assert!(document.contains("resources = [each.value.lists_arn]"));
     assert!(!document.contains("local.object_arn"), "{document}");
     // The walks' folder is the binary's.
     assert!(verify_tf.contains(&format!(
@@ -488,9 +497,6 @@ fn the_verify_walker_replaces_the_drain_invocation_only_with_verify_parallel() {
         sluice::verify::walk::WALK_FOLDER
     )));
     // The schedule's role may start it; the worker may remove the walks' documents.
-    let iam_tf =
-        std::fs::read_to_string(Path::new(ROOT).join("terraform/modules/sluice_table/iam.tf"))
-            .unwrap();
     assert!(iam_tf.contains("for_each = local.verify_fan_out ? [local.verify_machine_arn] : []"));
     assert!(iam_tf.contains(
         "for_each = local.verify_enabled && (each.key == \"drain\" || local.verify_fan_out) ? [local.verify_walks_arn] : []"
@@ -880,9 +886,13 @@ fn the_machine_reads_exactly_the_folder_plan_writes_chunk_lists_to() {
         .find(|s| s.contains("\"ReadChunkLists\""))
         .expect("a ReadChunkLists statement");
     assert!(
-        read.contains("\"s3:GetObject\"") && read.contains("[local.chunk_lists_arn]"),
+        read.contains("\"s3:GetObject\"") && read.contains("[each.value.lists_arn]"),
         "{read}"
     );
+    // For the baseline machine, that is its chunk lists' folder.
+    assert!(policy.contains(
+        "var.baseline_state_machine ? { baseline = { name = local.machine_name, arn = local.machine_arn, lists_arn = local.chunk_lists_arn } } : {}"
+    ));
     // The definition's ItemReader is the S3 GetObject the grant allows.
     let asl =
         std::fs::read_to_string(Path::new(ROOT).join("infra/stepfunctions/baseline.asl.json"))

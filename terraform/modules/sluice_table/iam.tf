@@ -383,8 +383,21 @@ data "aws_iam_policy_document" "deliver_execution_logs" {
   }
 }
 
-data "aws_iam_policy_document" "machine" {
-  count                   = var.baseline_state_machine ? 1 : 0
+# The machines that drive the baseline worker — the baseline machine, and the verify
+# walker with verify_parallel — each: invoke the worker; read the chunk lists its plan
+# writes (SSE-KMS under the stack key) for the Distributed Map's ItemReader — that folder
+# only, not the stream's data; start, watch and stop its own child executions (a
+# Distributed Map runs each chunk as one, `execution:<machine>/<map label>:<id>`); deliver
+# its own log.
+locals {
+  worker_machines = merge(
+    var.baseline_state_machine ? { baseline = { name = local.machine_name, arn = local.machine_arn, lists_arn = local.chunk_lists_arn } } : {},
+    local.verify_fan_out ? { verify = { name = local.names.verify_machine, arn = local.verify_machine_arn, lists_arn = local.verify_walks_arn } } : {},
+  )
+}
+
+data "aws_iam_policy_document" "worker_machine" {
+  for_each                = local.worker_machines
   source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
 
   statement {
@@ -393,12 +406,10 @@ data "aws_iam_policy_document" "machine" {
     resources = [aws_lambda_function.worker[0].arn, "${aws_lambda_function.worker[0].arn}:*"]
   }
 
-  # The Distributed Map's ItemReader reads the chunk list Plan wrote (SSE-KMS under the
-  # stack key) — that folder only, not the stream's data.
   statement {
     sid       = "ReadChunkLists"
     actions   = ["s3:GetObject"]
-    resources = [local.chunk_lists_arn]
+    resources = [each.value.lists_arn]
   }
 
   statement {
@@ -412,20 +423,18 @@ data "aws_iam_policy_document" "machine" {
     }
   }
 
-  # A Distributed Map runs each chunk as a child execution of this machine
-  # (`execution:<machine>/<map label>:<id>`), which it starts, watches and stops.
   statement {
     sid       = "StartOwnChildExecutions"
     actions   = ["states:StartExecution"]
-    resources = [local.machine_arn]
+    resources = [each.value.arn]
   }
 
   statement {
     sid     = "WatchOwnExecutions"
     actions = ["states:DescribeExecution", "states:StopExecution"]
     resources = [
-      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}:*",
-      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.machine_name}/*",
+      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${each.value.name}:*",
+      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${each.value.name}/*",
     ]
   }
 }
@@ -444,7 +453,7 @@ resource "aws_iam_role_policy" "machine" {
   count  = var.baseline_state_machine ? 1 : 0
   name   = "sluice"
   role   = aws_iam_role.machine[0].id
-  policy = data.aws_iam_policy_document.machine[0].json
+  policy = data.aws_iam_policy_document.worker_machine["baseline"].json
 }
 
 # ---------------------------------------------------------------- the scheduler's role

@@ -129,52 +129,9 @@ resource "aws_sfn_state_machine" "verify" {
   depends_on = [aws_iam_role_policy.verify_machine]
 }
 
-# It invokes the worker function, reads the chunk lists its plan writes under `_verify/`
-# (for the Distributed Map's ItemReader), starts and watches its own child executions, and
-# delivers its own ERROR-level log; nothing else.
-data "aws_iam_policy_document" "verify_machine" {
-  count                   = local.verify_fan_out ? 1 : 0
-  source_policy_documents = [data.aws_iam_policy_document.deliver_execution_logs.json]
-
-  statement {
-    sid       = "InvokeOwnWorker"
-    actions   = ["lambda:InvokeFunction"]
-    resources = [aws_lambda_function.worker[0].arn, "${aws_lambda_function.worker[0].arn}:*"]
-  }
-
-  statement {
-    sid       = "ReadWalkChunkLists"
-    actions   = ["s3:GetObject"]
-    resources = [local.verify_walks_arn]
-  }
-
-  statement {
-    sid       = "DecryptWalkChunkListsThroughS3"
-    actions   = ["kms:Decrypt"]
-    resources = [var.stack.kms_key_arn]
-    condition {
-      test     = "StringEquals"
-      variable = "kms:ViaService"
-      values   = ["s3.${local.region}.amazonaws.com"]
-    }
-  }
-
-  statement {
-    sid       = "StartOwnChildExecutions"
-    actions   = ["states:StartExecution"]
-    resources = [local.verify_machine_arn]
-  }
-
-  statement {
-    sid     = "WatchOwnExecutions"
-    actions = ["states:DescribeExecution", "states:StopExecution"]
-    resources = [
-      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.names.verify_machine}:*",
-      "arn:${local.partition}:states:${local.region}:${local.account_id}:execution:${local.names.verify_machine}/*",
-    ]
-  }
-}
-
+# Its role's policy is the worker machines' one (iam.tf, `worker_machine["verify"]`): invoke
+# the worker, read the chunk lists under `_verify/`, run its own child executions, deliver
+# its log.
 resource "aws_iam_role" "verify_machine" {
   count                = local.verify_fan_out ? 1 : 0
   name                 = local.names.verify_machine_role
@@ -189,5 +146,5 @@ resource "aws_iam_role_policy" "verify_machine" {
   count  = local.verify_fan_out ? 1 : 0
   name   = "sluice"
   role   = aws_iam_role.verify_machine[0].id
-  policy = data.aws_iam_policy_document.verify_machine[0].json
+  policy = data.aws_iam_policy_document.worker_machine["verify"].json
 }
