@@ -279,15 +279,10 @@ pub fn clean_under_writes(job: &Job, table: &str, sql: Arc<dyn Fn(&str) + Send +
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// A deleted part (keys 301, 302 missing), an edited part (id 5's `v` changed, id 7's row
-/// gone, a row 5000 the source never had) are each found and named by key — never by
-/// value; `--repair` writes the source's rows and the next verify is clean.
-pub fn injected_differences_found_and_repaired(
-    job: &Job,
-    table: &str,
-    sql: &dyn Fn(&str),
-    source_text: &dyn Fn() -> String,
-) {
+/// Writes rows 1..=200, 301, 302 and an update of 10 to `t` (a drain after each), then
+/// deletes the part holding 301 and 302 and edits the one holding 5: id 5's `v` changed,
+/// id 7's row gone, a row 5000 the source never had.
+pub fn inject_differences(job: &Job, table: &str, sql: &dyn Fn(&str)) {
     job.drain();
     sql(&insert("t", 1..=200));
     job.drain();
@@ -301,6 +296,18 @@ pub fn injected_differences_found_and_repaired(
     edit_part(&first, |b| {
         with_copy(without(with_v(b, 5, "edited"), 7), 8, 5000)
     });
+}
+
+/// A deleted part (keys 301, 302 missing), an edited part (id 5's `v` changed, id 7's row
+/// gone, a row 5000 the source never had) are each found and named by key — never by
+/// value; `--repair` writes the source's rows and the next verify is clean.
+pub fn injected_differences_found_and_repaired(
+    job: &Job,
+    table: &str,
+    sql: &dyn Fn(&str),
+    source_text: &dyn Fn() -> String,
+) {
+    inject_differences(job, table, sql);
 
     let v = verify(job, table, &[]);
     assert_eq!(v.code, 5, "{}\n{}\n{}", v.line, v.report, v.stderr);

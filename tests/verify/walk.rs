@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
-    CONFIG, Writer, change_parts, edit_part, insert, part_with, verify, with_copy, with_v, without,
-};
+use super::{CONFIG, Writer, change_parts, edit_part, insert, part_with, verify};
 use crate::support::asl::{self, Walker};
 use crate::support::lambda_api::{Function, RuntimeApi};
 use crate::support::{self, Job, TestDb, TestMysqlDb};
@@ -82,19 +80,7 @@ fn the_definition_is_valid_asl() {
 /// The cases of `super::injected_differences_found_and_repaired`, walked: the walk names
 /// the keys one invocation names, a repair walk makes the table equal.
 fn walked_differences_found_and_repaired(job: &Job, table: &str, sql: &dyn Fn(&str)) {
-    job.drain();
-    sql(&insert("t", 1..=200));
-    job.drain();
-    sql(&insert("t", 301..=302));
-    job.drain();
-    sql("UPDATE t SET v = 'u' WHERE id = 10");
-    job.drain();
-    let parts = change_parts(job, table);
-    let first = part_with(&parts, 5);
-    std::fs::remove_file(part_with(&parts, 301)).unwrap();
-    edit_part(&first, |b| {
-        with_copy(without(with_v(b, 5, "edited"), 7), 8, 5000)
-    });
+    super::inject_differences(job, table, sql);
 
     let api = RuntimeApi::start();
     let _function = Function::start(&api, job, &[]);
