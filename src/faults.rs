@@ -68,6 +68,8 @@ pub enum FaultPoint {
     CompactIcebergCommitted,
     /// An Iceberg expiry's metadata is committed; no file it unreferenced is deleted yet.
     IcebergExpired,
+    /// A verify repair's part is uploaded and durable; no run manifest names it yet.
+    RepairPartWritten,
 }
 
 impl FaultPoint {
@@ -94,6 +96,7 @@ impl FaultPoint {
             FaultPoint::ForgetStateWritten => "forget_state_written",
             FaultPoint::CompactIcebergCommitted => "compact_iceberg_committed",
             FaultPoint::IcebergExpired => "iceberg_expired",
+            FaultPoint::RepairPartWritten => "repair_part_written",
         }
     }
 }

@@ -194,6 +194,7 @@ pub async fn repair(
         part.discard()?;
     }
     let part = entries.first().map(|p| p.key.clone());
+    crate::faults::hit(crate::faults::FaultPoint::RepairPartWritten).await?;
     if !entries.is_empty() {
         let manifest = Manifest::new(
             ManifestRun {

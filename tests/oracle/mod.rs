@@ -49,8 +49,9 @@
 //! those also walk it by chunks of 20 to 500 rows (`--by-chunks`; `walks=`;
 //! `SLUICE_ORACLE_WALK=1` every one, `=0` none). Half of the keyed verifying trials whose
 //! lake is equal then lose their newest change part and run `sluice verify --repair`,
-//! after which the folder's replay must equal the source (`repairs=`;
-//! `SLUICE_ORACLE_REPAIR=1` every one, `=0` none).
+//! after which the folder's replay must equal the source — half of those repairs crash
+//! first at `repair_part_written`, and the folder must replay to the source right then
+//! (`repairs=`, `repair_crashes=`; `SLUICE_ORACLE_REPAIR=1` every one, `=0` none).
 
 #![allow(dead_code)]
 
@@ -113,6 +114,7 @@ pub struct Totals {
     pub verifies: u64,
     pub walks: u64,
     pub repairs: u64,
+    pub repair_crashes: u64,
     pub mismatches: u64,
     pub failed: Vec<String>,
 }
@@ -146,6 +148,7 @@ impl Totals {
         self.verifies += u64::from(r.verified);
         self.walks += u64::from(r.walked);
         self.repairs += u64::from(r.repaired);
+        self.repair_crashes += u64::from(r.repair_crashed);
         self.mismatches += r.mismatches.len() as u64;
         if !r.mismatches.is_empty() {
             let shown: Vec<&String> = r.mismatches.iter().take(15).collect();
@@ -241,7 +244,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} repairs={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} repairs={} repair_crashes={} failovers={} iceberg={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -268,6 +271,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.verifies,
         t.walks,
         t.repairs,
+        t.repair_crashes,
         t.failovers,
         t.iceberg,
         t.policies,

@@ -195,6 +195,8 @@ pub struct Report {
     pub walked: bool,
     /// A change part was taken out and `sluice verify --repair` run.
     pub repaired: bool,
+    /// That repair first crashed after writing its part.
+    pub repair_crashed: bool,
     pub mismatches: Vec<String>,
     /// What to know to replay it: knobs and the drain schedule.
     pub facts: Vec<String>,
@@ -914,8 +916,11 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
         report.verified = true;
         report.walked = walk.is_some();
         for walk in std::iter::once(None).chain(walk.map(Some)) {
-            let verdict =
-                super::verify::run(&config, &env.borrow(), &source.table(), dir, walk, false)?;
+            let how = super::verify::How {
+                walk,
+                ..Default::default()
+            };
+            let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir, how)?;
             let how = match walk {
                 None => "verify".to_owned(),
                 Some(rows) => format!("verify --by-chunks (chunks of {rows})"),
@@ -1002,8 +1007,8 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 &dir.join("out"),
                 &source.table(),
             )?);
-            let verdict =
-                super::verify::run(&config, &env.borrow(), &source.table(), dir, None, false)?;
+            let how = super::verify::How::default();
+            let verdict = super::verify::run(&config, &env.borrow(), &source.table(), dir, how)?;
             let lost = lost.file_name().unwrap().to_string_lossy().into_owned();
             report.facts.push(format!(
                 "{lost} taken out: oracle equal={}, verify equal={} ({})",
@@ -1019,8 +1024,32 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                     verdict.said
                 ));
             }
-            let repaired =
-                super::verify::run(&config, &env.borrow(), &source.table(), dir, None, true)?;
+            // Half of the repairs first crash after their part is written (before the run
+            // manifest names it): the folder must already replay to the source.
+            if Rng::new(seed ^ 0x4e9a_1401).chance(50) {
+                let how = super::verify::How {
+                    repair: true,
+                    crash: Some("repair_part_written"),
+                    ..Default::default()
+                };
+                let crashed =
+                    super::verify::run(&config, &env.borrow(), &source.table(), dir, how)?;
+                report.repair_crashed = crashed.crashed;
+                if crashed.crashed {
+                    let between = check(&super::parts::read_table(
+                        &dir.join("out"),
+                        &source.table(),
+                    )?);
+                    report.mismatches.extend(between.mismatches.into_iter().map(|m| {
+                        format!("a repair crashed between its part and its manifest ({lost} taken out): {m}")
+                    }));
+                }
+            }
+            let how = super::verify::How {
+                repair: true,
+                ..Default::default()
+            };
+            let repaired = super::verify::run(&config, &env.borrow(), &source.table(), dir, how)?;
             if !repaired.equal {
                 report.mismatches.push(format!(
                     "sluice verify --repair left differences: {}",

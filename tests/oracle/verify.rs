@@ -10,7 +10,9 @@
 //! every range rule is met), which must agree too. Half of the keyed trials whose lake is
 //! equal then lose their newest change part (as a lifecycle rule or a hand would lose it):
 //! verify must agree with the oracle about the folder without it, and `--repair` must make
-//! the folder's replay equal the source again ([`super::trial`]; `repairs=`).
+//! the folder's replay equal the source again — half of those repairs first crashed after
+//! their part is written, when the folder must already replay to the source
+//! ([`super::trial`]; `repairs=`, `repair_crashes=`).
 
 use std::path::Path;
 use std::process::Command;
@@ -20,21 +22,52 @@ use std::process::Command;
 pub struct Verdict {
     /// Exit 0 (`equal`) or 5 (`SLUICE_VERIFY_DIFFERS`).
     pub equal: bool,
+    /// It crashed at the fault point it was given.
+    pub crashed: bool,
     /// Its summary line and the first differences of its JSON report.
     pub said: String,
 }
 
-/// Runs `sluice verify --table <table> --json` under the trial's config and environment;
-/// with `walk: Some(rows)`, `--by-chunks` with chunks of `rows` rows; with `repair`,
-/// `--repair` (the verdict is then the verify after the repair).
+/// How a verify is run: walked by chunks of `walk` rows, with `--repair`, crashed at the
+/// fault point `crash`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct How<'a> {
+    pub walk: Option<u64>,
+    pub repair: bool,
+    pub crash: Option<&'a str>,
+}
+
+/// Runs `sluice verify --table <table> --json` under the trial's config and environment
+/// as `how` says (with `repair` the verdict is the verify after the repair), waiting out a
+/// crashed verify's lease.
 pub fn run(
     config: &Path,
     env: &[(String, String)],
     table: &str,
     dir: &Path,
-    walk: Option<u64>,
-    repair: bool,
+    how: How<'_>,
 ) -> Result<Verdict, String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match once(config, env, table, dir, how)? {
+            Some(verdict) => return Ok(verdict),
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            None => return Err("a crashed verify's lease was never released".to_owned()),
+        }
+    }
+}
+
+/// One run; `None` when another (crashed) verify's lease is still held.
+fn once(
+    config: &Path,
+    env: &[(String, String)],
+    table: &str,
+    dir: &Path,
+    how: How<'_>,
+) -> Result<Option<Verdict>, String> {
+    let (walk, repair) = (how.walk, how.repair);
     let bin =
         std::env::var("SLUICE_ORACLE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").into());
     let report = dir.join("verify.json");
@@ -55,15 +88,26 @@ pub fn run(
     if repair {
         cmd.arg("--repair");
     }
+    if let Some(point) = how.crash {
+        cmd.env("SLUICE_FAULT", point);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
     let out = cmd.output().map_err(|e| format!("sluice verify: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if how.crash.is_some() && out.status.code().is_none() && stderr.contains("fault injected") {
+        return Ok(Some(Verdict {
+            equal: false,
+            crashed: true,
+            said: format!("crashed at {}", how.crash.unwrap_or_default()),
+        }));
+    }
     let equal = match out.status.code() {
         Some(0) => true,
         Some(5) if stderr.contains("SLUICE_VERIFY_DIFFERS") || stdout.contains("differs") => false,
+        Some(3) if stderr.contains("SLUICE_STATE_LEASE_HELD") => return Ok(None),
         _ => {
             return Err(format!(
                 "sluice verify failed ({:?}): {stdout}\n{stderr}",
@@ -85,10 +129,11 @@ pub fn run(
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Verdict {
+    Ok(Some(Verdict {
         equal,
+        crashed: false,
         said: format!("{stdout} {}", differences.join(" ")),
-    })
+    }))
 }
 
 /// A copy of the trial's config whose baseline chunks are `rows` rows.
