@@ -428,12 +428,7 @@ fn carry_points(kept: &[RecordBatch]) -> Result<HashSet<(String, i64)>> {
     let mut wanted = HashSet::new();
     let mut present = HashSet::new();
     for batch in kept.iter().filter(|b| b.num_rows() > 0) {
-        let ops = text_column(batch, OP)?;
-        let pos = text_column(batch, POS)?;
-        let seq = batch
-            .column_by_name(SEQ)
-            .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>())
-            .ok_or_else(|| Error::new(Code::FoldInput, "a part without an integer __seq"))?;
+        let (ops, pos, seq) = places(batch)?;
         let unlogged = batch
             .column_by_name(UNLOGGED)
             .and_then(|c| c.as_list_opt::<i32>());
@@ -461,12 +456,7 @@ fn deleted_at(
     if batch.num_rows() == 0 {
         return Ok(Vec::new());
     }
-    let ops = text_column(batch, OP)?;
-    let pos = text_column(batch, POS)?;
-    let seq = batch
-        .column_by_name(SEQ)
-        .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>())
-        .ok_or_else(|| Error::new(Code::FoldInput, "a part without an integer __seq"))?;
+    let (ops, pos, seq) = places(batch)?;
     let mut keys = None;
     let mut out = Vec::new();
     for i in 0..batch.num_rows() {
@@ -479,6 +469,15 @@ fn deleted_at(
         }
     }
     Ok(out)
+}
+
+/// A part's `__op`, `__pos` and `__seq` columns.
+fn places(batch: &RecordBatch) -> Result<(&StringArray, &StringArray, &arrow_array::Int64Array)> {
+    let seq = batch
+        .column_by_name(SEQ)
+        .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>())
+        .ok_or_else(|| Error::new(Code::FoldInput, "a part without an integer __seq"))?;
+    Ok((text_column(batch, OP)?, text_column(batch, POS)?, seq))
 }
 
 fn text_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
