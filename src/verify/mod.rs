@@ -436,26 +436,14 @@ async fn keyed(
         let floor = checkpoint(config, backends).await?;
         let point = reader.pin_read(table, &floor).await?;
         let mut pinned = Prints::new();
-        let reread: Vec<usize> = (0..chosen.len())
+        let reread: Vec<&ChunkBounds> = (0..chosen.len())
             .filter(|&i| extra > 0 || !suspects[i].is_empty())
+            .map(|i| &plan[chosen[i]])
             .collect();
-        let mut failed = None;
-        for &i in &reread {
-            match read_chunk(reader, schema, table, &plan[chosen[i]]).await {
-                Ok(batches) => {
-                    for batch in &batches {
-                        compare::prints(batch, &shape, &mut pinned)?;
-                    }
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+        for batches in read_pinned(reader, schema, table, &reread).await? {
+            for batch in &batches {
+                compare::prints(batch, &shape, &mut pinned)?;
             }
-        }
-        reader.end_pinned_read().await?;
-        if let Some(e) = failed {
-            return Err(e);
         }
         let lake_at = match &point {
             Some(p) => {
@@ -605,6 +593,32 @@ pub(crate) async fn read_chunk(
         batches.push(builder.finish()?.batch);
     }
     Ok(batches)
+}
+
+/// The rows of each of `chunks`, read inside the pinned read the caller started; the
+/// pinned read is ended whatever the reads returned.
+pub(crate) async fn read_pinned(
+    reader: &mut dyn BaselineReader,
+    schema: &Arc<TableSchema>,
+    table: &str,
+    chunks: &[&ChunkBounds],
+) -> Result<Vec<Vec<RecordBatch>>> {
+    let mut read = Vec::with_capacity(chunks.len());
+    let mut failed = None;
+    for bounds in chunks {
+        match read_chunk(reader, schema, table, bounds).await {
+            Ok(batches) => read.push(batches),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    reader.end_pinned_read().await?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(read),
+    }
 }
 
 /// The job's checkpoint position (a floor for a pinned read's position).

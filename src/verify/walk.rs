@@ -721,21 +721,9 @@ async fn recheck(
     let schema = reader.schema(table)?;
     let floor = super::checkpoint(config, backends).await?;
     let point = reader.pin_read(table, &floor).await?;
-    let mut read = Vec::with_capacity(chunks.len());
-    let mut failed = None;
-    for c in chunks {
-        match read_chunk(reader.as_mut(), &schema, table, &c.bounds()).await {
-            Ok(batches) => read.push(batches),
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-    }
-    reader.end_pinned_read().await?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    let bounds: Vec<ChunkBounds> = chunks.iter().map(PlannedChunk::bounds).collect();
+    let bounds: Vec<&ChunkBounds> = bounds.iter().collect();
+    let read = super::read_pinned(reader.as_mut(), &schema, table, &bounds).await?;
     drop(reader);
     super::drain(config, backends).await?;
     let (lake, shape) =
