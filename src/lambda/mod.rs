@@ -228,15 +228,7 @@ async fn run_invocation(
                     crate::verify::run(config, backends, &options).await
                 })
                 .await?;
-                println!(
-                    "{}",
-                    crate::metrics::verify_emf_document(
-                        &config.job,
-                        &report.metrics(),
-                        chrono::Utc::now().timestamp_millis()
-                    )
-                );
-                tracing::info!(summary = %report.to_line(), "verify finished");
+                report_verify(&config.job, &report);
                 reports.push(serde_json::to_value(&report).unwrap_or_default());
             }
             Ok(serde_json::json!({ "job": config.job, "tables": reports }))
@@ -267,15 +259,7 @@ async fn run_invocation(
                 })
                 .await?;
             for report in &reports {
-                println!(
-                    "{}",
-                    crate::metrics::verify_emf_document(
-                        &config.job,
-                        &report.metrics(),
-                        chrono::Utc::now().timestamp_millis()
-                    )
-                );
-                tracing::info!(summary = %report.to_line(), "verify finished");
+                report_verify(&config.job, report);
             }
             Ok(serde_json::to_value(output).unwrap_or_default())
         }
@@ -299,6 +283,20 @@ async fn run_invocation(
             .await?,
         ),
     }
+}
+
+/// One table's verify on the function's outputs: its EMF line on stdout, its summary in
+/// the log.
+fn report_verify(job: &str, report: &crate::verify::VerifyReport) {
+    println!(
+        "{}",
+        crate::metrics::verify_emf_document(
+            job,
+            &report.metrics(),
+            chrono::Utc::now().timestamp_millis()
+        )
+    );
+    tracing::info!(summary = %report.to_line(), "verify finished");
 }
 
 /// `{"action": "verify", "table": T, "sample": PCT, "repair": bool}` as the tables to
