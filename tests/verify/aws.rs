@@ -8,9 +8,43 @@ use std::time::Duration;
 
 use super::{CONFIG, change_parts, insert, part_with, verify};
 use crate::compaction::{data_files, replayed, rows_of};
-use crate::support::TestDb;
 use crate::support::aws::{AwsTarget, runtime, s3_client, sdk};
 use crate::support::lambda_api::{Function, Outcome, RuntimeApi};
+use crate::support::{Job, TestDb};
+
+/// Rows 1..=200, then 301 and 302, each drained into the bucket; the object holding 301
+/// and 302 then deleted there (as a lifecycle rule or a hand would). Its key.
+pub(super) fn lose_the_object_of_301(
+    db: &TestDb,
+    job: &Job,
+    target: &AwsTarget,
+    moto: &str,
+) -> String {
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql(&insert("t", 1..=200));
+    assert_eq!(job.drain()["status"], "drained");
+    db.sql(&insert("t", 301..=302));
+    assert_eq!(job.drain()["status"], "drained");
+
+    // The object holding 301 and 302, deleted in the bucket.
+    let out = target.fetch_output(job);
+    let part = part_with(&change_parts(job, "t"), 301);
+    let key = format!(
+        "{}{}",
+        target.prefix,
+        part.strip_prefix(&out).unwrap().display()
+    );
+    runtime().block_on(async {
+        s3_client(&sdk(moto).await)
+            .delete_object()
+            .bucket(&target.bucket)
+            .key(&key)
+            .send()
+            .await
+            .expect("delete_object");
+    });
+    key
+}
 
 #[test]
 fn s3_a_deleted_change_object_is_found_by_key_and_repaired() {
@@ -20,29 +54,7 @@ fn s3_a_deleted_change_object_is_found_by_key_and_repaired() {
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text, n int)");
     let target = AwsTarget::new(&moto);
     let job = target.job(&db, &["t"], CONFIG);
-    assert_eq!(job.drain()["status"], "drained");
-    db.sql(&insert("t", 1..=200));
-    assert_eq!(job.drain()["status"], "drained");
-    db.sql(&insert("t", 301..=302));
-    assert_eq!(job.drain()["status"], "drained");
-
-    // The object holding 301 and 302, deleted in the bucket.
-    let out = target.fetch_output(&job);
-    let part = part_with(&change_parts(&job, "t"), 301);
-    let key = format!(
-        "{}{}",
-        target.prefix,
-        part.strip_prefix(&out).unwrap().display()
-    );
-    runtime().block_on(async {
-        s3_client(&sdk(&moto).await)
-            .delete_object()
-            .bucket(&target.bucket)
-            .key(&key)
-            .send()
-            .await
-            .expect("delete_object");
-    });
+    let key = lose_the_object_of_301(&db, &job, &target, &moto);
     assert!(!target.keys().contains(&key));
 
     let v = verify(&job, "t", &[]);

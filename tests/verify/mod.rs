@@ -10,7 +10,7 @@
 //! * `aws` — S3 and DynamoDB (moto): an object deleted from the bucket, found, repaired,
 //!   and verified clean by the CLI and the Lambda face.
 
-mod aws;
+pub(crate) mod aws;
 mod mysql;
 mod postgres;
 mod walk;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CONFIG, Writer, change_parts, edit_part, insert, part_with, verify};
+use super::{CONFIG, Writer, change_parts, edit_part, insert, verify};
 use crate::support::asl::{self, Walker};
 use crate::support::lambda_api::{Function, RuntimeApi};
 use crate::support::{self, Job, TestDb, TestMysqlDb};
@@ -399,27 +399,7 @@ fn s3_a_walk_reads_its_chunk_list_from_the_bucket() {
         &["t"],
         "baseline: { chunk_rows: 50, inline_plan_max_bytes: 64 }",
     );
-    assert_eq!(job.drain()["status"], "drained");
-    db.sql(&insert("t", 1..=200));
-    assert_eq!(job.drain()["status"], "drained");
-    db.sql(&insert("t", 301..=302));
-    assert_eq!(job.drain()["status"], "drained");
-    let out = target.fetch_output(&job);
-    let part = part_with(&change_parts(&job, "t"), 301);
-    let key = format!(
-        "{}{}",
-        target.prefix,
-        part.strip_prefix(&out).unwrap().display()
-    );
-    crate::support::aws::runtime().block_on(async {
-        crate::support::aws::s3_client(&crate::support::aws::sdk(&moto).await)
-            .delete_object()
-            .bucket(&target.bucket)
-            .key(&key)
-            .send()
-            .await
-            .expect("delete_object");
-    });
+    super::aws::lose_the_object_of_301(&db, &job, &target, &moto);
 
     let api = RuntimeApi::start();
     let _function = Function::start(&api, &job, &[]);
