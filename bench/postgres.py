@@ -18,7 +18,6 @@ after). The backlog is written after the slot is created, so the slot holds exac
 
 import os
 import shutil
-import subprocess
 import time
 
 import measure
@@ -42,23 +41,16 @@ TWENTY_TXN_ROWS = 100
 def captured(scenario):
     """The tables a scenario's job captures."""
     return TWENTY if scenario == "twenty_tables" else ["t"]
-SIX_VALUES = "i, i % 1000, (i % 100000) / 100.0, 'label-' || i, now() - (i || ' s')::interval, i % 2 = 0"
+
+
+SIX_VALUES = measure.VALUES
 WIDE_VALUES = ", ".join(("repeat(md5(i::text), 8)", "i", "i / 7.0", "now()")[c % 4] for c in range(1, 40))
 # Wide rows are written in transactions of this many rows (as an application would).
 WIDE_TXN_ROWS = 1000
 
 
-def psql(url, sql):
-    out = subprocess.run(["psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql[:200]}\n{out.stderr}")
-    return out.stdout.strip()
-
-
-def with_db(url, db):
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{db}"
+psql = measure.psql
+with_db = measure.with_db
 
 
 def version(admin_url):
