@@ -289,10 +289,7 @@ fn pages_bounded_by_a_small_wal_window_read_every_transaction_whole() {
     let db = TestDb::new(&admin, "walpage");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     let job = Job::postgres(&db, &["t"], "");
-    let yaml = std::fs::read_to_string(&job.config).unwrap();
-    let windowed = yaml.replacen(" }\n", ", page_wal_bytes: 4096 }\n", 1);
-    assert!(windowed.contains("page_wal_bytes: 4096"), "{windowed}");
-    std::fs::write(&job.config, windowed).unwrap();
+    set_postgres(&job, "page_wal_bytes: 4096");
     job.drain();
     let small = |from: i32| {
         for i in from..from + 40 {
@@ -317,6 +314,14 @@ fn pages_bounded_by_a_small_wal_window_read_every_transaction_whole() {
     assert_eq!(job.drain()["rows"], 0);
 }
 
+/// Adds `setting` (e.g. `page_changes: 100`) to the job's `postgres: { … }`.
+fn set_postgres(job: &Job, setting: &str) {
+    let yaml = std::fs::read_to_string(&job.config).unwrap();
+    let set = yaml.replacen(" }\n", &format!(", {setting} }}\n"), 1);
+    assert!(set.contains(setting), "{set}");
+    std::fs::write(&job.config, set).unwrap();
+}
+
 /// The page that reads to the bound has no change limit: a transaction larger than
 /// `page_changes` there is read once, not followed by a page that decodes it again only to
 /// find the rest of the backlog.
@@ -326,12 +331,7 @@ fn the_last_page_reads_a_transaction_larger_than_page_changes_once() {
     let db = TestDb::new(&admin, "lastpage");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     let job = Job::postgres(&db, &["t"], "");
-    let yaml = std::fs::read_to_string(&job.config).unwrap();
-    std::fs::write(
-        &job.config,
-        yaml.replacen(" }\n", ", page_changes: 100 }\n", 1),
-    )
-    .unwrap();
+    set_postgres(&job, "page_changes: 100");
     job.drain();
     db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 3000) i");
     db.sql("INSERT INTO t VALUES (5000, 'after')");
@@ -359,12 +359,7 @@ fn a_transaction_many_windows_long_is_found_within_a_few_pages() {
     let db = TestDb::new(&admin, "widen");
     db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
     let job = Job::postgres(&db, &["t"], "");
-    let yaml = std::fs::read_to_string(&job.config).unwrap();
-    std::fs::write(
-        &job.config,
-        yaml.replacen(" }\n", ", page_wal_bytes: 4096 }\n", 1),
-    )
-    .unwrap();
+    set_postgres(&job, "page_wal_bytes: 4096");
     job.drain();
     db.sql("INSERT INTO t SELECT i, repeat('x', 100) || i FROM generate_series(1, 20000) i");
     let run = job.run(&["drain"], &[]);
