@@ -14,8 +14,8 @@
 //! everything durable, checkpoints and acks (advances the slot), and the next page then
 //! decodes only WAL it has not seen. A window in which no transaction commits (one
 //! transaction longer than the window, or only other tables' writes) is read again
-//! [`WIDEN`] times as wide, until it reaches the bound. A page that is not full and reaches the
-//! bound ends the run's reading. Slot advances run on a second connection, so a part that
+//! [`WIDEN`] times as wide, until it reaches the bound. The page that reaches the bound
+//! ends the run's reading. Slot advances run on a second connection, so a part that
 //! rolls over mid-page is acked while the page is still streaming (the peek function has
 //! materialized its result and released the slot before the first row arrives).
 //!
@@ -126,10 +126,9 @@ struct Page {
     /// Changes received and not yet translated.
     ready: VecDeque<Bytes>,
     seen: u64,
-    /// The page's `upto_lsn`.
+    /// The page's `upto_lsn`: short of the bound, or the bound (the last page, which has no
+    /// change limit).
     upto: PgLsn,
-    /// The page was given `upto_nchanges` (every page but the one reading to the bound).
-    limited: bool,
     /// The last commit's end when the page was opened: a page whose end differs read a
     /// commit.
     ended_before: Option<PgLsn>,
@@ -238,8 +237,7 @@ impl PgStream {
         // The page that reads to the bound takes every change up to it (its WAL is within
         // two windows): a change limit there would end it after a large transaction and
         // make the next page decode that transaction again, only to read what is left.
-        let limited = upto < self.bound;
-        let limit = if limited {
+        let limit = if upto < self.bound {
             i32::try_from(self.page_changes)
                 .unwrap_or(i32::MAX)
                 .to_string()
@@ -268,7 +266,6 @@ impl PgStream {
             ready: VecDeque::new(),
             seen: 0,
             upto,
-            limited,
             ended_before: self.last_end,
         });
         self.relations.clear();
@@ -335,12 +332,13 @@ impl PgStream {
                 }
                 None => {
                     page.parser.finish()?;
-                    let full = page.limited && page.seen >= self.page_changes;
                     let committed = self.last_end != page.ended_before;
                     let short_of_bound = page.upto < self.bound;
                     tracing::info!(slot = %self.slot, upto = %page.upto, messages = page.seen, committed, "slot page read");
                     self.page = None;
-                    if (full || short_of_bound) && committed {
+                    // A page short of the bound (full, or at its window) that read a commit
+                    // goes on from the slot once that commit is acked.
+                    if short_of_bound && committed {
                         self.window = self.page_wal_bytes;
                         return Ok(Some(SourceEvent::Barrier));
                     }
