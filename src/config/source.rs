@@ -228,20 +228,19 @@ pub struct PostgresConfig {
     /// job whose state was moved). Off: such a slot is refused (`SLUICE_SOURCE_SLOT_NOT_OURS`).
     #[serde(default)]
     pub adopt_slot: bool,
-    /// Changes per `pg_logical_slot_peek_binary_changes` call. Every page ends with a
-    /// flush + checkpoint + slot advance, so the next page decodes only new WAL.
-    #[serde(default = "default_page_changes")]
-    pub page_changes: u64,
+    /// Changes per `pg_logical_slot_peek_binary_changes` call short of the bound. Every
+    /// page ends with a flush + checkpoint + slot advance, so the next page decodes only new
+    /// WAL. Unset: 2,000,000, grown with the slot's restart lag (docs/postgresql.md);
+    /// set (this or `page_wal_bytes`): a fixed bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_changes: Option<u64>,
     /// WAL bytes one page reads at most, from the slot's position — or the rest of the
     /// backlog, when that is within twice this (a window in which no transaction commits
     /// is widened): bounds what the server materializes per page when rows are wide.
-    #[serde(default = "default_page_wal_bytes")]
-    pub page_wal_bytes: u64,
-}
-
-impl PostgresConfig {
-    /// Default WAL window of one page.
-    pub const DEFAULT_PAGE_WAL_BYTES: u64 = 128 * 1024 * 1024;
+    /// Unset: 128 MiB, grown to four times the slot's restart lag when that is larger;
+    /// set (this or `page_changes`): a fixed bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_wal_bytes: Option<u64>,
 }
 
 /// SQL Server CDC stream settings.
@@ -261,14 +260,6 @@ fn yes() -> bool {
     true
 }
 
-fn default_page_changes() -> u64 {
-    2_000_000
-}
-
 fn default_window_changes() -> u64 {
     500_000
-}
-
-fn default_page_wal_bytes() -> u64 {
-    PostgresConfig::DEFAULT_PAGE_WAL_BYTES
 }

@@ -454,6 +454,52 @@ fn a_backlog_within_two_windows_is_read_in_one_page() {
     assert_eq!(job.drain()["rows"], 0);
 }
 
+/// With the default page sizes a page reads at least four times the slot's restart lag
+/// (the WAL every page decodes again): a backlog of 600 MB, which 128 MiB windows would
+/// read in four pages, each decoding the previous one again, is read in at most three,
+/// the later ones logging the lag they were widened for.
+#[test]
+fn default_pages_grow_with_the_slots_restart_lag() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "restartlag");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    // Stored out of line and uncompressed: each row is 1 MiB of WAL.
+    db.sql("ALTER TABLE t ALTER COLUMN v SET STORAGE EXTERNAL");
+    let job = Job::postgres(&db, &["t"], "");
+    job.drain();
+    db.sql(
+        "DO $$ BEGIN FOR i IN 1..600 LOOP \
+           INSERT INTO t VALUES (i, repeat(chr(97 + i % 26), 1048576)); COMMIT; END LOOP; END $$",
+    );
+    let run = job.run(&["drain"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run.summary();
+    assert_eq!(summary["rows"], 600, "{summary}");
+    let pages: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("slot page read"))
+        .collect();
+    assert!(
+        (2..=3).contains(&pages.len()),
+        "{} pages for 600 MiB in default windows: {}",
+        pages.len(),
+        run.stderr
+    );
+    let lag = |line: &str| -> u64 {
+        let value = line
+            .split("restart_lag=")
+            .nth(1)
+            .expect("restart_lag logged");
+        value.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    assert!(
+        pages[1..].iter().any(|line| lag(line) > 0),
+        "no later page saw a restart lag: {pages:?}"
+    );
+    assert_eq!(job.drain()["rows"], 0);
+}
+
 #[test]
 fn a_database_with_standard_conforming_strings_off_is_drained_exactly() {
     let admin = pg_or_skip!();

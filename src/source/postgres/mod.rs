@@ -21,6 +21,7 @@ pub mod errors;
 mod establish;
 pub mod failover;
 pub mod orphan;
+pub mod paging;
 pub mod pgoutput;
 pub mod published;
 pub mod render;
@@ -55,10 +56,10 @@ pub fn check_config(config: &Config) -> Result<()> {
             .hint("use 1-63 lower-case letters, digits or '_'"));
         }
     }
-    if pg.page_changes == 0 {
+    if pg.page_changes == Some(0) {
         return Err(invalid("source.postgres.page_changes must be at least 1"));
     }
-    if pg.page_wal_bytes == 0 {
+    if pg.page_wal_bytes == Some(0) {
         return Err(invalid("source.postgres.page_wal_bytes must be at least 1"));
     }
     Ok(())
@@ -205,12 +206,11 @@ pub async fn open(
             control,
             pg.slot.clone(),
             pg.publication.clone(),
-            pg.page_changes,
+            paging::Paging::new(pg.page_wal_bytes, pg.page_changes),
             bound,
             tables,
             start,
         )
-        .with_page_wal_bytes(pg.page_wal_bytes)
         .with_timeouts(timeouts.read(), timeouts.page())
         .with_protected(protected),
     ))

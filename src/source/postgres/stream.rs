@@ -2,22 +2,20 @@
 //! by the run's read bound, decoded from pgoutput into source events.
 //!
 //! How a run reads: the bound is `pg_current_wal_flush_lsn()` at open. Each page is one
-//! peek call with `upto_nchanges = page_changes` and `upto_lsn` = the slot's position plus
-//! `page_wal_bytes` — or, when the bound is within twice the window, `upto_lsn` = the
-//! bound and no change limit (the server materializes a page before sending it: the WAL
-//! window bounds what it holds for wide rows, the change count for narrow ones; the last
-//! page is bounded by its two windows, and a change limit there would only end it after a
-//! large transaction, for another page to decode that transaction again);
-//! the server ends a call only at a transaction boundary. A peek always starts at the
-//! slot's confirmed position, so a page that read a commit and ended short of the bound
-//! (full, or at its WAL window) ends with [`SourceEvent::Barrier`]: the drain makes
-//! everything durable, checkpoints and acks (advances the slot), and the next page then
-//! decodes only WAL it has not seen. A window in which no transaction commits (one
-//! transaction longer than the window, or only other tables' writes) is read again
-//! [`WIDEN`] times as wide, until it reaches the bound. The page that reaches the bound
-//! ends the run's reading. Slot advances run on a second connection, so a part that
-//! rolls over mid-page is acked while the page is still streaming (the peek function has
-//! materialized its result and released the slot before the first row arrives).
+//! peek call, its `upto_lsn` and change limit cut by [`Paging`] (a WAL window from the
+//! slot's position, widened for the slot's restart lag under the default sizes; the page
+//! that reaches the bound, within two windows, has no change limit); the server ends a
+//! call only at a transaction boundary. A peek always starts at the slot's confirmed
+//! position, so a page that read a commit and ended short of the bound (full, or at its
+//! WAL window) ends with [`SourceEvent::Barrier`]: the drain makes everything durable,
+//! checkpoints and acks (advances the slot), and the next page then decodes only WAL it has
+//! not seen. A window in which no transaction commits (one transaction longer than the
+//! window, or only other tables' writes) is read again wider
+//! ([`WIDEN`](super::paging::WIDEN) times), until it reaches the bound. The page that
+//! reaches the bound ends the run's reading. Slot advances run on a second connection, so a
+//! part that rolls over mid-page is acked while the page is still streaming (the peek
+//! function has materialized its result and released the slot before the first row
+//! arrives).
 //!
 //! A page is read as `COPY (SELECT data FROM pg_logical_slot_peek_binary_changes(…)) TO
 //! STDOUT (FORMAT binary)`: the same rows, each one CopyData message handed to the decoder
@@ -49,6 +47,7 @@ use tokio_postgres::{Client, CopyOutStream};
 use super::catalog::{CapturedTable, quote_literal};
 use super::connect::query_error;
 use super::copy_binary::FieldStream;
+use super::paging::{PagePlan, Paging};
 use super::pgoutput::{self, Cell, OldTuple, PgMessage, Relation};
 use super::render::Renderer;
 use super::slot;
@@ -58,14 +57,6 @@ use crate::change::{Column, Op, RowChange, TableSchema, UnfitValue, Value};
 use crate::error::{Code, Error, Result};
 use crate::position::{PgLsn, Position};
 use crate::source::{BatchRoom, ChangeStream, SourceEvent, StreamInfo, next_within};
-
-/// How much wider the next page's window is after a window in which nothing committed.
-/// Each failed window is decoded again by the wider one (a transaction is read whole from
-/// its start), so the waste is the sum of the failed windows: at most a seventh of the
-/// window that succeeds when each is eight times the last (doubling wastes up to all of
-/// it — a 1.6 GB transaction paid 896 MB of failed windows). A wider window is still
-/// bounded by `page_changes` and by the bound.
-const WIDEN: u64 = 8;
 
 /// A decoded image: the cells, and the indexes of the cells the source did not log.
 type Image = (Vec<Value>, Vec<usize>);
@@ -84,12 +75,8 @@ pub struct PgStream {
     pub(super) control: Client,
     pub(super) slot: String,
     pub(super) publication: String,
-    pub(super) page_changes: u64,
-    /// The WAL window of one page, from the slot's position (`page_wal_bytes`).
-    page_wal_bytes: u64,
-    /// The next page's window: `page_wal_bytes`, widened [`WIDEN`] times for each window in a row in
-    /// which no transaction committed.
-    window: u64,
+    /// How much each page reads.
+    paging: Paging,
     pub(super) bound: PgLsn,
     pub(super) tables: Vec<CapturedTable>,
     /// The slot's confirmed position as far as this run knows.
@@ -129,6 +116,8 @@ struct Page {
     /// The page's `upto_lsn`: short of the bound, or the bound (the last page, which has no
     /// change limit).
     upto: PgLsn,
+    /// The slot's restart lag when the page was asked for (bytes; 0 when not asked).
+    restart_lag: u64,
     /// The last commit's end when the page was opened: a page whose end differs read a
     /// commit.
     ended_before: Option<PgLsn>,
@@ -142,7 +131,7 @@ impl PgStream {
         control: Client,
         slot: String,
         publication: String,
-        page_changes: u64,
+        paging: Paging,
         bound: PgLsn,
         tables: Vec<CapturedTable>,
         slot_at: PgLsn,
@@ -153,9 +142,7 @@ impl PgStream {
             control,
             slot,
             publication,
-            page_changes,
-            page_wal_bytes: u64::MAX,
-            window: u64::MAX,
+            paging,
             bound,
             tables,
             slot_at,
@@ -172,25 +159,6 @@ impl PgStream {
             page_timeout: crate::config::TimeoutsConfig::default().page(),
             renderer: Renderer::default(),
         }
-    }
-
-    /// The same stream reading pages of at most `bytes` of WAL each (from the slot's
-    /// position; a window in which nothing commits is widened).
-    pub(super) fn with_page_wal_bytes(mut self, bytes: u64) -> Self {
-        self.page_wal_bytes = bytes.max(1);
-        self.window = self.page_wal_bytes;
-        self
-    }
-
-    /// The `upto_lsn` of the next page: the slot's position plus the window — or the bound,
-    /// when it is within two windows (a page never leaves the next one less than a window:
-    /// every page decodes the restart span again and ends with a flush, so a short last
-    /// page costs more than it saves).
-    fn page_upto(&self) -> PgLsn {
-        if self.bound.0.saturating_sub(self.slot_at.0) <= self.window.saturating_mul(2) {
-            return self.bound;
-        }
-        PgLsn(self.slot_at.0.saturating_add(self.window))
     }
 
     /// The same stream giving up when a streaming page pauses longer than `read`
@@ -224,6 +192,28 @@ impl PgStream {
         self.foreign.contains_key(&oid) && self.skippable(oid)
     }
 
+    /// Bytes of WAL between the slot's restart point and its confirmed position: what the
+    /// server decodes again before the next page's first change. Only sizes the page, so a
+    /// server that does not answer it sizes the page as without a lag.
+    async fn restart_lag(&self) -> u64 {
+        let asked = self
+            .control
+            .query_opt(
+                "SELECT ($2::text::pg_lsn - restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.slot, &self.slot_at.to_string()],
+            )
+            .await;
+        match asked {
+            Ok(row) => row
+                .and_then(|row| row.get::<_, Option<i64>>(0))
+                .map_or(0, |lag| lag.max(0) as u64),
+            Err(e) => {
+                tracing::debug!(slot = %self.slot, error = %e, "the slot's restart point could not be read; the page is sized without it");
+                0
+            }
+        }
+    }
+
     async fn open_page(&mut self) -> Result<()> {
         if let Some(end) = self.last_end
             && self.slot_at < end
@@ -233,17 +223,16 @@ impl PgStream {
                 format!("a new page was requested before the slot was advanced to {end}"),
             ));
         }
-        let upto = self.page_upto();
-        // The page that reads to the bound takes every change up to it (its WAL is within
-        // two windows): a change limit there would end it after a large transaction and
-        // make the next page decode that transaction again, only to read what is left.
-        let limit = if upto < self.bound {
-            i32::try_from(self.page_changes)
-                .unwrap_or(i32::MAX)
-                .to_string()
+        let restart_lag = if self.paging.follows_restart_lag() {
+            self.restart_lag().await
         } else {
-            "NULL".to_owned()
+            0
         };
+        let PagePlan { upto, limit } = self.paging.plan(self.slot_at, self.bound, restart_lag);
+        let limit = limit.map_or_else(
+            || "NULL".to_owned(),
+            |n| i32::try_from(n).unwrap_or(i32::MAX).to_string(),
+        );
         // COPY takes no parameters: the values are literals. The COPY form hands each
         // change over as one chunk, with none of a result row's per-row bookkeeping.
         let statement = format!(
@@ -266,6 +255,7 @@ impl PgStream {
             ready: VecDeque::new(),
             seen: 0,
             upto,
+            restart_lag,
             ended_before: self.last_end,
         });
         self.relations.clear();
@@ -334,17 +324,17 @@ impl PgStream {
                     page.parser.finish()?;
                     let committed = self.last_end != page.ended_before;
                     let short_of_bound = page.upto < self.bound;
-                    tracing::info!(slot = %self.slot, upto = %page.upto, messages = page.seen, committed, "slot page read");
+                    tracing::info!(slot = %self.slot, upto = %page.upto, restart_lag = page.restart_lag, messages = page.seen, committed, "slot page read");
                     self.page = None;
                     // A page short of the bound (full, or at its window) that read a commit
                     // goes on from the slot once that commit is acked.
                     if short_of_bound && committed {
-                        self.window = self.page_wal_bytes;
+                        self.paging.committed();
                         return Ok(Some(SourceEvent::Barrier));
                     }
                     if short_of_bound {
                         // Nothing committed in the window: the same start, wider.
-                        self.window = self.window.saturating_mul(WIDEN);
+                        self.paging.widen();
                         continue;
                     }
                     self.finished = true;
