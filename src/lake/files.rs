@@ -173,6 +173,32 @@ pub async fn read_footer(
         .map_err(|e| not_parquet(e.to_string()))
 }
 
+/// The columns of the file at `key`, as one batch of no rows, read from its footer alone
+/// (the Arrow schema the writer stored, with its field metadata).
+pub async fn read_columns(destination: &dyn Destination, key: &str) -> Result<RecordBatch> {
+    let metadata = read_footer(destination, key).await?.ok_or_else(|| {
+        Error::new(
+            Code::LakeFileGone,
+            format!("{} {key} was listed and is gone", destination.describe()),
+        )
+        .hint("a compaction or forget removed it while this run read the folder; run again (it lists the folder anew)")
+    })?;
+    let file = metadata.file_metadata();
+    let schema =
+        parquet::arrow::parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
+            .map_err(|e| {
+                Error::new(
+                    Code::FoldInput,
+                    format!(
+                        "{} {key} has columns Arrow cannot read",
+                        destination.describe()
+                    ),
+                )
+                .source(e)
+            })?;
+    Ok(RecordBatch::new_empty(std::sync::Arc::new(schema)))
+}
+
 /// Every batch of the files at `keys`, in order.
 pub async fn read_files(
     destination: &dyn Destination,

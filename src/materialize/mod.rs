@@ -6,12 +6,14 @@
 //! Guarantees (the lake rules of DESIGN.md):
 //! * a build folds exactly the files `sluice sql` reads, so both give one state; it only
 //!   reads what runs already made durable, and no drain waits for it;
-//! * the state is split into buckets by a hash of the key (at most
-//!   `output.current_state_bucket_rows` rows each when a full build counts them); an **incremental** build reads
+//! * the state is split into buckets — by key range when the key is one integer column, by
+//!   a hash of the key otherwise (about `output.current_state_bucket_rows` rows each when a
+//!   full build counts them; [`buckets`]); an **incremental** build reads
 //!   the parts committed since the previous version (the run manifests), keeps their
 //!   changes after its watermark, and rewrites only the buckets those touch — its cost
 //!   follows the buckets its changes touch; a **full** build (the first, a new baseline
-//!   plan, a new shape, a state grown past eight times its buckets) folds every file;
+//!   plan, a new shape, a state or one bucket grown past eight times its size) folds every
+//!   file;
 //! * a build writes its files, then replaces the pointer, then removes the files neither
 //!   the new nor the previous pointer names — a reader never sees a half-written version,
 //!   a crash anywhere leaves the previous version readable, and the next build starts over
@@ -24,7 +26,7 @@
 //!
 //! Not yet: a full build holds the whole table in memory.
 
-mod buckets;
+pub mod buckets;
 pub mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -258,6 +260,7 @@ impl Build<'_> {
             && prev.plan == self.plan
             && !prev.buckets.is_empty()
             && prev.rows <= 8 * self.per_bucket * prev.buckets.len() as u64
+            && prev.bucket_rows.iter().all(|&n| n <= 8 * self.per_bucket)
             && prev.watermark.is_some()
     }
 
@@ -274,11 +277,11 @@ impl Build<'_> {
             &inputs::read_files(self.destination, &keys).await?,
             watermark,
         )?;
-        let stored_schema = match prev.files.first() {
-            Some(key) => inputs::read_file(self.destination, key).await?,
+        // The stored columns' types, from one file's footer (its rows are not needed).
+        let mut typed = match prev.files.first() {
+            Some(key) => vec![inputs::read_columns(self.destination, key).await?],
             None => Vec::new(),
         };
-        let mut typed = stored_schema;
         typed.extend(changes.iter().cloned());
         let shape = shape_of(self.columns, &typed);
         if column_names(&shape) != prev.columns {
@@ -288,11 +291,11 @@ impl Build<'_> {
             return Ok(Incremental::NothingNew);
         }
         let count = prev.buckets.len() as u32;
-        let touched = buckets::touched(&changes, &shape, count)?;
+        let touched = buckets::touched(&changes, &shape, prev.bucketing, count)?;
         let mut batches = Vec::new();
         let mut replaced = 0;
         for &b in &touched {
-            if let Some(key) = &prev.buckets[b as usize] {
+            if let Some(Some(key)) = prev.buckets.get(b as usize) {
                 for stored in inputs::read_file(self.destination, key).await? {
                     replaced += stored.num_rows() as u64;
                     batches.push(buckets::as_base(&stored)?);
@@ -307,6 +310,7 @@ impl Build<'_> {
             state: &state,
             rows: prev.rows - replaced + state.num_rows() as u64,
             buckets: count,
+            bucketing: prev.bucketing,
             shape: &shape,
             touched: &touched,
             watermark,
@@ -331,11 +335,13 @@ impl Build<'_> {
         let state = fold::fold(&batches, &shape)?;
         drop(batches);
         let count = bucket_count(state.num_rows() as u64, self.per_bucket);
+        let bucketing = buckets::Bucketing::choose(&state, &shape, count, self.per_bucket)?;
         let touched: BTreeSet<u32> = (0..count).collect();
         let written = Written {
             state: &state,
             rows: state.num_rows() as u64,
             buckets: count,
+            bucketing,
             shape: &shape,
             touched: &touched,
             watermark,
@@ -350,16 +356,21 @@ impl Build<'_> {
     /// new nor the previous pointer names.
     async fn write(&self, w: Written<'_>, prev: Option<&Pointer>) -> Result<Pointer> {
         let folder = version::folder_key(self.table, self.version);
-        let mut files: Vec<Option<String>> = match prev {
-            Some(p) if w.kind == "incremental" => p.buckets.clone(),
-            _ => vec![None; w.buckets as usize],
+        let (mut files, mut counts): (Vec<Option<String>>, Vec<u64>) = match prev {
+            Some(p) if w.kind == "incremental" => (p.buckets.clone(), p.bucket_rows.clone()),
+            _ => (vec![None; w.buckets as usize], Vec::new()),
         };
-        let split = buckets::split(w.state, w.shape, w.buckets)?;
+        let split = buckets::split(w.state, w.shape, w.bucketing, w.buckets)?;
+        // A range bucket beyond the previous ones (new keys) is added; a count the previous
+        // pointer did not keep is unknown, which the size check reads as small.
+        files.resize(files.len().max(split.len()), None);
+        counts.resize(files.len(), 0);
         let empty = split.first().map(|rows| rows.slice(0, 0));
         for (b, rows) in split.into_iter().enumerate() {
             if !w.touched.contains(&(b as u32)) {
                 continue;
             }
+            counts[b] = rows.num_rows() as u64;
             files[b] = if rows.num_rows() == 0 {
                 None
             } else {
@@ -382,6 +393,8 @@ impl Build<'_> {
             version: self.version,
             files: files.iter().flatten().cloned().collect(),
             buckets: files,
+            bucketing: w.bucketing,
+            bucket_rows: counts,
             rows: w.rows,
             watermark: w.watermark,
             runs_through: w.runs_through,
@@ -415,6 +428,7 @@ struct Written<'a> {
     rows: u64,
     /// The state's bucket count.
     buckets: u32,
+    bucketing: buckets::Bucketing,
     shape: &'a Shape,
     touched: &'a BTreeSet<u32>,
     watermark: Option<Watermark>,

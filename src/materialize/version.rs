@@ -29,6 +29,14 @@ pub struct Pointer {
     pub files: Vec<String>,
     /// Per bucket, its file (`None`: the bucket holds no row).
     pub buckets: Vec<Option<String>>,
+    /// How rows are assigned to the buckets.
+    #[serde(default)]
+    pub bucketing: super::buckets::Bucketing,
+    /// Per bucket, the rows it held when written (at most what it holds: `sluice forget`
+    /// removes rows without counting them again); empty in a pointer written before counts
+    /// were kept.
+    #[serde(default)]
+    pub bucket_rows: Vec<u64>,
     pub rows: u64,
     /// The newest change folded in: the state is exact as of this `(__pos, __seq)`.
     pub watermark: Option<Watermark>,

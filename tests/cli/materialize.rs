@@ -278,3 +278,89 @@ fn with_output_current_state_every_drain_builds_the_state() {
         "SLUICE_REPLAY_CURRENT_STATE"
     );
 }
+
+/// A table keyed by one integer column is bucketed by key range: appends and updates of
+/// recent rows rewrite only the newest bucket and the new ones, and a key moved across
+/// buckets rewrites the two it leaves and enters — the state stays the source's.
+#[test]
+fn an_integer_key_is_bucketed_by_range_so_recent_changes_rewrite_the_newest_buckets() {
+    let admin = pg_or_skip!();
+    let db = TestDb::new(&admin, "matcli_range");
+    db.sql("CREATE TABLE t (id bigint PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 400) i");
+    let job = Job::postgres(
+        &db,
+        &["t"],
+        "initial: snapshot\noutput: { current_state_bucket_rows: 100 }",
+    );
+    assert_eq!(job.run(&["baseline"], &[]).code, 0);
+    let (code, first, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(first["build"], "full", "{first}");
+    let p = pointer(&job);
+    assert_eq!(
+        p["bucketing"],
+        serde_json::json!({ "by": "range", "base": 1, "width": 100 }),
+        "{p}"
+    );
+    assert_eq!(p["files"].as_array().unwrap().len(), 4, "{p}");
+
+    let written_by = |version: &str| -> Vec<String> {
+        let p = pointer(&job);
+        p["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .filter(|f| f.contains(&format!("/v-{version}/")))
+            .map(str::to_owned)
+            .collect()
+    };
+    // Recent rows updated and new ones appended: the newest bucket and one new bucket.
+    db.sql("UPDATE t SET v = 'recent' WHERE id > 390");
+    db.sql("INSERT INTO t SELECT i, 'new' || i FROM generate_series(401, 450) i");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, second, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(second["build"], "incremental", "{second}");
+    assert_eq!(second["rows"], 450, "{second}");
+    let mut rewritten = written_by("0000000002");
+    rewritten.sort();
+    assert_eq!(
+        rewritten,
+        [
+            "t/_current_state/v-0000000002/bucket-0003.parquet",
+            "t/_current_state/v-0000000002/bucket-0004.parquet"
+        ],
+        "{second}"
+    );
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
+
+    // A key moved from the first bucket far past the last: both buckets are rewritten.
+    db.sql("UPDATE t SET id = 1000 WHERE id = 5");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, third, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(third["rows"], 450, "{third}");
+    let mut rewritten = written_by("0000000003");
+    rewritten.sort();
+    assert_eq!(
+        rewritten,
+        [
+            "t/_current_state/v-0000000003/bucket-0000.parquet",
+            "t/_current_state/v-0000000003/bucket-0009.parquet"
+        ],
+        "{third}"
+    );
+    assert_eq!(pointer(&job)["buckets"].as_array().unwrap().len(), 10);
+    if let Some(state) = state_text(&job) {
+        assert_eq!(state, db.id_v_text());
+    }
+    assert_eq!(
+        state_text_by_sql(&job),
+        state_text(&job),
+        "sluice sql --current-state reads the same state"
+    );
+}

@@ -325,6 +325,9 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     // Compactions rewrite every covered part at once (no minimum age), into targets from
     // a few parts to all of them.
     let compaction_target = *rng.pick(&[65_536u64, 1 << 20, 16 << 20]);
+    // Current states of a few rows per bucket (key ranges and new buckets in every build)
+    // as well as the default; drawn apart so the other choices stay as they were.
+    let bucket_rows = *Rng::new(seed ^ 0xb0c7_0001).pick(&[2u64, 5, 13, 65_536]);
     // A third of the trials start from a baseline of rows written before the stream.
     let baseline = rng.chance(33).then(|| {
         format!(
@@ -338,7 +341,7 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
     let yaml = format!(
         "job: {job}\n{source_yaml}destination: {{ type: local, path: {out} }}\n\
          state: {{ type: local, path: {state} }}\n\
-         output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, spill_dir: {spill}{history} }}\n\
+         output: {{ rollover_rows: {rollover_rows}, rollover_bytes: {rollover_bytes}, row_group_rows: {row_group_rows}, current_state_bucket_rows: {bucket_rows}, spill_dir: {spill}{history} }}\n\
          lease: {{ ttl_seconds: {LEASE_TTL_S} }}\n\
          compaction: {{ min_age_seconds: 0, target_bytes: {compaction_target}, lease_ttl_seconds: {LEASE_TTL_S} }}\n{baseline}{iceberg}{policy}",
         baseline = baseline.as_deref().unwrap_or(""),
