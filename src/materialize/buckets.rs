@@ -307,6 +307,26 @@ mod tests {
     }
 
     #[test]
+    fn keys_spanning_the_whole_integer_range_stay_within_the_buckets_touched() {
+        let ids = [Some(i64::MIN), Some(-1), Some(0), Some(1116), Some(i64::MAX)];
+        let batch = state(&ids, &["snapshot"; 5]);
+        let s = shape(DataType::Int64, 1);
+        let bucketing = Bucketing::choose(&batch, &s, 1, 65_536).unwrap();
+        let split = split(&batch, &s, bucketing, 1).unwrap();
+        let touched = touched(std::slice::from_ref(&batch), &s, bucketing, 1).unwrap();
+        // A span wider than an i64 puts rows beyond the one bucket counted...
+        assert!(split.len() > 1, "{bucketing:?}");
+        // ...and every row is still in a bucket the build writes.
+        let held: usize = split
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| touched.contains(&(*b as u32)))
+            .map(|(_, rows)| rows.num_rows())
+            .sum();
+        assert_eq!(held, ids.len(), "{bucketing:?} {touched:?}");
+    }
+
+    #[test]
     fn an_empty_state_gets_ranges_of_the_bucket_size() {
         let batch = state(&[], &[]);
         assert_eq!(

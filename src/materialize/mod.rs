@@ -336,7 +336,10 @@ impl Build<'_> {
         drop(batches);
         let count = bucket_count(state.num_rows() as u64, self.per_bucket);
         let bucketing = buckets::Bucketing::choose(&state, &shape, count, self.per_bucket)?;
-        let touched: BTreeSet<u32> = (0..count).collect();
+        // Every bucket is written: the count's, and any a range puts rows in beyond them
+        // (a key span wider than an `i64` holds no range of `count` buckets).
+        let mut touched = buckets::touched(std::slice::from_ref(&state), &shape, bucketing, count)?;
+        touched.extend(0..count);
         let written = Written {
             state: &state,
             rows: state.num_rows() as u64,
