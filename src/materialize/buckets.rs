@@ -23,10 +23,12 @@ use arrow_schema::{DataType, Field, Schema};
 use arrow_select::take::take_record_batch;
 use serde::{Deserialize, Serialize};
 
-use super::MAX_BUCKETS;
 use crate::error::{Code, Error, Result};
 use crate::fold::{Shape, row_hashes};
 use crate::parts::arrow_schema::{OP, POS, SEQ, UNLOGGED, unlogged_type};
+
+/// The most buckets a state is split into.
+pub const MAX_BUCKETS: u32 = 4096;
 
 /// How a state's rows are assigned to buckets (recorded in the pointer; a pointer without
 /// it is hashed).
@@ -308,7 +310,13 @@ mod tests {
 
     #[test]
     fn keys_spanning_the_whole_integer_range_stay_within_the_buckets_touched() {
-        let ids = [Some(i64::MIN), Some(-1), Some(0), Some(1116), Some(i64::MAX)];
+        let ids = [
+            Some(i64::MIN),
+            Some(-1),
+            Some(0),
+            Some(1116),
+            Some(i64::MAX),
+        ];
         let batch = state(&ids, &["snapshot"; 5]);
         let s = shape(DataType::Int64, 1);
         let bucketing = Bucketing::choose(&batch, &s, 1, 65_536).unwrap();

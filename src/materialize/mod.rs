@@ -48,8 +48,7 @@ use crate::lake::shape::ShapeColumn;
 use crate::parts::arrow_schema::{POS, SEQ};
 use version::{Pointer, Watermark};
 
-/// The most buckets a state is split into.
-pub const MAX_BUCKETS: u32 = 4096;
+pub use buckets::MAX_BUCKETS;
 
 /// The bucket count a full build gives a state of `rows` rows with `per_bucket` rows per
 /// bucket at most (`output.current_state_bucket_rows`).

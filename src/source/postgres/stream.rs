@@ -193,17 +193,27 @@ impl PgStream {
     }
 
     /// Bytes of WAL between the slot's restart point and its confirmed position: what the
-    /// server decodes again before the next page's first change. Only sizes the page, so a
-    /// server that does not answer it sizes the page as without a lag.
-    async fn restart_lag(&self) -> u64 {
-        let asked = self
-            .control
-            .query_opt(
+    /// server decodes again before the next page's first change. It only sizes the page, so
+    /// a server that refuses the question sizes the page as without a lag; one that does
+    /// not answer within `read_seconds` has stalled, as a page would.
+    async fn restart_lag(&self) -> Result<u64> {
+        let slot_at = self.slot_at.to_string();
+        let asked = tokio::time::timeout(
+            self.read_timeout,
+            self.control.query_opt(
                 "SELECT ($2::text::pg_lsn - restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
-                &[&self.slot, &self.slot_at.to_string()],
+                &[&self.slot, &slot_at],
+            ),
+        )
+        .await
+        .map_err(|_| {
+            self.stalled(
+                self.read_timeout,
+                "read_seconds",
+                "when asked for the slot's restart point",
             )
-            .await;
-        match asked {
+        })?;
+        Ok(match asked {
             Ok(row) => row
                 .and_then(|row| row.get::<_, Option<i64>>(0))
                 .map_or(0, |lag| lag.max(0) as u64),
@@ -211,7 +221,7 @@ impl PgStream {
                 tracing::debug!(slot = %self.slot, error = %e, "the slot's restart point could not be read; the page is sized without it");
                 0
             }
-        }
+        })
     }
 
     async fn open_page(&mut self) -> Result<()> {
@@ -224,7 +234,7 @@ impl PgStream {
             ));
         }
         let restart_lag = if self.paging.follows_restart_lag() {
-            self.restart_lag().await
+            self.restart_lag().await?
         } else {
             0
         };
