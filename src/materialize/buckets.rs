@@ -30,6 +30,11 @@ use crate::parts::arrow_schema::{OP, POS, SEQ, UNLOGGED, unlogged_type};
 /// The most buckets a state is split into.
 pub const MAX_BUCKETS: u32 = 4096;
 
+/// A full build splits by key range only when no range holds more than this many times
+/// the bucket size (a state one bucket of which grows past eight times it is built in full
+/// again).
+const UNEVEN: u64 = 4;
+
 /// How a state's rows are assigned to buckets (recorded in the pointer; a pointer without
 /// it is hashed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -62,10 +67,18 @@ impl Bucketing {
         };
         let span = i128::from(*max) - i128::from(*min) + 1;
         let width = (span + i128::from(count.max(1)) - 1) / i128::from(count.max(1));
-        Ok(Bucketing::Range {
-            base: *min,
-            width: i64::try_from(width.max(1)).unwrap_or(i64::MAX),
-        })
+        let (base, width) = (*min, i64::try_from(width.max(1)).unwrap_or(i64::MAX));
+        // Equal key spans hold about equal rows only where keys are spread evenly; keys
+        // bunched together (a few outliers far from the rest) would make one bucket hold
+        // most of the table, and every build after a full one again. Such a state is hashed.
+        let mut rows_in = vec![0u64; MAX_BUCKETS as usize];
+        for key in keys.iter().flatten() {
+            rows_in[range_bucket(*key, base, width) as usize] += 1;
+        }
+        if rows_in.iter().any(|&n| n > UNEVEN * per_bucket.max(1)) {
+            return Ok(Bucketing::Hash);
+        }
+        Ok(Bucketing::Range { base, width })
     }
 }
 
@@ -332,6 +345,25 @@ mod tests {
             .map(|(_, rows)| rows.num_rows())
             .sum();
         assert_eq!(held, ids.len(), "{bucketing:?} {touched:?}");
+    }
+
+    #[test]
+    fn keys_bunched_by_a_far_outlier_are_hashed() {
+        let mut ids: Vec<Option<i64>> = (1..=1000).map(Some).collect();
+        ids.push(Some(1_000_000_000_000));
+        let batch = state(&ids, &vec!["snapshot"; ids.len()]);
+        let s = shape(DataType::Int64, 1);
+        // 1,001 rows in buckets of 100: equal spans would put 1,000 rows in bucket 0.
+        assert_eq!(
+            Bucketing::choose(&batch, &s, 11, 100).unwrap(),
+            Bucketing::Hash
+        );
+        // Spread evenly, the same keys without the outlier are ranged.
+        let even = state(&ids[..1000], &vec!["snapshot"; 1000]);
+        assert!(matches!(
+            Bucketing::choose(&even, &s, 10, 100).unwrap(),
+            Bucketing::Range { .. }
+        ));
     }
 
     #[test]
