@@ -311,7 +311,7 @@ impl Build<'_> {
             buckets: count,
             bucketing: prev.bucketing,
             shape: &shape,
-            touched: &touched,
+            touched: Some(&touched),
             watermark,
             runs_through: newest_run.or_else(|| prev.runs_through.clone()),
             parts_read: keys.len(),
@@ -335,17 +335,15 @@ impl Build<'_> {
         drop(batches);
         let count = bucket_count(state.num_rows() as u64, self.per_bucket);
         let bucketing = buckets::Bucketing::choose(&state, &shape, count, self.per_bucket)?;
-        // Every bucket is written: the count's, and any a range puts rows in beyond them
-        // (a key span wider than an `i64` holds no range of `count` buckets).
-        let mut touched = buckets::touched(std::slice::from_ref(&state), &shape, bucketing, count)?;
-        touched.extend(0..count);
         let written = Written {
             state: &state,
             rows: state.num_rows() as u64,
             buckets: count,
             bucketing,
             shape: &shape,
-            touched: &touched,
+            // Every bucket the split yields: the count's, and any a range puts rows in
+            // beyond them (a key span wider than an `i64` holds no range of `count` buckets).
+            touched: None,
             watermark,
             runs_through: newest_run,
             parts_read: keys.len(),
@@ -369,7 +367,7 @@ impl Build<'_> {
         counts.resize(files.len(), 0);
         let empty = split.first().map(|rows| rows.slice(0, 0));
         for (b, rows) in split.into_iter().enumerate() {
-            if !w.touched.contains(&(b as u32)) {
+            if w.touched.is_some_and(|t| !t.contains(&(b as u32))) {
                 continue;
             }
             counts[b] = rows.num_rows() as u64;
@@ -432,7 +430,8 @@ struct Written<'a> {
     buckets: u32,
     bucketing: buckets::Bucketing,
     shape: &'a Shape,
-    touched: &'a BTreeSet<u32>,
+    /// The buckets to write (`None`: every one, a full build).
+    touched: Option<&'a BTreeSet<u32>>,
     watermark: Option<Watermark>,
     runs_through: Option<String>,
     parts_read: usize,
