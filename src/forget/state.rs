@@ -95,6 +95,7 @@ async fn under_lease(
     }
     let mut done = Vec::new();
     let mut by: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
     if let Some(old) = pointer
         .as_ref()
         .filter(|p| p.files.iter().any(|f| holders.contains_key(f)))
@@ -116,9 +117,9 @@ async fn under_lease(
                 })?;
                 let name = file.rsplit('/').next().unwrap_or("bucket.parquet");
                 let key = format!("{folder}/{name}");
-                destination
-                    .put_marker(&key, &crate::materialize::encode(&batch)?)
-                    .await?;
+                let body = crate::materialize::encode(&batch)?;
+                sizes.insert(key.clone(), body.len() as u64);
+                destination.put_marker(&key, &body).await?;
                 Some(key)
             };
             by.insert(file.clone(), new);
@@ -131,6 +132,19 @@ async fn under_lease(
             .buckets
             .iter()
             .map(|b| b.as_ref().and_then(swap))
+            .collect();
+        pointer.bucket_bytes = old
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(b, file)| match file.as_ref().and_then(|f| by.get(f)) {
+                Some(new) => new
+                    .as_ref()
+                    .and_then(|k| sizes.get(k))
+                    .copied()
+                    .unwrap_or(0),
+                None => old.bucket_bytes.get(b).copied().unwrap_or(0),
+            })
             .collect();
         pointer.rows = rows;
         pointer.previous_files = old

@@ -88,7 +88,11 @@ pub async fn current(
     Ok(Some((location, metadata)))
 }
 
-async fn read_required(store: &dyn Destination, at: &TableRef<'_>, uri: &str) -> Result<Vec<u8>> {
+pub(crate) async fn read_required(
+    store: &dyn Destination,
+    at: &TableRef<'_>,
+    uri: &str,
+) -> Result<Vec<u8>> {
     let key = at.key_of(uri)?;
     store.get(&key).await?.ok_or_else(|| {
         Error::new(

@@ -141,31 +141,32 @@ pub fn write_manifest(
 ) -> Result<Vec<u8>> {
     let records: Vec<Value> = files
         .iter()
-        .map(|f| {
-            Value::Record(vec![
-                ("status".into(), Value::Long(1)),
-                ("snapshot_id".into(), Value::Long(snapshot_id)),
-                ("sequence_number".into(), Value::Null),
-                ("file_sequence_number".into(), Value::Null),
-                (
-                    "data_file".into(),
-                    Value::Record(vec![
-                        ("content".into(), Value::Long(0)),
-                        ("file_path".into(), Value::String(f.path.clone())),
-                        ("file_format".into(), Value::String("PARQUET".into())),
-                        ("partition".into(), Value::Record(vec![])),
-                        ("record_count".into(), Value::Long(f.rows as i64)),
-                        ("file_size_in_bytes".into(), Value::Long(f.bytes as i64)),
-                        ("value_counts".into(), counts_map(&f.counts, false)),
-                        ("null_value_counts".into(), counts_map(&f.counts, true)),
-                        ("lower_bounds".into(), bounds_map(&f.bounds, false)),
-                        ("upper_bounds".into(), bounds_map(&f.bounds, true)),
-                    ]),
-                ),
-            ])
-        })
+        .map(|f| added_entry(snapshot_id, f).to_value())
         .collect();
     write_records(schema_json, schema_id, &records)
+}
+
+/// The `ADDED` entry of `f` in a manifest of snapshot `snapshot_id`; its sequence numbers
+/// are left null, so they inherit the snapshot's (the v2 rule for added files).
+pub fn added_entry(snapshot_id: i64, f: &DataFile) -> Entry {
+    Entry {
+        status: ADDED,
+        snapshot_id: Some(snapshot_id),
+        sequence_number: None,
+        file_sequence_number: None,
+        data_file: Value::Record(vec![
+            ("content".into(), Value::Long(0)),
+            ("file_path".into(), Value::String(f.path.clone())),
+            ("file_format".into(), Value::String("PARQUET".into())),
+            ("partition".into(), Value::Record(vec![])),
+            ("record_count".into(), Value::Long(f.rows as i64)),
+            ("file_size_in_bytes".into(), Value::Long(f.bytes as i64)),
+            ("value_counts".into(), counts_map(&f.counts, false)),
+            ("null_value_counts".into(), counts_map(&f.counts, true)),
+            ("lower_bounds".into(), bounds_map(&f.bounds, false)),
+            ("upper_bounds".into(), bounds_map(&f.bounds, true)),
+        ]),
+    }
 }
 
 /// The status of a manifest entry (Iceberg's `status`).

@@ -28,10 +28,12 @@
 //! metadata JSON), [`avro`] and [`manifest`] (manifest and manifest list files),
 //! [`catalog`] (the calls a commit makes of its catalog), [`sql`], [`glue_catalog`] and
 //! [`s3tables`] (the catalogs), [`table_ref`] (where one table's files lie), [`table_commit`]
-//! (one commit).
+//! (one commit), [`current`] (the `<name>_current` table of a current state, committed by
+//! `sluice materialize`).
 
 pub mod avro;
 pub mod catalog;
+pub mod current;
 pub mod glue_catalog;
 pub mod maintenance;
 pub mod manifest;
@@ -486,6 +488,27 @@ impl<'a> ChangeLog<'a> {
             arrow.push(crate::parts::change_schema(s)?.as_ref().clone());
         }
         Ok(arrow)
+    }
+
+    /// Commits current-state version `state` of `table` (its versions below the table
+    /// folder's `folder`) as the current snapshot of the Iceberg table `<name>_current` in
+    /// the change log's catalog and namespace ([`current`]): its name and how the commit
+    /// ended. `None` with an S3 Tables catalog, which keeps no current-state table yet.
+    pub async fn commit_state(
+        &self,
+        table: &str,
+        folder: &str,
+        state: &current::StateVersion<'_>,
+    ) -> Result<Option<(String, Outcome)>> {
+        if matches!(self.catalog, Catalog::S3Tables(_)) {
+            return Ok(None);
+        }
+        let log = self.table(table);
+        let dir = format!("{table}/{folder}");
+        let name = format!("{}{}", log.name, current::NAME_SUFFIX);
+        let at = TableRef::in_destination(&dir, log.namespace, name, &self.root);
+        let outcome = current::commit(self.destination, &self.catalog, &at, state).await?;
+        Ok(Some((at.qualified(), outcome)))
     }
 
     /// What `sluice doctor` reports of the catalog itself (read only): an error with the

@@ -57,6 +57,16 @@ pub async fn of_part(
     key: &str,
     size: u64,
 ) -> Result<Vec<ColumnMetrics>> {
+    Ok(metrics(&footer(destination, key, size).await?))
+}
+
+/// The Parquet footer of the file at `key` of `destination`, `size` bytes long (one ranged
+/// read, two for a footer over 64 KiB).
+pub async fn footer(
+    destination: &dyn Destination,
+    key: &str,
+    size: u64,
+) -> Result<ParquetMetaData> {
     let unreadable = |what: String| {
         Error::new(Code::IcebergMetadata, format!("part {key}: {what}"))
             .hint("the part is not the Parquet file its run manifest lists: restore it, then run again; nothing was checkpointed")
@@ -83,9 +93,8 @@ pub async fn of_part(
             .await?
             .ok_or_else(|| unreadable("it does not exist".into()))?
     };
-    let metadata = ParquetMetaDataReader::decode_metadata(&bytes)
-        .map_err(|e| unreadable(format!("its footer does not decode: {e}")))?;
-    Ok(metrics(&metadata))
+    ParquetMetaDataReader::decode_metadata(&bytes)
+        .map_err(|e| unreadable(format!("its footer does not decode: {e}")))
 }
 
 /// The metrics of every top-level primitive column of `metadata`.

@@ -116,7 +116,10 @@ pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
     match under_lease(config, backends, &config.source.tables).await {
         Ok(crate::state::Leased::Ran(report)) => {
             for (table, built) in &report {
-                if let Ok(Some(p)) = built {
+                if let Ok(Built {
+                    pointer: Some(p), ..
+                }) = built
+                {
                     tracing::info!(table = %table, version = p.version, build = %p.build, rows = p.rows, "current state built");
                 }
             }
@@ -128,48 +131,58 @@ pub async fn after_run(config: &Config, backends: &crate::backends::Backends) {
     }
 }
 
+/// What one table's build came to.
+#[derive(Debug)]
+pub struct Built {
+    /// The version written; `None` when no change was committed since the previous one.
+    pub pointer: Option<Pointer>,
+    /// The Iceberg table holding the state (`namespace.name`), with `table_format:
+    /// iceberg`; `None` otherwise.
+    pub iceberg: Option<String>,
+}
+
 /// Builds `tables` under the job's materialization lease, or says who holds it.
 async fn under_lease(
     config: &Config,
     backends: &crate::backends::Backends,
     tables: &[String],
-) -> Result<crate::state::Leased<Vec<(String, Result<Option<Pointer>>)>>> {
+) -> Result<crate::state::Leased<Vec<(String, Result<Built>)>>> {
     let run_id = crate::run_id::new_run_id();
     let owner = crate::state::holder::owner(&run_id, Some("materialize"));
     let destination = backends.destination.as_ref();
+    let iceberg = crate::iceberg::ChangeLog::of(config, destination)?;
+    let job = Job {
+        name: &config.job,
+        destination,
+        iceberg: iceberg.as_ref(),
+        per_bucket: config.output.current_state_bucket_rows,
+    };
     crate::state::with_lease(
         backends.state.as_ref(),
         &lease_name(&config.job),
         &owner,
         config.lease.ttl(),
-        |_lease| build_tables(destination, tables, config.output.current_state_bucket_rows),
+        |_lease| build_tables(&job, tables),
     )
     .await
+}
+
+/// What every table's build of one job shares.
+struct Job<'a> {
+    name: &'a str,
+    destination: &'a dyn Destination,
+    iceberg: Option<&'a crate::iceberg::ChangeLog<'a>>,
+    per_bucket: u64,
 }
 
 /// Builds of one table, at most, while files it listed keep disappearing under it.
 const BUILD_ATTEMPTS: usize = 4;
 
 /// Builds each table in turn; a table that fails does not stop the others.
-async fn build_tables(
-    destination: &dyn Destination,
-    tables: &[String],
-    per_bucket: u64,
-) -> Result<Vec<(String, Result<Option<Pointer>>)>> {
+async fn build_tables(job: &Job<'_>, tables: &[String]) -> Result<Vec<(String, Result<Built>)>> {
     let mut report = Vec::with_capacity(tables.len());
     for table in tables {
-        let mut built = build(destination, table, per_bucket).await;
-        // A compaction or forget beside the build removed a file it had listed: the build
-        // wrote nothing the pointer names, so it starts over from a new listing.
-        for _ in 1..BUILD_ATTEMPTS {
-            match &built {
-                Err(e) if e.code() == Code::LakeFileGone => {
-                    tracing::info!(table = %table, error = %e, "a listed file is gone; building again");
-                    built = build(destination, table, per_bucket).await;
-                }
-                _ => break,
-            }
-        }
+        let built = build_table(job, table).await;
         if let Err(e) = &built {
             tracing::warn!(table = %table, error = %e, "current state not built");
         }
@@ -178,18 +191,112 @@ async fn build_tables(
     Ok(report)
 }
 
+/// One table: its Iceberg table brought to the stored version first (a build removes the
+/// files of the version before the previous one, which it may still name after a crash),
+/// then the next version built, then committed to the Iceberg table.
+async fn build_table(job: &Job<'_>, table: &str) -> Result<Built> {
+    let destination = job.destination;
+    let mut iceberg = None;
+    let mut log = job.iceberg;
+    // A table of that name another writer keeps never names the state's files: the state
+    // is built, the refusal reported.
+    let mut refused = None;
+    if let Some(to) = log
+        && let Some(stored) = version::read(destination, table).await?
+    {
+        match commit_to_iceberg(to, job.name, &stored).await {
+            Ok(name) => iceberg = name,
+            Err(e) if e.code() == Code::IcebergCatalogRejected => {
+                log = None;
+                refused = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut built = build(destination, table, job.per_bucket).await;
+    // A compaction or forget beside the build removed a file it had listed: the build
+    // wrote nothing the pointer names, so it starts over from a new listing.
+    for _ in 1..BUILD_ATTEMPTS {
+        match &built {
+            Err(e) if e.code() == Code::LakeFileGone => {
+                tracing::info!(table = %table, error = %e, "a listed file is gone; building again");
+                built = build(destination, table, job.per_bucket).await;
+            }
+            _ => break,
+        }
+    }
+    let pointer = built?;
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    if let (Some(log), Some(p)) = (log, &pointer) {
+        iceberg = commit_to_iceberg(log, job.name, p).await.inspect_err(|_| {
+            tracing::warn!(table = %table, version = p.version, "the current state is built; its Iceberg table was not committed (the next build commits it)");
+        })?;
+    }
+    Ok(Built { pointer, iceberg })
+}
+
+/// Commits the version `pointer` names to the table's Iceberg current-state table (a
+/// version it holds already is not committed again); its name, `None` when the catalog
+/// keeps none (S3 Tables).
+async fn commit_to_iceberg(
+    log: &crate::iceberg::ChangeLog<'_>,
+    job: &str,
+    pointer: &Pointer,
+) -> Result<Option<String>> {
+    use crate::iceberg::current::StateVersion;
+    let files = pointer
+        .buckets
+        .iter()
+        .enumerate()
+        .filter_map(|(b, file)| {
+            let size = pointer.bucket_bytes.get(b).copied().unwrap_or(0);
+            file.clone().map(|key| (key, size))
+        })
+        .collect();
+    let state = StateVersion {
+        job,
+        version: pointer.version,
+        files,
+        watermark: pointer.watermark.as_ref().map(|w| (w.pos.clone(), w.seq)),
+    };
+    let Some((name, outcome)) = log
+        .commit_state(&pointer.table, version::FOLDER, &state)
+        .await?
+    else {
+        return Ok(None);
+    };
+    if let crate::iceberg::table_commit::Outcome::Committed { snapshot_id } = outcome {
+        tracing::info!(table = %pointer.table, iceberg = %name, version = pointer.version, snapshot_id, "current state committed to Iceberg");
+    }
+    Ok(Some(name))
+}
+
 /// One table's entry in the report.
-fn table_report(table: &str, built: &Result<Option<Pointer>>) -> serde_json::Value {
-    match built {
-        Ok(Some(p)) => serde_json::json!({
+fn table_report(table: &str, built: &Result<Built>) -> serde_json::Value {
+    let mut entry = match built {
+        Ok(Built {
+            pointer: Some(p), ..
+        }) => serde_json::json!({
             "table": table, "version": p.version, "build": p.build, "rows": p.rows,
             "files": p.files.len(), "parts_read": p.parts_read, "watermark": p.watermark,
         }),
-        Ok(None) => serde_json::json!({ "table": table, "build": "up to date" }),
+        Ok(Built { pointer: None, .. }) => {
+            serde_json::json!({ "table": table, "build": "up to date" })
+        }
         Err(e) => serde_json::json!({
             "table": table, "error": e.code().as_str(), "message": e.to_string(),
         }),
+    };
+    if let Ok(Built {
+        iceberg: Some(name),
+        ..
+    }) = built
+    {
+        entry["iceberg_table"] = serde_json::json!(name);
     }
+    entry
 }
 
 /// Builds one table's next current-state version and points readers at it; `None` when
@@ -356,26 +463,35 @@ impl Build<'_> {
     /// new nor the previous pointer names.
     async fn write(&self, w: Written<'_>, prev: Option<&Pointer>) -> Result<Pointer> {
         let folder = version::folder_key(self.table, self.version);
-        let (mut files, mut counts): (Vec<Option<String>>, Vec<u64>) = match prev {
-            Some(p) if w.kind == "incremental" => (p.buckets.clone(), p.bucket_rows.clone()),
-            _ => (vec![None; w.buckets as usize], Vec::new()),
-        };
+        let (mut files, mut counts, mut sizes): (Vec<Option<String>>, Vec<u64>, Vec<u64>) =
+            match prev {
+                Some(p) if w.kind == "incremental" => (
+                    p.buckets.clone(),
+                    p.bucket_rows.clone(),
+                    p.bucket_bytes.clone(),
+                ),
+                _ => (vec![None; w.buckets as usize], Vec::new(), Vec::new()),
+            };
         let split = buckets::split(w.state, w.shape, w.bucketing, w.buckets)?;
         // A range bucket beyond the previous ones (new keys) is added; a count the previous
         // pointer did not keep is unknown, which the size check reads as small.
         files.resize(files.len().max(split.len()), None);
         counts.resize(files.len(), 0);
+        sizes.resize(files.len(), 0);
         let empty = split.first().map(|rows| rows.slice(0, 0));
         for (b, rows) in split.into_iter().enumerate() {
             if w.touched.is_some_and(|t| !t.contains(&(b as u32))) {
                 continue;
             }
             counts[b] = rows.num_rows() as u64;
+            sizes[b] = 0;
             files[b] = if rows.num_rows() == 0 {
                 None
             } else {
                 let key = format!("{folder}/bucket-{b:04}.parquet");
-                self.destination.put_marker(&key, &encode(&rows)?).await?;
+                let body = encode(&rows)?;
+                sizes[b] = body.len() as u64;
+                self.destination.put_marker(&key, &body).await?;
                 Some(key)
             };
         }
@@ -383,7 +499,9 @@ impl Build<'_> {
         // columns (DuckDB refuses an empty file list).
         if let (true, Some(empty)) = (files.iter().all(Option::is_none), empty) {
             let key = format!("{folder}/bucket-0000.parquet");
-            self.destination.put_marker(&key, &encode(&empty)?).await?;
+            let body = encode(&empty)?;
+            sizes[0] = body.len() as u64;
+            self.destination.put_marker(&key, &body).await?;
             files[0] = Some(key);
         }
         crate::faults::hit(crate::faults::FaultPoint::MaterializeBeforePointer).await?;
@@ -395,6 +513,7 @@ impl Build<'_> {
             buckets: files,
             bucketing: w.bucketing,
             bucket_rows: counts,
+            bucket_bytes: sizes,
             rows: w.rows,
             watermark: w.watermark,
             runs_through: w.runs_through,

@@ -37,6 +37,10 @@ pub struct Pointer {
     /// were kept.
     #[serde(default)]
     pub bucket_rows: Vec<u64>,
+    /// Per bucket, the size in bytes of its file (0: no file, or a pointer written before
+    /// sizes were kept); an Iceberg commit of the version lists them.
+    #[serde(default)]
+    pub bucket_bytes: Vec<u64>,
     pub rows: u64,
     /// The newest change folded in: the state is exact as of this `(__pos, __seq)`.
     pub watermark: Option<Watermark>,

@@ -3,6 +3,7 @@
 //! through the same catalog and must read every change exactly once, with the declared
 //! types — also after a crash between the Iceberg commit and the checkpoint.
 
+mod current;
 mod foreign;
 mod glue;
 mod json;
