@@ -23,6 +23,11 @@
 //!
 //! * builds of one job take turns under its materialization lease ([`lease_name`]),
 //!   separate from the drain's.
+//! * with `table_format: iceberg` (SQL and Glue catalogs), every version is also committed
+//!   to the Iceberg table `<name>_current` ([`crate::iceberg::current`]) after its pointer
+//!   moved, and a build first commits the stored version when the table lags (a crash
+//!   between pointer and commit): the files a build removes are never the ones the
+//!   table's current snapshot names;
 //!
 //! Not yet: a full build holds the whole table in memory.
 

@@ -265,3 +265,86 @@ else:
     let read = read_current(dir.path(), &job.out()).unwrap();
     assert_eq!(read["state"], db.id_v_text(), "{read}");
 }
+
+/// On S3 (moto) with the Glue catalog: the current-state table is an Iceberg table in Glue
+/// (pyiceberg's representation, so Athena reads it), whose files are the state's files in
+/// the bucket; pyiceberg's `GlueCatalog` reads it equal to the source after each build.
+#[test]
+fn iceberg_current_state_table_on_s3_is_in_glue_and_read_by_pyiceberg() {
+    let admin = pg_or_skip!();
+    let moto = aws_or_skip!();
+    let db = TestDb::new(&admin, "ice_current_glue");
+    db.sql("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    db.sql("INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 40) i");
+    let target = crate::support::aws::AwsTarget::new(&moto);
+    let database = super::glue::glue_database();
+    let job = target.job(
+        &db,
+        &["t"],
+        &super::glue::glue_yaml(
+            &moto,
+            &database,
+            "initial: snapshot\noutput: { current_state_bucket_rows: 10 }\n",
+        ),
+    );
+    assert_eq!(job.run(&["baseline"], &[]).code, 0);
+    let script = r#"
+import json, sys
+from pyiceberg.catalog.glue import GlueCatalog
+endpoint, database = sys.argv[1], sys.argv[2]
+creds = {"access-key-id": "testing", "secret-access-key": "testing", "region": "us-east-1"}
+props = {"glue.endpoint": endpoint, "s3.endpoint": endpoint}
+props.update({"glue." + k: v for k, v in creds.items()})
+props.update({"s3." + k: v for k, v in creds.items()})
+table = GlueCatalog("glue", **props).load_table((database, "t_current"))
+data = table.scan().to_arrow()
+rows = sorted(zip(data["id"].to_pylist(), data["v"].to_pylist()), key=lambda r: str(r[0]))
+print(json.dumps({
+    "state": ",".join(f"{i}={'NULL' if v is None else v}" for i, v in rows),
+    "location": table.location(),
+    "files": sorted(t.file.file_path for t in table.scan().plan_files()),
+    "metadata": table.metadata_location,
+    "version": table.current_snapshot().summary.additional_properties.get("sluice.state-version"),
+}))
+"#;
+    for (round, change) in [
+        "UPDATE t SET v = 'changed' WHERE id % 7 = 0",
+        "DELETE FROM t WHERE id > 35; INSERT INTO t VALUES (100, 'new')",
+    ]
+    .iter()
+    .enumerate()
+    {
+        db.sql(change);
+        assert_eq!(job.drain()["status"], "drained");
+        let run = job.run(&["materialize", "--table", "t"], &[]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let report: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+        assert_eq!(
+            report["tables"][0]["iceberg_table"],
+            format!("{database}.t_current"),
+            "{report}"
+        );
+        let Some(python) = readers::python() else {
+            return;
+        };
+        let text = readers::run(&python, script, &[Path::new(&moto), Path::new(&database)]);
+        let read: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(read["state"], db.id_v_text(), "round {round}: {read}");
+        assert_eq!(read["version"], (round + 1).to_string(), "{read}");
+        let location = format!("s3://{}/{}t/_current_state", target.bucket, target.prefix);
+        assert_eq!(read["location"], location.as_str(), "{read}");
+        target.fetch_output(&job);
+        let pointer_files: Vec<String> = pointer_files(&job)
+            .iter()
+            .map(|f| format!("s3://{}/{}{f}", target.bucket, target.prefix))
+            .collect();
+        assert_eq!(read["files"], serde_json::json!(pointer_files), "{read}");
+        let glue = super::glue::glue_table(&moto, &database, "t_current").expect("the Glue table");
+        let parameters = glue.parameters().unwrap();
+        assert_eq!(parameters["table_type"], "ICEBERG");
+        assert_eq!(
+            parameters["metadata_location"].as_str(),
+            read["metadata"].as_str().unwrap()
+        );
+    }
+}

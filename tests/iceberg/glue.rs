@@ -18,18 +18,18 @@ use crate::support::proxy::Proxy;
 use crate::support::{TestDb, readers};
 
 /// A Glue database name unique to this test run.
-fn glue_database() -> String {
+pub(super) fn glue_database() -> String {
     unique_name("sluice_iceglue").replace('-', "_")
 }
 
 /// The `table_format` / `iceberg` YAML of a job whose Glue catalog is at `endpoint`.
-fn glue_yaml(endpoint: &str, database: &str, extra: &str) -> String {
+pub(super) fn glue_yaml(endpoint: &str, database: &str, extra: &str) -> String {
     format!(
         "table_format: iceberg\niceberg:\n  catalog: {{ type: glue, endpoint_url: '{endpoint}', region: us-east-1 }}\n  namespace: {database}\n{extra}"
     )
 }
 
-fn glue_table(moto: &str, database: &str, name: &str) -> Option<Table> {
+pub(super) fn glue_table(moto: &str, database: &str, name: &str) -> Option<Table> {
     runtime().block_on(async {
         let client = aws_sdk_glue::Client::new(&sdk(moto).await);
         match client

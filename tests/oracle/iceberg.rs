@@ -90,6 +90,27 @@ print(json.dumps({"files": files, "rows": scan.to_arrow().num_rows, "relative": 
 "#;
 
 pub fn seen(python: &str, catalog: &Catalog, out: &Path, table: &str) -> Result<Seen, String> {
+    seen_named(python, catalog, out, table, "")
+}
+
+/// The current-state table `sluice materialize` keeps beside the change log
+/// (`<name>_current`, SQL catalog): its files relative to `<out>/<table>/` and its rows.
+pub fn seen_current(
+    python: &str,
+    catalog: &Catalog,
+    out: &Path,
+    table: &str,
+) -> Result<Seen, String> {
+    seen_named(python, catalog, out, table, "_current")
+}
+
+fn seen_named(
+    python: &str,
+    catalog: &Catalog,
+    out: &Path,
+    table: &str,
+    suffix: &str,
+) -> Result<Seen, String> {
     let name: String = table
         .chars()
         .map(|c| {
@@ -99,6 +120,7 @@ pub fn seen(python: &str, catalog: &Catalog, out: &Path, table: &str) -> Result<
                 '_'
             }
         })
+        .chain(suffix.chars())
         .collect();
     let mut command = std::process::Command::new(python);
     match catalog {

@@ -97,6 +97,8 @@ pub struct Totals {
     pub failovers: u64,
     /// Trials that also committed to an Iceberg table, checked through pyiceberg.
     pub iceberg: u64,
+    /// Iceberg current-state tables checked against their pointer.
+    pub iceberg_current: u64,
     /// Trials that left a column out by a column policy.
     pub policies: u64,
     /// Trials that started from a baseline, and the baseline rows compared in them.
@@ -133,6 +135,7 @@ impl Totals {
         self.spill_leftovers += r.spill_leftovers;
         self.failovers += r.failovers;
         self.iceberg += u64::from(r.iceberg);
+        self.iceberg_current += r.iceberg_current_checks;
         self.policies += u64::from(r.policy);
         self.baselines += u64::from(r.snapshot_rows.is_some());
         self.snapshot_rows += r.snapshot_rows.unwrap_or(0);
@@ -244,7 +247,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
     });
     let t = totals.into_inner().unwrap();
     println!(
-        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} repairs={} repair_crashes={} failovers={} iceberg={} policies={} seconds={})",
+        "oracle {}: trials={} crashes={} rows_compared={} events_compared={} mismatches={} (drains={} skipped={} transient={} changes={} key_change_carries={} spill_leftovers={} baselines={} snapshot_rows={} truncates={} ddls={} rebaselines_by_hand={} materializes={} compactions={} compaction_crashes={} parts_compacted={} retention_trials={} history_folds={} verifies={} walks={} repairs={} repair_crashes={} failovers={} iceberg={} iceberg_current={} policies={} seconds={})",
         engine.name(),
         t.trials,
         t.crashes,
@@ -274,6 +277,7 @@ pub fn run(engine: &dyn Engine, test: &str, default_budget_secs: u64) {
         t.repair_crashes,
         t.failovers,
         t.iceberg,
+        t.iceberg_current,
         t.policies,
         started.elapsed().as_secs()
     );

@@ -168,6 +168,8 @@ pub struct Report {
     pub failovers: u64,
     /// The trial also committed to an Iceberg table (checked through pyiceberg).
     pub iceberg: bool,
+    /// Checks of the Iceberg current-state table against the pointer.
+    pub iceberg_current_checks: u64,
     /// The trial left a column out by a column policy (`policy … exclude`).
     pub policy: bool,
     /// Baseline trials: the snapshot rows the final replay started from.
@@ -969,6 +971,41 @@ fn run_in(engine: &dyn Engine, seed: u64, dir: &Path, report: &mut Report) -> Re
                 .into_iter()
                 .map(|m| format!("sluice sql, {m}")),
         );
+        // The Iceberg current-state table (SQL catalog) names the files of the pointer the
+        // build above wrote, and pyiceberg reads their rows.
+        if let Some(catalog @ super::iceberg::Catalog::Sql(_)) = &catalog {
+            let out = dir.join("out");
+            let table = source.table();
+            let seen = super::iceberg::seen_current(&python, catalog, &out, &table)?;
+            let pointer_path = out.join(&table).join("_current_state/_version.json");
+            let pointer: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(&pointer_path)
+                    .map_err(|e| format!("{}: {e}", pointer_path.display()))?,
+            )
+            .map_err(|e| format!("{}: {e}", pointer_path.display()))?;
+            let prefix = format!("{table}/");
+            let mut named: Vec<String> = pointer["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str()?.strip_prefix(&prefix).map(str::to_owned))
+                .collect();
+            named.sort();
+            let mut files = seen.files.clone();
+            files.sort();
+            if files != named {
+                report.mismatches.push(format!(
+                    "the Iceberg current-state table holds {files:?}, the pointer names {named:?}"
+                ));
+            }
+            if Some(seen.rows) != pointer["rows"].as_u64() {
+                report.mismatches.push(format!(
+                    "pyiceberg reads {} rows of the Iceberg current-state table, the pointer says {}",
+                    seen.rows, pointer["rows"]
+                ));
+            }
+            report.iceberg_current_checks += 1;
+        }
     }
     // sluice verify --repair, held to the replay (after every other check: it takes a
     // part out of the folder).
