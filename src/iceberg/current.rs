@@ -6,10 +6,11 @@
 //! Guarantees:
 //!
 //! * a snapshot names exactly the files of one version's pointer — every row of the state
-//!   in one of them — and is committed only after that pointer moved (the files are
-//!   durable), through the catalog's conditional swap; the version is in its summary
-//!   (`sluice.state-version`, with the watermark), so a version is committed once and a
-//!   commit of the version the table holds does nothing;
+//!   in one of them; an empty state's one file of no rows is left out — and is committed
+//!   only after that pointer moved (the files are durable), through the catalog's
+//!   conditional swap; the version is in its summary (`sluice.state-version`, with the
+//!   watermark), so a version is committed once and a commit of the version the table
+//!   holds does nothing;
 //! * one manifest per snapshot: the files the version carried from the previous one are
 //!   `EXISTING` entries (their snapshot and sequence numbers kept), the files it wrote
 //!   `ADDED`, the files it replaced `DELETED` (operation `overwrite`; `append` when it
@@ -174,10 +175,14 @@ async fn attempt(
             }
             None => {
                 let file = data_file(store, key, *size, path).await?;
-                entries.push(manifest::added_entry(
-                    snapshot_id,
-                    &with_ids(&file, &fields),
-                ));
+                // The one file of an empty state only carries its columns, which the
+                // table's schema holds (readers skip a file of no rows anyway).
+                if file.rows > 0 {
+                    entries.push(manifest::added_entry(
+                        snapshot_id,
+                        &with_ids(&file, &fields),
+                    ));
+                }
             }
         }
     }

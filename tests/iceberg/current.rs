@@ -264,6 +264,19 @@ else:
     assert_eq!(built["iceberg_table"], "cdc.t_current", "{built}");
     let read = read_current(dir.path(), &job.out()).unwrap();
     assert_eq!(read["state"], db.id_v_text(), "{read}");
+
+    // An empty state: no data file, the columns still the table's.
+    db.sql("DELETE FROM t");
+    assert_eq!(job.drain()["status"], "drained");
+    let (code, _, err) = materialize(&job, &[]);
+    assert_eq!(code, 0, "{err}");
+    let read = read_current(dir.path(), &job.out()).unwrap();
+    assert_eq!(
+        (read["rows"].clone(), read["files"].clone()),
+        (0.into(), serde_json::json!([])),
+        "{read}"
+    );
+    assert_eq!(read["ids"], serde_json::json!({"id": 1, "v": 2}), "{read}");
 }
 
 /// On S3 (moto) with the Glue catalog: the current-state table is an Iceberg table in Glue
