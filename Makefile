@@ -52,7 +52,8 @@ lambda: prereqs
 # PostgreSQL and MariaDB, each scenario against the source's own floors, with CPU and
 # (callgrind, scenarios up to 200k rows) instructions per row (bench/run.py); then a table
 # after 1,500 small runs before and after `sluice compact` (bench/compaction.py); then one
-# incremental `sluice materialize` on a 10k- and a 1M-row table (bench/current_state.py);
+# incremental `sluice materialize` on a 10k- and a 1M-row table, plain and with its Iceberg
+# table (bench/current_state.py);
 # then a full and a 1% `sluice verify` of a 1M-row table (bench/verify.py).
 # BENCH_ARGS passes more options, e.g. BENCH_ARGS='--repeat 5 --note "quiet machine"'.
 TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
@@ -66,6 +67,7 @@ bench: services
 	  $(if $(wildcard $(TARGET_DIR)/lambda/sluice/bootstrap.zip),--zip $(TARGET_DIR)/lambda/sluice/bootstrap.zip,) $(BENCH_ARGS)
 	eval "$$($(SERVICES) env)" && python3 bench/compaction.py --binary $(TARGET_DIR)/release/sluice $(COMPACTION_BENCH_ARGS)
 	eval "$$($(SERVICES) env)" && python3 bench/current_state.py --binary $(TARGET_DIR)/release/sluice
+	eval "$$($(SERVICES) env)" && python3 bench/current_state.py --binary $(TARGET_DIR)/release/sluice --iceberg
 	eval "$$($(SERVICES) env)" && python3 bench/verify.py --binary $(TARGET_DIR)/release/sluice
 
 # A small smoke run with the debug build, so the benchmark code keeps working (CI runs it);
@@ -80,6 +82,8 @@ bench-quick: services
 	  --runs 20 --repeat 2 --out $$(mktemp -d) $(COMPACTION_BENCH_ARGS)
 	eval "$$($(SERVICES) env)" && python3 bench/current_state.py --binary $(TARGET_DIR)/debug/sluice \
 	  --sizes 1000,5000 --changes 10 --rounds 1 --out $$(mktemp -d)
+	eval "$$($(SERVICES) env)" && python3 bench/current_state.py --binary $(TARGET_DIR)/debug/sluice \
+	  --sizes 1000,5000 --changes 10 --rounds 1 --iceberg --out $$(mktemp -d)
 	eval "$$($(SERVICES) env)" && python3 bench/verify.py --binary $(TARGET_DIR)/debug/sluice \
 	  --sizes 50000 --out $$(mktemp -d)
 

@@ -12,7 +12,11 @@ read, the state files it rewrote (buckets touched) and the rows those hold. The 
 checked against the source (row count and a digest through DuckDB) after every build, so
 the numbers are reported only for a state that is right.
 
-Output: <out>/current-state.json, <out>/current-state.md, and one summary line on stdout.
+With `--iceberg` the job is `table_format: iceberg` on a SQL catalog in its folder, so
+every build also commits the Iceberg table `t_current`; the state is then also checked as
+pyiceberg reads that table, and the report is named current-state-iceberg.
+
+Output: <out>/current-state[-iceberg].json and .md, and one summary line on stdout.
 """
 
 import argparse
@@ -43,7 +47,14 @@ rows = duckdb.connect().execute(
 print(json.dumps({"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest()}))
 """
 
-
+ICEBERG_DIGEST_SCRIPT = r"""
+import hashlib, json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+data = SqlCatalog("default", uri="sqlite:///" + sys.argv[1]).load_table(("bench", "t_current")).scan().to_arrow()
+rows = sorted(zip(data["id"].to_pylist(), data["n"].to_pylist(),
+                  [None if a is None else str(a) for a in data["amount"].to_pylist()], data["label"].to_pylist()))
+print(json.dumps({"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest()}))
+"""
 
 
 def source_digest(url):
@@ -56,6 +67,12 @@ def source_digest(url):
 def state_digest(python, job_dir):
     pointer = os.path.join(job_dir, "out", "t", "_current_state", "_version.json")
     out = subprocess.run([python, "-c", DIGEST_SCRIPT, pointer, os.path.join(job_dir, "out")],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def iceberg_digest(python, job_dir):
+    out = subprocess.run([python, "-c", ICEBERG_DIGEST_SCRIPT, os.path.join(job_dir, "catalog.db")],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -74,7 +91,7 @@ def rewritten(job_dir, version):
     return len(os.listdir(folder)) if os.path.isdir(folder) else 0
 
 
-def one_size(binary, admin, python, rows, changes, rounds, scratch):
+def one_size(binary, admin, python, rows, changes, rounds, scratch, iceberg=False):
     db = f"bench_state_{rows}"
     measure.psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
     measure.psql(admin, f"CREATE DATABASE {db}")
@@ -87,6 +104,9 @@ def one_size(binary, admin, python, rows, changes, rounds, scratch):
                                     f"  postgres: {{ slot: s_{db}, publication: p_{db} }}\n")
         with open(config, "a") as f:
             f.write("initial: snapshot\n")
+            if iceberg:
+                f.write("table_format: iceberg\niceberg: { catalog: { type: sql, uri: \"sqlite:///%s/catalog.db\" }, "
+                        "namespace: bench }\n" % job_dir)
         env = dict(os.environ, BENCH_URL=url)
         subprocess.run([binary, "baseline", "--config", config], env=env, check=True,
                        capture_output=True)
@@ -109,6 +129,8 @@ def one_size(binary, admin, python, rows, changes, rounds, scratch):
                 got, want = state_digest(python, job_dir), source_digest(url)
                 if got != want:
                     raise RuntimeError(f"the current state differs from the source after a {kind} build: {got} {want}")
+                if iceberg and iceberg_digest(python, job_dir) != want:
+                    raise RuntimeError(f"the Iceberg current-state table differs from the source after a {kind} build")
                 builds[kind].append(b)
         med = lambda runs, k: statistics.median(r[k] for r in runs)
         return {"rows": rows, "changes": changes, "full_s": full["wall_s"], "full_rss_mib": full["peak_rss_mib"],
@@ -120,7 +142,8 @@ def one_size(binary, admin, python, rows, changes, rounds, scratch):
 
 
 def markdown(report):
-    lines = [f"# sluice current-state builds — {report['at']}", "",
+    title = "current-state builds, Iceberg table committed too" if report.get("iceberg") else "current-state builds"
+    lines = [f"# sluice {title} — {report['at']}", "",
              f"Commit {report['commit']}, binary `{report['binary']}`, medians of {report['rounds']} rounds. "
              "Each round: the same number of single-row updates, drained, then one `sluice materialize` "
              "(incremental): once scattered over every key, once within the newest 1% of keys, once as "
@@ -150,6 +173,8 @@ def main():
     parser.add_argument("--changes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    parser.add_argument("--iceberg", action="store_true",
+                        help="table_format: iceberg (SQL catalog): each build also commits the Iceberg table t_current")
     args = parser.parse_args()
     admin = os.environ.get("SLUICE_TEST_PG_URL")
     python = os.environ.get("SLUICE_TEST_READERS_PYTHON") or shutil.which("python3")
@@ -160,11 +185,13 @@ def main():
         return
     scratch = tempfile.mkdtemp(prefix="sluice-bench-state-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
-        sizes = [one_size(args.binary, admin, python, int(n), args.changes, args.rounds, scratch)
+        sizes = [one_size(args.binary, admin, python, int(n), args.changes, args.rounds, scratch, args.iceberg)
                  for n in args.sizes.split(",")]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    measure.write_report(args.out, "current-state", {"binary": args.binary, "rounds": args.rounds, "sizes": sizes}, markdown)
+    name = "current-state-iceberg" if args.iceberg else "current-state"
+    measure.write_report(args.out, name, {"binary": args.binary, "rounds": args.rounds, "iceberg": args.iceberg,
+                                          "sizes": sizes}, markdown)
 
 
 if __name__ == "__main__":
