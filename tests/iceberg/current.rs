@@ -98,6 +98,29 @@ fn iceberg_current_state_table_follows_every_build_and_survives_a_crash() {
         ),
         "{read}"
     );
+    // Athena and Spark read it through their catalog: `sluice sql` prints that query.
+    for (dialect, query) in [
+        ("athena", "SELECT * FROM \"cdc\".\"t_current\";"),
+        ("spark", "SELECT * FROM `cdc`.`t_current`;"),
+    ] {
+        let sql = job.run(
+            &[
+                "sql",
+                "--dialect",
+                dialect,
+                "--table",
+                "t",
+                "--current-state",
+            ],
+            &[],
+        );
+        assert_eq!(sql.code, 0, "{}", sql.stderr);
+        assert!(
+            sql.stdout.trim_end().ends_with(query),
+            "{dialect}: {}",
+            sql.stdout
+        );
+    }
     let ids = read["ids"].clone();
     assert_eq!(
         ids,
