@@ -33,7 +33,7 @@ use super::catalog::Catalog;
 use super::manifest::{self, DELETED, DataFile, EXISTING, Entry, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
 use super::schema::{self, Field};
-use super::table_commit::{ATTEMPTS, JOB_KEY, Outcome, file_number, read_metadata, with_ids};
+use super::table_commit::{ATTEMPTS, JOB_KEY, Outcome, publish, read_metadata, with_ids};
 use super::table_ref::TableRef;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
@@ -242,27 +242,15 @@ async fn attempt(
     metadata
         .properties
         .insert(PREVIOUS_VERSIONS_PROPERTY.to_owned(), "1".to_owned());
-    let number = current.as_deref().map_or(0, file_number) + 1;
-    if let Some(previous) = &current {
-        metadata.log_previous(previous, now);
-    }
-    let metadata_key = at.metadata_key(&format!("{number:05}-{uuid}.metadata.json"));
-    store
-        .put_marker(&metadata_key, &metadata.to_json()?)
-        .await?;
-    let location = at.uri(&metadata_key);
-    let moved = match &current {
-        None => {
-            catalog
-                .create(at.namespace, &at.name, &location, &metadata)
-                .await?
-        }
-        Some(old) => {
-            catalog
-                .swap(at.namespace, &at.name, old, &location, &metadata)
-                .await?
-        }
-    };
+    let (metadata_key, moved) = publish(
+        store,
+        catalog,
+        at,
+        current.as_deref(),
+        &mut metadata,
+        (now, &uuid),
+    )
+    .await?;
     if !moved {
         return Ok(None);
     }

@@ -245,8 +245,32 @@ async fn attempt(
         schema_id: None,
         extra: Default::default(),
     });
-    let number = current.as_deref().map_or(0, file_number) + 1;
-    if let Some(previous) = &current {
+    let (_, moved) = publish(
+        store,
+        catalog,
+        at,
+        current.as_deref(),
+        &mut metadata,
+        (now, &uuid),
+    )
+    .await?;
+    Ok(moved.then_some(Outcome::Committed { snapshot_id }))
+}
+
+/// Writes `metadata` as the table's next metadata file (logging `current`, the file it
+/// replaces) and points the catalog at it — creating the table when `current` is `None`,
+/// else moving the pointer only from `current`: the new file's key, and `false` when
+/// another writer registered or moved the table first.
+pub(crate) async fn publish(
+    store: &dyn Destination,
+    catalog: &Catalog,
+    at: &TableRef<'_>,
+    current: Option<&str>,
+    metadata: &mut TableMetadata,
+    (now, uuid): (i64, &str),
+) -> Result<(String, bool)> {
+    let number = current.map_or(0, file_number) + 1;
+    if let Some(previous) = current {
         metadata.log_previous(previous, now);
     }
     let metadata_key = at.metadata_key(&format!("{number:05}-{uuid}.metadata.json"));
@@ -254,19 +278,19 @@ async fn attempt(
         .put_marker(&metadata_key, &metadata.to_json()?)
         .await?;
     let new_location = at.uri(&metadata_key);
-    let moved = match &current {
+    let moved = match current {
         None => {
             catalog
-                .create(at.namespace, &at.name, &new_location, &metadata)
+                .create(at.namespace, &at.name, &new_location, metadata)
                 .await?
         }
         Some(old) => {
             catalog
-                .swap(at.namespace, &at.name, old, &new_location, &metadata)
+                .swap(at.namespace, &at.name, old, &new_location, metadata)
                 .await?
         }
     };
-    Ok(moved.then_some(Outcome::Committed { snapshot_id }))
+    Ok((metadata_key, moved))
 }
 
 /// `file` with its column metrics and its exact `__pos` range keyed by the field ids of
