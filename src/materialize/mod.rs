@@ -189,7 +189,7 @@ async fn build_tables(job: &Job<'_>, tables: &[String]) -> Result<Vec<(String, R
     for table in tables {
         let built = build_table(job, table).await;
         if let Err(e) = &built {
-            tracing::warn!(table = %table, error = %e, "current state not built");
+            tracing::warn!(table = %table, error = %e, "current state not built, or its Iceberg table not committed");
         }
         report.push((table.clone(), built));
     }
