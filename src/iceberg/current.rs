@@ -33,7 +33,9 @@ use super::catalog::Catalog;
 use super::manifest::{self, DELETED, DataFile, EXISTING, Entry, ManifestFile};
 use super::metadata::{Snapshot, TableMetadata};
 use super::schema::{self, Field};
-use super::table_commit::{ATTEMPTS, JOB_KEY, Outcome, publish, read_metadata, with_ids};
+use super::table_commit::{
+    ATTEMPTS, JOB_KEY, Outcome, lost_every_race, publish, read_metadata, with_ids,
+};
 use super::table_ref::TableRef;
 use crate::destination::Destination;
 use crate::error::{Code, Error, Result};
@@ -72,14 +74,10 @@ pub async fn commit(
         }
         tracing::info!(table = %at.name, "another writer committed to the Iceberg table first; reading it again");
     }
-    Err(Error::new(
-        Code::IcebergConflict,
-        format!(
-            "Iceberg table {}: another writer committed first at each of {ATTEMPTS} attempts",
-            at.qualified()
-        ),
-    )
-    .hint("sluice keeps this table alone: stop the other writer, then run `sluice materialize` again (the current state itself is built; its Iceberg table follows at the next build)"))
+    Err(lost_every_race(
+        at,
+        "sluice keeps this table alone: stop the other writer, then run `sluice materialize` again (the current state itself is built; its Iceberg table follows at the next build)",
+    ))
 }
 
 /// One try: `None` when the catalog pointer moved under it.

@@ -174,14 +174,10 @@ pub async fn replace(
 }
 
 fn conflict(at: &TableRef<'_>) -> Error {
-    Error::new(
-        Code::IcebergConflict,
-        format!(
-            "Iceberg table {}: another writer committed first at each of {ATTEMPTS} attempts",
-            at.qualified()
-        ),
+    super::table_commit::lost_every_race(
+        at,
+        "drains keep committing to the table: run sluice compact again later (what it did so far is kept and finished by the next run)",
     )
-    .hint("drains keep committing to the table: run sluice compact again later (what it did so far is kept and finished by the next run)")
 }
 
 async fn replace_attempt(

@@ -101,14 +101,23 @@ pub async fn append(
         }
         tracing::info!(table = %at.name, "another writer committed to the Iceberg table first; reading it again");
     }
-    Err(Error::new(
+    Err(lost_every_race(
+        at,
+        "another process keeps committing to this table: make sluice its only writer (compaction and expiry in between runs), then run again; the run's data stays and the next run commits it",
+    ))
+}
+
+/// `SLUICE_ICEBERG_CONFLICT`: another writer moved the table's pointer first at each of
+/// [`ATTEMPTS`] tries; `hint` says what to do for the commit that gave up.
+pub(crate) fn lost_every_race(at: &TableRef<'_>, hint: &str) -> Error {
+    Error::new(
         Code::IcebergConflict,
         format!(
             "Iceberg table {}: another writer committed first at each of {ATTEMPTS} attempts",
             at.qualified()
         ),
     )
-    .hint("another process keeps committing to this table: make sluice its only writer (compaction and expiry in between runs), then run again; the run's data stays and the next run commits it"))
+    .hint(hint)
 }
 
 /// One try: `None` when the catalog pointer moved under it.
